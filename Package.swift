@@ -1,0 +1,56 @@
+// swift-tools-version:6.0
+// StrokeJournal: an event-sourced, zlib-compressed journal of drawing sessions.
+//
+// Layers, bottom to top (a lower layer never imports a higher one):
+//   CZlib ⟶ JournalPlatform (the only C/POSIX interop) ⟶ JournalFormat (pure model + codec)
+//   ⟶ JournalStorage (files, fsync, locks) ⟶ JournalReplay (fold to a drawing)
+//   ⟶ journal (the command-line tool). JournalIngest parses text input into events.
+import PackageDescription
+
+let package = Package(
+    name: "StrokeJournal",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "StrokeJournal", targets: ["JournalStorage", "JournalReplay", "JournalIngest"]),
+        .executable(name: "journal", targets: ["journal"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // MARK: C interop
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
+        ),
+        .target(name: "JournalPlatform", dependencies: ["CZlib"]),
+
+        // MARK: Library layers
+        .target(name: "JournalFormat", dependencies: ["JournalPlatform"]),
+        .target(name: "JournalStorage", dependencies: ["JournalFormat", "JournalPlatform"]),
+        .target(name: "JournalReplay", dependencies: ["JournalFormat", "JournalStorage"]),
+        .target(name: "JournalIngest", dependencies: ["JournalFormat"]),
+
+        // MARK: Command-line tool
+        .executableTarget(
+            name: "journal",
+            dependencies: [
+                "JournalStorage", "JournalReplay", "JournalIngest",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        // MARK: Tests
+        // Event generators and byte-damage helpers shared by the test targets.
+        .target(name: "JournalTestSupport", dependencies: ["JournalFormat", "JournalPlatform"], path: "Tests/Support"),
+        .testTarget(name: "JournalFormatTests", dependencies: ["JournalFormat", "JournalPlatform", "JournalTestSupport"]),
+        .testTarget(
+            name: "JournalStorageTests",
+            dependencies: ["JournalStorage", "JournalFormat", "JournalIngest", "JournalTestSupport"],
+            exclude: ["Golden"]),
+        .testTarget(name: "JournalReplayTests", dependencies: ["JournalReplay", "JournalStorage", "JournalFormat", "JournalTestSupport"]),
+        .testTarget(name: "JournalIngestTests", dependencies: ["JournalIngest", "JournalFormat"]),
+        .testTarget(name: "CLITests", dependencies: ["journal", "JournalTestSupport"]),
+    ]
+)

@@ -1,0 +1,385 @@
+/// Encodes a run of one replica's events (dense seqs) into the raw, uncompressed body of a
+/// block, and back. Pure: no I/O, no compression. Layout: docs/FORMAT.md, "Block body".
+///
+/// Columns instead of rows, because deflate then sees long runs of alike bytes: the kind,
+/// clock and stroke columns of a pen stroke are nearly constant and cost almost nothing, so
+/// the size is dominated by the coordinate residuals.
+public enum BlockCodec {
+    // MARK: Encoding
+
+    public static func encode(_ events: some Collection<Event>) -> [UInt8] {
+        var strokeIndex: [StrokeID: UInt32] = [:]
+        var strokes: [StrokeID] = []
+        var styleIndex: [Style: UInt32] = [:]
+        var styles: [Style] = []
+
+        var kinds = ByteWriter(capacity: events.count)
+        var lamports = ByteWriter(capacity: events.count)
+        var walls = ByteWriter(capacity: events.count)
+        var strokeRefs = ByteWriter(capacity: events.count)
+        var styleRefs = ByteWriter(capacity: events.count)
+        var flags = ByteWriter(capacity: events.count)
+        var xs = RealColumnBuilder(order: 2)
+        var ys = RealColumnBuilder(order: 2)
+        var pressures = RealColumnBuilder(order: 1)
+        var times = RealColumnBuilder(order: 2)
+
+        var previousLamport: UInt64 = 0
+        var previousWall: Int64 = 0
+        for event in events {
+            kinds.append(event.payload.kind.rawValue)
+            lamports.appendZigZag(Int64(bitPattern: event.lamport &- previousLamport &- 1))
+            walls.appendZigZag(event.wallTime &- previousWall)
+            previousLamport = event.lamport
+            previousWall = event.wallTime
+
+            guard let stroke = event.payload.stroke else { continue }
+            let strokeRef: UInt32
+            if let known = strokeIndex[stroke] {
+                strokeRef = known
+            } else {
+                strokeRef = UInt32(strokes.count)
+                strokeIndex[stroke] = strokeRef
+                strokes.append(stroke)
+            }
+            strokeRefs.appendVarint(UInt64(strokeRef))
+
+            guard case .point(let sample) = event.payload else { continue }
+            let styleRef: UInt32
+            if let known = styleIndex[sample.style] {
+                styleRef = known
+            } else {
+                styleRef = UInt32(styles.count)
+                styleIndex[sample.style] = styleRef
+                styles.append(sample.style)
+            }
+            styleRefs.appendVarint(UInt64(styleRef))
+            flags.append((sample.pressure != nil ? 1 : 0) | (sample.t != nil ? 2 : 0))
+            xs.append(sample.x, stroke: strokeRef)
+            ys.append(sample.y, stroke: strokeRef)
+            if let pressure = sample.pressure { pressures.append(pressure, stroke: strokeRef) }
+            if let t = sample.t { times.append(t, stroke: strokeRef) }
+        }
+
+        var out = ByteWriter(capacity: events.count * 12 + strokes.count * 16 + 64)
+        out.appendVarint(UInt64(strokes.count))
+        for stroke in strokes { out.append(contentsOf: stroke.bits.bytes) }
+        out.appendVarint(UInt64(styles.count))
+        for style in styles {
+            out.appendLE(style.color.rawValue)
+            out.appendLE(style.width.bitPattern)
+        }
+        out.append(contentsOf: kinds.bytes)
+        out.append(contentsOf: lamports.bytes)
+        out.append(contentsOf: walls.bytes)
+        out.append(contentsOf: strokeRefs.bytes)
+        out.append(contentsOf: styleRefs.bytes)
+        out.append(contentsOf: flags.bytes)
+        xs.write(to: &out, strokeCount: strokes.count)
+        ys.write(to: &out, strokeCount: strokes.count)
+        pressures.write(to: &out, strokeCount: strokes.count)
+        times.write(to: &out, strokeCount: strokes.count)
+        return out.bytes
+    }
+
+    // MARK: Decoding
+
+    /// Decodes a block body into events named `(replica, firstSeq + i)`.
+    public static func decode(
+        _ raw: UnsafeRawBufferPointer, replica: ReplicaID, firstSeq: UInt64, eventCount: Int
+    ) throws(DecodeError) -> [Event] {
+        var events: [Event] = []
+        events.reserveCapacity(eventCount)
+        try decode(raw, replica: replica, firstSeq: firstSeq, eventCount: eventCount) { events.append($0) }
+        return events
+    }
+
+    /// Streams the events of a block body to `body` in seq order.
+    public static func decode(
+        _ raw: UnsafeRawBufferPointer, replica: ReplicaID, firstSeq: UInt64, eventCount: Int,
+        _ body: (Event) -> Void
+    ) throws(DecodeError) {
+        var reader = ByteReader(raw)
+        let strokeCount = try reader.readCount(minimumItemSize: 16, what: "stroke table")
+        var strokes: [StrokeID] = []
+        strokes.reserveCapacity(strokeCount)
+        for _ in 0..<strokeCount {
+            strokes.append(StrokeID(UUIDBits(bytes: try reader.readBytes(16))))
+        }
+        let styleCount = try reader.readCount(minimumItemSize: 12, what: "style table")
+        var styles: [Style] = []
+        styles.reserveCapacity(styleCount)
+        for _ in 0..<styleCount {
+            let color = try reader.readLE(UInt32.self)
+            let width = Double(bitPattern: try reader.readLE(UInt64.self))
+            styles.append(Style(color: RGBA(rawValue: color), width: width))
+        }
+
+        guard reader.remaining >= eventCount else {
+            throw .truncated(offset: reader.offset, needed: "\(eventCount) event kinds")
+        }
+        let kindsStart = reader.offset
+        var kinds = [EventKind](repeating: .clear, count: eventCount)
+        var strokeEventCount = 0
+        var pointCount = 0
+        for index in 0..<eventCount {
+            let tag = try reader.readByte()
+            guard let kind = EventKind(rawValue: tag) else {
+                throw .malformed(offset: kindsStart + index, reason: "unknown event kind \(tag)")
+            }
+            kinds[index] = kind
+            if kind != .clear { strokeEventCount += 1 }
+            if kind == .point { pointCount += 1 }
+        }
+
+        var lamports = [UInt64](repeating: 0, count: eventCount)
+        var previousLamport: UInt64 = 0
+        for index in 0..<eventCount {
+            let start = reader.offset
+            let lamport = previousLamport &+ UInt64(bitPattern: try reader.readZigZag()) &+ 1
+            guard lamport >= 1, lamport < FormatV1.maxLamport else {
+                throw .malformed(offset: start, reason: "lamport clock \(lamport) out of range")
+            }
+            lamports[index] = lamport
+            previousLamport = lamport
+        }
+        var walls = [Int64](repeating: 0, count: eventCount)
+        var previousWall: Int64 = 0
+        for index in 0..<eventCount {
+            previousWall = previousWall &+ (try reader.readZigZag())
+            walls[index] = previousWall
+        }
+        var strokeRefs = [UInt32](repeating: 0, count: strokeEventCount)
+        for index in 0..<strokeEventCount {
+            let start = reader.offset
+            let ref = try reader.readVarint()
+            guard ref < UInt64(strokeCount) else {
+                throw .malformed(offset: start, reason: "stroke reference \(ref) beyond table of \(strokeCount)")
+            }
+            strokeRefs[index] = UInt32(ref)
+        }
+        var styleRefs = [UInt32](repeating: 0, count: pointCount)
+        for index in 0..<pointCount {
+            let start = reader.offset
+            let ref = try reader.readVarint()
+            guard ref < UInt64(styleCount) else {
+                throw .malformed(offset: start, reason: "style reference \(ref) beyond table of \(styleCount)")
+            }
+            styleRefs[index] = UInt32(ref)
+        }
+        var pointFlags = [UInt8](repeating: 0, count: pointCount)
+        var pressureCount = 0
+        var timeCount = 0
+        for index in 0..<pointCount {
+            let start = reader.offset
+            let flag = try reader.readByte()
+            guard flag & ~3 == 0 else { throw .malformed(offset: start, reason: "unknown point flags \(flag)") }
+            pointFlags[index] = flag
+            if flag & 1 != 0 { pressureCount += 1 }
+            if flag & 2 != 0 { timeCount += 1 }
+        }
+
+        // Stroke refs of points only, to drive the per-stroke predictors.
+        var pointStrokes = [UInt32](repeating: 0, count: pointCount)
+        var pressureStrokes: [UInt32] = []
+        pressureStrokes.reserveCapacity(pressureCount)
+        var timeStrokes: [UInt32] = []
+        timeStrokes.reserveCapacity(timeCount)
+        do {
+            var strokeCursor = 0
+            var pointCursor = 0
+            for kind in kinds where kind != .clear {
+                if kind == .point {
+                    let ref = strokeRefs[strokeCursor]
+                    pointStrokes[pointCursor] = ref
+                    if pointFlags[pointCursor] & 1 != 0 { pressureStrokes.append(ref) }
+                    if pointFlags[pointCursor] & 2 != 0 { timeStrokes.append(ref) }
+                    pointCursor += 1
+                }
+                strokeCursor += 1
+            }
+        }
+        let xs = try RealColumnDecoder.decode(&reader, strokes: pointStrokes, strokeCount: strokeCount)
+        let ys = try RealColumnDecoder.decode(&reader, strokes: pointStrokes, strokeCount: strokeCount)
+        let pressures = try RealColumnDecoder.decode(&reader, strokes: pressureStrokes, strokeCount: strokeCount)
+        let times = try RealColumnDecoder.decode(&reader, strokes: timeStrokes, strokeCount: strokeCount)
+        guard reader.isAtEnd else {
+            throw .malformed(offset: reader.offset, reason: "\(reader.remaining) unexpected bytes after the last column")
+        }
+
+        var strokeCursor = 0
+        var pointCursor = 0
+        var pressureCursor = 0
+        var timeCursor = 0
+        for index in 0..<eventCount {
+            let id = EventID(replica: replica, seq: firstSeq + UInt64(index))
+            let payload: Payload
+            switch kinds[index] {
+            case .clear:
+                payload = .clear
+            case .point:
+                let stroke = strokes[Int(strokeRefs[strokeCursor])]
+                let flag = pointFlags[pointCursor]
+                var pressure: Double? = nil
+                var t: Double? = nil
+                if flag & 1 != 0 { pressure = pressures[pressureCursor]; pressureCursor += 1 }
+                if flag & 2 != 0 { t = times[timeCursor]; timeCursor += 1 }
+                payload = .point(PointSample(
+                    stroke: stroke, x: xs[pointCursor], y: ys[pointCursor], pressure: pressure, t: t,
+                    style: styles[Int(styleRefs[pointCursor])]))
+                pointCursor += 1
+                strokeCursor += 1
+            case .end:
+                payload = .end(strokes[Int(strokeRefs[strokeCursor])]); strokeCursor += 1
+            case .undo:
+                payload = .undo(strokes[Int(strokeRefs[strokeCursor])]); strokeCursor += 1
+            case .redo:
+                payload = .redo(strokes[Int(strokeRefs[strokeCursor])]); strokeCursor += 1
+            case .erase:
+                payload = .erase(strokes[Int(strokeRefs[strokeCursor])]); strokeCursor += 1
+            }
+            body(Event(id: id, lamport: lamports[index], wallTime: walls[index], payload: payload))
+        }
+    }
+}
+
+// MARK: - Real columns
+
+/// A column of Doubles stored as integers on a decimal grid (value = n / 10^scale), predicted
+/// per stroke from the previous one (order 1) or two (order 2) values; the residuals are
+/// zigzag varints. Any value the grid cannot reproduce bit for bit (-0.0, subnormals, more
+/// digits than the scale) is an exception stored as its raw 64 bits: lossless, never rounded.
+struct RealColumnBuilder {
+    let order: UInt8
+    private(set) var values: [Double] = []
+    private(set) var strokes: [UInt32] = []
+
+    init(order: UInt8) { self.order = order }
+
+    mutating func append(_ value: Double, stroke: UInt32) {
+        values.append(value)
+        strokes.append(stroke)
+    }
+
+    func write(to out: inout ByteWriter, strokeCount: Int) {
+        let scale = Self.chooseScale(values)
+        out.append(scale)
+        out.append(order)
+        var predictors = [Predictor](repeating: Predictor(), count: strokeCount)
+        var exceptions: [Int] = []
+        for (index, value) in values.enumerated() {
+            let ref = Int(strokes[index])
+            let predicted = predictors[ref].predict(order: order)
+            let integer: Int64
+            if let onGrid = RealGrid.integer(value, scale: scale) {
+                integer = onGrid
+            } else {
+                exceptions.append(index)
+                integer = predicted
+            }
+            out.appendZigZag(integer &- predicted)
+            predictors[ref].advance(integer)
+        }
+        out.appendVarint(UInt64(exceptions.count))
+        var previous = -1
+        for index in exceptions {
+            out.appendVarint(UInt64(index - previous - 1))
+            out.appendLE(values[index].bitPattern)
+            previous = index
+        }
+    }
+
+    /// The smallest scale at which the most values are exact: each value's own smallest
+    /// exact scale, maximised over the column.
+    static func chooseScale(_ values: [Double]) -> UInt8 {
+        var scale: UInt8 = 0
+        for value in values {
+            if RealGrid.integer(value, scale: scale) != nil { continue }
+            var candidate = scale + 1
+            while candidate <= FormatV1.maxDecimalScale {
+                if RealGrid.integer(value, scale: candidate) != nil {
+                    scale = candidate
+                    break
+                }
+                candidate += 1
+            }
+        }
+        return scale
+    }
+}
+
+enum RealColumnDecoder {
+    static func decode(
+        _ reader: inout ByteReader, strokes: [UInt32], strokeCount: Int
+    ) throws(DecodeError) -> [Double] {
+        let headerOffset = reader.offset
+        let scale = try reader.readByte()
+        let order = try reader.readByte()
+        guard scale <= FormatV1.maxDecimalScale else {
+            throw .malformed(offset: headerOffset, reason: "decimal scale \(scale) above \(FormatV1.maxDecimalScale)")
+        }
+        guard order == 1 || order == 2 else {
+            throw .malformed(offset: headerOffset + 1, reason: "predictor order \(order) is not 1 or 2")
+        }
+        let divisor = FormatV1.powersOfTen[Int(scale)]
+        var predictors = [Predictor](repeating: Predictor(), count: strokeCount)
+        var values = [Double](repeating: 0, count: strokes.count)
+        for index in 0..<strokes.count {
+            let ref = Int(strokes[index])
+            let integer = predictors[ref].predict(order: order) &+ (try reader.readZigZag())
+            predictors[ref].advance(integer)
+            values[index] = Double(integer) / divisor
+        }
+        let exceptionsOffset = reader.offset
+        let exceptionCount = try reader.readCount(minimumItemSize: 9, what: "exception")
+        guard exceptionCount <= strokes.count else {
+            throw .malformed(offset: exceptionsOffset, reason: "\(exceptionCount) exceptions in a column of \(strokes.count)")
+        }
+        var index = -1
+        for _ in 0..<exceptionCount {
+            let start = reader.offset
+            let gap = try reader.readVarint()
+            guard gap < UInt64(strokes.count) else {
+                throw .malformed(offset: start, reason: "exception index beyond the column")
+            }
+            index += Int(gap) + 1
+            guard index < strokes.count else {
+                throw .malformed(offset: start, reason: "exception index \(index) beyond the column of \(strokes.count)")
+            }
+            values[index] = Double(bitPattern: try reader.readLE(UInt64.self))
+        }
+        return values
+    }
+}
+
+struct Predictor {
+    var previous: Int64 = 0
+    var previousDelta: Int64 = 0
+    var seen = false
+
+    @inline(__always)
+    func predict(order: UInt8) -> Int64 {
+        guard seen else { return 0 }
+        return order == 2 ? previous &+ previousDelta : previous
+    }
+
+    @inline(__always)
+    mutating func advance(_ value: Int64) {
+        previousDelta = seen ? value &- previous : 0
+        previous = value
+        seen = true
+    }
+}
+
+public enum RealGrid {
+    /// The integer n with n / 10^scale == value bit for bit, if there is one within ±2^53.
+    @inline(__always)
+    public static func integer(_ value: Double, scale: UInt8) -> Int64? {
+        let power = FormatV1.powersOfTen[Int(scale)]
+        let scaled = (value * power).rounded()
+        guard scaled.magnitude < Double(FormatV1.gridLimit) else { return nil }
+        let integer = Int64(scaled)
+        guard (Double(integer) / power).bitPattern == value.bitPattern else { return nil }
+        return integer
+    }
+}

@@ -1,0 +1,39 @@
+/// Every constant of the segment format, version 1. The meaning of each is in docs/FORMAT.md;
+/// keep the two in step.
+public enum FormatV1 {
+    /// File header: magic(8) + version(2) + headerLength(2) + replica(16) + crc32(4).
+    public static let fileMagic: [UInt8] = Array("SJOURNAL".utf8)
+    public static let version: UInt16 = 1
+    public static let fileHeaderSize = 8 + 2 + 2 + 16 + 4
+
+    /// Block frame header: magic(4) + compressedLength(4) + rawLength(4) + eventCount(4)
+    /// + firstSeq(8) + maxLamport(8) + crc32(4).
+    public static let blockMagic: [UInt8] = Array("SJBK".utf8)
+    public static let blockHeaderSize = 4 + 4 + 4 + 4 + 8 + 8 + 4
+
+    /// Bounds a reader enforces before allocating (invariant 8).
+    public static let maxRawBlockSize = 8 << 20
+    public static let maxCompressedBlockSize = maxRawBlockSize + (maxRawBlockSize >> 8) + 64
+    public static let maxEventsPerBlock = 1 << 20
+    /// Seqs and lamports stay below 2^62 so that every difference fits an Int64.
+    public static let maxSeq: UInt64 = 1 << 62
+    public static let maxLamport: UInt64 = 1 << 62
+
+    /// Decimal scales a real column may use: value = integer / 10^scale.
+    public static let maxDecimalScale: UInt8 = 9
+    /// Integers on the decimal grid stay within ±2^53, where every Int64 is an exact Double.
+    public static let gridLimit: Int64 = 1 << 53
+
+    /// What an encoder aims for when it packs events into sealed blocks.
+    public static let sealedBlockTargetEvents = 32_768
+
+    /// Sealed segment file extension; names are `<first>-<last>-<crc>.sjs` (see FORMAT.md).
+    public static let sealedExtension = "sjs"
+
+    /// Exact powers of ten up to the largest scale (all representable exactly as Double).
+    public static let powersOfTen: [Double] = (0...Int(maxDecimalScale)).map { exponent in
+        var value = 1.0
+        for _ in 0..<exponent { value *= 10 }
+        return value
+    }
+}

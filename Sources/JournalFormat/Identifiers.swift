@@ -1,0 +1,131 @@
+/// A 128-bit identifier stored as two big-endian halves, so that comparing `(high, low)`
+/// orders exactly like comparing the 16 bytes lexicographically.
+public struct UUIDBits: Hashable, Comparable, Sendable {
+    public var high: UInt64
+    public var low: UInt64
+
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// Reads 16 bytes, most significant first.
+    public init<C: Collection>(bytes: C) where C.Element == UInt8 {
+        precondition(bytes.count == 16, "a 128-bit id needs exactly 16 bytes")
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        for (index, byte) in bytes.enumerated() {
+            if index < 8 { high = high << 8 | UInt64(byte) } else { low = low << 8 | UInt64(byte) }
+        }
+        self.init(high: high, low: low)
+    }
+
+    public var bytes: [UInt8] {
+        (0..<16).map { index in
+            let word = index < 8 ? high : low
+            return UInt8(truncatingIfNeeded: word >> (UInt64(7 - index % 8) * 8))
+        }
+    }
+
+    public static func < (lhs: UUIDBits, rhs: UUIDBits) -> Bool {
+        (lhs.high, lhs.low) < (rhs.high, rhs.low)
+    }
+
+    /// 32 lowercase hex digits, no dashes.
+    public var compactHex: String {
+        hex(high, digits: 16) + hex(low, digits: 16)
+    }
+
+    /// `XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX`, uppercase (as Foundation's `UUID` prints).
+    public var uuidString: String {
+        let digits = Array(compactHex.uppercased())
+        var result = ""
+        result.reserveCapacity(36)
+        for (index, character) in digits.enumerated() {
+            if index == 8 || index == 12 || index == 16 || index == 20 { result.append("-") }
+            result.append(character)
+        }
+        return result
+    }
+
+    /// Parses 32 hex digits, with or without the four dashes of the UUID layout.
+    public init?(parsing text: some StringProtocol) {
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        var count = 0
+        for (index, unit) in text.utf8.enumerated() {
+            if unit == UInt8(ascii: "-") {
+                // Dashes only where a UUID puts them.
+                guard [8, 13, 18, 23].contains(index), text.utf8.count == 36 else { return nil }
+                continue
+            }
+            guard let nibble = hexValue(unit) else { return nil }
+            if count < 16 { high = high << 4 | UInt64(nibble) } else { low = low << 4 | UInt64(nibble) }
+            count += 1
+            if count > 32 { return nil }
+        }
+        guard count == 32 else { return nil }
+        self.init(high: high, low: low)
+    }
+
+    public static func random() -> UUIDBits {
+        var generator = SystemRandomNumberGenerator()
+        return UUIDBits(high: generator.next(), low: generator.next())
+    }
+}
+
+/// The identity of one writer of a journal (invariant 2): random, 128 bits.
+public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public var bits: UUIDBits
+    public init(_ bits: UUIDBits) { self.bits = bits }
+    public static func random() -> ReplicaID { ReplicaID(.random()) }
+    public init?(hex: some StringProtocol) {
+        guard hex.utf8.count == 32, let bits = UUIDBits(parsing: hex) else { return nil }
+        self.bits = bits
+    }
+    /// 32 lowercase hex digits: the replica's folder name under `replicas/`.
+    public var hex: String { bits.compactHex }
+    public var description: String { hex }
+    public static func < (lhs: ReplicaID, rhs: ReplicaID) -> Bool { lhs.bits < rhs.bits }
+}
+
+/// A stroke's identity: the UUID its drawing app gave it.
+public struct StrokeID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public var bits: UUIDBits
+    public init(_ bits: UUIDBits) { self.bits = bits }
+    public init?(uuidString: some StringProtocol) {
+        guard let bits = UUIDBits(parsing: uuidString) else { return nil }
+        self.bits = bits
+    }
+    public var uuidString: String { bits.uuidString }
+    public var description: String { uuidString }
+    public static func < (lhs: StrokeID, rhs: StrokeID) -> Bool { lhs.bits < rhs.bits }
+}
+
+/// Names one event everywhere: its replica and its dense sequence number (from 1).
+public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public var replica: ReplicaID
+    public var seq: UInt64
+    public init(replica: ReplicaID, seq: UInt64) {
+        self.replica = replica
+        self.seq = seq
+    }
+    public var description: String { "\(replica.hex)#\(seq)" }
+    public static func < (lhs: EventID, rhs: EventID) -> Bool {
+        (lhs.replica, lhs.seq) < (rhs.replica, rhs.seq)
+    }
+}
+
+private func hexValue(_ unit: UInt8) -> UInt8? {
+    switch unit {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): return unit - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): return unit - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): return unit - UInt8(ascii: "A") + 10
+    default: return nil
+    }
+}
+
+private func hex(_ value: UInt64, digits: Int) -> String {
+    let text = String(value, radix: 16)
+    return String(repeating: "0", count: max(0, digits - text.count)) + text
+}

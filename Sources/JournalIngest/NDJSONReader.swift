@@ -1,0 +1,190 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import JournalFormat
+
+/// Streams NDJSON from a file descriptor in large reads and parses it line by line.
+///
+/// Memory stays bounded by `maxLineLength` plus one read chunk, whatever the input: a line
+/// longer than the limit is reported as soon as the limit is passed, and its remaining bytes
+/// are then read and dropped, never buffered. After any error (a bad line, a long line) the
+/// reader carries on with the next line, so a caller may skip invalid lines.
+///
+/// A copy of a reader shares its position with the original (the state is a reference).
+public struct NDJSONReader {
+    /// Bytes asked of each `read(2)`.
+    public static let chunkSize = 1 << 20
+
+    /// The path, or the name given for a descriptor (e.g. `"<stdin>"`).
+    public let source: String
+    public let maxLineLength: Int
+    private let state: State
+
+    /// Opens `path` for reading; the reader closes it when the last copy goes away.
+    /// Throws `"<path>: cannot open: <strerror>"` (line 0).
+    public init(path: String, maxLineLength: Int = LineParser.maxLineLength) throws(InputError) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw InputError(source: path, line: 0, reason: "cannot open: \(systemError(errno))")
+        }
+        self.source = path
+        self.maxLineLength = maxLineLength
+        self.state = State(descriptor: descriptor, owned: true, maxLineLength: maxLineLength)
+    }
+
+    /// Reads from an open descriptor (stdin, a pipe), which stays open: the caller owns it.
+    public init(fileDescriptor: Int32, name: String, maxLineLength: Int = LineParser.maxLineLength) {
+        self.source = name
+        self.maxLineLength = maxLineLength
+        self.state = State(descriptor: fileDescriptor, owned: false, maxLineLength: maxLineLength)
+    }
+
+    /// The number of the last line read (0 before the first).
+    public var lineNumber: Int { state.lineNumber }
+
+    /// The next line that holds payloads, with its 1-based number; nil at the end of input.
+    /// Blank lines are skipped. An error names its line; calling again resumes after it.
+    public mutating func next() throws(InputError) -> (line: Int, payloads: [Payload])? {
+        var payloads: [Payload] = []
+        guard let line = try next(appendingTo: &payloads) else { return nil }
+        return (line, payloads)
+    }
+
+    /// Like `next()`, but appends the payloads to `payloads` (saving an array per line) and
+    /// returns the line's number; nil at the end of input. Nothing is appended for a bad line.
+    public mutating func next(appendingTo payloads: inout [Payload]) throws(InputError) -> Int? {
+        let before = payloads.count
+        while true {
+            guard let line = try state.nextLine(source: source) else { return nil }
+            do {
+                try LineParser.parse(line.bytes, into: &payloads, maxLineLength: maxLineLength)
+            } catch {
+                throw InputError(source: source, line: line.number, error)
+            }
+            if payloads.count > before { return line.number }
+        }
+    }
+
+    /// The buffer and descriptor behind a reader.
+    private final class State {
+        let descriptor: Int32
+        let owned: Bool
+        let maxLineLength: Int
+        let capacity: Int
+        let buffer: UnsafeMutablePointer<UInt8>
+        /// Unconsumed bytes are `buffer[start..<end]`; `buffer[start..<scanned]` holds no newline.
+        var start = 0
+        var end = 0
+        var scanned = 0
+        var atEOF = false
+        /// Dropping the rest of a too-long line.
+        var discarding = false
+        var lineNumber = 0
+
+        init(descriptor: Int32, owned: Bool, maxLineLength: Int) {
+            self.descriptor = descriptor
+            self.owned = owned
+            self.maxLineLength = max(0, maxLineLength)
+            // Room for the longest line with its "\r\n", plus a whole chunk to read into.
+            self.capacity = self.maxLineLength + 2 + NDJSONReader.chunkSize
+            self.buffer = .allocate(capacity: capacity)
+        }
+
+        deinit {
+            buffer.deallocate()
+            if owned { _ = close(descriptor) }
+        }
+
+        /// The next line's bytes (without "\n"), valid until the next call.
+        func nextLine(source: String) throws(InputError) -> (number: Int, bytes: UnsafeRawBufferPointer)? {
+            if discarding { try discardRestOfLine(source: source) }
+            while true {
+                if scanned < end, let found = memchr(buffer + scanned, Int32(UInt8(ascii: "\n")), end - scanned) {
+                    let newline = buffer.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                    let line = UnsafeRawBufferPointer(start: buffer + start, count: newline - start)
+                    start = newline + 1
+                    scanned = start
+                    lineNumber += 1
+                    return (lineNumber, line)
+                }
+                scanned = end
+                // No newline yet. Past the limit (plus room for a "\r"), the line is too long.
+                if end - start > maxLineLength + 1 {
+                    lineNumber += 1
+                    start = 0
+                    end = 0
+                    scanned = 0
+                    discarding = true
+                    throw InputError(
+                        source: source, line: lineNumber,
+                        reason: "line is too long (more than \(maxLineLength) bytes; the limit is \(maxLineLength))")
+                }
+                if atEOF {
+                    guard start < end else { return nil }
+                    // The last line has no newline.
+                    let line = UnsafeRawBufferPointer(start: buffer + start, count: end - start)
+                    start = end
+                    scanned = end
+                    lineNumber += 1
+                    return (lineNumber, line)
+                }
+                try fill(source: source)
+            }
+        }
+
+        /// Drops bytes through the next newline (or to the end of input).
+        private func discardRestOfLine(source: String) throws(InputError) {
+            while true {
+                if start < end, let found = memchr(buffer + start, Int32(UInt8(ascii: "\n")), end - start) {
+                    start = buffer.distance(to: found.assumingMemoryBound(to: UInt8.self)) + 1
+                    scanned = start
+                    discarding = false
+                    return
+                }
+                start = 0
+                end = 0
+                scanned = 0
+                if atEOF {
+                    discarding = false
+                    return
+                }
+                try fill(source: source)
+            }
+        }
+
+        /// Moves the unconsumed bytes to the front and reads more after them.
+        private func fill(source: String) throws(InputError) {
+            if start > 0 {
+                let pending = end - start
+                if pending > 0 { memmove(buffer, buffer + start, pending) }
+                end = pending
+                scanned -= start
+                start = 0
+            }
+            while true {
+                let count = read(descriptor, buffer + end, capacity - end)
+                if count > 0 {
+                    end += count
+                    return
+                }
+                if count == 0 {
+                    atEOF = true
+                    return
+                }
+                let code = errno
+                if code == EINTR { continue }
+                throw InputError(source: source, line: lineNumber + 1, reason: "read error: \(systemError(code))")
+            }
+        }
+    }
+}
+
+/// `strerror` text for an errno value.
+func systemError(_ code: Int32) -> String {
+    guard let text = strerror(code) else { return "error \(code)" }
+    return String(cString: text)
+}

@@ -1,0 +1,271 @@
+import JournalFormat
+
+/// Draws a `Drawing` as an SVG picture.
+///
+/// Only visible strokes are drawn, in the drawing's z-order (later strokes on top). Canvas
+/// units map 1:1 onto the `viewBox`. The SVG is a picture, not the data: coordinates are
+/// printed with at most two decimals, and a pen stroke whose pressure varies becomes a few
+/// polylines of different widths rather than one element per segment.
+public struct SVGRenderer {
+    public var width: Double
+    public var height: Double
+    /// Fills the canvas first; `nil` (or a fully transparent colour) leaves it transparent.
+    public var background: RGBA?
+
+    public init(width: Double = 1000, height: Double = 800, background: RGBA? = RGBA(rawValue: 0xFFFF_FFFF)) {
+        self.width = width
+        self.height = height
+        self.background = background
+    }
+
+    /// Consecutive segments whose effective widths differ by less than this fraction share
+    /// one polyline.
+    static let widthTolerance = 0.1
+
+    public func render(_ drawing: Drawing) -> String {
+        let strokes = drawing.visibleStrokes
+        var out = SVGWriter()
+        out.reserve(256 + strokes.reduce(0) { $0 + 120 + 14 * $1.points.count })
+
+        out.text(#"<?xml version="1.0" encoding="UTF-8"?>"#)
+        out.newline()
+        out.text(#"<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width=""#)
+        out.number(width)
+        out.text(#"" height=""#)
+        out.number(height)
+        out.text(#"" viewBox="0 0 "#)
+        out.number(width)
+        out.text(" ")
+        out.number(height)
+        out.text(#"">"#)
+        out.newline()
+        out.text("<!-- ")
+        out.integer(strokes.count)
+        out.text(strokes.count == 1 ? " stroke" : " strokes")
+        out.text(" (")
+        out.integer(drawing.strokes.count - strokes.count)
+        out.text(" hidden) -->")
+        out.newline()
+
+        if let background, background.alpha > 0 {
+            out.text(#"<rect x="0" y="0" width=""#)
+            out.number(width)
+            out.text(#"" height=""#)
+            out.number(height)
+            out.text(#"" fill=""#)
+            out.color(background)
+            out.text("\"")
+            if background.alpha < 255 {
+                out.text(#" fill-opacity=""#)
+                out.opacity(background.alpha)
+                out.text("\"")
+            }
+            out.text("/>")
+            out.newline()
+        }
+
+        for stroke in strokes { draw(stroke, into: &out) }
+
+        out.text("</svg>")
+        out.newline()
+        return out.string
+    }
+
+    // MARK: Strokes
+
+    private func draw(_ stroke: Drawing.Stroke, into out: inout SVGWriter) {
+        let points = stroke.points
+        guard let first = points.first else { return }
+
+        if points.count == 1 {
+            let style = stroke.style(ofPoint: 0)
+            out.text(#"<circle cx=""#)
+            out.number(first.x)
+            out.text(#"" cy=""#)
+            out.number(first.y)
+            out.text(#"" r=""#)
+            out.number(style.width / 2)
+            out.text(#"" fill=""#)
+            out.color(style.color)
+            out.text("\"")
+            if style.color.alpha < 255 {
+                out.text(#" fill-opacity=""#)
+                out.opacity(style.color.alpha)
+                out.text("\"")
+            }
+            out.text("/>")
+            out.newline()
+            return
+        }
+
+        for run in runs(of: stroke) {
+            out.text(#"<polyline points=""#)
+            for index in run.first...run.last {
+                if index > run.first { out.text(" ") }
+                out.number(points[index].x)
+                out.text(",")
+                out.number(points[index].y)
+            }
+            out.text(#"" fill="none" stroke=""#)
+            out.color(run.style.color)
+            out.text("\"")
+            if run.style.color.alpha < 255 {
+                out.text(#" stroke-opacity=""#)
+                out.opacity(run.style.color.alpha)
+                out.text("\"")
+            }
+            out.text(#" stroke-width=""#)
+            out.number(run.width)
+            out.text(#"" stroke-linecap="round" stroke-linejoin="round"/>"#)
+            out.newline()
+        }
+    }
+
+    /// A polyline of one stroke: points `first...last` (at least two), one style, one width.
+    struct Run: Equatable {
+        var first: Int
+        var last: Int
+        var style: Style
+        var width: Double
+    }
+
+    /// Splits a stroke of two or more points into runs of segments. Segment `i` joins points
+    /// `i` and `i + 1` and takes the style of point `i`. Without pressure the run breaks only
+    /// where the style changes; with pressure also where a segment's effective width strays
+    /// 10 % or more from the width of the run's first segment. A run is drawn at the style's
+    /// width × (0.4 + 0.6 × the mean pressure of its segments), pressure clamped to 0…1.
+    func runs(of stroke: Drawing.Stroke) -> [Run] {
+        let points = stroke.points
+        precondition(points.count >= 2, "runs need at least one segment")
+        let hasPressure = points.contains { $0.pressure != nil }
+
+        /// A segment's pressure: the mean of whichever ends have one; full pressure if neither.
+        func pressure(ofSegment index: Int) -> Double {
+            guard hasPressure else { return 1 }
+            switch (points[index].pressure, points[index + 1].pressure) {
+            case let (start?, end?): return (start + end) / 2
+            case let (start?, nil): return start
+            case let (nil, end?): return end
+            case (nil, nil): return 1
+            }
+        }
+        func factor(_ pressure: Double) -> Double { 0.4 + 0.6 * Swift.min(Swift.max(pressure, 0), 1) }
+
+        var runs: [Run] = []
+        var runStart = 0
+        var runStyle = stroke.style(ofPoint: 0)
+        var anchorWidth = runStyle.width * factor(pressure(ofSegment: 0))
+        var pressureSum = pressure(ofSegment: 0)
+
+        func closeRun(at endSegment: Int) {
+            let segments = Double(endSegment - runStart + 1)
+            let width = hasPressure ? runStyle.width * factor(pressureSum / segments) : runStyle.width
+            runs.append(Run(first: runStart, last: endSegment + 1, style: runStyle, width: width))
+        }
+
+        for segment in 1..<(points.count - 1) {
+            let style = stroke.style(ofPoint: segment)
+            let segmentPressure = pressure(ofSegment: segment)
+            let segmentWidth = style.width * factor(segmentPressure)
+            let sameWidth = abs(segmentWidth - anchorWidth) <= Self.widthTolerance * anchorWidth
+            if style == runStyle && (!hasPressure || sameWidth) {
+                pressureSum += segmentPressure
+                continue
+            }
+            closeRun(at: segment - 1)
+            runStart = segment
+            runStyle = style
+            anchorWidth = segmentWidth
+            pressureSum = segmentPressure
+        }
+        closeRun(at: points.count - 2)
+        return runs
+    }
+}
+
+// MARK: - Output
+
+/// Accumulates ASCII bytes; numbers are formatted without Foundation.
+private struct SVGWriter {
+    private var bytes: [UInt8] = []
+
+    mutating func reserve(_ capacity: Int) { bytes.reserveCapacity(capacity) }
+
+    var string: String { String(decoding: bytes, as: UTF8.self) }
+
+    mutating func text(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func newline() { bytes.append(UInt8(ascii: "\n")) }
+
+    mutating func integer(_ value: Int) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        unsigned(value.magnitude)
+    }
+
+    private mutating func unsigned(_ value: UInt) {
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        var rest = value
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                buffer[count] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+                count += 1
+            } while rest > 0
+            for index in stride(from: count - 1, through: 0, by: -1) { bytes.append(buffer[index]) }
+        }
+    }
+
+    /// At most `decimals` decimals, no trailing zeros, no `-0`. Non-finite values print as 0
+    /// (a recorded drawing never holds one) and huge ones are clamped to stay printable.
+    mutating func number(_ value: Double, decimals: Int = 2) {
+        guard value.isFinite else {
+            bytes.append(UInt8(ascii: "0"))
+            return
+        }
+        var scale: UInt = 1
+        for _ in 0..<decimals { scale *= 10 }
+        let limit = 1e15
+        let clamped = Swift.min(Swift.max(value, -limit), limit)
+        let scaled = (clamped * Double(scale)).rounded()
+        let magnitude = UInt(abs(scaled))
+        if magnitude == 0 {
+            bytes.append(UInt8(ascii: "0"))
+            return
+        }
+        if scaled < 0 { bytes.append(UInt8(ascii: "-")) }
+        unsigned(magnitude / scale)
+        var fraction = magnitude % scale
+        guard fraction > 0 else { return }
+        bytes.append(UInt8(ascii: "."))
+        var digitsLeft = decimals
+        var divisor = scale / 10
+        while fraction > 0, digitsLeft > 0 {
+            let digit = fraction / divisor
+            bytes.append(UInt8(ascii: "0") + UInt8(digit))
+            fraction -= digit * divisor
+            divisor /= 10
+            digitsLeft -= 1
+        }
+    }
+
+    /// `#RRGGBB`, uppercase; alpha goes in a separate opacity attribute.
+    mutating func color(_ color: RGBA) {
+        let digits: StaticString = "0123456789ABCDEF"
+        bytes.append(UInt8(ascii: "#"))
+        digits.withUTF8Buffer { table in
+            for shift in stride(from: 28, through: 8, by: -4) {
+                bytes.append(table[Int((color.rawValue >> UInt32(shift)) & 0xF)])
+            }
+        }
+    }
+
+    /// alpha / 255 with up to three decimals.
+    mutating func opacity(_ alpha: UInt8) {
+        number(Double(alpha) / 255, decimals: 3)
+    }
+}

@@ -1,0 +1,132 @@
+import JournalFormat
+import JournalPlatform
+
+/// A journal on disk (docs/FORMAT.md, "Files and names"):
+///
+///     <root>/replicas/<replica-hex>/<first>-<last>-<crc>.sjs   sealed segments: synced
+///     <root>/local/replica                                     this journal's replica id
+///     <root>/local/writer.lock                                 flock(2) of the writer
+///     <root>/local/open.sjo                                    the open segment
+///
+/// A shared folder has the same `replicas/` tree and no `local/`.
+public struct JournalDirectory: Sendable {
+    public let root: String
+
+    public init(root: String) {
+        var trimmed = root
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
+        self.root = trimmed
+    }
+
+    public var replicasPath: String { root + "/replicas" }
+    public var localPath: String { root + "/local" }
+    public var identityPath: String { localPath + "/replica" }
+    public var lockPath: String { localPath + "/writer.lock" }
+    public var openSegmentPath: String { localPath + "/open.sjo" }
+    public func replicaPath(_ replica: ReplicaID) -> String { replicasPath + "/" + replica.hex }
+    public func segmentPath(_ replica: ReplicaID, _ name: SegmentName) -> String {
+        replicaPath(replica) + "/" + name.fileName
+    }
+
+    public var isJournal: Bool { FileSystem.exists(identityPath) }
+
+    /// Creates a journal with a fresh random replica identity.
+    @discardableResult
+    public static func create(at root: String, replica: ReplicaID = .random()) throws(JournalError) -> JournalDirectory {
+        let directory = JournalDirectory(root: root)
+        guard !directory.isJournal else { throw .alreadyAJournal(path: root) }
+        do {
+            try FileSystem.createDirectory(directory.replicasPath)
+            try FileSystem.createDirectory(directory.localPath)
+            try FileSystem.writeAtomically(
+                Array((replica.hex + "\n").utf8), to: directory.identityPath,
+                temporaryPath: directory.identityPath + ".tmp")
+            try FileSystem.syncDirectory(directory.root)
+        } catch {
+            throw .io(error)
+        }
+        return directory
+    }
+
+    public static func open(at root: String) throws(JournalError) -> JournalDirectory {
+        let directory = JournalDirectory(root: root)
+        guard directory.isJournal else { throw .notAJournal(path: root) }
+        return directory
+    }
+
+    public func identity() throws(JournalError) -> ReplicaID {
+        let bytes: [UInt8]
+        do { bytes = try FileSystem.readFile(identityPath) } catch { throw .io(error) }
+        let text = String(decoding: bytes.prefix(64), as: UTF8.self)
+        let trimmed = text.hasSuffix("\n") ? String(text.dropLast()) : text
+        guard let replica = ReplicaID(hex: trimmed) else {
+            throw .badIdentity(path: identityPath, reason: "expected 32 hex digits, found \(trimmed.debugDescription)")
+        }
+        return replica
+    }
+
+    /// One sealed segment found under `replicas/`.
+    public struct SealedFile: Sendable, Hashable {
+        public var replica: ReplicaID
+        public var name: SegmentName
+        public var path: String
+        public var size: Int64
+    }
+
+    /// What is under `replicas/`: sealed segments, and every other entry with why it was skipped.
+    public struct Listing: Sendable {
+        public var sealed: [SealedFile] = []
+        public var ignored: [Problem] = []
+    }
+
+    public func listSealed() -> Listing {
+        Self.listSealed(replicasPath: replicasPath)
+    }
+
+    /// Lists a `replicas/` tree without following symlinks. Only `<32 hex>/<canonical name>`
+    /// regular files count; the rest is reported, never read.
+    public static func listSealed(replicasPath: String) -> Listing {
+        var listing = Listing()
+        let replicaEntries: [FileSystem.Entry]
+        do {
+            replicaEntries = try FileSystem.list(replicasPath)
+        } catch {
+            if !error.isNotFound {
+                listing.ignored.append(Problem(.unreadable, file: replicasPath, reason: error.description))
+            }
+            return listing
+        }
+        for entry in replicaEntries {
+            let folder = replicasPath + "/" + entry.name
+            guard entry.kind == .directory, let replica = ReplicaID(hex: entry.name) else {
+                listing.ignored.append(Problem(.ignored, file: folder, reason: reasonToSkip(entry, expected: "a replica folder (32 hex digits)")))
+                continue
+            }
+            let files: [FileSystem.Entry]
+            do {
+                files = try FileSystem.list(folder)
+            } catch {
+                listing.ignored.append(Problem(.unreadable, file: folder, replica: replica, reason: error.description))
+                continue
+            }
+            for file in files {
+                let path = folder + "/" + file.name
+                guard file.kind == .file, let name = SegmentName(fileName: file.name) else {
+                    listing.ignored.append(Problem(.ignored, file: path, replica: replica, reason: reasonToSkip(file, expected: "a sealed segment name")))
+                    continue
+                }
+                listing.sealed.append(SealedFile(replica: replica, name: name, path: path, size: file.size))
+            }
+        }
+        return listing
+    }
+
+    private static func reasonToSkip(_ entry: FileSystem.Entry, expected: String) -> String {
+        switch entry.kind {
+        case .symlink: return "symbolic link: never followed"
+        case .directory: return "directory where \(expected) was expected"
+        case .other: return "not a regular file"
+        case .file: return "unrecognised name (expected \(expected))"
+        }
+    }
+}

@@ -1,0 +1,35 @@
+import JournalFormat
+import JournalPlatform
+
+/// Everything the storage layer can refuse, each with what a person should do about it.
+public enum JournalError: Error, Equatable, Sendable, CustomStringConvertible {
+    case notAJournal(path: String)
+    case alreadyAJournal(path: String)
+    case badIdentity(path: String, reason: String)
+    /// Another process writes this replica (invariant 2).
+    case locked(path: String, holder: String)
+    case io(IOError)
+    case invalidEvent(EventValidationError)
+    /// Bytes in the middle of the open segment are damaged while later blocks are intact:
+    /// not a crash tail, so the writer refuses to cut acknowledged data.
+    case openSegmentCorrupt(Problem)
+    case exhausted(String)
+    case closed
+
+    public var description: String {
+        switch self {
+        case .notAJournal(let path):
+            return "\(path) is not a journal (no local/replica file); create one with `journal init \(path)`"
+        case .alreadyAJournal(let path): return "\(path) is already a journal"
+        case .badIdentity(let path, let reason): return "\(path): replica identity is unreadable: \(reason)"
+        case .locked(let path, let holder):
+            return "\(path) is locked by another writer (\(holder)); only one process may write a replica at a time"
+        case .io(let error): return error.description
+        case .invalidEvent(let error): return "event refused: \(error)"
+        case .openSegmentCorrupt(let problem):
+            return "the open segment is damaged before its last block: \(problem); run `journal verify` and keep a copy before repairing"
+        case .exhausted(let what): return what
+        case .closed: return "the writer is closed"
+        }
+    }
+}

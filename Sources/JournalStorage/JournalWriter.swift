@@ -1,0 +1,288 @@
+import JournalFormat
+import JournalPlatform
+
+/// When the writer makes pending events durable on its own, and when it seals.
+public struct WriterOptions: Sendable {
+    /// Flush when this many events are pending.
+    public var flushEveryEvents: Int
+    /// Flush when the oldest pending event is this old (checked on each append).
+    public var flushIntervalMilliseconds: Int64?
+    /// Seal the open segment once it holds this many events.
+    public var sealEveryEvents: Int
+    /// Seal what is open when the writer closes, so that it can be shared.
+    public var sealOnClose: Bool
+    /// zlib level for the small blocks of the open segment (sealing always uses level 6).
+    public var openBlockCompressionLevel: Int32
+
+    public init(
+        flushEveryEvents: Int = 16_384, flushIntervalMilliseconds: Int64? = 200,
+        sealEveryEvents: Int = 262_144, sealOnClose: Bool = true, openBlockCompressionLevel: Int32 = 1
+    ) {
+        self.flushEveryEvents = max(1, flushEveryEvents)
+        self.flushIntervalMilliseconds = flushIntervalMilliseconds
+        self.sealEveryEvents = max(1, sealEveryEvents)
+        self.sealOnClose = sealOnClose
+        self.openBlockCompressionLevel = openBlockCompressionLevel
+    }
+}
+
+/// What opening the writer found and repaired.
+public struct RecoveryReport: Sendable, Equatable {
+    /// Bytes cut from the end of the open segment (a crash tail).
+    public var bytesCut: Int64 = 0
+    public var tailProblem: Problem?
+    /// The open segment had already been sealed before a crash and was reset.
+    public var discardedSealedCopy = false
+}
+
+/// Appends this journal's replica's events (invariant 2: the only writer, under an OS lock).
+///
+/// Events go to a pending buffer; `flush()` encodes them as one block, appends it to the open
+/// segment and fsyncs: when it returns, they survive `kill -9` and power loss (invariant 5).
+/// Sealing re-encodes the open segment into large blocks under its final immutable name.
+public final class JournalWriter {
+    public let directory: JournalDirectory
+    public let replica: ReplicaID
+    public let options: WriterOptions
+    public private(set) var recovery = RecoveryReport()
+
+    /// The seq the next appended event gets.
+    public private(set) var nextSeq: UInt64
+    /// Every event up to this seq is durable.
+    public private(set) var durableSeq: UInt64
+    /// The highest Lamport clock this replica has seen or assigned.
+    public private(set) var clock: UInt64
+
+    private var lock: FileDescriptor?
+    private var openSegment: FileDescriptor?
+    private var openSegmentEvents = 0
+    private var pending: [Event] = []
+    private var pendingSince: Int64 = 0
+
+    /// Opens (and recovers) the writer of `directory`'s replica, taking its lock.
+    public init(directory: JournalDirectory, options: WriterOptions = WriterOptions()) throws(JournalError) {
+        self.directory = directory
+        self.options = options
+        replica = try directory.identity()
+        let lock = try Self.acquireLock(directory)
+        self.lock = lock
+        nextSeq = 1
+        durableSeq = 0
+        clock = 0
+        do {
+            try recover()
+        } catch {
+            lock.close()
+            self.lock = nil
+            openSegment?.close()
+            openSegment = nil
+            throw error
+        }
+    }
+
+    deinit {
+        openSegment?.close()
+        lock?.close()
+    }
+
+    // MARK: Appending
+
+    /// Appends one event and returns its id. Durable only after the next flush.
+    @discardableResult
+    public func append(_ payload: Payload) throws(JournalError) -> EventID {
+        guard lock != nil else { throw .closed }
+        do { try payload.validate() } catch { throw .invalidEvent(error) }
+        guard nextSeq < FormatV1.maxSeq, clock + 1 < FormatV1.maxLamport else {
+            throw .exhausted("seq or lamport clock reached the format's bound 2^62")
+        }
+        let now = ProcessInfoLite.wallClockMilliseconds()
+        if pending.isEmpty { pendingSince = now }
+        clock += 1
+        let id = EventID(replica: replica, seq: nextSeq)
+        pending.append(Event(id: id, lamport: clock, wallTime: now, payload: payload))
+        nextSeq += 1
+        if pending.count >= options.flushEveryEvents
+            || (options.flushIntervalMilliseconds.map { now - pendingSince >= $0 } ?? false) {
+            try flush()
+        }
+        return id
+    }
+
+    /// Raises the clock past events seen from other replicas (invariant 4).
+    public func observe(lamport: UInt64) {
+        if lamport > clock { clock = min(lamport, FormatV1.maxLamport - 2) }
+    }
+
+    /// Makes every appended event durable: one block appended to the open segment, fsynced.
+    public func flush() throws(JournalError) {
+        try writePending()
+        if openSegmentEvents >= options.sealEveryEvents {
+            try seal()
+        }
+    }
+
+    private func writePending() throws(JournalError) {
+        guard lock != nil else { throw .closed }
+        guard !pending.isEmpty else { return }
+        guard let openSegment else { throw .closed }
+        var start = 0
+        while start < pending.count {
+            let end = min(start + FormatV1.sealedBlockTargetEvents, pending.count)
+            let block = SegmentEncoder.block(pending[start..<end], level: options.openBlockCompressionLevel)
+            do { try openSegment.writeAll(block) } catch { throw .io(error) }
+            start = end
+        }
+        do { try openSegment.sync() } catch { throw .io(error) }
+        durableSeq = pending.last!.id.seq
+        openSegmentEvents += pending.count
+        pending.removeAll(keepingCapacity: true)
+    }
+
+    /// Flushes, then moves the open segment's events into a sealed, immutable segment.
+    /// Returns its name, or nil if nothing was open.
+    @discardableResult
+    public func seal() throws(JournalError) -> SegmentName? {
+        try writePending()
+        guard openSegmentEvents > 0 else { return nil }
+        let scan = SegmentScanner.scan(path: directory.openSegmentPath, sealed: false)
+        let (events, problems) = scan.allEvents()
+        guard problems.isEmpty, scan.problems.isEmpty, !events.isEmpty else {
+            throw .openSegmentCorrupt(scan.problems.first ?? problems.first
+                ?? Problem(.corrupt, file: directory.openSegmentPath, reason: "no events to seal"))
+        }
+        let bytes = SegmentEncoder.segment(replica: replica, events: events)
+        let name = SegmentName(firstSeq: events.first!.id.seq, lastSeq: events.last!.id.seq, fileCRC: CRC32.checksum(bytes))
+        do {
+            let folder = directory.replicaPath(replica)
+            try FileSystem.createDirectory(folder)
+            let finalPath = folder + "/" + name.fileName
+            try FileSystem.writeAtomically(bytes, to: finalPath, temporaryPath: folder + "/.tmp-" + name.fileName)
+            try resetOpenSegment()
+        } catch {
+            throw .io(error)
+        }
+        return name
+    }
+
+    /// Flushes, seals if the options say so, and releases the lock.
+    public func close() throws(JournalError) {
+        guard lock != nil else { return }
+        if options.sealOnClose { try seal() } else { try flush() }
+        openSegment?.close()
+        openSegment = nil
+        lock?.close()
+        lock = nil
+    }
+
+    // MARK: Opening and recovery
+
+    private static func acquireLock(_ directory: JournalDirectory) throws(JournalError) -> FileDescriptor {
+        let lock: FileDescriptor
+        do { lock = try FileDescriptor.open(directory.lockPath, .readWrite) } catch { throw .io(error) }
+        do {
+            try lock.tryLockExclusive()
+        } catch {
+            let holder = (try? FileSystem.readFile(directory.lockPath)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+            lock.close()
+            guard error.isWouldBlock else { throw .io(error) }
+            let trimmed = holder.split(separator: "\n").first.map(String.init) ?? "unknown process"
+            throw .locked(path: directory.lockPath, holder: trimmed)
+        }
+        do {
+            // Who holds the lock, for the message another process prints. Informational only:
+            // the flock is what excludes, and it dies with the process.
+            try lock.truncate(to: 0)
+            try lock.writeAll(Array("pid \(ProcessInfoLite.processID)\n".utf8))
+        } catch {
+            lock.close()
+            throw .io(error)
+        }
+        return lock
+    }
+
+    private func recover() throws(JournalError) {
+        let listing = directory.listSealed()
+        var sealedLastSeq: UInt64 = 0
+        for file in listing.sealed {
+            if file.replica == replica { sealedLastSeq = max(sealedLastSeq, file.name.lastSeq) }
+            // The clock must exceed everything this replica has seen (invariant 4).
+            let scan = SegmentScanner.scan(path: file.path, sealed: true)
+            observe(lamport: scan.maxLamport)
+        }
+        removeStaleTemporaries()
+
+        let openPath = directory.openSegmentPath
+        if !FileSystem.exists(openPath) {
+            do { try createOpenSegment() } catch { throw .io(error) }
+        } else {
+            let scan = SegmentScanner.scan(path: openPath, sealed: false)
+            if scan.header == nil || scan.header?.replica != replica {
+                // A torn or foreign header holds no acknowledged event: start the file again.
+                recovery.bytesCut = Int64(scan.bytes.count)
+                recovery.tailProblem = scan.problems.first
+                do { try resetOpenSegment() } catch { throw .io(error) }
+            } else {
+                if !scan.problems.isEmpty {
+                    guard scan.problemsAreOnlyAtTail else { throw .openSegmentCorrupt(scan.problems[0]) }
+                    recovery.bytesCut = Int64(scan.bytes.count - scan.validPrefixLength)
+                    recovery.tailProblem = scan.problems.first
+                }
+                observe(lamport: scan.maxLamport)
+                if let range = scan.seqRange, range.upperBound <= sealedLastSeq {
+                    // Crash after sealing but before the open segment was reset.
+                    recovery.discardedSealedCopy = true
+                    do { try resetOpenSegment() } catch { throw .io(error) }
+                } else {
+                    do {
+                        let descriptor = try FileDescriptor.open(openPath, .readWrite)
+                        if recovery.bytesCut > 0 {
+                            try descriptor.truncate(to: Int64(scan.validPrefixLength))
+                            try descriptor.sync()
+                        }
+                        try descriptor.seekToEnd()
+                        openSegment = descriptor
+                    } catch {
+                        throw .io(error)
+                    }
+                    openSegmentEvents = scan.eventCount
+                    sealedLastSeq = max(sealedLastSeq, scan.seqRange?.upperBound ?? 0)
+                }
+            }
+        }
+        nextSeq = sealedLastSeq + 1
+        durableSeq = sealedLastSeq
+    }
+
+    private func createOpenSegment() throws(IOError) {
+        try FileSystem.createDirectory(directory.localPath)
+        let descriptor = try FileDescriptor.open(directory.openSegmentPath, .readWrite)
+        try descriptor.truncate(to: 0)
+        try descriptor.writeAll(SegmentHeader(replica: replica).encoded())
+        try descriptor.sync()
+        try FileSystem.syncDirectory(directory.localPath)
+        openSegment = descriptor
+        openSegmentEvents = 0
+    }
+
+    /// Replaces the open segment by an empty one atomically, so that a crash leaves either the
+    /// old (already sealed, discarded on next open) or the new file.
+    private func resetOpenSegment() throws(IOError) {
+        openSegment?.close()
+        openSegment = nil
+        let fresh = directory.openSegmentPath + ".new"
+        try? FileSystem.remove(fresh)
+        try FileSystem.writeAtomically(SegmentHeader(replica: replica).encoded(), to: directory.openSegmentPath, temporaryPath: fresh)
+        let descriptor = try FileDescriptor.open(directory.openSegmentPath, .readWrite)
+        try descriptor.seekToEnd()
+        openSegment = descriptor
+        openSegmentEvents = 0
+    }
+
+    private func removeStaleTemporaries() {
+        let folder = directory.replicaPath(replica)
+        guard let entries = try? FileSystem.list(folder) else { return }
+        for entry in entries where entry.kind == .file && entry.name.hasPrefix(".tmp-") {
+            try? FileSystem.remove(folder + "/" + entry.name)
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import JournalFormat
+import JournalPlatform
+
+/// Every segment of a journal (or of a shared folder), scanned and checked against its name
+/// and folder, with every problem found. The input of replay, verify and stats.
+public struct SegmentSet: Sendable {
+    public struct Member: Sendable {
+        public var scan: ScannedSegment
+        public var replica: ReplicaID
+        /// The canonical name, for sealed segments; nil for the open segment.
+        public var name: SegmentName?
+        public var isSealed: Bool { name != nil }
+    }
+
+    public var members: [Member] = []
+    public var problems: [Problem] = []
+    /// Files skipped because an identical copy (same replica and name) was already taken.
+    public var duplicateFiles = 0
+
+    public init() {}
+
+    /// Loads the sealed segments under `replicasPath` and, if given, an open segment.
+    public static func load(replicasPath: String, openSegmentPath: String? = nil) -> SegmentSet {
+        var set = SegmentSet()
+        let listing = JournalDirectory.listSealed(replicasPath: replicasPath)
+        set.problems.append(contentsOf: listing.ignored)
+        var seen = Set<String>()
+        for file in listing.sealed {
+            let key = file.replica.hex + "/" + file.name.fileName
+            if !seen.insert(key).inserted { set.duplicateFiles += 1; continue }
+            set.add(sealed: file)
+        }
+        if let openSegmentPath, FileSystem.exists(openSegmentPath) {
+            let scan = SegmentScanner.scan(path: openSegmentPath, sealed: false)
+            set.problems.append(contentsOf: scan.problems)
+            if let replica = scan.replica {
+                set.members.append(Member(scan: scan, replica: replica, name: nil))
+            }
+        }
+        return set
+    }
+
+    public static func load(_ directory: JournalDirectory) -> SegmentSet {
+        load(replicasPath: directory.replicasPath,
+             openSegmentPath: directory.isJournal ? directory.openSegmentPath : nil)
+    }
+
+    /// Scans one sealed file and checks that it is what its folder and name claim.
+    public mutating func add(sealed file: JournalDirectory.SealedFile) {
+        var scan = SegmentScanner.scan(path: file.path, sealed: true)
+        problems.append(contentsOf: scan.problems)
+        guard let header = scan.header else { return }
+        guard header.replica == file.replica else {
+            problems.append(Problem(
+                .corrupt, file: file.path, offset: 0, replica: header.replica,
+                reason: "header names replica \(header.replica.hex) but the file is in the folder of \(file.replica.hex); not loaded"))
+            return
+        }
+        let crc = CRC32.checksum(scan.bytes)
+        if crc != file.name.fileCRC {
+            problems.append(Problem(
+                scan.problemsAreOnlyAtTail && !scan.problems.isEmpty ? .incomplete : .corrupt,
+                file: file.path, replica: file.replica, seqRange: file.name.firstSeq...file.name.lastSeq,
+                reason: "file checksum does not match its name; only blocks with valid checksums are used"))
+        }
+        if let range = scan.seqRange, scan.problems.isEmpty,
+           range != file.name.firstSeq...file.name.lastSeq {
+            problems.append(Problem(
+                .corrupt, file: file.path, replica: file.replica, seqRange: range,
+                reason: "blocks hold seq \(range.lowerBound)...\(range.upperBound) but the name says \(file.name.firstSeq)...\(file.name.lastSeq); not loaded"))
+            scan.blocks = []
+        }
+        members.append(Member(scan: scan, replica: file.replica, name: file.name))
+    }
+
+    public var replicas: [ReplicaID] { Array(Set(members.map(\.replica))).sorted() }
+    public var totalBytes: Int64 { members.reduce(0) { $0 + Int64($1.scan.bytes.count) } }
+}

@@ -1,0 +1,96 @@
+import ArgumentParser
+import JournalFormat
+import JournalPlatform
+import JournalReplay
+import JournalStorage
+
+extension JournalCommand {
+    struct Demo: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Record a built-in session from three machines, merge it, and render it.",
+            discussion: """
+                Creates DIR (default: ./journal-demo, or ./journal-demo-2, … if taken) holding
+                three machines' journals and a board that merges them, then renders board.svg.
+                Needs nothing but this binary.
+
+                Example:
+                  journal demo
+                  journal demo /tmp/try-it && journal stats -C /tmp/try-it/board
+                """)
+
+        @Argument(help: "Where to put the demo (must not exist yet).")
+        var directory: String?
+
+        func run() throws {
+            try reportingErrors {
+                let root = try chooseDirectory()
+                try FileSystem.createDirectory(root)
+                let started = ProcessInfoLite.monotonicSeconds()
+                let sessions = DemoSession.replicas()
+                let names = ["alice", "bob", "carol"]
+                let board = try JournalDirectory.create(at: root + "/board")
+                Terminal.write("Recording a drawing session from \(sessions.count) machines into \(root)/\n")
+                var totalEvents = 0
+                for (index, payloads) in sessions.enumerated() {
+                    let name = index < names.count ? names[index] : "machine-\(index + 1)"
+                    let machine = try JournalDirectory.create(at: root + "/machines/" + name)
+                    let writer = try JournalWriter(directory: machine)
+                    for payload in payloads { try writer.append(payload) }
+                    try writer.close()
+                    totalEvents += payloads.count
+                    Terminal.write("  \(name): recorded \(payloads.count) events as replica \(writer.replica.hex.prefix(8))…\n")
+                }
+                var imported = 0
+                for index in sessions.indices {
+                    let name = index < names.count ? names[index] : "machine-\(index + 1)"
+                    let machine = JournalDirectory(root: root + "/machines/" + name)
+                    for file in machine.listSealed().sealed {
+                        if case .imported = SegmentImporter.importSealed(file, intoReplicas: board.replicasPath) { imported += 1 }
+                    }
+                }
+                let set = SegmentSet.load(board)
+                let (drawing, _) = Replay.replay(set)
+                let svgPath = root + "/board.svg"
+                let svg = SVGRenderer().render(drawing)
+                try FileSystem.writeAtomically(Array(svg.utf8), to: svgPath, temporaryPath: svgPath + ".tmp")
+                let elapsed = ProcessInfoLite.monotonicSeconds() - started
+                Terminal.write("""
+                  merged \(imported) segments into \(board.root): \(totalEvents) events, \(drawing.pointCount) points, \
+                \(drawing.strokes.count) strokes (\(drawing.visibleStrokes.count) visible after undo/erase)
+                  \(set.totalBytes) bytes on disk (\(bytesPerPoint(set.totalBytes, drawing.pointCount)) bytes/point)
+                  digest \(drawing.digest)
+                  rendered \(svgPath)
+                Done in \(formatSeconds(elapsed)). Try next:
+                  journal strokes -C \(board.root) | head -c 300
+                  journal log -C \(board.root) --limit 3
+                  journal stats -C \(board.root)
+                  journal verify -C \(board.root)
+
+                """)
+                Terminal.flush()
+            }
+        }
+
+        private func chooseDirectory() throws -> String {
+            if let directory {
+                guard !FileSystem.exists(directory) else {
+                    throw CLIError("\(directory) already exists; give a new directory for the demo", code: 64)
+                }
+                return directory
+            }
+            var candidate = "journal-demo"
+            var counter = 2
+            while FileSystem.exists(candidate) {
+                candidate = "journal-demo-\(counter)"
+                counter += 1
+            }
+            return candidate
+        }
+
+        private func bytesPerPoint(_ bytes: Int64, _ points: Int) -> String {
+            guard points > 0 else { return "-" }
+            let hundredths = Int((Double(bytes) / Double(points) * 100).rounded())
+            return "\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)"
+        }
+    }
+}

@@ -1,0 +1,24 @@
+import ArgumentParser
+import JournalStorage
+
+extension JournalCommand {
+    struct Init: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create a journal with a new replica identity.",
+            discussion: """
+                Example:
+                  journal init board        # creates ./board/replicas and ./board/local
+                """)
+
+        @Argument(help: "Where to create the journal (default: the current directory).")
+        var directory: String = "."
+
+        func run() throws {
+            try reportingErrors {
+                let journal = try JournalDirectory.create(at: directory)
+                Terminal.write("initialised journal \(journal.root) (replica \(try journal.identity().hex))\n")
+                Terminal.flush()
+            }
+        }
+    }
+}

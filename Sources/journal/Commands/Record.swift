@@ -1,0 +1,115 @@
+import ArgumentParser
+import JournalFormat
+import JournalIngest
+import JournalPlatform
+import JournalStorage
+
+extension JournalCommand {
+    struct Record: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Append NDJSON events from files or standard input to the journal.",
+            discussion: """
+                Accepts one JSON object per line, in any of these forms:
+                  {"type":"point","stroke":"<UUID>","x":1.5,"y":2.25,"color":"#RRGGBBAA","width":4,"pressure":0.5,"t":0.016}
+                  {"type":"end"|"undo"|"redo"|"erase","stroke":"<UUID>"}   {"type":"clear"}
+                  {"id":"<UUID>","color":"red","point":[x,y]}                (DrawTogether)
+                  {"id":"<UUID>","points":[{"x":…,"y":…}],"red":…,"green":…,"blue":…,"alpha":…,"lineWidth":…}  (CollabSketch)
+                On a malformed line it stops with the file and line number; everything before it
+                is durable. When it exits 0, every event is durable and sealed.
+
+                Examples:
+                  journal record -C board session.ndjson
+                  my-drawing-app | journal record -C board --flush-ms 50
+                """)
+
+        @OptionGroup var options: JournalOptions
+        @Argument(help: "NDJSON files to read in order ('-' or none: standard input).")
+        var files: [String] = []
+        @Option(help: "Make events durable every N events.") var flushEvery: Int = 16_384
+        @Option(help: "…and whenever the oldest unflushed event is this many milliseconds old.")
+        var flushMs: Int = 200
+        @Flag(help: "Skip malformed lines (reported on stderr) instead of stopping.")
+        var skipInvalid = false
+        @Flag(help: "Leave the last events in the open segment instead of sealing them.")
+        var noSeal = false
+
+        func validate() throws {
+            guard flushEvery >= 1 else { throw ValidationError("--flush-every must be at least 1") }
+            guard flushMs >= 0 else { throw ValidationError("--flush-ms must not be negative") }
+        }
+
+        func run() throws {
+            try reportingErrors {
+                let journal = try options.open()
+                let started = ProcessInfoLite.monotonicSeconds()
+                let writer = try JournalWriter(directory: journal, options: WriterOptions(
+                    flushEveryEvents: flushEvery, flushIntervalMilliseconds: Int64(flushMs), sealOnClose: !noSeal))
+                if writer.recovery.bytesCut > 0 {
+                    Terminal.standardError("journal: recovered: cut \(writer.recovery.bytesCut) bytes of a torn tail (\(writer.recovery.tailProblem?.reason ?? "crash"))\n")
+                }
+                let firstSeq = writer.nextSeq
+                var counts = Counts()
+                var progress = Progress("recording")
+                var inputError: InputError?
+                inputs: for source in files.isEmpty ? ["-"] : files {
+                    var reader = try source == "-"
+                        ? NDJSONReader(fileDescriptor: 0, name: "<stdin>")
+                        : NDJSONReader(path: source)
+                    while true {
+                        let item: (line: Int, payloads: [Payload])?
+                        do throws(InputError) {
+                            item = try reader.next()
+                        } catch {
+                            guard skipInvalid else { inputError = error; break inputs }
+                            counts.skipped += 1
+                            if counts.skipped <= 10 { Terminal.standardError("journal: skipped \(error)\n") }
+                            continue
+                        }
+                        guard let item else { break }
+                        for payload in item.payloads {
+                            try writer.append(payload)
+                            counts.add(payload)
+                        }
+                        progress.update("\(counts.events) events")
+                    }
+                }
+                progress.finish()
+                // Whatever came before a bad line is made durable before reporting it.
+                try writer.close()
+                let seconds = ProcessInfoLite.monotonicSeconds() - started
+                let recorded = writer.nextSeq - firstSeq
+                var summary = "recorded \(recorded) events (\(counts.points) points, \(counts.strokes.count) strokes)"
+                summary += " as seq \(firstSeq)...\(writer.nextSeq - 1) in \(formatSeconds(seconds))"
+                if counts.skipped > 0 { summary += "; skipped \(counts.skipped) invalid line(s)" }
+                if recorded == 0 { summary = "recorded nothing (no events in the input)" }
+                Terminal.write(summary + "\n")
+                Terminal.flush()
+                if let inputError { throw inputError }
+            }
+        }
+
+        private struct Counts {
+            var events = 0
+            var points = 0
+            var skipped = 0
+            var strokes = Set<StrokeID>()
+            private var lastStroke: StrokeID?
+            mutating func add(_ payload: Payload) {
+                events += 1
+                if case .point(let sample) = payload {
+                    points += 1
+                    // Points come in runs of one stroke: hash only when the stroke changes.
+                    if sample.stroke != lastStroke {
+                        strokes.insert(sample.stroke)
+                        lastStroke = sample.stroke
+                    }
+                }
+            }
+        }
+    }
+}
+
+func formatSeconds(_ seconds: Double) -> String {
+    let milliseconds = Int((seconds * 1000).rounded())
+    return milliseconds < 1000 ? "\(milliseconds) ms" : "\(milliseconds / 1000).\(String(repeating: "0", count: 3 - String(milliseconds % 1000).count))\(milliseconds % 1000) s"
+}

@@ -1,0 +1,21 @@
+import ArgumentParser
+
+@main
+struct JournalCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "journal",
+        abstract: "Record, merge and inspect collaborative drawing sessions.",
+        discussion: """
+            A journal is a folder of append-only, zlib-compressed segments of pen events.
+            Every machine holding the same events reconstructs the same strokes.
+
+            Start with:  journal demo
+            Exit codes:  0 ok, 1 problems found (verify), 64 usage, 65 bad input,
+                         74 I/O error, 75 journal locked by another writer.
+            """,
+        subcommands: [
+            Demo.self, Init.self, Record.self, Log.self, Strokes.self, Render.self,
+            Stats.self, Verify.self, DigestCommand.self,
+        ]
+    )
+}

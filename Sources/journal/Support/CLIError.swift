@@ -1,0 +1,63 @@
+import ArgumentParser
+import JournalIngest
+import JournalPlatform
+import JournalStorage
+
+/// One sentence for the person, and a documented exit code (sysexits.h).
+struct CLIError: Error, CustomStringConvertible {
+    var message: String
+    var code: Int32
+
+    static let problemsFound: Int32 = 1
+    static let badInput: Int32 = 65
+    static let ioError: Int32 = 74
+    static let locked: Int32 = 75
+
+    init(_ message: String, code: Int32) {
+        self.message = message
+        self.code = code
+    }
+
+    init(_ error: JournalError) {
+        switch error {
+        case .locked: self.init(error.description, code: Self.locked)
+        case .invalidEvent: self.init(error.description, code: Self.badInput)
+        case .notAJournal, .alreadyAJournal: self.init(error.description, code: 64)
+        default: self.init(error.description, code: Self.ioError)
+        }
+    }
+
+    init(_ error: InputError) {
+        self.init(error.description, code: Self.badInput)
+    }
+
+    var description: String { message }
+}
+
+extension ParsableCommand {
+    /// Prints the error as one line on stderr and exits with its code.
+    static func fail(_ error: CLIError) -> Never {
+        Terminal.standardError("journal: \(error.message)\n")
+        Self.exit(withError: ExitCode(error.code))
+    }
+}
+
+/// Runs `body`, turning the library's typed errors into a message and an exit code.
+func reportingErrors<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let error as CLIError {
+        Terminal.standardError("journal: \(error.message)\n")
+        throw ExitCode(error.code)
+    } catch let error as JournalError {
+        let cli = CLIError(error)
+        Terminal.standardError("journal: \(cli.message)\n")
+        throw ExitCode(cli.code)
+    } catch let error as InputError {
+        Terminal.standardError("journal: \(error)\n")
+        throw ExitCode(CLIError.badInput)
+    } catch let error as IOError {
+        Terminal.standardError("journal: \(error)\n")
+        throw ExitCode(CLIError.ioError)
+    }
+}

@@ -1,0 +1,108 @@
+import JournalFormat
+import JournalPlatform
+import JournalStorage
+import JournalTestSupport
+import Testing
+
+/// One test per failure mode, built from byte helpers (after LevelDB's log_test).
+@Suite struct SegmentDamageTests {
+    /// A segment of three blocks of `perBlock` events each, and the blocks' start offsets.
+    func threeBlockSegment(perBlock: Int = 40, seed: UInt64 = 11) -> (bytes: [UInt8], events: [Event], starts: [Int], replica: ReplicaID) {
+        var generator = EventGenerator(seed: seed)
+        var events: [Event] = []
+        while events.count < perBlock * 3 { events += generator.stroke(points: 25) }
+        events = Array(events.prefix(perBlock * 3))
+        let bytes = SegmentEncoder.segment(replica: generator.replica, events: events, targetEvents: perBlock)
+        let scan = SegmentScanner.scan(bytes: bytes, path: "test.sjs", sealed: true)
+        return (bytes, events, scan.blocks.map(\.offset), generator.replica)
+    }
+
+    @Test func cleanSegmentScansWhole() {
+        let segment = threeBlockSegment()
+        let scan = SegmentScanner.scan(bytes: segment.bytes, path: "test.sjs", sealed: true)
+        #expect(scan.problems.isEmpty)
+        #expect(scan.blocks.count == 3)
+        #expect(scan.allEvents().events == segment.events)
+        #expect(scan.validPrefixLength == segment.bytes.count)
+    }
+
+    @Test func truncationAtEveryOffsetOfTheLastBlockKeepsTheBlocksBefore() {
+        let segment = threeBlockSegment()
+        let lastStart = segment.starts[2]
+        for length in lastStart..<segment.bytes.count {
+            let scan = SegmentScanner.scan(bytes: Damage.truncate(segment.bytes, at: length), path: "open.sjo", sealed: false)
+            #expect(scan.blocks.count == 2, "cut at \(length)")
+            #expect(scan.validPrefixLength == lastStart, "cut at \(length)")
+            #expect(scan.problemsAreOnlyAtTail)
+            if length > lastStart {
+                #expect(scan.problems.count == 1 && scan.problems[0].kind == .tornTail, "cut at \(length)")
+            } else {
+                #expect(scan.problems.isEmpty)
+            }
+            #expect(scan.allEvents().events == Array(segment.events.prefix(80)))
+        }
+    }
+
+    @Test func truncationAnywhereNeverCrashesAndKeepsAPrefix() {
+        let segment = threeBlockSegment(perBlock: 10)
+        for length in 0..<segment.bytes.count {
+            let scan = SegmentScanner.scan(bytes: Damage.truncate(segment.bytes, at: length), path: "x.sjs", sealed: true)
+            let events = scan.allEvents().events
+            #expect(events == Array(segment.events.prefix(events.count)), "cut at \(length)")
+            // A cut inside a block is always reported; a cut on a block boundary loses nothing readable.
+            if !segment.starts.contains(length) && length != FormatV1.fileHeaderSize { #expect(!scan.problems.isEmpty, "cut at \(length)") }
+        }
+    }
+
+    @Test func aFlippedByteInAnyBlockIsReportedAndTheOtherBlocksStillRead() {
+        let segment = threeBlockSegment(perBlock: 12)
+        for offset in FormatV1.fileHeaderSize..<segment.bytes.count {
+            let damagedBlock = segment.starts.lastIndex { $0 <= offset }!
+            let scan = SegmentScanner.scan(bytes: Damage.flipByte(segment.bytes, at: offset), path: "x.sjs", sealed: true)
+            #expect(scan.blocks.count == 2, "flip at \(offset)")
+            #expect(scan.blocks.map(\.offset) == segment.starts.enumerated().filter { $0.offset != damagedBlock }.map(\.element))
+            let problem = scan.problems.first
+            #expect(problem?.kind == .corrupt || problem?.kind == .incomplete, "flip at \(offset)")
+            #expect(problem?.offset == Int64(segment.starts[damagedBlock]), "flip at \(offset)")
+            #expect(scan.problems.count == 1, "flip at \(offset)")
+            let kept = scan.allEvents().events
+            let expected = segment.events.enumerated().filter { $0.offset / 12 != damagedBlock }.map(\.element)
+            #expect(kept == expected)
+        }
+    }
+
+    @Test func aFlippedHeaderByteRejectsTheFile() {
+        let segment = threeBlockSegment(perBlock: 5)
+        for offset in 0..<FormatV1.fileHeaderSize {
+            let scan = SegmentScanner.scan(bytes: Damage.flipByte(segment.bytes, at: offset), path: "x.sjs", sealed: true)
+            #expect(scan.header == nil)
+            #expect(scan.blocks.isEmpty)
+            #expect(scan.problems.first?.offset == 0)
+        }
+    }
+
+    @Test func garbageAfterTheLastBlockIsATailNotAnEvent() {
+        let segment = threeBlockSegment(perBlock: 5)
+        let scan = SegmentScanner.scan(bytes: Damage.appendGarbage(segment.bytes, count: 100, seed: 4), path: "open.sjo", sealed: false)
+        #expect(scan.blocks.count == 3)
+        #expect(scan.problemsAreOnlyAtTail)
+        #expect(scan.validPrefixLength == segment.bytes.count)
+        #expect(scan.allEvents().events == segment.events)
+    }
+
+    @Test func absurdLengthFieldsAreRefused() {
+        var header = SegmentHeader(replica: ReplicaID(UUIDBits(high: 9, low: 9))).encoded()
+        var frame = ByteWriter()
+        frame.append(contentsOf: FormatV1.blockMagic)
+        frame.appendLE(UInt32.max)          // compressed length: 4 GiB
+        frame.appendLE(UInt32.max)          // raw length: 4 GiB
+        frame.appendLE(UInt32(1))
+        frame.appendLE(UInt64(1))
+        frame.appendLE(UInt64(1))
+        frame.appendLE(UInt32(0))
+        header += frame.bytes
+        let scan = SegmentScanner.scan(bytes: header, path: "bomb.sjs", sealed: true)
+        #expect(scan.blocks.isEmpty)
+        #expect(scan.problems.first?.reason.contains("bounds") == true)
+    }
+}

@@ -1,0 +1,127 @@
+import JournalFormat
+import JournalPlatform
+import JournalStorage
+import JournalTestSupport
+import Testing
+
+@Suite struct WriterTests {
+    func point(_ stroke: StrokeID, _ x: Double) -> Payload {
+        .point(PointSample(stroke: stroke, x: x, y: x / 2, pressure: 0.5, t: x / 100, style: Style(color: RGBA(rawValue: 0xFF0000FF), width: 3)))
+    }
+
+    func allEvents(_ journal: JournalDirectory) -> [Event] {
+        let set = SegmentSet.load(journal)
+        return set.members.flatMap { $0.scan.allEvents().events }.sorted { $0.id.seq < $1.id.seq }
+    }
+
+    @Test func appendFlushSealAndReopenContinuesSeqAndClock() throws {
+        let temp = TemporaryDirectory("writer")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        let stroke = StrokeID(UUIDBits(high: 1, low: 1))
+        do {
+            let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 7))
+            for index in 0..<100 { try writer.append(point(stroke, Double(index))) }
+            #expect(writer.durableSeq == 98)     // 14 automatic flushes of 7
+            try writer.close()
+        }
+        let listing = journal.listSealed()
+        #expect(listing.sealed.count == 1)
+        #expect(listing.sealed.first?.name.firstSeq == 1 && listing.sealed.first?.name.lastSeq == 100)
+        let writer = try JournalWriter(directory: journal)
+        #expect(writer.nextSeq == 101)
+        #expect(writer.clock == 100)
+        let id = try writer.append(.end(stroke))
+        #expect(id.seq == 101)
+        try writer.close()
+        let events = allEvents(journal)
+        #expect(events.map(\.id.seq) == Array(1...101))
+        #expect(events.map(\.lamport) == Array(1...101))
+    }
+
+    @Test func aSecondWriterIsRefusedWithTheHoldersPid() throws {
+        let temp = TemporaryDirectory("lock")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        let first = try JournalWriter(directory: journal)
+        #expect {
+            _ = try JournalWriter(directory: journal)
+        } throws: { error in
+            guard case JournalError.locked(_, let holder) = error else { return false }
+            return holder.contains("pid \(ProcessInfoLite.processID)")
+        }
+        try first.close()
+        let second = try JournalWriter(directory: journal)
+        try second.close()
+    }
+
+    @Test func aTornTailOfTheOpenSegmentIsCutAtEveryOffset() throws {
+        let temp = TemporaryDirectory("torn")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        let stroke = StrokeID(UUIDBits(high: 2, low: 2))
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 10, sealOnClose: false))
+        for index in 0..<30 { try writer.append(point(stroke, Double(index))) }
+        try writer.close()
+        let full = try FileSystem.readFile(journal.openSegmentPath)
+        let blocks = SegmentScanner.scan(bytes: full, path: "", sealed: false).blocks
+        #expect(blocks.count == 3)
+        let lastStart = blocks[2].offset
+        for cut in lastStart..<full.count {
+            try FileSystem.writeAtomically(Damage.truncate(full, at: cut), to: journal.openSegmentPath, temporaryPath: journal.openSegmentPath + ".t")
+            let reopened = try JournalWriter(directory: journal, options: WriterOptions(sealOnClose: false))
+            #expect(reopened.recovery.bytesCut == Int64(cut - lastStart))
+            #expect(reopened.nextSeq == 21)
+            try reopened.close()
+            #expect(allEvents(journal).map(\.id.seq) == Array(1...20))
+        }
+    }
+
+    @Test func sealedSegmentsAreNeverModified() throws {
+        let temp = TemporaryDirectory("immutable")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        let stroke = StrokeID(UUIDBits(high: 3, low: 3))
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 5, sealEveryEvents: 20))
+        for index in 0..<20 { try writer.append(point(stroke, Double(index))) }
+        let firstSealed = journal.listSealed().sealed
+        #expect(firstSealed.count == 1)
+        let before = try FileSystem.readFile(firstSealed[0].path)
+        for index in 20..<95 { try writer.append(point(stroke, Double(index))) }
+        try writer.close()
+        #expect(try FileSystem.readFile(firstSealed[0].path) == before)
+        let names = journal.listSealed().sealed.map(\.name)
+        #expect(names.map(\.firstSeq) == [1, 21, 41, 61, 81])
+        #expect(names.last?.lastSeq == 95)
+    }
+
+    @Test func aCrashBetweenSealAndResetDoesNotDuplicateEvents() throws {
+        let temp = TemporaryDirectory("sealcrash")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        let stroke = StrokeID(UUIDBits(high: 4, low: 4))
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(sealOnClose: false))
+        for index in 0..<10 { try writer.append(point(stroke, Double(index))) }
+        try writer.close()
+        let openCopy = try FileSystem.readFile(journal.openSegmentPath)
+        let sealer = try JournalWriter(directory: journal)
+        try sealer.close()
+        // Put back the open segment as it was before sealing: the state a crash leaves.
+        try FileSystem.writeAtomically(openCopy, to: journal.openSegmentPath, temporaryPath: journal.openSegmentPath + ".t")
+        let reopened = try JournalWriter(directory: journal)
+        #expect(reopened.recovery.discardedSealedCopy)
+        #expect(reopened.nextSeq == 11)
+        try reopened.close()
+    }
+
+    @Test func nonFiniteCoordinatesAreRefusedAtTheAPI() throws {
+        let temp = TemporaryDirectory("finite")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        let writer = try JournalWriter(directory: journal)
+        #expect(throws: JournalError.self) { try writer.append(point(StrokeID(UUIDBits(high: 5, low: 5)), .nan)) }
+        #expect(throws: JournalError.self) { try writer.append(point(StrokeID(UUIDBits(high: 5, low: 5)), .infinity)) }
+        #expect(writer.nextSeq == 1)
+        try writer.close()
+    }
+}
