@@ -4,14 +4,14 @@
 // Layers, bottom to top (a lower layer never imports a higher one):
 //   CZlib ⟶ JournalPlatform (the only C/POSIX interop) ⟶ JournalFormat (pure model + codec)
 //   ⟶ JournalStorage (files, fsync, locks) ⟶ JournalReplay (fold to a drawing)
-//   ⟶ journal (the command-line tool). JournalIngest parses text input into events.
+//   ⟶ JournalSync (shared folders, rsync) ⟶ journal (the command-line tool). JournalIngest parses text input into events.
 import PackageDescription
 
 let package = Package(
     name: "StrokeJournal",
     platforms: [.macOS(.v13)],
     products: [
-        .library(name: "StrokeJournal", targets: ["JournalStorage", "JournalReplay", "JournalIngest"]),
+        .library(name: "StrokeJournal", targets: ["JournalStorage", "JournalReplay", "JournalSync", "JournalIngest"]),
         .executable(name: "journal", targets: ["journal"]),
     ],
     dependencies: [
@@ -30,13 +30,14 @@ let package = Package(
         .target(name: "JournalFormat", dependencies: ["JournalPlatform"]),
         .target(name: "JournalStorage", dependencies: ["JournalFormat", "JournalPlatform"]),
         .target(name: "JournalReplay", dependencies: ["JournalFormat", "JournalStorage"]),
+        .target(name: "JournalSync", dependencies: ["JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay"]),
         .target(name: "JournalIngest", dependencies: ["JournalFormat"]),
 
         // MARK: Command-line tool
         .executableTarget(
             name: "journal",
             dependencies: [
-                "JournalStorage", "JournalReplay", "JournalIngest",
+                "JournalStorage", "JournalReplay", "JournalSync", "JournalIngest",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -51,6 +52,7 @@ let package = Package(
             exclude: ["Golden"]),
         .testTarget(name: "JournalReplayTests", dependencies: ["JournalReplay", "JournalStorage", "JournalFormat", "JournalTestSupport"]),
         .testTarget(name: "JournalIngestTests", dependencies: ["JournalIngest", "JournalFormat"]),
+        .testTarget(name: "JournalSyncTests", dependencies: ["JournalSync", "JournalStorage", "JournalReplay", "JournalFormat", "JournalTestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["journal", "JournalTestSupport"]),
     ]
 )

@@ -70,6 +70,18 @@ struct JSONScanner {
     mutating func withString<R>(_ body: (UnsafePointer<UInt8>, Int) -> R) throws(LineError) -> R {
         let start = index + 1
         var cursor = start
+        while cursor + 8 <= end {
+            let stops = stringStopMask(load64(base + cursor))
+            if stops != 0 {
+                cursor += stops.trailingZeroBitCount >> 3
+                if base[cursor] == UInt8(ascii: "\"") {
+                    index = cursor + 1
+                    return body(base + start, cursor - start)
+                }
+                break  // an escape or a control character: the slow path below
+            }
+            cursor += 8
+        }
         while cursor < end {
             let byte = base[cursor]
             if byte == UInt8(ascii: "\"") {

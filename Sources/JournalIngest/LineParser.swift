@@ -65,6 +65,33 @@ public enum LineParser {
         }.get()
     }
 
+    /// The payload the canonical-layout fast path gives for `line`, or nil when it declines.
+    /// For tests, which check it against `parseInGeneral`.
+    @_spi(Testing)
+    public static func templatePayload(_ line: String) -> Payload? {
+        var copy = line
+        return copy.withUTF8 { buffer in
+            guard let base = buffer.baseAddress else { return nil }
+            return parseCanonicalTemplate(base, count: buffer.count)
+        }
+    }
+
+    /// `parse(_:)` without the canonical-layout fast path. For tests.
+    @_spi(Testing)
+    public static func parseInGeneral(_ line: String) throws(LineError) -> [Payload] {
+        var copy = line
+        return try copy.withUTF8 { buffer in
+            Result { () throws(LineError) -> [Payload] in
+                var payloads: [Payload] = []
+                guard let base = buffer.baseAddress else { return payloads }
+                var count = buffer.count
+                if count > 0, base[count - 1] == UInt8(ascii: "\r") { count -= 1 }
+                try parseLineInGeneral(base, count: count, into: &payloads)
+                return payloads
+            }
+        }.get()
+    }
+
     /// Parses one line given as bytes.
     public static func parse(_ line: [UInt8]) throws(LineError) -> [Payload] {
         try line.withUnsafeBytes { buffer in
@@ -121,7 +148,15 @@ enum Field: UInt8, CaseIterable {
     @inline(__always)
     static func match(_ base: UnsafePointer<UInt8>, count: Int) -> Field? {
         guard count >= 1, count <= 9 else { return nil }
-        let packed = pack(base, count: count)
+        if count == 9 {
+            return pack(base, count: 8) == 0x7464_6957_656E_696C && base[8] == UInt8(ascii: "h") ? .lineWidth : nil
+        }
+        return match(packed: pack(base, count: count), count: count)
+    }
+
+    /// The key of `count` (1...8) bytes packed little-endian into `packed`, or nil.
+    @inline(__always)
+    static func match(packed: UInt64, count: Int) -> Field? {
         switch count {
         case 1:
             switch packed {
@@ -166,7 +201,7 @@ enum Field: UInt8, CaseIterable {
             default: return nil
             }
         case 8: return packed == 0x6572_7573_7365_7270 ? .pressure : nil
-        default: return packed == 0x7464_6957_656E_696C && base[8] == UInt8(ascii: "h") ? .lineWidth : nil
+        default: return nil
         }
     }
 }
@@ -217,8 +252,6 @@ private struct Fields {
     var t = 0.0
     var pointX = 0.0
     var pointY = 0.0
-    /// CollabSketch points, x and y interleaved.
-    var points: [Double] = []
     var red = 0.0
     var green = 0.0
     var blue = 0.0
@@ -236,6 +269,18 @@ private func parseLine(
     guard count <= maxLineLength else {
         throw LineError(reason: "line is too long (\(count) bytes; the limit is \(maxLineLength))")
     }
+    if count >= 64, let payload = parseCanonicalTemplate(base, count: count) {
+        payloads.append(payload)
+        return
+    }
+    try parseLineInGeneral(base, count: count, into: &payloads)
+}
+
+/// The general parser, for a line already stripped of its "\r" and within the length limit.
+@inline(__always)
+private func parseLineInGeneral(
+    _ base: UnsafePointer<UInt8>, count: Int, into payloads: inout [Payload]
+) throws(LineError) {
     if let bad = firstInvalidUTF8(base, count: count) {
         throw LineError(reason: "invalid UTF-8 at byte \(bad + 1)")
     }
@@ -245,24 +290,26 @@ private func parseLine(
     guard scanner.peek == UInt8(ascii: "{") else {
         throw LineError(reason: "not a JSON object (the line starts with \(scanner.describeValue()))")
     }
-    let fields = try scanner.readObject()
+    var fields = Fields()
+    // CollabSketch points, x and y interleaved (kept out of `Fields` so that it stays trivial).
+    var points: [Double] = []
+    try scanner.readObject(into: &fields, points: &points)
     scanner.skipWhitespace()
     guard scanner.atEnd else {
         throw LineError(reason: "unexpected text after the JSON object at column \(scanner.column)")
     }
-    try build(fields, into: &payloads)
+    try build(fields, points: points, into: &payloads)
 }
 
 extension JSONScanner {
     /// Reads the line's object, the cursor on its `{`.
     @inline(__always)
-    fileprivate mutating func readObject() throws(LineError) -> Fields {
-        var fields = Fields()
+    fileprivate mutating func readObject(into fields: inout Fields, points: inout [Double]) throws(LineError) {
         index += 1
         skipWhitespace()
         if peek == UInt8(ascii: "}") {
             index += 1
-            return fields
+            return
         }
         while true {
             skipWhitespace()
@@ -286,7 +333,7 @@ extension JSONScanner {
             case .t: fields.t = try readNumber(field)
             case .replica, .seq, .lamport, .time: try skipValue(depth: 2, maxDepth: LineParser.maxDepth)
             case .point: (fields.pointX, fields.pointY) = try readPair()
-            case .points: fields.points = try readPoints()
+            case .points: points = try readPoints()
             case .red: fields.red = try readNumber(field)
             case .green: fields.green = try readNumber(field)
             case .blue: fields.blue = try readNumber(field)
@@ -302,7 +349,7 @@ extension JSONScanner {
                 throw error("expected ',' or '}' after \(field.quotedName) at column \(column)")
             }
             index += 1
-            return fields
+            return
         }
     }
 
@@ -310,6 +357,19 @@ extension JSONScanner {
     @inline(__always)
     private mutating func readKey() throws(LineError) -> Field {
         let start = index
+        // Fast path: a plain key of at most seven bytes, its closing quote within the word.
+        if start + 9 <= end {
+            let word = load64(base + start + 1)
+            let stops = stringStopMask(word)
+            let length = stops.trailingZeroBitCount >> 3
+            if stops != 0, base[start + 1 + length] == UInt8(ascii: "\"") {
+                let packed = length == 0 ? 0 : word & (UInt64.max >> UInt64(64 - 8 * length))
+                if let field = Field.match(packed: packed, count: length) {
+                    index = start + length + 2
+                    return field
+                }
+            }
+        }
         if let field = try withString({ base, count in Field.match(base, count: count) }) { return field }
         index = start
         throw error("unknown field \(describeStringValue())")
@@ -330,6 +390,12 @@ extension JSONScanner {
             throw error("\(field.quotedName) must be a UUID string, got \(describeValue())")
         }
         let start = index
+        // Fast path: the dashed form, which holds no quote, backslash or control character.
+        if start + 38 <= end, base[start + 37] == UInt8(ascii: "\""),
+           let id = parseStrokeID(base + start + 1, count: 36) {
+            index = start + 38
+            return id
+        }
         if let id = try withString({ base, count in parseStrokeID(base, count: count) }) { return id }
         index = start
         throw error("\(field.quotedName) is not a UUID: \(describeStringValue())")
@@ -466,13 +532,13 @@ extension JSONScanner {
 // MARK: - Building payloads
 
 @inline(__always)
-private func build(_ fields: Fields, into payloads: inout [Payload]) throws(LineError) {
+private func build(_ fields: Fields, points: [Double], into payloads: inout [Payload]) throws(LineError) {
     if fields.has(.type) {
         try buildCanonical(fields, into: &payloads)
     } else if fields.has(.point) {
         try buildDrawTogether(fields, into: &payloads)
     } else if fields.has(.points) {
-        try buildCollabSketch(fields, into: &payloads)
+        try buildCollabSketch(fields, points: points, into: &payloads)
     } else if fields.seen == 0 {
         throw LineError(reason: "empty object: expected a \"type\", \"point\" or \"points\" field")
     } else {
@@ -560,7 +626,7 @@ private func buildDrawTogether(_ fields: Fields, into payloads: inout [Payload])
     payloads.append(try validated(payload))
 }
 
-private func buildCollabSketch(_ fields: Fields, into payloads: inout [Payload]) throws(LineError) {
+private func buildCollabSketch(_ fields: Fields, points: [Double], into payloads: inout [Payload]) throws(LineError) {
     let extra = fields.seen & ~collabSketchMask
     guard extra == 0 else {
         throw LineError(reason: "field \(Field.first(in: extra).quotedName) is not allowed in a CollabSketch line (one with \"points\")")
@@ -578,11 +644,11 @@ private func buildCollabSketch(_ fields: Fields, into payloads: inout [Payload])
     try checkWidth(fields.width, .lineWidth)
     let style = Style(color: color, width: fields.width)
     var built: [Payload] = []
-    built.reserveCapacity(fields.points.count / 2 + 1)
+    built.reserveCapacity(points.count / 2 + 1)
     var index = 0
-    while index < fields.points.count {
+    while index < points.count {
         built.append(try validated(.point(PointSample(
-            stroke: fields.stroke, x: fields.points[index], y: fields.points[index + 1], style: style))))
+            stroke: fields.stroke, x: points[index], y: points[index + 1], style: style))))
         index += 2
     }
     built.append(.end(fields.stroke))

@@ -187,6 +187,10 @@ public enum FileSystem {
         public var name: String
         public var kind: EntryKind
         public var size: Int64
+        /// Nanoseconds since 1970 of the last modification.
+        public var modified: Int64 = 0
+        /// The inode, so callers can tell a replaced file from an untouched one.
+        public var inode: UInt64 = 0
     }
 
     /// Lists a directory without following symlinks (`lstat`), sorted by name.
@@ -200,13 +204,13 @@ public enum FileSystem {
             }
             if name == "." || name == ".." { continue }
             if let info = linkStatus(path + "/" + name) {
-                entries.append(Entry(name: name, kind: info.kind, size: info.size))
+                entries.append(Entry(name: name, kind: info.kind, size: info.size, modified: info.modified, inode: info.inode))
             }
         }
         return entries.sorted { $0.name < $1.name }
     }
 
-    public static func linkStatus(_ path: String) -> (kind: EntryKind, size: Int64)? {
+    public static func linkStatus(_ path: String) -> (kind: EntryKind, size: Int64, modified: Int64, inode: UInt64)? {
         var info = stat()
         guard lstat(path, &info) == 0 else { return nil }
         let kind: EntryKind
@@ -216,7 +220,12 @@ public enum FileSystem {
         case S_IFLNK: kind = .symlink
         default: kind = .other
         }
-        return (kind, Int64(info.st_size))
+        #if canImport(Darwin)
+        let modified = Int64(info.st_mtimespec.tv_sec) * 1_000_000_000 + Int64(info.st_mtimespec.tv_nsec)
+        #else
+        let modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        #endif
+        return (kind, Int64(info.st_size), modified, UInt64(info.st_ino))
     }
 
     public static func exists(_ path: String) -> Bool { linkStatus(path) != nil }
@@ -323,5 +332,14 @@ private enum SystemCall {
 extension FileSystem {
     public static func removeDirectory(_ path: String) throws(IOError) {
         guard rmdir(path) == 0 else { throw IOError("rmdir", path: path, code: errno) }
+    }
+}
+
+extension ProcessInfoLite {
+    /// Whether a process with this pid exists (`kill(pid, 0)`); used to tell a running
+    /// copier's temporary file from one a crash left behind.
+    public static func isAlive(_ pid: Int32) -> Bool {
+        guard pid > 0 else { return false }
+        return kill(pid, 0) == 0 || errno == EPERM
     }
 }

@@ -156,8 +156,12 @@ public final class JournalWriter {
             let folder = directory.replicaPath(replica)
             try FileSystem.createDirectory(folder)
             let finalPath = folder + "/" + name.fileName
+            var index = LocalIndex.refresh(directory)
             try FileSystem.writeAtomically(bytes, to: finalPath, temporaryPath: folder + "/.tmp-" + name.fileName)
             try resetOpenSegment()
+            index.add(LocalIndex.Entry(replica: replica, name: name, size: Int64(bytes.count), eventCount: events.count,
+                                       maxLamport: events.map(\.lamport).max() ?? 0, valid: true))
+            try index.save(directory)
         } catch {
             throw .io(error)
         }
@@ -201,14 +205,11 @@ public final class JournalWriter {
     }
 
     private func recover() throws(JournalError) {
-        let listing = directory.listSealed()
-        var sealedLastSeq: UInt64 = 0
-        for file in listing.sealed {
-            if file.replica == replica { sealedLastSeq = max(sealedLastSeq, file.name.lastSeq) }
-            // The clock must exceed everything this replica has seen (invariant 4).
-            let scan = SegmentScanner.scan(path: file.path, sealed: true)
-            observe(lamport: scan.maxLamport)
-        }
+        // The clock must exceed everything this replica has seen (invariant 4); the local
+        // index remembers each segment's highest clock so that this reads only new files.
+        let index = LocalIndex.refresh(directory)
+        var sealedLastSeq = index.lastSeq(of: replica)
+        observe(lamport: index.maxLamport)
         removeStaleTemporaries()
 
         let openPath = directory.openSegmentPath

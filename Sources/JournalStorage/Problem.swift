@@ -2,7 +2,7 @@ import JournalFormat
 
 /// Something a reader found wrong with a file and left out. Carries what a person needs to
 /// find it: file, byte offset, replica and seq range when known, and why.
-public struct Problem: Equatable, Sendable, CustomStringConvertible {
+public struct Problem: Error, Equatable, Sendable, CustomStringConvertible {
     public enum Kind: String, Sendable, Equatable {
         /// The end of an open segment, cut short by a crash: normal, cut back on next open.
         case tornTail = "torn-tail"

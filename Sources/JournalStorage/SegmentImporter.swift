@@ -1,65 +1,116 @@
 import JournalFormat
 import JournalPlatform
 
-/// Copies verified sealed segments into a `replicas/` tree: temporary name in the target
-/// folder, fsync, link to the final name (never overwriting), fsync the folder.
+/// Copies verified sealed segments into a journal's `replicas/` tree under their canonical
+/// names: temporary name in the target folder, fsync, link to the final name (which never
+/// replaces an existing file), fsync the folder.
 public enum SegmentImporter {
     public enum Outcome: Equatable, Sendable {
-        case imported
-        case alreadyPresent
+        case imported(SegmentName, LocalIndex.Entry)
+        /// A file with that canonical name (hence those exact bytes) is already held.
+        case alreadyPresent(SegmentName)
         case rejected(Problem)
     }
 
-    /// Imports `file` unless the target already holds a file of that name. The bytes are
-    /// checked first: header, every block checksum, and the whole-file CRC in the name.
-    public static func importSealed(
-        _ file: JournalDirectory.SealedFile, intoReplicas replicasPath: String
+    /// Verifies the file at `path` (header, every block checksum, seq range, and the whole-file
+    /// CRC when the file carries a canonical name) and imports it into `replicasPath`.
+    /// `claimedName` is nil for copies under foreign names (e.g. Syncthing conflict copies):
+    /// their canonical name is computed from their contents.
+    public static func importSegment(
+        at path: String, replica: ReplicaID, claimedName: SegmentName?, intoReplicas replicasPath: String
     ) -> Outcome {
-        let folder = replicasPath + "/" + file.replica.hex
-        let target = folder + "/" + file.name.fileName
-        if FileSystem.exists(target) { return .alreadyPresent }
-        let scan = SegmentScanner.scan(path: file.path, sealed: true)
-        if let problem = scan.problems.first { return .rejected(problem) }
-        guard scan.header?.replica == file.replica else {
-            return .rejected(Problem(.corrupt, file: file.path, replica: file.replica,
-                                     reason: "header names another replica than its folder"))
+        if let claimedName, FileSystem.exists(replicasPath + "/" + replica.hex + "/" + claimedName.fileName) {
+            return .alreadyPresent(claimedName)
         }
-        guard CRC32.checksum(scan.bytes) == file.name.fileCRC else {
-            return .rejected(Problem(.incomplete, file: file.path, replica: file.replica,
-                                     seqRange: file.name.firstSeq...file.name.lastSeq,
-                                     reason: "file checksum does not match its name (half-copied?)"))
-        }
-        guard scan.seqRange == file.name.firstSeq...file.name.lastSeq else {
-            return .rejected(Problem(.corrupt, file: file.path, replica: file.replica,
-                                     reason: "blocks do not cover the seq range in the name"))
-        }
-        do throws(IOError) {
-            try FileSystem.createDirectory(folder)
-            let temporary = folder + "/.tmp-import-\(ProcessInfoLite.processID)-" + file.name.fileName
-            try? FileSystem.remove(temporary)
-            let descriptor = try FileDescriptor.open(temporary, .createNew)
-            do throws(IOError) {
-                try descriptor.writeAll(scan.bytes)
-                try descriptor.sync()
-                descriptor.close()
-            } catch {
-                descriptor.close()
-                try? FileSystem.remove(temporary)
-                throw error
-            }
-            // link(2) fails if the name exists: an existing segment is never replaced.
-            do throws(IOError) {
-                try FileSystem.link(temporary, to: target)
-            } catch {
-                try? FileSystem.remove(temporary)
-                if error.isExists { return .alreadyPresent }
-                throw error
-            }
-            try FileSystem.remove(temporary)
-            try FileSystem.syncDirectory(folder)
-            return .imported
-        } catch {
-            return .rejected(Problem(.unreadable, file: target, replica: file.replica, reason: error.description))
+        let scan = SegmentScanner.scan(path: path, sealed: true)
+        switch verify(scan, path: path, replica: replica, claimedName: claimedName) {
+        case .failure(let problem): return .rejected(problem)
+        case .success(let name): return write(scan, name: name, replica: replica, replicasPath: replicasPath)
         }
     }
+
+    /// The canonical name of a complete, valid segment, or the problem that disqualifies it.
+    public static func verify(
+        _ scan: ScannedSegment, path: String, replica: ReplicaID, claimedName: SegmentName?
+    ) -> Result<SegmentName, Problem> {
+        let claimedRange = claimedName.map { $0.firstSeq...$0.lastSeq }
+        let fileCRC = CRC32.checksum(scan.bytes)
+        if let problem = scan.problems.first {
+            // A canonical file that is a strict prefix of what its name promises: half-copied.
+            let short = scan.problemsAreOnlyAtTail && (problem.kind == .incomplete || problem.kind == .tornTail)
+            return .failure(Problem(short ? .incomplete : problem.kind, file: path, offset: problem.offset,
+                                    replica: replica, seqRange: problem.seqRange ?? claimedRange,
+                                    reason: short ? "incomplete copy (\(problem.reason)); not imported" : problem.reason))
+        }
+        guard let header = scan.header, let range = scan.seqRange else {
+            return .failure(Problem(.corrupt, file: path, replica: replica, seqRange: claimedRange, reason: "segment holds no events"))
+        }
+        guard header.replica == replica else {
+            return .failure(Problem(.corrupt, file: path, offset: 0, replica: header.replica, seqRange: range,
+                                    reason: "header names replica \(header.replica.hex) but the file is in the folder of \(replica.hex)"))
+        }
+        if let claimedName {
+            guard fileCRC == claimedName.fileCRC else {
+                return .failure(Problem(.incomplete, file: path, replica: replica, seqRange: claimedRange,
+                                        reason: "file checksum \(hex8(fileCRC)) does not match its name (\(hex8(claimedName.fileCRC))): incomplete or altered copy; not imported"))
+            }
+            guard range == claimedName.firstSeq...claimedName.lastSeq else {
+                return .failure(Problem(.corrupt, file: path, replica: replica, seqRange: range,
+                                        reason: "blocks hold seq \(range.lowerBound)...\(range.upperBound), the name says \(claimedName.firstSeq)...\(claimedName.lastSeq)"))
+            }
+        }
+        // Decoding every block proves the bodies inflate and parse, not just that CRCs match.
+        let problems = scan.events { _ in }
+        if let problem = problems.first { return .failure(problem) }
+        return .success(SegmentName(firstSeq: range.lowerBound, lastSeq: range.upperBound, fileCRC: fileCRC))
+    }
+
+    static func write(_ scan: ScannedSegment, name: SegmentName, replica: ReplicaID, replicasPath: String) -> Outcome {
+        let folder = replicasPath + "/" + replica.hex
+        let target = folder + "/" + name.fileName
+        if FileSystem.exists(target) { return .alreadyPresent(name) }
+        do throws(IOError) {
+            try FileSystem.createDirectory(folder)
+            try AtomicCopy.write(scan.bytes, to: target)
+            return .imported(name, LocalIndex.entry(for: scan, replica: replica, name: name))
+        } catch {
+            if error.isExists { return .alreadyPresent(name) }
+            return .rejected(Problem(.unreadable, file: target, replica: replica, reason: "cannot write: \(error)"))
+        }
+    }
+}
+
+/// Writes a complete file under a final name it may not replace: temporary file in the same
+/// folder, fsync, link(2) to the final name (fails if it exists), unlink the temporary,
+/// fsync the folder. Temporaries are named `.tmp-<name>.<pid>` so any reader skips them.
+public enum AtomicCopy {
+    public static func write(_ bytes: [UInt8], to target: String) throws(IOError) {
+        let folder = FileSystem.parent(of: target)
+        let base = String(target[target.index(after: target.lastIndex(of: "/")!)...])
+        let temporary = folder + "/.tmp-" + base + "." + String(ProcessInfoLite.processID)
+        try? FileSystem.remove(temporary)
+        let descriptor = try FileDescriptor.open(temporary, .createNew)
+        do throws(IOError) {
+            try descriptor.writeAll(bytes)
+            try descriptor.sync()
+            descriptor.close()
+        } catch {
+            descriptor.close()
+            try? FileSystem.remove(temporary)
+            throw error
+        }
+        do throws(IOError) {
+            try FileSystem.link(temporary, to: target)
+        } catch {
+            try? FileSystem.remove(temporary)
+            throw error
+        }
+        try FileSystem.remove(temporary)
+        try FileSystem.syncDirectory(folder)
+    }
+}
+
+func hex8(_ value: UInt32) -> String {
+    let digits = String(value, radix: 16)
+    return String(repeating: "0", count: 8 - digits.count) + digits
 }

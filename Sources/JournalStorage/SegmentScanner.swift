@@ -98,6 +98,8 @@ public enum SegmentScanner {
             var offset = FormatV1.fileHeaderSize
             result.validPrefixLength = offset
             var expectedSeq: UInt64? = nil
+            // After a damaged block its events are unknown: the next one may start later.
+            var gapAllowed = false
             var sawProblem = false
 
             func report(_ kind: Problem.Kind, _ reason: String, at position: Int, seqs: ClosedRange<UInt64>? = nil) {
@@ -110,13 +112,14 @@ public enum SegmentScanner {
                 let outcome = checkFrame(buffer, at: offset)
                 switch outcome {
                 case .valid(let frame):
-                    if let expected = expectedSeq, frame.firstSeq != expected {
+                    if let expected = expectedSeq, gapAllowed ? frame.firstSeq < expected : frame.firstSeq != expected {
                         report(.corrupt, SegmentFormatError.seqOutOfOrder(expected: expected, found: frame.firstSeq).description,
                                at: offset, seqs: frame.firstSeq...frame.lastSeq)
                     } else {
                         if sawProblem { result.problemsAreOnlyAtTail = false }
                         result.blocks.append(ScannedBlock(offset: offset, frame: frame))
                         expectedSeq = frame.lastSeq + 1
+                        gapAllowed = false
                         if !sawProblem { result.validPrefixLength = offset + frame.totalLength }
                     }
                     offset += frame.totalLength
@@ -124,6 +127,7 @@ public enum SegmentScanner {
                     let next = resynchronize(buffer, from: offset + 1)
                     let truncated = next == nil && isShortness(error)
                     report(truncated ? shortKind : .corrupt, error.description, at: offset, seqs: claimed)
+                    gapAllowed = true
                     guard let next else { return }
                     offset = next
                 }

@@ -14,8 +14,8 @@ struct JournalCommand: ParsableCommand {
                          74 I/O error, 75 journal locked by another writer.
             """,
         subcommands: [
-            Demo.self, Init.self, Record.self, Log.self, Strokes.self, Render.self,
-            Stats.self, Verify.self, DigestCommand.self,
+            Demo.self, Init.self, Record.self, Sync.self, Merge.self, Status.self,
+            Log.self, Strokes.self, Render.self, Stats.self, Verify.self, DigestCommand.self,
         ]
     )
 }

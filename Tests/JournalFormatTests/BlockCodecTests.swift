@@ -108,10 +108,16 @@ import Testing
         let signed: [Int64] = [0, -1, 1, -64, 64, Int64.min, Int64.max]
         unsigned.forEach { writer.appendVarint($0) }
         signed.forEach { writer.appendZigZag($0) }
-        try writer.bytes.withUnsafeBytes { buffer in
+        try writer.bytes.withUnsafeBytes { (buffer) throws in
             var reader = ByteReader(buffer)
-            for value in unsigned { #expect(try reader.readVarint() == value) }
-            for value in signed { #expect(try reader.readZigZag() == value) }
+            for value in unsigned {
+                let decoded = try reader.readVarint()
+                #expect(decoded == value)
+            }
+            for value in signed {
+                let decoded = try reader.readZigZag()
+                #expect(decoded == value)
+            }
             #expect(reader.isAtEnd)
         }
         // Eleven continuation bytes: malformed, not an infinite loop or overflow trap.

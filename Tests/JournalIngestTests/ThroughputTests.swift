@@ -1,4 +1,9 @@
 import JournalFormat
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import JournalIngest
 import Testing
 

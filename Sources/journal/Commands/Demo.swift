@@ -45,7 +45,9 @@ extension JournalCommand {
                     let name = index < names.count ? names[index] : "machine-\(index + 1)"
                     let machine = JournalDirectory(root: root + "/machines/" + name)
                     for file in machine.listSealed().sealed {
-                        if case .imported = SegmentImporter.importSealed(file, intoReplicas: board.replicasPath) { imported += 1 }
+                        let outcome = SegmentImporter.importSegment(
+                            at: file.path, replica: file.replica, claimedName: file.name, intoReplicas: board.replicasPath)
+                        if case .imported = outcome { imported += 1 }
                     }
                 }
                 let set = SegmentSet.load(board)

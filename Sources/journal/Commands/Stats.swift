@@ -50,7 +50,7 @@ struct JournalStats {
     init(set: SegmentSet, drawing: Drawing, report: ReplayReport) {
         replicas = set.replicas.count
         sealedSegments = set.members.filter(\.isSealed).count
-        openSegments = set.members.count - sealedSegments
+        openSegments = set.members.filter { !$0.isSealed && $0.scan.eventCount > 0 }.count
         events = report.eventCount
         points = report.pointCount
         strokes = drawing.strokes.count

@@ -2,6 +2,7 @@ import ArgumentParser
 import JournalIngest
 import JournalReplay
 import JournalStorage
+import JournalSync
 
 extension JournalCommand {
     struct Verify: ParsableCommand {
@@ -31,7 +32,7 @@ extension JournalCommand {
                 let problems = report.problems.filter { $0.kind != .tornTail }
                 let notes = report.problems.filter { $0.kind == .tornTail }
                 if json {
-                    let items = problems.map(Self.json).joined(separator: ",")
+                    let items = problems.map(problemJSON).joined(separator: ",")
                     Terminal.write("{\"clean\":\(problems.isEmpty),\"segments\":\(set.members.count),\"events\":\(report.eventCount),\"problems\":[\(items)]}\n")
                 } else {
                     for problem in problems { Terminal.write("\(problem)\n") }
@@ -43,15 +44,6 @@ extension JournalCommand {
                 Terminal.flush()
                 if !problems.isEmpty { throw ExitCode(CLIError.problemsFound) }
             }
-        }
-
-        static func json(_ problem: Problem) -> String {
-            var fields = ["\"kind\":\"\(problem.kind.rawValue)\"", "\"file\":\(jsonQuoted(problem.file))"]
-            if let offset = problem.offset { fields.append("\"offset\":\(offset)") }
-            if let replica = problem.replica { fields.append("\"replica\":\"\(replica.hex)\"") }
-            if let range = problem.seqRange { fields.append("\"firstSeq\":\(range.lowerBound),\"lastSeq\":\(range.upperBound)") }
-            fields.append("\"reason\":\(jsonQuoted(problem.reason))")
-            return "{" + fields.joined(separator: ",") + "}"
         }
     }
 }

@@ -1,0 +1,141 @@
+import JournalFormat
+import JournalStorage
+
+/// What a sync, merge or status found, per replica and per file. Nothing that was not
+/// imported goes unmentioned: every such file is in `rejected` or `ignored` with its reason.
+public struct ReconcileReport: Sendable {
+    public struct ReplicaState: Sendable, Equatable {
+        public var replica: ReplicaID
+        /// Sealed segments held locally after the operation.
+        public var segments = 0
+        /// Seq ranges held, merged.
+        public var ranges: [ClosedRange<UInt64>] = []
+        /// Seq holes below the highest seq known anywhere (held, or named by a file seen).
+        public var gaps: [ClosedRange<UInt64>] = []
+        public var imported = 0
+        public var published = 0
+        /// Segment files seen again that were already held.
+        public var duplicateSegments = 0
+        /// Events that arrived again inside differently cut segments, counted once.
+        public var duplicateEvents = 0
+        /// Event seqs seen with two different contents.
+        public var forks: [UInt64] = []
+
+        public init(replica: ReplicaID) { self.replica = replica }
+    }
+
+    public var target: String
+    public var replicas: [ReplicaState] = []
+    /// Canonical names (`<replica>/<name>`) imported into the local journal.
+    public var imported: [String] = []
+    /// Canonical names published to the target.
+    public var published: [String] = []
+    /// Files that were read and refused: corrupt, incomplete (half-copied), unreadable.
+    public var rejected: [Problem] = []
+    /// Files never read: temporaries, placeholders, symlinks, unknown names.
+    public var ignored: [Problem] = []
+    /// The open segment sealed before publishing, if any.
+    public var sealed: String?
+    /// Why the open segment was not sealed (e.g. a recorder holds the lock).
+    public var sealSkipped: String?
+    public var seconds: Double = 0
+    /// Segment payload bytes read (imports, publishes, verification): 0 for a no-op sync.
+    public var bytesRead: Int64 = 0
+
+    public init(target: String) { self.target = target }
+
+    public var nothingNew: Bool { imported.isEmpty && published.isEmpty && sealed == nil }
+    public var hasProblems: Bool { !rejected.isEmpty || replicas.contains { !$0.forks.isEmpty } }
+
+    public mutating func state(_ replica: ReplicaID) -> Int {
+        if let index = replicas.firstIndex(where: { $0.replica == replica }) { return index }
+        replicas.append(ReplicaState(replica: replica))
+        return replicas.count - 1
+    }
+}
+
+// MARK: - Rendering
+
+extension ReconcileReport {
+    public var text: String {
+        var lines: [String] = []
+        if let sealed { lines.append("sealed the open segment as \(sealed)") }
+        if let sealSkipped { lines.append("note: \(sealSkipped)") }
+        lines.append("\(target): imported \(imported.count) segment(s), published \(published.count) segment(s)"
+            + (nothingNew ? " (nothing new)" : ""))
+        for state in replicas.sorted(by: { $0.replica < $1.replica }) {
+            var line = "  replica \(state.replica.hex.prefix(12))…  \(state.segments) segment(s), seq \(describe(state.ranges))"
+            if state.imported > 0 { line += ", +\(state.imported) imported" }
+            if state.published > 0 { line += ", +\(state.published) published" }
+            if state.duplicateSegments > 0 { line += ", \(state.duplicateSegments) duplicate file(s)" }
+            if state.duplicateEvents > 0 { line += ", \(state.duplicateEvents) duplicate event(s) absorbed" }
+            if !state.gaps.isEmpty { line += ", MISSING seq \(describe(state.gaps))" }
+            if !state.forks.isEmpty { line += ", FORKED seq \(state.forks.prefix(5).map(String.init).joined(separator: ","))" + (state.forks.count > 5 ? "…" : "") }
+            lines.append(line)
+        }
+        for problem in rejected { lines.append("  not imported: \(problem)") }
+        for problem in ignored { lines.append("  ignored: \(problem.file): \(problem.reason)") }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Stable keys; arrays sorted; numbers plain. Documented in docs/SYNC.md.
+    public var json: String {
+        var fields: [String] = []
+        fields.append("\"target\":\(quoted(target))")
+        fields.append("\"nothingNew\":\(nothingNew)")
+        fields.append("\"sealed\":" + (sealed.map(quoted) ?? "null"))
+        fields.append("\"sealSkipped\":" + (sealSkipped.map(quoted) ?? "null"))
+        fields.append("\"imported\":[" + imported.sorted().map(quoted).joined(separator: ",") + "]")
+        fields.append("\"published\":[" + published.sorted().map(quoted).joined(separator: ",") + "]")
+        let states = replicas.sorted { $0.replica < $1.replica }.map { state -> String in
+            "{\"replica\":\"\(state.replica.hex)\",\"segments\":\(state.segments),\"ranges\":\(rangesJSON(state.ranges)),"
+                + "\"gaps\":\(rangesJSON(state.gaps)),\"imported\":\(state.imported),\"published\":\(state.published),"
+                + "\"duplicateSegments\":\(state.duplicateSegments),\"duplicateEvents\":\(state.duplicateEvents),"
+                + "\"forks\":[\(state.forks.map(String.init).joined(separator: ","))]}"
+        }
+        fields.append("\"replicas\":[" + states.joined(separator: ",") + "]")
+        fields.append("\"rejected\":[" + rejected.map(problemJSON).joined(separator: ",") + "]")
+        fields.append("\"ignored\":[" + ignored.map(problemJSON).joined(separator: ",") + "]")
+        fields.append("\"bytesRead\":\(bytesRead)")
+        fields.append("\"milliseconds\":\(Int((seconds * 1000).rounded()))")
+        return "{" + fields.joined(separator: ",") + "}\n"
+    }
+}
+
+func describe(_ ranges: [ClosedRange<UInt64>]) -> String {
+    if ranges.isEmpty { return "none" }
+    return ranges.map { $0.lowerBound == $0.upperBound ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" }
+        .joined(separator: ",")
+}
+
+func rangesJSON(_ ranges: [ClosedRange<UInt64>]) -> String {
+    "[" + ranges.map { "[\($0.lowerBound),\($0.upperBound)]" }.joined(separator: ",") + "]"
+}
+
+public func problemJSON(_ problem: Problem) -> String {
+    var fields = ["\"kind\":\"\(problem.kind.rawValue)\"", "\"file\":\(quoted(problem.file))"]
+    if let offset = problem.offset { fields.append("\"offset\":\(offset)") }
+    if let replica = problem.replica { fields.append("\"replica\":\"\(replica.hex)\"") }
+    if let range = problem.seqRange { fields.append("\"firstSeq\":\(range.lowerBound),\"lastSeq\":\(range.upperBound)") }
+    fields.append("\"reason\":\(quoted(problem.reason))")
+    return "{" + fields.joined(separator: ",") + "}"
+}
+
+/// A JSON string literal (paths and messages may hold any character).
+public func quoted(_ text: String) -> String {
+    var result = "\""
+    for scalar in text.unicodeScalars {
+        switch scalar {
+        case "\"": result += "\\\""
+        case "\\": result += "\\\\"
+        case "\n": result += "\\n"
+        case "\r": result += "\\r"
+        case "\t": result += "\\t"
+        case _ where scalar.value < 0x20:
+            let hex = String(scalar.value, radix: 16)
+            result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        default: result.unicodeScalars.append(scalar)
+        }
+    }
+    return result + "\""
+}

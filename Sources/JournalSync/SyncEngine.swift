@@ -1,0 +1,250 @@
+import JournalFormat
+import JournalPlatform
+import JournalReplay
+import JournalStorage
+
+/// Two-way sync of a journal with a target, and one-way merges from other journals.
+///
+/// Cost follows new data: both sides are compared by listing names and sizes (a segment's
+/// name is its seq range and content CRC, so equal names mean equal bytes); only files the
+/// other side lacks are read, verified and copied. Files seen before whose name does not say
+/// whether they are held (conflict copies, refused files) are remembered in `local/sync-cache`.
+public struct SyncEngine {
+    public let journal: JournalDirectory
+    public var progress: ((String) -> Void)?
+
+    public init(journal: JournalDirectory, progress: ((String) -> Void)? = nil) {
+        self.journal = journal
+        self.progress = progress
+    }
+
+    /// Seals what is recorded, publishes what the target lacks, imports what we lack.
+    public func sync(_ target: SyncTarget, rsh: String? = nil, seal: Bool = true) throws(SyncError) -> ReconcileReport {
+        let started = ProcessInfoLite.monotonicSeconds()
+        var report = ReconcileReport(target: target.description)
+        if seal { sealOpenSegment(&report) }
+        let transport: Transport
+        switch target {
+        case .directory(let path):
+            try refuseSelf(path)
+            transport = try DirectoryTransport(root: path, create: true)
+        case .rsync(let remote):
+            transport = try RsyncTransport(remote: remote, rsh: rsh, staging: journal.localPath + "/staging")
+        }
+        defer { transport.finish() }
+        try exchange(with: transport, key: target.description, publish: true, report: &report)
+        report.seconds = ProcessInfoLite.monotonicSeconds() - started
+        return report
+    }
+
+    /// Imports every valid sealed segment from other journals or shared folders.
+    public func merge(from sources: [String]) throws(SyncError) -> ReconcileReport {
+        let started = ProcessInfoLite.monotonicSeconds()
+        var report = ReconcileReport(target: sources.joined(separator: ", "))
+        for source in sources {
+            try refuseSelf(source)
+            let transport = try DirectoryTransport(root: source, create: false)
+            try exchange(with: transport, key: source, publish: false, report: &report)
+            if let size = FileSystem.linkStatus(source + "/local/open.sjo")?.size, size > Int64(FormatV1.fileHeaderSize) {
+                report.ignored.append(Problem(.ignored, file: source + "/local/open.sjo",
+                                              reason: "unsealed events of that journal's writer: run `journal sync` or `record` there to seal them"))
+            }
+        }
+        report.seconds = ProcessInfoLite.monotonicSeconds() - started
+        return report
+    }
+
+    // MARK: Steps
+
+    private func refuseSelf(_ path: String) throws(SyncError) {
+        let here = FileSystem.linkStatus(journal.replicasPath)
+        let there = FileSystem.linkStatus(path + "/replicas")
+        if let here, let there, here.inode == there.inode, here.inode != 0 { throw .sameJournal(path) }
+    }
+
+    private func sealOpenSegment(_ report: inout ReconcileReport) {
+        do {
+            let writer = try JournalWriter(directory: journal)
+            let name = try writer.seal()
+            try writer.close()
+            if let name { report.sealed = writer.replica.hex + "/" + name.fileName }
+        } catch {
+            switch error {
+            case .locked(_, let holder):
+                report.sealSkipped = "a recorder (\(holder)) holds the writer lock: publishing only what it has sealed"
+            default:
+                report.sealSkipped = "could not seal the open segment: \(error)"
+            }
+        }
+    }
+
+    private func exchange(with transport: Transport, key: String, publish: Bool, report: inout ReconcileReport) throws(SyncError) {
+        var index = LocalIndex.refresh(journal)
+        var cache = SyncCache(directory: journal)
+        defer { cache.save() }
+        removeOwnTemporaries()
+        let local = TreeListing.scan(replicasPath: journal.replicasPath)
+        let localKeys = local.segmentKeys
+        progress?("listing \(key)")
+        let remote = try transport.list()
+        report.ignored += remote.ignored
+        var namedSeqMax: [ReplicaID: UInt64] = [:]
+
+        // 1. Decide what to fetch, from names, sizes and the cache alone.
+        var wanted: [TreeListing.File] = []
+        for file in remote.files {
+            switch file.classification {
+            case .foreign(let reason):
+                report.ignored.append(Problem(.ignored, file: key + "/replicas/" + file.relativePath, replica: file.replica, reason: reason))
+            case .segment(let name):
+                namedSeqMax[file.replica] = max(namedSeqMax[file.replica] ?? 0, name.lastSeq)
+                if localKeys.contains(file.relativePath) {
+                    continue
+                }
+                fallthrough
+            case .conflictCopy:
+                if file.size > SegmentScanner.maxSegmentFileSize {
+                    report.rejected.append(Problem(.ignored, file: key + "/replicas/" + file.relativePath, replica: file.replica,
+                                                   reason: "\(file.size) bytes exceeds the segment bound of \(SegmentScanner.maxSegmentFileSize)"))
+                    continue
+                }
+                switch cache.lookup(target: key, file: file) {
+                case .held(let canonical)? where localKeys.contains(canonical):
+                    report.replicas[report.state(file.replica)].duplicateSegments += 1
+                case .rejected(let kind, let reason)?:
+                    report.rejected.append(Problem(kind, file: key + "/replicas/" + file.relativePath, replica: file.replica, reason: reason))
+                default:
+                    wanted.append(file)
+                }
+            }
+        }
+
+        // 2. Fetch and import, verifying every byte before it lands under a final name.
+        if !wanted.isEmpty {
+            progress?("fetching \(wanted.count) segment(s)")
+            let paths = try transport.fetch(wanted)
+            for (number, file) in wanted.enumerated() {
+                progress?("importing \(number + 1)/\(wanted.count)")
+                guard let path = paths[file.relativePath], FileSystem.exists(path) else {
+                    report.rejected.append(Problem(.unreadable, file: key + "/replicas/" + file.relativePath, replica: file.replica,
+                                                   reason: "vanished before it could be copied"))
+                    continue
+                }
+                var claimed: SegmentName? = nil
+                if case .segment(let name) = file.classification { claimed = name }
+                report.bytesRead += file.size
+                let outcome = SegmentImporter.importSegment(at: path, replica: file.replica, claimedName: claimed,
+                                                            intoReplicas: journal.replicasPath)
+                let where_ = key + "/replicas/" + file.relativePath
+                switch outcome {
+                case .imported(let name, let entry):
+                    index.add(entry)
+                    let canonical = file.replica.hex + "/" + name.fileName
+                    report.imported.append(canonical)
+                    report.replicas[report.state(file.replica)].imported += 1
+                    if claimed == nil { cache.store(.held(canonical), target: key, file: file) }
+                case .alreadyPresent(let name):
+                    report.replicas[report.state(file.replica)].duplicateSegments += 1
+                    cache.store(.held(file.replica.hex + "/" + name.fileName), target: key, file: file)
+                case .rejected(var problem):
+                    problem.file = where_
+                    report.rejected.append(problem)
+                    if problem.kind != .unreadable { cache.store(.rejected(problem.kind, problem.reason), target: key, file: file) }
+                }
+            }
+            do throws(IOError) { try index.save(journal) } catch { throw .io("cannot save the local index: \(error)") }
+        }
+
+        // 3. Publish what the target lacks: only segments that verified when they were
+        //    sealed or imported (invariant 6: never spread a damaged file).
+        if publish {
+            let remoteKeys = remote.segmentKeys
+            var outgoing: [String] = []
+            for file in local.files {
+                guard case .segment(let name) = file.classification, !remoteKeys.contains(file.relativePath) else { continue }
+                guard index.entries[file.relativePath]?.valid == true else {
+                    report.rejected.append(Problem(.corrupt, file: journal.replicasPath + "/" + file.relativePath, replica: file.replica,
+                                                   seqRange: name.firstSeq...name.lastSeq, reason: "local copy did not verify; not published"))
+                    continue
+                }
+                outgoing.append(file.relativePath)
+                report.bytesRead += file.size
+            }
+            if !outgoing.isEmpty {
+                progress?("publishing \(outgoing.count) segment(s)")
+                let sent = try transport.publish(outgoing, from: journal.replicasPath)
+                report.published += sent
+                for relative in sent {
+                    if let replica = ReplicaID(hex: relative.prefix(32)) { report.replicas[report.state(replica)].published += 1 }
+                }
+            }
+        }
+
+        summarise(&report, namedSeqMax: namedSeqMax)
+    }
+
+    /// Per-replica holdings and gaps from names, plus dups and forks where imported segments
+    /// overlap ones already held (decoding only those).
+    private func summarise(_ report: inout ReconcileReport, namedSeqMax: [ReplicaID: UInt64]) {
+        let listing = journal.listSealed()
+        var byReplica: [ReplicaID: [JournalDirectory.SealedFile]] = [:]
+        for file in listing.sealed { byReplica[file.replica, default: []].append(file) }
+        let importedKeys = Set(report.imported)
+        for (replica, files) in byReplica {
+            let slot = report.state(replica)
+            report.replicas[slot].segments = files.count
+            let sorted = files.sorted { $0.name < $1.name }
+            var ranges: [ClosedRange<UInt64>] = []
+            for file in sorted {
+                let range = file.name.firstSeq...file.name.lastSeq
+                if let last = ranges.last, range.lowerBound <= last.upperBound + 1 {
+                    ranges[ranges.count - 1] = last.lowerBound...max(last.upperBound, range.upperBound)
+                } else {
+                    ranges.append(range)
+                }
+            }
+            report.replicas[slot].ranges = ranges
+            let known = max(ranges.last?.upperBound ?? 0, namedSeqMax[replica] ?? 0)
+            var gaps: [ClosedRange<UInt64>] = []
+            var next: UInt64 = 1
+            for range in ranges {
+                if range.lowerBound > next { gaps.append(next...(range.lowerBound - 1)) }
+                next = max(next, range.upperBound + 1)
+            }
+            if known >= next { gaps.append(next...known) }
+            report.replicas[slot].gaps = gaps
+
+            // Overlaps that involve a newly imported file: decode just those.
+            let fresh = sorted.filter { importedKeys.contains(replica.hex + "/" + $0.name.fileName) }
+            let overlapping = sorted.filter { file in
+                fresh.contains { other in
+                    other.name != file.name && other.name.firstSeq <= file.name.lastSeq && file.name.firstSeq <= other.name.lastSeq
+                }
+            }
+            guard !overlapping.isEmpty else { continue }
+            var set = SegmentSet()
+            for file in overlapping { set.add(sealed: file) }
+            var replay = ReplayReport()
+            Replay.forEachUniqueEvent(set, report: &replay) { _ in }
+            report.replicas[slot].duplicateEvents += replay.duplicateEvents
+            report.replicas[slot].forks += replay.forks.map(\.seq)
+        }
+        report.replicas.removeAll { state in
+            state.segments == 0 && state.imported == 0 && state.published == 0 && state.duplicateSegments == 0
+        }
+    }
+
+    /// Temporaries this machine left in its own journal by crashing mid-copy.
+    private func removeOwnTemporaries() {
+        guard let folders = try? FileSystem.list(journal.replicasPath) else { return }
+        for folder in folders where folder.kind == .directory {
+            let path = journal.replicasPath + "/" + folder.name
+            guard let files = try? FileSystem.list(path) else { continue }
+            for file in files where file.kind == .file && file.name.hasPrefix(".tmp-") {
+                if let pid = Int32(file.name.split(separator: ".").last ?? ""), ProcessInfoLite.isAlive(pid) { continue }
+                try? FileSystem.remove(path + "/" + file.name)
+            }
+        }
+        removeTree(journal.localPath + "/staging")
+    }
+}

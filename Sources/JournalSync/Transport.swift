@@ -1,0 +1,222 @@
+import JournalFormat
+import Foundation
+import JournalPlatform
+import JournalStorage
+
+/// Moves whole segment files between the local journal and a target. Implementations never
+/// overwrite a file on either side and never follow symlinks.
+protocol Transport {
+    /// The target's `replicas/` tree, by name and size only.
+    func list() throws(SyncError) -> TreeListing
+    /// Makes the given target files readable locally; returns a local path per relative path.
+    func fetch(_ files: [TreeListing.File]) throws(SyncError) -> [String: String]
+    /// Sends local segment files (relative paths under the local `replicas/`) to the target.
+    func publish(_ relativePaths: [String], from localReplicas: String) throws(SyncError) -> [String]
+    func finish()
+}
+
+/// A mounted folder: read in place, written by temporary file + fsync + link + folder fsync.
+struct DirectoryTransport: Transport {
+    let root: String
+    var replicasPath: String { root + "/replicas" }
+
+    init(root: String, create: Bool) throws(SyncError) {
+        guard FileSystem.exists(root) else { throw .targetMissing(root) }
+        guard FileSystem.isDirectory(root) else { throw .targetNotADirectory(root) }
+        self.root = root
+        if create {
+            do throws(IOError) { try FileSystem.createDirectory(root + "/replicas") } catch { throw .io(error.description) }
+        }
+    }
+
+    func list() throws(SyncError) -> TreeListing { TreeListing.scan(replicasPath: replicasPath) }
+
+    func fetch(_ files: [TreeListing.File]) throws(SyncError) -> [String: String] {
+        Dictionary(uniqueKeysWithValues: files.map { ($0.relativePath, replicasPath + "/" + $0.relativePath) })
+    }
+
+    func publish(_ relativePaths: [String], from localReplicas: String) throws(SyncError) -> [String] {
+        var done: [String] = []
+        for relative in relativePaths {
+            let target = replicasPath + "/" + relative
+            do throws(IOError) {
+                let bytes = try FileSystem.readFile(localReplicas + "/" + relative)
+                try FileSystem.createDirectory(FileSystem.parent(of: target))
+                try AtomicCopy.write(bytes, to: target)
+                done.append(relative)
+            } catch {
+                // Someone published it meanwhile: same name, hence same bytes.
+                if error.isExists { continue }
+                throw .io("cannot publish \(relative) to \(root): \(error)")
+            }
+        }
+        return done
+    }
+
+    func finish() {}
+}
+
+/// Anything the real `rsync` binary reaches. Pulls into a local staging folder (verified
+/// before import), pushes with `--ignore-existing` so nothing is ever replaced.
+struct RsyncTransport: Transport {
+    let remote: String
+    let rsh: String?
+    let staging: String
+    let capabilities: Capabilities
+
+    struct Capabilities {
+        var fsync = false
+        var mkpath = false
+    }
+
+    init(remote: String, rsh: String?, staging: String) throws(SyncError) {
+        var base = remote
+        while base.hasSuffix("/") && base.count > 1 { base.removeLast() }
+        self.remote = base
+        self.rsh = rsh
+        self.staging = staging
+        capabilities = try Self.probe()
+    }
+
+    static func probe() throws(SyncError) -> Capabilities {
+        let result: (status: Int32, output: String)
+        do { result = try run(["--version"]) } catch { throw .rsyncMissing }
+        guard result.status == 0 else { throw .rsyncMissing }
+        // "rsync  version 3.2.7  protocol version 31"
+        let words = result.output.split(whereSeparator: { $0 == " " || $0 == "\n" })
+        var capabilities = Capabilities()
+        if let index = words.firstIndex(of: "version"), index + 1 < words.count {
+            let parts = words[index + 1].split(separator: ".").compactMap { Int($0) }
+            let version = (parts.count > 0 ? parts[0] : 0) * 10_000 + (parts.count > 1 ? parts[1] : 0) * 100 + (parts.count > 2 ? parts[2] : 0)
+            capabilities.mkpath = version >= 30203
+            capabilities.fsync = version >= 30204
+        }
+        return capabilities
+    }
+
+    var remoteReplicas: String { remote + "/replicas/" }
+
+    private var common: [String] {
+        var arguments = ["-r", "--no-h", "-s"]
+        if let rsh { arguments += ["-e", rsh] }
+        return arguments
+    }
+
+    func list() throws(SyncError) -> TreeListing {
+        let arguments = common + ["--list-only", remoteReplicas]
+        let result: (status: Int32, output: String)
+        do { result = try Self.run(arguments) } catch { throw .rsyncMissing }
+        if result.status != 0 {
+            // A board nobody has pushed to yet has no replicas/ folder.
+            if result.output.contains("No such file or directory") && result.status == 23 { return TreeListing() }
+            throw .rsyncFailed(command: "rsync " + arguments.joined(separator: " "), status: result.status, output: result.output)
+        }
+        return Self.parseListing(result.output, remote: remoteReplicas)
+    }
+
+    static func parseListing(_ output: String, remote: String) -> TreeListing {
+        var listing = TreeListing()
+        for line in output.split(separator: "\n") {
+            // "-rw-r--r--          3628 2026/11/22 00:10:00 <path>"
+            let fields = line.split(separator: " ", maxSplits: 4, omittingEmptySubsequences: true)
+            guard fields.count == 5, let mode = fields[0].first else { continue }
+            let path = String(fields[4])
+            if path == "." { continue }
+            let size = Int64(fields[1].filter(\.isNumber)) ?? 0
+            let stamp = Int64((fields[2] + fields[3]).filter(\.isNumber)) ?? 0
+            let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+            if mode == "d" {
+                if parts.count == 1, ReplicaID(hex: parts[0]) != nil { continue }
+                listing.ignored.append(Problem(.ignored, file: remote + path, reason: "a directory where a segment file or replica folder was expected"))
+                continue
+            }
+            guard parts.count == 2, let replica = ReplicaID(hex: parts[0]) else {
+                listing.ignored.append(Problem(.ignored, file: remote + path, reason: "not inside a replica folder"))
+                continue
+            }
+            guard mode == "-" else {
+                listing.ignored.append(Problem(.ignored, file: remote + path, replica: replica,
+                                               reason: mode == "l" ? "symbolic link: never followed" : "not a regular file"))
+                continue
+            }
+            let name = String(parts[1])
+            listing.files.append(TreeListing.File(replica: replica, relativePath: path, name: name, size: size,
+                                                  modified: stamp, classification: FileClassifier.classify(name)))
+        }
+        return listing
+    }
+
+    func fetch(_ files: [TreeListing.File]) throws(SyncError) -> [String: String] {
+        guard !files.isEmpty else { return [:] }
+        let list = staging + "/.files-from"
+        do throws(IOError) {
+            try FileSystem.createDirectory(staging)
+            let text = files.map(\.relativePath).joined(separator: "\n") + "\n"
+            try FileSystem.writeAtomically(Array(text.utf8), to: list, temporaryPath: list + ".tmp")
+        } catch {
+            throw .io("cannot prepare the staging folder \(staging): \(error)")
+        }
+        let arguments = common + ["--size-only", "--max-size=\(SegmentScanner.maxSegmentFileSize)",
+                                  "--files-from=" + list, remoteReplicas, staging + "/"]
+        let result: (status: Int32, output: String)
+        do { result = try Self.run(arguments) } catch { throw .rsyncMissing }
+        // 23/24: some files vanished or could not be read; what did arrive is still verified.
+        guard result.status == 0 || result.status == 23 || result.status == 24 else {
+            throw .rsyncFailed(command: "rsync " + arguments.joined(separator: " "), status: result.status, output: result.output)
+        }
+        return Dictionary(uniqueKeysWithValues: files.map { ($0.relativePath, staging + "/" + $0.relativePath) })
+    }
+
+    func publish(_ relativePaths: [String], from localReplicas: String) throws(SyncError) -> [String] {
+        guard !relativePaths.isEmpty else { return [] }
+        let list = staging + "/.push-list"
+        do throws(IOError) {
+            try FileSystem.createDirectory(staging)
+            let text = relativePaths.joined(separator: "\n") + "\n"
+            try FileSystem.writeAtomically(Array(text.utf8), to: list, temporaryPath: list + ".tmp")
+        } catch {
+            throw .io("cannot prepare the staging folder \(staging): \(error)")
+        }
+        // --ignore-existing: a segment already there is never replaced; no --inplace, no --delete.
+        var arguments = common + ["--ignore-existing", "--files-from=" + list]
+        if capabilities.fsync { arguments.append("--fsync") }
+        if capabilities.mkpath { arguments.append("--mkpath") }
+        arguments += [localReplicas + "/", remoteReplicas]
+        let result: (status: Int32, output: String)
+        do { result = try Self.run(arguments) } catch { throw .rsyncMissing }
+        guard result.status == 0 else {
+            throw .rsyncFailed(command: "rsync " + arguments.joined(separator: " "), status: result.status, output: result.output)
+        }
+        return relativePaths
+    }
+
+    func finish() {
+        removeTree(staging)
+    }
+
+    /// Runs rsync with stdout and stderr merged; no shell in between.
+    static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["rsync"] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        if process.terminationStatus == 127 { throw SyncError.rsyncMissing }
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+}
+
+func removeTree(_ path: String) {
+    guard let kind = FileSystem.linkStatus(path)?.kind else { return }
+    if kind == .directory, let entries = try? FileSystem.list(path) {
+        for entry in entries { removeTree(path + "/" + entry.name) }
+        try? FileSystem.removeDirectory(path)
+    } else {
+        try? FileSystem.remove(path)
+    }
+}

@@ -1,0 +1,109 @@
+import ArgumentParser
+import JournalStorage
+import JournalSync
+
+extension JournalCommand {
+    struct Sync: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Two-way sync with a shared folder or an rsync remote.",
+            discussion: """
+                Seals what this journal recorded, publishes the segments the target lacks and
+                imports (after verifying) the segments this journal lacks. Idempotent: a second
+                run with nothing new reads no segment and changes no file. Segments are never
+                overwritten on either side.
+
+                TARGET is a folder (NFS, Syncthing, Dropbox, USB stick) or anything rsync
+                reaches: host:path, user@host:path, rsync://host/module/path.
+
+                Examples:
+                  journal sync -C board /mnt/shared/board
+                  journal sync -C board alice@studio:boards/poster --rsh 'ssh -p 2222'
+                """)
+
+        @OptionGroup var options: JournalOptions
+        @Argument(help: "The shared folder or rsync remote.") var target: String
+        @Option(help: ArgumentHelp("Remote shell for rsync (passed as rsync's -e).", valueName: "command"))
+        var rsh: String?
+        @Option(help: ArgumentHelp("How to reach TARGET: auto (host:path means rsync), folder, or rsync (use rsync even for a local path).", valueName: "auto|folder|rsync"))
+        var via: Via = .auto
+        @Flag(help: "Do not seal the open segment first (publish only what is already sealed).")
+        var noSeal = false
+        @Flag(help: "Print the reconcile report as one JSON object.") var json = false
+
+        func run() throws {
+            try reportingErrors {
+                let journal = try options.open()
+                var progress = Progress("sync")
+                let engine = SyncEngine(journal: journal) { progress.update($0) }
+                let report: ReconcileReport
+                do throws(SyncError) {
+                    let parsed: SyncTarget
+                    switch via {
+                    case .auto: parsed = SyncTarget(parsing: target)
+                    case .folder: parsed = .directory(target)
+                    case .rsync: parsed = .rsync(target)
+                    }
+                    report = try engine.sync(parsed, rsh: rsh, seal: !noSeal)
+                } catch {
+                    progress.finish()
+                    throw CLIError(error.description, code: CLIError.ioError)
+                }
+                progress.finish()
+                Terminal.write(json ? report.json : report.text)
+                Terminal.flush()
+            }
+        }
+    }
+
+    enum Via: String, ExpressibleByArgument {
+        case auto, folder, rsync
+    }
+
+    struct Merge: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Import every valid segment from other journals or shared folders.",
+            discussion: """
+                Reads SOURCE/replicas/… of each source (a journal, a shared folder, a backup, a
+                USB stick) and imports the segments this journal lacks, after verifying them.
+                The sources are never written to.
+
+                Examples:
+                  journal merge /media/usb/board ~/backup/board --into board
+                  journal merge -C board ../laptop-journal
+                """)
+
+        @OptionGroup var options: JournalOptions
+        @Argument(help: "Journals or shared folders to import from.") var sources: [String]
+        @Option(help: ArgumentHelp("The journal to merge into (created if missing; default: -C).", valueName: "dir"))
+        var into: String?
+        @Flag(help: "Print the reconcile report as one JSON object.") var json = false
+
+        func validate() throws {
+            guard !sources.isEmpty else { throw ValidationError("give at least one SOURCE to merge from") }
+        }
+
+        func run() throws {
+            try reportingErrors {
+                let journal: JournalDirectory
+                if let into {
+                    journal = JournalDirectory(root: into).isJournal
+                        ? try JournalDirectory.open(at: into) : try JournalDirectory.create(at: into)
+                } else {
+                    journal = try options.open()
+                }
+                var progress = Progress("merge")
+                let engine = SyncEngine(journal: journal) { progress.update($0) }
+                let report: ReconcileReport
+                do throws(SyncError) {
+                    report = try engine.merge(from: sources)
+                } catch {
+                    progress.finish()
+                    throw CLIError(error.description, code: CLIError.ioError)
+                }
+                progress.finish()
+                Terminal.write(json ? report.json : report.text)
+                Terminal.flush()
+            }
+        }
+    }
+}

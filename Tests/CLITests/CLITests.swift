@@ -1,0 +1,197 @@
+import Foundation
+import JournalTestSupport
+import Testing
+
+/// Runs the built `journal` binary as a person would: arguments, stdin, stdout, exit codes.
+@Suite struct CLITests {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    static let binary: String = {
+        // The test bundle sits in the same build folder as the executable.
+        var folder = Bundle.main.bundleURL
+        for _ in 0..<3 {
+            let candidate = folder.appendingPathComponent("journal")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
+            folder = folder.deletingLastPathComponent()
+        }
+        return Bundle.main.bundleURL.appendingPathComponent("journal").path
+    }()
+
+    @discardableResult
+    func journal(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> Run {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "JOURNAL_DIR")
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        // Output goes to files: a pipe that fills up would block the child.
+        let scratch = TemporaryDirectory("cli-io")
+        defer { scratch.remove() }
+        FileManager.default.createFile(atPath: scratch.path + "/out", contents: nil)
+        FileManager.default.createFile(atPath: scratch.path + "/err", contents: nil)
+        let out = FileHandle(forWritingAtPath: scratch.path + "/out")!
+        let err = FileHandle(forWritingAtPath: scratch.path + "/err")!
+        let input = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
+        try process.run()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        try out.close()
+        try err.close()
+        let outData = FileManager.default.contents(atPath: scratch.path + "/out") ?? Data()
+        let errData = FileManager.default.contents(atPath: scratch.path + "/err") ?? Data()
+        return Run(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                   stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    static let sample = """
+        {"type":"point","stroke":"6F1C2B9A-0B6D-4D9A-9E41-2A7F3C1D5E88","x":10.5,"y":20.25,"color":"#E53935FF","width":4,"pressure":0.5,"t":0}
+        {"type":"point","stroke":"6F1C2B9A-0B6D-4D9A-9E41-2A7F3C1D5E88","x":12.5,"y":22.25,"color":"#E53935FF","width":4,"pressure":0.6,"t":0.008}
+        {"type":"end","stroke":"6F1C2B9A-0B6D-4D9A-9E41-2A7F3C1D5E88"}
+        {"id":"A0000000-0000-4000-8000-00000000000B","color":"blue","point":[100,200]}
+        {"id":"B0000000-0000-4000-8000-00000000000C","points":[{"x":1,"y":2},{"x":3,"y":4}],"red":0,"green":0.5,"blue":1,"alpha":1,"lineWidth":2}
+        {"type":"undo","stroke":"A0000000-0000-4000-8000-00000000000B"}
+
+        """
+
+    @Test func initRecordAndInspectEndToEnd() throws {
+        let temp = TemporaryDirectory("cli")
+        defer { temp.remove() }
+        let board = temp.path + "/board"
+        #expect(try journal(["init", board]).status == 0)
+        let recorded = try journal(["record", "-C", board], stdin: Self.sample)
+        #expect(recorded.status == 0, "\(recorded.stderr)")
+        #expect(recorded.stdout.contains("recorded 8 events (5 points, 3 strokes)"), "\(recorded.stdout)")
+
+        let strokes = try journal(["strokes", "-C", board])
+        #expect(strokes.status == 0)
+        let json = try JSONSerialization.jsonObject(with: Data(strokes.stdout.utf8)) as! [String: Any]
+        let visible = json["strokes"] as! [[String: Any]]
+        #expect(visible.map { $0["id"] as! String } == ["6F1C2B9A-0B6D-4D9A-9E41-2A7F3C1D5E88", "B0000000-0000-4000-8000-00000000000C"])
+        let firstPoints = visible[0]["points"] as! [[String: Any]]
+        #expect(firstPoints.count == 2)
+        #expect(firstPoints[1]["x"] as? Double == 12.5 && firstPoints[1]["pressure"] as? Double == 0.6)
+        #expect(visible[1]["color"] as? String == "#0080FFFF")
+        let all = try journal(["strokes", "-C", board, "--all"])
+        #expect(all.stdout.contains("\"visible\":false"))
+
+        let digest = try journal(["digest", "-C", board])
+        #expect(digest.status == 0)
+        #expect(digest.stdout == (json["digest"] as! String) + "\n")
+
+        let log = try journal(["log", "-C", board])
+        let lines = log.stdout.split(separator: "\n")
+        #expect(lines.count == 8)
+        #expect(lines[0].contains("\"seq\":1") && lines[0].contains("\"lamport\":1"))
+        let limited = try journal(["log", "-C", board, "--stroke", "A0000000-0000-4000-8000-00000000000B", "--limit", "1"])
+        #expect(limited.stdout.split(separator: "\n").count == 1)
+        #expect(limited.stdout.contains("\"color\":\"#"))
+
+        let stats = try journal(["stats", "-C", board, "--json"])
+        let statsJSON = try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as! [String: Any]
+        #expect(statsJSON["points"] as? Int == 5 && statsJSON["events"] as? Int == 8 && statsJSON["replicas"] as? Int == 1)
+
+        let verify = try journal(["verify", "-C", board])
+        #expect(verify.status == 0, "\(verify.stdout)")
+        #expect(verify.stdout.contains("clean"))
+
+        let svgPath = temp.path + "/board.svg"
+        let render = try journal(["render", svgPath, "-C", board])
+        #expect(render.status == 0)
+        let svg = try String(contentsOfFile: svgPath, encoding: .utf8)
+        #expect(svg.contains("<svg") && svg.uppercased().contains("#E53935"))
+    }
+
+    @Test func aLogReRecordsIntoTheSameDrawing() throws {
+        let temp = TemporaryDirectory("cli-log")
+        defer { temp.remove() }
+        try journal(["init", temp.path + "/a"])
+        try journal(["init", temp.path + "/b"])
+        try journal(["record", "-C", temp.path + "/a"], stdin: Self.sample)
+        let log = try journal(["log", "-C", temp.path + "/a"])
+        let rerecorded = try journal(["record", "-C", temp.path + "/b"], stdin: log.stdout)
+        #expect(rerecorded.status == 0, "\(rerecorded.stderr)")
+        let strokesA = try journal(["strokes", "-C", temp.path + "/a"]).stdout
+        let strokesB = try journal(["strokes", "-C", temp.path + "/b"]).stdout
+        #expect(strokesA == strokesB)
+    }
+
+    @Test func aMalformedLineNamesItsLineAndKeepsWhatCameBefore() throws {
+        let temp = TemporaryDirectory("cli-bad")
+        defer { temp.remove() }
+        let board = temp.path + "/board"
+        try journal(["init", board])
+        let input = Self.sample + "{\"type\":\"point\",\"stroke\":\"nope\",\"x\":1,\"y\":2}\n" + Self.sample
+        let file = temp.path + "/input.ndjson"
+        try input.write(toFile: file, atomically: true, encoding: .utf8)
+        let run = try journal(["record", "-C", board, file])
+        #expect(run.status == 65)
+        #expect(run.stderr.contains("input.ndjson:7:"), "\(run.stderr)")
+        let stats = try journal(["stats", "-C", board, "--json"])
+        #expect(stats.stdout.contains("\"events\":8,"))
+
+        let skipping = try journal(["record", "-C", board, "--skip-invalid", file])
+        #expect(skipping.status == 0)
+        #expect(skipping.stdout.contains("skipped 1 invalid line"))
+    }
+
+    @Test func usageErrorsAndMissingJournalsExitNonZero() throws {
+        let temp = TemporaryDirectory("cli-usage")
+        defer { temp.remove() }
+        let missing = try journal(["strokes", "-C", temp.path + "/nothing"])
+        #expect(missing.status != 0)
+        #expect(missing.stderr.contains("not a journal"))
+        #expect(try journal(["log", "-C", temp.path, "--limit", "-3"]).status != 0)
+        let fromEnv = try journal(["digest"], environment: ["JOURNAL_DIR": temp.path + "/nothing"])
+        #expect(fromEnv.status != 0 && fromEnv.stderr.contains("nothing"))
+    }
+
+    @Test func everyCommandHasHelpWithAnExample() throws {
+        for command in ["demo", "init", "record", "log", "strokes", "render", "stats", "verify", "digest"] {
+            let help = try journal([command, "--help"])
+            #expect(help.status == 0, "\(command)")
+            #expect(help.stdout.contains("Example"), "\(command) --help lacks an example")
+        }
+    }
+
+    @Test func demoRecordsMergesAndRenders() throws {
+        let temp = TemporaryDirectory("cli-demo")
+        defer { temp.remove() }
+        let run = try journal(["demo", temp.path + "/demo"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(FileManager.default.fileExists(atPath: temp.path + "/demo/board.svg"))
+        let verify = try journal(["verify", "-C", temp.path + "/demo/board"])
+        #expect(verify.status == 0)
+        let stats = try journal(["stats", "-C", temp.path + "/demo/board", "--json"])
+        #expect(stats.stdout.contains("\"replicas\":3"))
+        #expect(try journal(["demo", temp.path + "/demo"]).status != 0)
+    }
+
+    @Test func verifyReportsACorruptBlockAndExitsOne() throws {
+        let temp = TemporaryDirectory("cli-verify")
+        defer { temp.remove() }
+        let board = temp.path + "/board"
+        try journal(["init", board])
+        try journal(["record", "-C", board], stdin: Self.sample)
+        let folder = try FileManager.default.contentsOfDirectory(atPath: board + "/replicas").first!
+        let name = try FileManager.default.contentsOfDirectory(atPath: board + "/replicas/" + folder).first { $0.hasSuffix(".sjs") }!
+        let path = board + "/replicas/" + folder + "/" + name
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        bytes[bytes.count - 3] ^= 0x40
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let run = try journal(["verify", "-C", board])
+        #expect(run.status == 1)
+        #expect(run.stdout.contains(name) && run.stdout.contains("@32") && run.stdout.contains("checksum"))
+        let json = try journal(["verify", "-C", board, "--json"])
+        #expect(json.stdout.contains("\"clean\":false"))
+    }
+}

@@ -1,0 +1,90 @@
+import JournalFormat
+import JournalIngest
+import JournalPlatform
+import JournalStorage
+import Testing
+
+/// Golden vectors of format v1: segment bytes and the events they must decode to.
+/// Regenerate only on purpose: `RECORD_GOLDEN=1 swift test --filter GoldenTests` (the run then
+/// fails, so a recording can never pass unnoticed). A new format version gets a new folder.
+@Suite struct GoldenTests {
+    static let folder: String = {
+        let file = #filePath
+        return String(file[..<file.lastIndex(of: "/")!]) + "/Golden/v1"
+    }()
+
+    /// Every event kind, optional fields present and absent, values on and off the grid.
+    static func vectorEvents() -> [Event] {
+        let replica = ReplicaID(hex: "00112233445566778899aabbccddeeff")!
+        let first = StrokeID(uuidString: "6F1C2B9A-0B6D-4D9A-9E41-2A7F3C1D5E88")!
+        let second = StrokeID(uuidString: "A0000000-0000-4000-8000-00000000000B")!
+        let red = Style(color: RGBA(rawValue: 0xE53935FF), width: 4)
+        let thin = Style(color: RGBA(rawValue: 0x3949AB80), width: 1.5)
+        let payloads: [Payload] = [
+            .point(PointSample(stroke: first, x: 523.41, y: 398.07, pressure: 0.53, t: 0, style: red)),
+            .point(PointSample(stroke: first, x: 527.9, y: 401.12, pressure: 0.55, t: 0.008, style: red)),
+            .point(PointSample(stroke: first, x: 533.02, y: 403.5, pressure: 0.56, t: 0.017, style: red)),
+            .point(PointSample(stroke: second, x: -0.0, y: 5e-324, pressure: nil, t: nil, style: thin)),
+            .point(PointSample(stroke: second, x: 0.1 + 0.2, y: 1e300, pressure: 1, t: nil, style: thin)),
+            .point(PointSample(stroke: first, x: 540, y: 404.25, pressure: nil, t: 0.025, style: red)),
+            .end(first),
+            .undo(first),
+            .redo(first),
+            .erase(second),
+            .clear,
+            .end(second),
+        ]
+        var wall: Int64 = 1_790_000_000_000
+        return payloads.enumerated().map { index, payload in
+            wall += Int64(index % 3)
+            return Event(id: EventID(replica: replica, seq: UInt64(index + 1)), lamport: UInt64(index + 1) * 2,
+                         wallTime: wall, payload: payload)
+        }
+    }
+
+    static func expectedLines(_ events: [Event]) -> String {
+        events.map { CanonicalJSON.line(for: $0) + "\n" }.joined()
+    }
+
+    @Test func goldenSegmentDecodesToItsEvents() throws {
+        let events = Self.vectorEvents()
+        let segmentPath = Self.folder + "/segment-a.sjs"
+        let expectedPath = Self.folder + "/segment-a.expected.ndjson"
+        if ProcessInfoLite.environment("RECORD_GOLDEN") != nil {
+            // Two blocks, so that the vector covers block chaining too.
+            let bytes = SegmentEncoder.segment(replica: events[0].id.replica, events: events, targetEvents: 7)
+            try FileSystem.createDirectory(Self.folder)
+            try FileSystem.writeAtomically(bytes, to: segmentPath, temporaryPath: segmentPath + ".tmp")
+            let lines = Array(Self.expectedLines(events).utf8)
+            try FileSystem.writeAtomically(lines, to: expectedPath, temporaryPath: expectedPath + ".tmp")
+            Issue.record("golden vectors recorded in \(Self.folder); rerun without RECORD_GOLDEN")
+            return
+        }
+        let scan = SegmentScanner.scan(path: segmentPath, sealed: true)
+        #expect(scan.problems.isEmpty)
+        #expect(scan.header?.version == 1)
+        #expect(scan.blocks.count == 2)
+        let (decoded, problems) = scan.allEvents()
+        #expect(problems.isEmpty)
+        #expect(decoded == events)
+        let expected = String(decoding: try FileSystem.readFile(expectedPath), as: UTF8.self)
+        #expect(Self.expectedLines(decoded) == expected)
+    }
+
+    /// The block bodies our encoder writes today equal the golden ones (compressed bytes may
+    /// differ between zlib versions; the bodies are ours and must not drift).
+    @Test func encoderStillWritesTheGoldenBodies() throws {
+        let scan = SegmentScanner.scan(path: Self.folder + "/segment-a.sjs", sealed: true)
+        let events = Self.vectorEvents()
+        #expect(scan.blocks.count == 2)
+        for (index, block) in scan.blocks.enumerated() {
+            let body = try scan.bytes.withUnsafeBytes { buffer in
+                try RawDeflate.decompress(
+                    UnsafeRawBufferPointer(rebasing: buffer[(block.offset + FormatV1.blockHeaderSize)..<(block.offset + block.frame.totalLength)]),
+                    expectedCount: block.frame.rawLength)
+            }
+            let slice = events[(index * 7)..<min(events.count, index * 7 + 7)]
+            #expect(BlockCodec.encode(slice) == body, "block \(index)")
+        }
+    }
+}
