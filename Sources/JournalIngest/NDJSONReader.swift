@@ -16,7 +16,7 @@ import JournalFormat
 ///
 /// A copy of a reader shares its position with the original (the state is a reference).
 public struct NDJSONReader {
-    /// Bytes asked of each `read(2)`.
+    /// Bytes asked of each `read(2)` unless told otherwise.
     public static let chunkSize = 1 << 20
 
     /// The path, or the name given for a descriptor (e.g. `"<stdin>"`).
@@ -25,22 +25,28 @@ public struct NDJSONReader {
     private let state: State
 
     /// Opens `path` for reading; the reader closes it when the last copy goes away.
-    /// Throws `"<path>: cannot open: <strerror>"` (line 0).
-    public init(path: String, maxLineLength: Int = LineParser.maxLineLength) throws(InputError) {
+    /// Throws `"<path>: cannot open: <strerror>"` (line 0). `readSize` is the size of each
+    /// `read(2)`; memory use is about `maxLineLength + readSize`.
+    public init(
+        path: String, maxLineLength: Int = LineParser.maxLineLength, readSize: Int = NDJSONReader.chunkSize
+    ) throws(InputError) {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
             throw InputError(source: path, line: 0, reason: "cannot open: \(systemError(errno))")
         }
         self.source = path
         self.maxLineLength = maxLineLength
-        self.state = State(descriptor: descriptor, owned: true, maxLineLength: maxLineLength)
+        self.state = State(descriptor: descriptor, owned: true, maxLineLength: maxLineLength, readSize: readSize)
     }
 
     /// Reads from an open descriptor (stdin, a pipe), which stays open: the caller owns it.
-    public init(fileDescriptor: Int32, name: String, maxLineLength: Int = LineParser.maxLineLength) {
+    public init(
+        fileDescriptor: Int32, name: String, maxLineLength: Int = LineParser.maxLineLength,
+        readSize: Int = NDJSONReader.chunkSize
+    ) {
         self.source = name
         self.maxLineLength = maxLineLength
-        self.state = State(descriptor: fileDescriptor, owned: false, maxLineLength: maxLineLength)
+        self.state = State(descriptor: fileDescriptor, owned: false, maxLineLength: maxLineLength, readSize: readSize)
     }
 
     /// The number of the last line read (0 before the first).
@@ -75,6 +81,7 @@ public struct NDJSONReader {
         let owned: Bool
         let maxLineLength: Int
         let capacity: Int
+        let readSize: Int
         let buffer: UnsafeMutablePointer<UInt8>
         /// Unconsumed bytes are `buffer[start..<end]`; `buffer[start..<scanned]` holds no newline.
         var start = 0
@@ -85,12 +92,13 @@ public struct NDJSONReader {
         var discarding = false
         var lineNumber = 0
 
-        init(descriptor: Int32, owned: Bool, maxLineLength: Int) {
+        init(descriptor: Int32, owned: Bool, maxLineLength: Int, readSize: Int) {
             self.descriptor = descriptor
             self.owned = owned
             self.maxLineLength = max(0, maxLineLength)
-            // Room for the longest line with its "\r\n", plus a whole chunk to read into.
-            self.capacity = self.maxLineLength + 2 + NDJSONReader.chunkSize
+            // Room for the longest line with its "\r\n", plus a whole read.
+            self.readSize = max(1, readSize)
+            self.capacity = self.maxLineLength + 2 + self.readSize
             self.buffer = .allocate(capacity: capacity)
         }
 
@@ -166,7 +174,7 @@ public struct NDJSONReader {
                 start = 0
             }
             while true {
-                let count = read(descriptor, buffer + end, capacity - end)
+                let count = read(descriptor, buffer + end, min(readSize, capacity - end))
                 if count > 0 {
                     end += count
                     return
@@ -177,6 +185,8 @@ public struct NDJSONReader {
                 }
                 let code = errno
                 if code == EINTR { continue }
+                // Reported once; the input then ends, so a caller that skips errors stops.
+                atEOF = true
                 throw InputError(source: source, line: lineNumber + 1, reason: "read error: \(systemError(code))")
             }
         }

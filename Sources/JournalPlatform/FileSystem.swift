@@ -343,3 +343,14 @@ extension ProcessInfoLite {
         return kill(pid, 0) == 0 || errno == EPERM
     }
 }
+
+extension FileSystem {
+    public static func symlink(_ target: String, at path: String) throws(IOError) {
+        #if canImport(Darwin)
+        let status = Darwin.symlink(target, path)
+        #else
+        let status = Glibc.symlink(target, path)
+        #endif
+        guard status == 0 else { throw IOError("symlink", path: path, code: errno) }
+    }
+}

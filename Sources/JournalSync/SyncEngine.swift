@@ -63,6 +63,9 @@ public struct SyncEngine {
     }
 
     private func sealOpenSegment(_ report: inout ReconcileReport) {
+        // Nothing recorded since the last seal: do not even take the lock (a no-op sync
+        // must not touch a single file).
+        guard let size = FileSystem.linkStatus(journal.openSegmentPath)?.size, size > Int64(FormatV1.fileHeaderSize) else { return }
         do {
             let writer = try JournalWriter(directory: journal)
             let name = try writer.seal()
@@ -85,6 +88,7 @@ public struct SyncEngine {
         removeOwnTemporaries()
         let local = TreeListing.scan(replicasPath: journal.replicasPath)
         let localKeys = local.segmentKeys
+        let localSizes = Dictionary(local.files.map { ($0.relativePath, $0.size) }, uniquingKeysWith: { first, _ in first })
         progress?("listing \(key)")
         let remote = try transport.list()
         report.ignored += remote.ignored
@@ -99,6 +103,12 @@ public struct SyncEngine {
             case .segment(let name):
                 namedSeqMax[file.replica] = max(namedSeqMax[file.replica] ?? 0, name.lastSeq)
                 if localKeys.contains(file.relativePath) {
+                    // Same name means same bytes, unless the other copy is damaged or partial.
+                    if let held = localSizes[file.relativePath], held != file.size {
+                        report.rejected.append(Problem(.incomplete, file: key + "/replicas/" + file.relativePath, replica: file.replica,
+                                                       seqRange: name.firstSeq...name.lastSeq,
+                                                       reason: "\(file.size) bytes where the segment has \(held): an incomplete or altered copy, left untouched"))
+                    }
                     continue
                 }
                 fallthrough
@@ -160,7 +170,10 @@ public struct SyncEngine {
         if publish {
             let remoteKeys = remote.segmentKeys
             var outgoing: [String] = []
-            for file in local.files {
+            // Listed again: segments just imported from conflict copies go out under their
+            // canonical names too.
+            let localNow = report.imported.isEmpty ? local : TreeListing.scan(replicasPath: journal.replicasPath)
+            for file in localNow.files {
                 guard case .segment(let name) = file.classification, !remoteKeys.contains(file.relativePath) else { continue }
                 guard index.entries[file.relativePath]?.valid == true else {
                     report.rejected.append(Problem(.corrupt, file: journal.replicasPath + "/" + file.relativePath, replica: file.replica,

@@ -163,8 +163,33 @@ import Testing
             let error = lineError(bytes: bytes)
             #expect(error?.reason.contains("invalid UTF-8") == true, "\(bytes): \(String(describing: error))")
         }
+        // Overlong forms, surrogates, beyond U+10FFFF, stray continuation bytes, truncation.
+        for bad: [[UInt8]] in [[0xE0, 0x80, 0x80], [0xE0, 0x9F, 0xBF], [0xF0, 0x80, 0x80, 0x80], [0xF0, 0x8F, 0xBF, 0xBF],
+                               [0xC1, 0xBF], [0xF5, 0x80, 0x80, 0x80], [0x80], [0xBF], [0xF0, 0x9F, 0x98]] {
+            let error = lineError(bytes: Array(#"{"type":"clear","seq":""#.utf8) + bad + [0x22, 0x7D])
+            #expect(error?.reason.contains("invalid UTF-8") == true, "\(bad): \(String(describing: error))")
+        }
         // Well-formed multi-byte text is fine inside an ignored string.
         #expect(lineError(#"{"type":"clear","replica":"é – 😀"}"#) == nil)
+    }
+
+    /// The UTF-8 check agrees with the standard library's on random bytes.
+    @Test func utf8CheckAgreesWithStandardLibrary() {
+        var random = SplitMix64(seed: 77)
+        let interesting: [UInt8] = [0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1,
+                                    0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF]
+        var invalid = 0
+        for _ in 0..<50_000 {
+            let count = Int(random.next() % 12)
+            let bytes = (0..<count).map { _ in interesting[Int(random.next() % UInt64(interesting.count))] }
+                .map { $0 == 0x00 || $0 == 0x7F ? UInt8(ascii: "a") : $0 }  // keep JSON-legal ASCII
+            let line = Array(#"{"type":"clear","seq":""#.utf8) + bytes + [0x22, 0x7D]
+            let valid = String(validating: line, as: UTF8.self) != nil
+            let error = lineError(bytes: line)
+            #expect((error == nil) == valid, "\(bytes): \(String(describing: error))")
+            if !valid { invalid += 1 }
+        }
+        #expect(invalid > 10_000)
     }
 
     @Test func notAnObject() {

@@ -71,11 +71,13 @@ import Testing
         #expect(items[2] == .line(3, [.end(stroke)]))
     }
 
-    @Test func overlongLineIsRefusedAndTheNextLineStillParses() {
-        // Far longer than the limit and than the buffer: the reader must drop it as it goes.
+    @Test(arguments: [NDJSONReader.chunkSize, 4096, 333, 1])
+    func overlongLineIsRefusedAndTheNextLineStillParses(readSize: Int) {
+        // Far longer than the limit; with small reads also far longer than the buffer, so
+        // the reader must drop it as it goes.
         let long = "{\"type\":\"clear\",\"seq\":\"" + String(repeating: "x", count: 50_000) + "\"}"
         let text = "\(clear)\n\(long)\n\(end)\n\(long)\n\(long)"
-        let items = readAll(file: text, maxLineLength: 1_000)
+        let items = readAll(file: text, maxLineLength: 1_000, readSize: readSize)
         #expect(items.count == 5)
         guard items.count == 5 else { return }
         #expect(items[0] == .line(1, [.clear]))
@@ -105,12 +107,13 @@ import Testing
         #expect(items[1] == .line(2, [.end(stroke)]))
     }
 
-    @Test func linesAtTheLimit() {
+    @Test(arguments: [NDJSONReader.chunkSize, 64, 1])
+    func linesAtTheLimit(readSize: Int) {
         // Exactly the limit passes, with "\n" or "\r\n"; one byte more fails.
         let limit = 100
         let exact = clear + String(repeating: " ", count: limit - clear.utf8.count)
         let over = exact + " "
-        let items = readAll(file: "\(exact)\n\(exact)\r\n\(over)\n\(exact)\n\(over)", maxLineLength: limit)
+        let items = readAll(file: "\(exact)\n\(exact)\r\n\(over)\n\(exact)\n\(over)", maxLineLength: limit, readSize: readSize)
         #expect(items.count == 5)
         guard items.count == 5 else { return }
         #expect(items[0] == .line(1, [.clear]))
@@ -120,13 +123,14 @@ import Testing
         if case .error(let error) = items[4] { #expect(error.line == 5) } else { Issue.record("line 5: \(items[4])") }
     }
 
-    @Test func manyLinesAcrossReadChunks() {
-        // Several megabytes, so lines straddle the boundaries of the 1 MiB reads.
+    @Test(arguments: [(NDJSONReader.chunkSize, 3 * NDJSONReader.chunkSize + 12_345), (1000, 200_000), (7, 50_000), (1, 20_000)])
+    func manyLinesAcrossReadChunks(readSize: Int, totalBytes: Int) {
+        // Lines straddle the boundaries of the reads.
         var random = SplitMix64(seed: 17)
         var text = ""
         var expected: [ReadItem] = []
         var lineNumber = 0
-        while text.utf8.count < 3 * NDJSONReader.chunkSize + 12_345 {
+        while text.utf8.count < totalBytes {
             lineNumber += 1
             if random.next() % 50 == 0 {
                 text += "\n"
@@ -136,9 +140,20 @@ import Testing
             text += CanonicalJSON.line(for: payload) + (random.next() % 7 == 0 ? "\r\n" : "\n")
             expected.append(.line(lineNumber, [payload]))
         }
-        let items = readAll(file: text)
+        let items = readAll(file: text, readSize: readSize)
         #expect(items.count == expected.count)
         #expect(items == expected)
+    }
+
+    @Test func directoryGivesOneReadErrorThenEnds() throws {
+        var reader = try NDJSONReader(path: "/tmp")
+        let items = readAll(&reader, limit: 5)
+        #expect(items.count == 1)
+        if case .error(let error)? = items.first {
+            #expect(error.description.hasPrefix("/tmp:1: read error: "))
+        } else {
+            Issue.record("expected a read error, got \(items)")
+        }
     }
 
     @Test func appendingVariant() throws {

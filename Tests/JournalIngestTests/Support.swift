@@ -106,11 +106,13 @@ func readAll(_ reader: inout NDJSONReader, limit: Int = 1_000_000) -> [ReadItem]
     return items
 }
 
-func readAll(file bytes: [UInt8], maxLineLength: Int = LineParser.maxLineLength) -> [ReadItem] {
+func readAll(
+    file bytes: [UInt8], maxLineLength: Int = LineParser.maxLineLength, readSize: Int = NDJSONReader.chunkSize
+) -> [ReadItem] {
     let file = TemporaryFile(bytes)
     defer { file.remove() }
     do {
-        var reader = try NDJSONReader(path: file.path, maxLineLength: maxLineLength)
+        var reader = try NDJSONReader(path: file.path, maxLineLength: maxLineLength, readSize: readSize)
         return readAll(&reader)
     } catch {
         Issue.record("cannot open \(file.path): \(error)")
@@ -118,8 +120,10 @@ func readAll(file bytes: [UInt8], maxLineLength: Int = LineParser.maxLineLength)
     }
 }
 
-func readAll(file text: String, maxLineLength: Int = LineParser.maxLineLength) -> [ReadItem] {
-    readAll(file: Array(text.utf8), maxLineLength: maxLineLength)
+func readAll(
+    file text: String, maxLineLength: Int = LineParser.maxLineLength, readSize: Int = NDJSONReader.chunkSize
+) -> [ReadItem] {
+    readAll(file: Array(text.utf8), maxLineLength: maxLineLength, readSize: readSize)
 }
 
 func point(

@@ -1,0 +1,245 @@
+import Foundation
+import JournalFormat
+import JournalPlatform
+import JournalReplay
+import JournalStorage
+import JournalSync
+import JournalTestSupport
+import Testing
+
+@Suite struct SyncTests {
+    @Test func replicasConvergeThroughAFolderAndRsyncInAnyOrder() throws {
+        guard hasRsync() else {
+            Issue.record("rsync is not installed: .ci/run installs it (apt-get install rsync)")
+            return
+        }
+        for seed in [1, 2, 3] as [UInt64] {
+            let temp = TemporaryDirectory("converge")
+            defer { temp.remove() }
+            var random = SeededGenerator(seed: seed)
+            var machines = try (0..<4).map { try Machine(temp.path + "/m\($0)", seed: seed * 100 + UInt64($0)) }
+            let folder = temp.path + "/shared"
+            let rsyncBoard = temp.path + "/rsync-board"
+            try FileSystem.createDirectory(folder)
+            try FileSystem.createDirectory(rsyncBoard)
+            let targets: [SyncTarget] = [.directory(folder), .rsync(rsyncBoard)]
+            for _ in 0..<14 {
+                let who = Int.random(in: 0..<machines.count, using: &random)
+                if Bool.random(using: &random) {
+                    try machines[who].draw(strokes: Int.random(in: 1...4, using: &random))
+                } else {
+                    let target = targets.randomElement(using: &random)!
+                    _ = try SyncEngine(journal: machines[who].journal).sync(target)
+                }
+            }
+            // A duplicate delivery: one segment copied again under a Syncthing conflict name.
+            let someSegment = machines[0].journal.listSealed().sealed.first!
+            try copyFile(someSegment.path, folder + "/replicas/" + someSegment.replica.hex + "/"
+                         + someSegment.name.fileName.replacingOccurrences(of: ".sjs", with: ".sync-conflict-20261122-101010-ABCDEFG.sjs"))
+            // Everyone syncs with both targets until nothing moves.
+            for _ in 0..<3 {
+                for machine in machines {
+                    for target in targets { _ = try SyncEngine(journal: machine.journal).sync(target) }
+                }
+            }
+            let digests = Set(machines.map(\.digest))
+            #expect(digests.count == 1, "seed \(seed)")
+            let merged = try JournalDirectory.create(at: temp.path + "/merged")
+            let report = try SyncEngine(journal: merged).merge(from: machines.map(\.journal.root))
+            #expect(report.rejected.isEmpty)
+            #expect(Replay.load(merged).drawing.digest == digests.first)
+            let (_, replay) = Replay.load(machines[1].journal)
+            #expect(replay.forks.isEmpty && replay.problems.isEmpty)
+            let authors = Set(machines.flatMap { $0.journal.listSealed().sealed.map(\.replica) })
+            #expect(replay.replicas.count == authors.count)
+            #expect(replay.replicas.allSatisfy { $0.gaps.isEmpty })
+        }
+    }
+
+    @Test func aSecondSyncReadsNothingAndChangesNothing() throws {
+        let temp = TemporaryDirectory("idempotent")
+        defer { temp.remove() }
+        var alice = try Machine(temp.path + "/alice", seed: 1)
+        var bob = try Machine(temp.path + "/bob", seed: 2)
+        let folder = temp.path + "/shared"
+        try FileSystem.createDirectory(folder)
+        try alice.draw(strokes: 5)
+        try bob.draw(strokes: 5)
+        _ = try SyncEngine(journal: alice.journal).sync(.directory(folder))
+        _ = try SyncEngine(journal: bob.journal).sync(.directory(folder))
+        _ = try SyncEngine(journal: alice.journal).sync(.directory(folder))
+        // Some foreign clutter, which must be reported each time but never touched.
+        try copyFile(bob.journal.listSealed().sealed[0].path, folder + "/replicas/" + bob.journal.listSealed().sealed[0].replica.hex + "/.syncthing.x.sjs.tmp")
+        _ = try SyncEngine(journal: alice.journal).sync(.directory(folder))
+        let before = (snapshot(folder), snapshot(alice.journal.root))
+        let second = try SyncEngine(journal: alice.journal).sync(.directory(folder))
+        #expect(second.nothingNew)
+        #expect(second.bytesRead == 0)
+        #expect(second.ignored.count == 1)
+        #expect(snapshot(folder) == before.0)
+        #expect(snapshot(alice.journal.root) == before.1)
+        #expect(alice.digest == bob.digest)
+    }
+
+    @Test func aHalfCopiedSegmentIsReportedThenImportedWhenComplete() throws {
+        let temp = TemporaryDirectory("halfcopy")
+        defer { temp.remove() }
+        var alice = try Machine(temp.path + "/alice", seed: 3)
+        let bob = try Machine(temp.path + "/bob", seed: 4)
+        try alice.draw(strokes: 20)
+        let segment = alice.journal.listSealed().sealed[0]
+        let size = Int(segment.size)
+        var random = SeededGenerator(seed: 5)
+        let folder = temp.path + "/shared"
+        let target = folder + "/replicas/" + segment.replica.hex + "/" + segment.name.fileName
+        for _ in 0..<12 {
+            let cut = Int.random(in: 0..<size, using: &random)
+            try copyFile(segment.path, target, truncatedTo: cut)
+            let report = try SyncEngine(journal: bob.journal).sync(.directory(folder))
+            #expect(report.imported.isEmpty, "cut at \(cut)")
+            #expect(report.rejected.count == 1, "cut at \(cut)")
+            #expect(report.rejected.first?.kind == .incomplete || report.rejected.first?.kind == .corrupt, "cut at \(cut)")
+            #expect(bob.journal.listSealed().sealed.isEmpty)
+        }
+        try copyFile(segment.path, target)
+        let report = try SyncEngine(journal: bob.journal).sync(.directory(folder))
+        #expect(report.imported.count == 1)
+        #expect(report.rejected.isEmpty)
+        #expect(bob.digest == alice.digest)
+    }
+
+    @Test func temporariesAreIgnoredAndConflictCopiesAreReadAsSegments() throws {
+        let temp = TemporaryDirectory("foreign")
+        defer { temp.remove() }
+        var alice = try Machine(temp.path + "/alice", seed: 6)
+        let bob = try Machine(temp.path + "/bob", seed: 7)
+        try alice.draw(strokes: 6)
+        let segment = alice.journal.listSealed().sealed[0]
+        let folder = temp.path + "/shared/replicas/" + segment.replica.hex
+        let stem = segment.name.fileName.replacingOccurrences(of: ".sjs", with: "")
+        // Only conflict copies of the segment: bob must still get every event from them.
+        try copyFile(segment.path, folder + "/" + stem + ".sync-conflict-20261122-101010-ABCDEFG.sjs")
+        try copyFile(segment.path, folder + "/" + stem + " (bob's conflicted copy 2026-11-22).sjs")
+        let foreign = ["." + segment.name.fileName + ".a1B2c3", ".syncthing." + segment.name.fileName + ".tmp",
+                       "~syncthing~" + segment.name.fileName + ".tmp", ".unison." + segment.name.fileName + ".123",
+                       segment.name.fileName + ".icloud", "notes.txt"]
+        for name in foreign { try copyFile(segment.path, folder + "/" + name, truncatedTo: 10) }
+        try FileSystem.createDirectory(folder + "/.~tmp~")
+        try FileSystem.createDirectory(folder + "/.rsync-partial")
+        let report = try SyncEngine(journal: bob.journal).sync(.directory(temp.path + "/shared"))
+        #expect(report.imported.count == 1)
+        #expect(report.rejected.isEmpty)
+        #expect(report.ignored.count == foreign.count + 2)
+        #expect(report.replicas.first?.duplicateSegments == 1)
+        #expect(bob.digest == alice.digest)
+        // Nothing foreign was imported or published back.
+        #expect(TreeListing.scan(replicasPath: bob.journal.replicasPath).files.count == 1)
+        // …and the canonical name goes out to the folder, beside the conflict copies.
+        #expect(report.published == [segment.replica.hex + "/" + segment.name.fileName])
+        let again = try SyncEngine(journal: bob.journal).sync(.directory(temp.path + "/shared"))
+        #expect(again.imported.isEmpty && again.bytesRead == 0)
+    }
+
+    @Test func hostileEntriesAreReportedAndNeverFollowed() throws {
+        let temp = TemporaryDirectory("hostile")
+        defer { temp.remove() }
+        var alice = try Machine(temp.path + "/alice", seed: 8)
+        let bob = try Machine(temp.path + "/bob", seed: 9)
+        try alice.draw(strokes: 3)
+        let segment = alice.journal.listSealed().sealed[0]
+        let shared = temp.path + "/shared"
+        let folder = shared + "/replicas/" + segment.replica.hex
+        try FileSystem.createDirectory(folder)
+        // A symlink with a segment's name pointing at a real segment outside, and a symlinked
+        // replica folder: both must be ignored, not read.
+        try symlink(segment.path, folder + "/" + segment.name.fileName)
+        try symlink(alice.journal.replicaPath(segment.replica), shared + "/replicas/" + String(repeating: "a", count: 32))
+        // A directory where a segment should be, and a segment in the wrong replica's folder.
+        try FileSystem.createDirectory(folder + "/00000000000000000001-00000000000000000002-0000abcd.sjs")
+        let forgedFolder = shared + "/replicas/" + String(repeating: "b", count: 32)
+        try copyFile(segment.path, forgedFolder + "/" + segment.name.fileName)
+        // A file claiming an absurd size (sparse): refused before reading.
+        let huge = folder + "/00000000000000000001-00000000000000000009-0badf00d.sjs"
+        let descriptor = try FileDescriptor.open(huge, .createNew)
+        try descriptor.truncate(to: SegmentScanner.maxSegmentFileSize + 1)
+        descriptor.close()
+        let report = try SyncEngine(journal: bob.journal).sync(.directory(shared), seal: false)
+        #expect(report.imported.isEmpty)
+        #expect(report.ignored.contains { $0.reason.contains("symbolic link") && $0.file.hasSuffix(segment.name.fileName) })
+        #expect(report.ignored.contains { $0.reason.contains("symbolic link") && $0.file.hasSuffix(String(repeating: "a", count: 32)) })
+        #expect(report.ignored.contains { $0.reason.contains("directory") })
+        #expect(report.rejected.contains { $0.reason.contains("names replica") })
+        #expect(report.rejected.contains { $0.reason.contains("exceeds") })
+        #expect(bob.journal.listSealed().sealed.isEmpty)
+        #expect(SegmentSet.load(bob.journal).members.allSatisfy { $0.scan.eventCount == 0 })
+    }
+
+    @Test func rsyncNeverOverwritesAnExistingSegment() throws {
+        guard hasRsync() else {
+            Issue.record("rsync is not installed: .ci/run installs it (apt-get install rsync)")
+            return
+        }
+        let temp = TemporaryDirectory("rsync-keep")
+        defer { temp.remove() }
+        var alice = try Machine(temp.path + "/alice", seed: 10)
+        try alice.draw(strokes: 4)
+        let remote = temp.path + "/remote"
+        try FileSystem.createDirectory(remote)
+        let segment = alice.journal.listSealed().sealed[0]
+        // The remote already has a (damaged) file under that name: rsync must leave it alone.
+        let there = remote + "/replicas/" + segment.replica.hex + "/" + segment.name.fileName
+        try copyFile(segment.path, there, truncatedTo: 40)
+        let report = try SyncEngine(journal: alice.journal).sync(.rsync(remote))
+        #expect(report.published.isEmpty)
+        #expect(try FileSystem.readFile(there).count == 40)
+        #expect(report.rejected.first?.kind == .incomplete)
+    }
+
+    @Test func mergeIntoANewJournalAndTheGapsItSees() throws {
+        let temp = TemporaryDirectory("merge")
+        defer { temp.remove() }
+        var alice = try Machine(temp.path + "/alice", seed: 11)
+        try alice.draw(strokes: 3)
+        try alice.draw(strokes: 3)
+        try alice.draw(strokes: 3)
+        let sealed = alice.journal.listSealed().sealed.sorted { $0.name < $1.name }
+        #expect(sealed.count == 3)
+        // A backup that lost the middle segment.
+        let backup = temp.path + "/backup"
+        for file in [sealed[0], sealed[2]] {
+            try copyFile(file.path, backup + "/replicas/" + file.replica.hex + "/" + file.name.fileName)
+        }
+        let merged = try JournalDirectory.create(at: temp.path + "/merged")
+        let report = try SyncEngine(journal: merged).merge(from: [backup])
+        #expect(report.imported.count == 2)
+        let state = report.replicas.first!
+        #expect(state.gaps == [sealed[1].name.firstSeq...sealed[1].name.lastSeq])
+        _ = try SyncEngine(journal: merged).merge(from: [alice.journal.root])
+        #expect(Replay.load(merged).drawing.digest == alice.digest)
+    }
+
+    @Test func targetParsing() {
+        #expect(SyncTarget(parsing: "/mnt/shared/board") == .directory("/mnt/shared/board"))
+        #expect(SyncTarget(parsing: "board") == .directory("board"))
+        #expect(SyncTarget(parsing: "./odd:name") == .directory("./odd:name"))
+        #expect(SyncTarget(parsing: "host:board") == .rsync("host:board"))
+        #expect(SyncTarget(parsing: "alice@studio:boards/poster") == .rsync("alice@studio:boards/poster"))
+        #expect(SyncTarget(parsing: "rsync://nas/boards/poster") == .rsync("rsync://nas/boards/poster"))
+    }
+
+    @Test func classifierNamesEveryForeignKind() {
+        #expect(FileClassifier.classify("00000000000000000001-00000000000000000002-0000abcd.sjs") == .segment(SegmentName(firstSeq: 1, lastSeq: 2, fileCRC: 0xabcd)))
+        #expect(FileClassifier.classify("x.sync-conflict-20261122-101010-ABCDEFG.sjs") == .conflictCopy)
+        #expect(FileClassifier.classify("x (Bob's conflicted copy 2026-11-22).sjs") == .conflictCopy)
+        for name in [".x.sjs.AbC123", ".syncthing.x.tmp", "~syncthing~x.tmp", ".unison.x", "x.sjs.icloud", ".tmp-x.sjs.42", "readme"] {
+            guard case .foreign = FileClassifier.classify(name) else {
+                Issue.record("\(name) should be foreign")
+                continue
+            }
+        }
+    }
+}
+
+private func symlink(_ target: String, _ path: String) throws {
+    try FileSystem.symlink(target, at: path)
+}
