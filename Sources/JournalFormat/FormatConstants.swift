@@ -14,7 +14,7 @@ public enum FormatV1 {
     /// Bounds a reader enforces before allocating (invariant 8).
     public static let maxRawBlockSize = 8 << 20
     public static let maxCompressedBlockSize = maxRawBlockSize + (maxRawBlockSize >> 8) + 64
-    public static let maxEventsPerBlock = 1 << 20
+    public static let maxEventsPerBlock = 1 << 16
     /// Seqs and lamports stay below 2^62 so that every difference fits an Int64.
     public static let maxSeq: UInt64 = 1 << 62
     public static let maxLamport: UInt64 = 1 << 62

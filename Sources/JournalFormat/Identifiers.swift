@@ -79,8 +79,11 @@ public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible
     public var bits: UUIDBits
     public init(_ bits: UUIDBits) { self.bits = bits }
     public static func random() -> ReplicaID { ReplicaID(.random()) }
+    /// Exactly 32 lowercase hex digits: the one spelling of a replica folder's name, so that
+    /// two folders can never denote the same replica.
     public init?(hex: some StringProtocol) {
-        guard hex.utf8.count == 32, let bits = UUIDBits(parsing: hex) else { return nil }
+        guard hex.utf8.count == 32, hex.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }),
+              let bits = UUIDBits(parsing: hex) else { return nil }
         self.bits = bits
     }
     /// 32 lowercase hex digits: the replica's folder name under `replicas/`.

@@ -202,14 +202,29 @@ public enum BlockDecoder {
             throw .inflate(error)
         }
         var failure: DecodeError?
+        var decoded: [Event] = []
+        decoded.reserveCapacity(frame.eventCount)
         raw.withUnsafeBytes { buffer in
             do throws(DecodeError) {
                 try BlockCodec.decode(
-                    buffer, replica: replica, firstSeq: frame.firstSeq, eventCount: frame.eventCount, body)
+                    buffer, replica: replica, firstSeq: frame.firstSeq, eventCount: frame.eventCount) { decoded.append($0) }
             } catch {
                 failure = error
             }
         }
         if let failure { throw .body(failure) }
+        // A checksum proves the bytes are what some writer wrote, not that a writer was honest:
+        // refuse values no writer of ours can produce (invariant 8).
+        var maxLamport: UInt64 = 0
+        for event in decoded {
+            maxLamport = max(maxLamport, event.lamport)
+            do throws(EventValidationError) { try event.payload.validate() } catch {
+                throw .body(.malformed(offset: 0, reason: "event \(event.id.seq): \(error)"))
+            }
+        }
+        guard maxLamport == frame.maxLamport else {
+            throw .body(.malformed(offset: 0, reason: "frame says max lamport \(frame.maxLamport), events hold \(maxLamport)"))
+        }
+        decoded.forEach(body)
     }
 }

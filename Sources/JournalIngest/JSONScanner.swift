@@ -50,14 +50,10 @@ struct JSONScanner {
         case UInt8(ascii: "["): return "an array"
         case 0: return "nothing"
         default:
+            // A bare token such as NaN or true: up to the next delimiter, at most 32 bytes.
+            let delimiters: [UInt8] = [UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x09, 0x0A, 0x0D]
             var stop = index
-            while stop < end, stop - index < 32 {
-                switch base[stop] {
-                case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x09, 0x0A, 0x0D: break
-                default: stop += 1; continue
-                }
-                break
-            }
+            while stop < end, stop - index < 32, !delimiters.contains(base[stop]) { stop += 1 }
             return String(decoding: UnsafeBufferPointer(start: base + index, count: stop - index), as: UTF8.self)
         }
     }
@@ -274,8 +270,4 @@ func quoted(_ bytes: ArraySlice<UInt8>) -> String {
         count += 1
     }
     return out + "\""
-}
-
-func quoted(_ base: UnsafePointer<UInt8>, count: Int) -> String {
-    quoted(Array(UnsafeBufferPointer(start: base, count: count))[...])
 }

@@ -269,7 +269,8 @@ private func parseLine(
     guard count <= maxLineLength else {
         throw LineError(reason: "line is too long (\(count) bytes; the limit is \(maxLineLength))")
     }
-    if count >= 64, let payload = parseCanonicalTemplate(base, count: count) {
+    // 62 bytes: the shortest line the template takes, an end.
+    if count >= 62, let payload = parseCanonicalTemplate(base, count: count) {
         payloads.append(payload)
         return
     }

@@ -86,7 +86,11 @@ public enum Replay {
                 let group = blocks[groupStart..<groupEnd]
                 groupStart = groupEnd
 
-                var decodedGroup: [(events: [Event], ref: BlockRef)] = []
+                // Blocks are decoded one at a time and merged into the group's distinct events, so
+                // memory follows distinct seqs (bounded by the group's range), not copies of them.
+                var variants: [UInt64: Event] = [:]
+                var single: [Event]? = nil
+                var forked = Set(report.forks)
                 for ref in group {
                     let member = set.members[ref.member]
                     let frame = ref.block.frame
@@ -98,22 +102,16 @@ public enum Replay {
                             return .failure(error)
                         }
                     }
-                    switch result {
-                    case .success(let events): decodedGroup.append((events, ref))
-                    case .failure(let error):
-                        report.problems.append(Problem(
-                            .corrupt, file: member.scan.path, offset: Int64(ref.block.offset), replica: replica,
-                            seqRange: ref.block.seqRange, reason: error.description))
+                    guard case .success(let events) = result else {
+                        if case .failure(let error) = result {
+                            report.problems.append(Problem(
+                                .corrupt, file: member.scan.path, offset: Int64(ref.block.offset), replica: replica,
+                                seqRange: ref.block.seqRange, reason: error.description))
+                        }
+                        continue
                     }
-                }
-                for (_, ref) in decodedGroup { addRange(ref.block.seqRange, to: &summary.ranges) }
-
-                if decodedGroup.count == 1 {
-                    for event in decodedGroup[0].events { emit(event, &report, body) }
-                    continue
-                }
-                var variants: [UInt64: Event] = [:]
-                for (events, ref) in decodedGroup {
+                    addRange(ref.block.seqRange, to: &summary.ranges)
+                    if group.count == 1 { single = events; break }
                     for event in events {
                         guard let existing = variants[event.id.seq] else {
                             variants[event.id.seq] = event
@@ -122,14 +120,20 @@ public enum Replay {
                         if existing == event {
                             report.duplicateEvents += 1
                         } else {
-                            if !report.forks.contains(event.id) { report.forks.append(event.id) }
-                            report.problems.append(Problem(
-                                .fork, file: set.members[ref.member].scan.path, offset: Int64(ref.block.offset),
-                                replica: replica, seqRange: event.id.seq...event.id.seq,
-                                reason: "event \(event.id) exists with different contents; the canonical lesser one is kept"))
+                            if forked.insert(event.id).inserted {
+                                report.forks.append(event.id)
+                                report.problems.append(Problem(
+                                    .fork, file: member.scan.path, offset: Int64(ref.block.offset),
+                                    replica: replica, seqRange: event.id.seq...event.id.seq,
+                                    reason: "event \(event.id) exists with different contents; the canonical lesser one is kept"))
+                            }
                             if EventOrdering.canonicalLess(event, existing) { variants[event.id.seq] = event }
                         }
                     }
+                }
+                if let single {
+                    for event in single { emit(event, &report, body) }
+                    continue
                 }
                 for seq in variants.keys.sorted() { emit(variants[seq]!, &report, body) }
             }

@@ -154,7 +154,10 @@ public final class JournalWriter {
         let name = SegmentName(firstSeq: events.first!.id.seq, lastSeq: events.last!.id.seq, fileCRC: CRC32.checksum(bytes))
         do {
             let folder = directory.replicaPath(replica)
-            try FileSystem.createDirectory(folder)
+            if !FileSystem.isDirectory(folder) {
+                try FileSystem.createDirectory(folder)
+                try FileSystem.syncDirectory(directory.replicasPath)
+            }
             let finalPath = folder + "/" + name.fileName
             var index = LocalIndex.refresh(directory)
             try FileSystem.writeAtomically(bytes, to: finalPath, temporaryPath: folder + "/.tmp-" + name.fileName)
@@ -218,7 +221,14 @@ public final class JournalWriter {
         } else {
             let scan = SegmentScanner.scan(path: openPath, sealed: false)
             if scan.header == nil || scan.header?.replica != replica {
-                // A torn or foreign header holds no acknowledged event: start the file again.
+                // The header is written and fsynced before any block, so only a file no longer
+                // than a header can be a crash leftover; anything longer is damage or a
+                // foreign file, and cutting it could destroy acknowledged events.
+                guard scan.bytes.count <= FormatV1.fileHeaderSize else {
+                    throw .openSegmentCorrupt(scan.problems.first ?? Problem(
+                        .corrupt, file: openPath, offset: 0, replica: scan.header?.replica,
+                        reason: "the open segment belongs to replica \(scan.header?.replica.hex ?? "?"), not \(replica.hex)"))
+                }
                 recovery.bytesCut = Int64(scan.bytes.count)
                 recovery.tailProblem = scan.problems.first
                 do { try resetOpenSegment() } catch { throw .io(error) }

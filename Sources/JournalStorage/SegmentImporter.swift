@@ -70,7 +70,10 @@ public enum SegmentImporter {
         let target = folder + "/" + name.fileName
         if FileSystem.exists(target) { return .alreadyPresent(name) }
         do throws(IOError) {
-            try FileSystem.createDirectory(folder)
+            if !FileSystem.isDirectory(folder) {
+                try FileSystem.createDirectory(folder)
+                try FileSystem.syncDirectory(replicasPath)
+            }
             try AtomicCopy.write(scan.bytes, to: target)
             return .imported(name, LocalIndex.entry(for: scan, replica: replica, name: name))
         } catch {

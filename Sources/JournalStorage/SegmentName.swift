@@ -26,6 +26,8 @@ public struct SegmentName: Hashable, Comparable, Sendable, CustomStringConvertib
         let utf8 = Array(fileName.utf8)
         guard utf8.count == 20 + 1 + 20 + 1 + 8 + 4,
               utf8[20] == UInt8(ascii: "-"), utf8[41] == UInt8(ascii: "-"),
+              // Digits only: `UInt64("+1")` would let two names denote one segment.
+              utf8[0..<20].allSatisfy({ (48...57).contains($0) }), utf8[21..<41].allSatisfy({ (48...57).contains($0) }),
               String(decoding: utf8[50...], as: UTF8.self) == "." + FormatV1.sealedExtension,
               let first = UInt64(String(decoding: utf8[0..<20], as: UTF8.self)),
               let last = UInt64(String(decoding: utf8[21..<41], as: UTF8.self)),

@@ -56,6 +56,11 @@ public struct SegmentSet: Sendable {
                 reason: "header names replica \(header.replica.hex) but the file is in the folder of \(file.replica.hex); not loaded"))
             return
         }
+        if scan.blocks.isEmpty && scan.problems.isEmpty {
+            problems.append(Problem(.corrupt, file: file.path, replica: file.replica, seqRange: file.name.firstSeq...file.name.lastSeq,
+                                    reason: "a sealed segment with no blocks (its name promises seq \(file.name.firstSeq)...\(file.name.lastSeq))"))
+            return
+        }
         let crc = CRC32.checksum(scan.bytes)
         if crc != file.name.fileCRC {
             problems.append(Problem(

@@ -164,7 +164,7 @@ import Testing
             #expect(error?.reason.contains("invalid UTF-8") == true, "\(bytes): \(String(describing: error))")
         }
         // Overlong forms, surrogates, beyond U+10FFFF, stray continuation bytes, truncation.
-        for bad: [[UInt8]] in [[0xE0, 0x80, 0x80], [0xE0, 0x9F, 0xBF], [0xF0, 0x80, 0x80, 0x80], [0xF0, 0x8F, 0xBF, 0xBF],
+        for bad: [UInt8] in [[0xE0, 0x80, 0x80], [0xE0, 0x9F, 0xBF], [0xF0, 0x80, 0x80, 0x80], [0xF0, 0x8F, 0xBF, 0xBF],
                                [0xC1, 0xBF], [0xF5, 0x80, 0x80, 0x80], [0x80], [0xBF], [0xF0, 0x9F, 0x98]] {
             let error = lineError(bytes: Array(#"{"type":"clear","seq":""#.utf8) + bad + [0x22, 0x7D])
             #expect(error?.reason.contains("invalid UTF-8") == true, "\(bad): \(String(describing: error))")

@@ -105,4 +105,33 @@ import Testing
         #expect(scan.blocks.isEmpty)
         #expect(scan.problems.first?.reason.contains("bounds") == true)
     }
+
+    /// A checksum-valid block whose frame lies about its clock, or whose events hold values no
+    /// writer may record, is refused when decoded.
+    @Test func dishonestFramesAreRefusedAtDecode() throws {
+        var generator = EventGenerator(seed: 12)
+        let events = generator.stroke(points: 5)
+        var frame = SegmentEncoder.block(events[...])
+        // Raise maxLamport (bytes 24..<32) and recompute the checksum: valid CRC, false claim.
+        frame[24] = 0xFF
+        let crc = frame.withUnsafeBytes { raw in
+            BlockFrame.computeChecksum(header: UnsafeRawBufferPointer(rebasing: raw[0..<FormatV1.blockHeaderSize]),
+                                       body: UnsafeRawBufferPointer(rebasing: raw[FormatV1.blockHeaderSize...]))
+        }
+        withUnsafeBytes(of: crc.littleEndian) { for (index, byte) in $0.enumerated() { frame[32 + index] = byte } }
+        let bytes = SegmentHeader(replica: generator.replica).encoded() + frame
+        let scan = SegmentScanner.scan(bytes: bytes, path: "liar.sjs", sealed: true)
+        #expect(scan.blocks.count == 1)
+        let (decoded, problems) = scan.allEvents()
+        #expect(decoded.isEmpty)
+        #expect(problems.first?.reason.contains("max lamport") == true)
+    }
+
+    @Test func namesAndFoldersHaveExactlyOneSpelling() {
+        #expect(SegmentName(fileName: "+0000000000000000001-00000000000000000002-0000abcd.sjs") == nil)
+        #expect(SegmentName(fileName: "00000000000000000001-00000000000000000002-0000ABCD.sjs") == nil)
+        #expect(SegmentName(fileName: "00000000000000000001-00000000000000000002-0000abcd.sjs") != nil)
+        #expect(ReplicaID(hex: String(repeating: "A", count: 32)) == nil)
+        #expect(ReplicaID(hex: String(repeating: "a", count: 32)) != nil)
+    }
 }

@@ -124,4 +124,25 @@ import Testing
         #expect(writer.nextSeq == 1)
         try writer.close()
     }
+
+    /// Damage before the last block is not a crash tail: the writer must refuse rather than
+    /// cut acknowledged events (found by reading FORMAT.md against the code).
+    @Test func damageInsideTheOpenSegmentIsRefusedNotCut() throws {
+        let temp = TemporaryDirectory("midcorrupt")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        let stroke = StrokeID(UUIDBits(high: 6, low: 6))
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 5, sealOnClose: false))
+        for index in 0..<30 { try writer.append(point(stroke, Double(index))) }
+        try writer.close()
+        let original = try FileSystem.readFile(journal.openSegmentPath)
+        let blocks = SegmentScanner.scan(bytes: original, path: "", sealed: false).blocks
+        #expect(blocks.count == 6)
+        for (label, damaged) in [("block 2", Damage.flipByte(original, at: blocks[1].offset + 40)),
+                                 ("header", Damage.flipByte(original, at: 3))] {
+            try FileSystem.writeAtomically(damaged, to: journal.openSegmentPath, temporaryPath: journal.openSegmentPath + ".t")
+            #expect(throws: JournalError.self, "\(label)") { _ = try JournalWriter(directory: journal) }
+            #expect(try FileSystem.readFile(journal.openSegmentPath) == damaged, "\(label): the file must be left as it was")
+        }
+    }
 }
