@@ -26,6 +26,9 @@ public enum FormatV1 {
 
     /// What an encoder aims for when it packs events into sealed blocks.
     public static let sealedBlockTargetEvents = 32_768
+    /// Open-segment blocks at least this large are written at the sealing compression level
+    /// and copied into the sealed segment unchanged; smaller ones are re-encoded together.
+    public static let sealedBlockMinimumEvents = 4_096
 
     /// Sealed segment file extension; names are `<first>-<last>-<crc>.sjs` (see FORMAT.md).
     public static let sealedExtension = "sjs"

@@ -160,11 +160,18 @@ public enum SegmentEncoder {
     public static func segment(
         replica: ReplicaID, events: [Event], targetEvents: Int = FormatV1.sealedBlockTargetEvents
     ) -> [UInt8] {
-        var out = SegmentHeader(replica: replica).encoded()
+        SegmentHeader(replica: replica).encoded() + blocks(events[...], targetEvents: targetEvents)
+    }
+
+    /// Consecutive blocks of at most `targetEvents` events each.
+    public static func blocks(
+        _ events: ArraySlice<Event>, targetEvents: Int = FormatV1.sealedBlockTargetEvents, level: Int32 = compressionLevel
+    ) -> [UInt8] {
+        var out: [UInt8] = []
         var start = events.startIndex
         while start < events.endIndex {
             let end = min(start + targetEvents, events.endIndex)
-            out.append(contentsOf: block(events[start..<end]))
+            out.append(contentsOf: block(events[start..<end], level: level))
             start = end
         }
         return out

@@ -15,7 +15,7 @@ public struct WriterOptions: Sendable {
     public var openBlockCompressionLevel: Int32
 
     public init(
-        flushEveryEvents: Int = 16_384, flushIntervalMilliseconds: Int64? = 200,
+        flushEveryEvents: Int = 32_768, flushIntervalMilliseconds: Int64? = 200,
         sealEveryEvents: Int = 262_144, sealOnClose: Bool = true, openBlockCompressionLevel: Int32 = 1
     ) {
         self.flushEveryEvents = max(1, flushEveryEvents)
@@ -128,7 +128,9 @@ public final class JournalWriter {
         var start = 0
         while start < pending.count {
             let end = min(start + FormatV1.sealedBlockTargetEvents, pending.count)
-            let block = SegmentEncoder.block(pending[start..<end], level: options.openBlockCompressionLevel)
+            // A large block is written at the sealing level, so that sealing can copy it as is.
+            let level = end - start >= FormatV1.sealedBlockMinimumEvents ? SegmentEncoder.compressionLevel : options.openBlockCompressionLevel
+            let block = SegmentEncoder.block(pending[start..<end], level: level)
             do { try openSegment.writeAll(block) } catch { throw .io(error) }
             start = end
         }
@@ -145,13 +147,38 @@ public final class JournalWriter {
         try writePending()
         guard openSegmentEvents > 0 else { return nil }
         let scan = SegmentScanner.scan(path: directory.openSegmentPath, sealed: false)
-        let (events, problems) = scan.allEvents()
-        guard problems.isEmpty, scan.problems.isEmpty, !events.isEmpty else {
-            throw .openSegmentCorrupt(scan.problems.first ?? problems.first
+        guard scan.problems.isEmpty, let range = scan.seqRange, let header = scan.header, header.replica == replica else {
+            throw .openSegmentCorrupt(scan.problems.first
                 ?? Problem(.corrupt, file: directory.openSegmentPath, reason: "no events to seal"))
         }
-        let bytes = SegmentEncoder.segment(replica: replica, events: events)
-        let name = SegmentName(firstSeq: events.first!.id.seq, lastSeq: events.last!.id.seq, fileCRC: CRC32.checksum(bytes))
+        // Large blocks were already compressed at the sealing level when flushed: copy them.
+        // Runs of small blocks (frequent flushes) are re-encoded into large ones.
+        var bytes = header.encoded()
+        var smallRun: [Event] = []
+        for block in scan.blocks {
+            if block.frame.eventCount >= FormatV1.sealedBlockMinimumEvents {
+                bytes += SegmentEncoder.blocks(smallRun[...])
+                smallRun.removeAll()
+                bytes += scan.bytes[block.offset..<(block.offset + block.frame.totalLength)]
+                continue
+            }
+            let decoded = scan.bytes.withUnsafeBytes { buffer -> Result<[Event], SegmentFormatError> in
+                let frameBytes = UnsafeRawBufferPointer(rebasing: buffer[block.offset..<(block.offset + block.frame.totalLength)])
+                do throws(SegmentFormatError) {
+                    return .success(try BlockDecoder.events(frame: block.frame, frameBytes: frameBytes, replica: replica))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            switch decoded {
+            case .success(let events): smallRun += events
+            case .failure(let error):
+                throw .openSegmentCorrupt(Problem(.corrupt, file: directory.openSegmentPath, offset: Int64(block.offset),
+                                                  replica: replica, seqRange: block.seqRange, reason: error.description))
+            }
+        }
+        bytes += SegmentEncoder.blocks(smallRun[...])
+        let name = SegmentName(firstSeq: range.lowerBound, lastSeq: range.upperBound, fileCRC: CRC32.checksum(bytes))
         do {
             let folder = directory.replicaPath(replica)
             if !FileSystem.isDirectory(folder) {
@@ -162,8 +189,8 @@ public final class JournalWriter {
             var index = LocalIndex.refresh(directory)
             try FileSystem.writeAtomically(bytes, to: finalPath, temporaryPath: folder + "/.tmp-" + name.fileName)
             try resetOpenSegment()
-            index.add(LocalIndex.Entry(replica: replica, name: name, size: Int64(bytes.count), eventCount: events.count,
-                                       maxLamport: events.map(\.lamport).max() ?? 0, valid: true))
+            index.add(LocalIndex.Entry(replica: replica, name: name, size: Int64(bytes.count), eventCount: scan.eventCount,
+                                       maxLamport: scan.maxLamport, valid: true))
             try index.save(directory)
         } catch {
             throw .io(error)

@@ -25,7 +25,7 @@ extension JournalCommand {
         @OptionGroup var options: JournalOptions
         @Argument(help: "NDJSON files to read in order ('-' or none: standard input).")
         var files: [String] = []
-        @Option(help: "Make events durable every N events.") var flushEvery: Int = 16_384
+        @Option(help: "Make events durable every N events.") var flushEvery: Int = 32_768
         @Option(help: "…and whenever the oldest unflushed event is this many milliseconds old.")
         var flushMs: Int = 200
         @Flag(help: "Skip malformed lines (reported on stderr) instead of stopping.")
