@@ -354,3 +354,14 @@ extension FileSystem {
         guard status == 0 else { throw IOError("symlink", path: path, code: errno) }
     }
 }
+
+extension ProcessInfoLite {
+    /// This machine's host name (`gethostname(2)`), reduced to characters safe in a file name.
+    public static var hostName: String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "host" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let safe = name.filter { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }
+        return safe.isEmpty ? "host" : safe
+    }
+}

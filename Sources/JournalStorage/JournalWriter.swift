@@ -319,7 +319,10 @@ public final class JournalWriter {
     private func removeStaleTemporaries() {
         let folder = directory.replicaPath(replica)
         guard let entries = try? FileSystem.list(folder) else { return }
-        for entry in entries where entry.kind == .file && entry.name.hasPrefix(".tmp-") {
+        // `.tmp-<name>.sjs` is a seal this writer's replica did not finish (the lock says no one
+        // else seals here); `.tmp-<name>.<host>.<pid>` is a crashed copier's.
+        for entry in entries where entry.kind == .file
+            && ((entry.name.hasPrefix(".tmp-") && entry.name.hasSuffix(".sjs")) || AtomicCopy.isStale(entry.name)) {
             try? FileSystem.remove(folder + "/" + entry.name)
         }
     }

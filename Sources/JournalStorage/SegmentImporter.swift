@@ -85,12 +85,27 @@ public enum SegmentImporter {
 
 /// Writes a complete file under a final name it may not replace: temporary file in the same
 /// folder, fsync, link(2) to the final name (fails if it exists), unlink the temporary,
-/// fsync the folder. Temporaries are named `.tmp-<name>.<pid>` so any reader skips them.
+/// fsync the folder. Temporaries are named `.tmp-<name>.<host>.<pid>`: every reader skips
+/// them, and `isStale` tells which ones a crashed process of this machine left behind.
 public enum AtomicCopy {
+    public static func temporaryName(for base: String) -> String {
+        ".tmp-" + base + "." + ProcessInfoLite.hostName + "." + String(ProcessInfoLite.processID)
+    }
+
+    /// A temporary of ours (this host) whose process is gone: safe to delete.
+    public static func isStale(_ name: String) -> Bool {
+        guard name.hasPrefix(".tmp-") else { return false }
+        let parts = name.split(separator: ".")
+        guard parts.count >= 3, let pid = Int32(parts[parts.count - 1]), String(parts[parts.count - 2]) == ProcessInfoLite.hostName else {
+            return false
+        }
+        return !ProcessInfoLite.isAlive(pid)
+    }
+
     public static func write(_ bytes: [UInt8], to target: String) throws(IOError) {
         let folder = FileSystem.parent(of: target)
         let base = String(target[target.index(after: target.lastIndex(of: "/")!)...])
-        let temporary = folder + "/.tmp-" + base + "." + String(ProcessInfoLite.processID)
+        let temporary = folder + "/" + temporaryName(for: base)
         try? FileSystem.remove(temporary)
         let descriptor = try FileDescriptor.open(temporary, .createNew)
         do throws(IOError) {

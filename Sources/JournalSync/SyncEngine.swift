@@ -97,6 +97,11 @@ public struct SyncEngine {
         // 1. Decide what to fetch, from names, sizes and the cache alone.
         var wanted: [TreeListing.File] = []
         for file in remote.files {
+            if let folder = transport.localFolder, AtomicCopy.isStale(file.name) {
+                // Left by a sync of this machine that crashed mid-copy: ours to clean up.
+                try? FileSystem.remove(folder + "/" + file.relativePath)
+                continue
+            }
             switch file.classification {
             case .foreign(let reason):
                 report.ignored.append(Problem(.ignored, file: key + "/replicas/" + file.relativePath, replica: file.replica, reason: reason))
@@ -253,8 +258,7 @@ public struct SyncEngine {
         for folder in folders where folder.kind == .directory {
             let path = journal.replicasPath + "/" + folder.name
             guard let files = try? FileSystem.list(path) else { continue }
-            for file in files where file.kind == .file && file.name.hasPrefix(".tmp-") {
-                if let pid = Int32(file.name.split(separator: ".").last ?? ""), ProcessInfoLite.isAlive(pid) { continue }
+            for file in files where file.kind == .file && AtomicCopy.isStale(file.name) {
                 try? FileSystem.remove(path + "/" + file.name)
             }
         }

@@ -13,12 +13,15 @@ protocol Transport {
     /// Sends local segment files (relative paths under the local `replicas/`) to the target.
     func publish(_ relativePaths: [String], from localReplicas: String) throws(SyncError) -> [String]
     func finish()
+    /// The target's `replicas/` folder when it is a local path this process may clean.
+    var localFolder: String? { get }
 }
 
 /// A mounted folder: read in place, written by temporary file + fsync + link + folder fsync.
 struct DirectoryTransport: Transport {
     let root: String
     var replicasPath: String { root + "/replicas" }
+    var localFolder: String? { replicasPath }
 
     init(root: String, create: Bool) throws(SyncError) {
         guard FileSystem.exists(root) else { throw .targetMissing(root) }
@@ -63,6 +66,7 @@ struct RsyncTransport: Transport {
     let rsh: String?
     let staging: String
     let capabilities: Capabilities
+    var localFolder: String? { nil }
 
     struct Capabilities {
         var fsync = false

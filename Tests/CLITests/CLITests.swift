@@ -195,3 +195,69 @@ import Testing
         #expect(json.stdout.contains("\"clean\":false"))
     }
 }
+
+/// Crashes in the middle of syncs: after any number of `kill -9`, one clean sync converges and
+/// leaves no temporary behind.
+@Suite struct SyncCrashTests {
+    let cli = CLITests()
+
+    func session(_ seed: Int, strokes: Int) -> String {
+        var lines = ""
+        for stroke in 0..<strokes {
+            let id = String(format: "%08X-0000-4000-8000-%012X", seed, stroke)
+            for point in 0..<60 {
+                lines += "{\"type\":\"point\",\"stroke\":\"\(id)\",\"x\":\(Double(point * 3 + seed) / 4),\"y\":\(Double(stroke * 7 + point) / 8),\"color\":\"#112233FF\",\"width\":3,\"pressure\":0.5,\"t\":\(Double(point) / 100)}\n"
+            }
+            lines += "{\"type\":\"end\",\"stroke\":\"\(id)\"}\n"
+        }
+        return lines
+    }
+
+    @Test func killDashNineDuringSyncThenSyncAgainConverges() throws {
+        let temp = TemporaryDirectory("sync-crash")
+        defer { temp.remove() }
+        let shared = temp.path + "/shared"
+        try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: true)
+        let machines = (0..<3).map { temp.path + "/m\($0)" }
+        for (index, machine) in machines.enumerated() {
+            try cli.journal(["init", machine])
+            for part in 0..<4 {
+                let run = try cli.journal(["record", "-C", machine], stdin: session(index * 10 + part, strokes: 40))
+                #expect(run.status == 0)
+            }
+        }
+        var random = SeededGenerator(seed: 42)
+        var killed = 0
+        for round in 0..<24 {
+            let machine = machines[round % machines.count]
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: CLITests.binary)
+            process.arguments = ["sync", "-C", machine, shared]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            usleep(UInt32.random(in: 0...25_000, using: &random))
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                killed += 1
+            }
+            process.waitUntilExit()
+        }
+        #expect(killed > 0)
+        for _ in 0..<2 {
+            for machine in machines {
+                let run = try cli.journal(["sync", "-C", machine, shared])
+                #expect(run.status == 0, "\(run.stderr)")
+            }
+        }
+        let digests = try Set(machines.map { try cli.journal(["digest", "-C", $0]).stdout })
+        #expect(digests.count == 1)
+        for machine in machines {
+            #expect(try cli.journal(["verify", "-C", machine]).status == 0)
+        }
+        let leftovers = FileManager.default.enumerator(atPath: shared)?.compactMap { $0 as? String }.filter { $0.contains(".tmp-") } ?? []
+        #expect(leftovers.isEmpty, "\(leftovers)")
+        let status = try cli.journal(["status", "-C", machines[0], "--json"])
+        #expect(status.stdout.contains("\"gaps\":[]") && !status.stdout.contains("\"forks\":[1"))
+    }
+}
