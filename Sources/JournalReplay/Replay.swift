@@ -40,6 +40,15 @@ public enum Replay {
         replay(SegmentSet.load(directory))
     }
 
+    /// Decodes every block of every segment without folding: what `verify` and `status` need
+    /// (checksums alone do not prove that a body decodes).
+    public static func check(_ set: SegmentSet) -> ReplayReport {
+        var report = ReplayReport()
+        report.problems = set.problems
+        forEachUniqueEvent(set, report: &report) { _ in }
+        return report
+    }
+
     public static func replay(_ set: SegmentSet) -> (drawing: Drawing, report: ReplayReport) {
         var report = ReplayReport()
         report.problems = set.problems

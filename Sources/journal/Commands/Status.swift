@@ -22,9 +22,7 @@ extension JournalCommand {
             try reportingErrors {
                 let journal = try options.open()
                 let set = SegmentSet.load(journal)
-                var replay = ReplayReport()
-                replay.problems = set.problems
-                Replay.forEachUniqueEvent(set, report: &replay) { _ in }
+                let replay = Replay.check(set)
                 var report = ReconcileReport(target: journal.root)
                 for summary in replay.replicas {
                     let slot = report.state(summary.replica)

@@ -33,24 +33,15 @@ extension JournalCommand {
         func run() throws {
             try reportingErrors {
                 let journal = try options.open()
-                var progress = Progress("sync")
-                let engine = SyncEngine(journal: journal) { progress.update($0) }
-                let report: ReconcileReport
-                do throws(SyncError) {
-                    let parsed: SyncTarget
-                    switch via {
-                    case .auto: parsed = SyncTarget(parsing: target)
-                    case .folder: parsed = .directory(target)
-                    case .rsync: parsed = .rsync(target)
-                    }
-                    report = try engine.sync(parsed, rsh: rsh, seal: !noSeal)
-                } catch {
-                    progress.finish()
-                    throw CLIError(error.description, code: CLIError.ioError)
+                let parsed: SyncTarget
+                switch via {
+                case .auto: parsed = SyncTarget(parsing: target)
+                case .folder: parsed = .directory(target)
+                case .rsync: parsed = .rsync(target)
                 }
-                progress.finish()
-                Terminal.write(json ? report.json : report.text)
-                Terminal.flush()
+                try printReport(json: json, label: "sync", journal: journal) { engine throws(SyncError) in
+                    try engine.sync(parsed, rsh: rsh, seal: !noSeal)
+                }
             }
         }
     }
@@ -91,19 +82,29 @@ extension JournalCommand {
                 } else {
                     journal = try options.open()
                 }
-                var progress = Progress("merge")
-                let engine = SyncEngine(journal: journal) { progress.update($0) }
-                let report: ReconcileReport
-                do throws(SyncError) {
-                    report = try engine.merge(from: sources)
-                } catch {
-                    progress.finish()
-                    throw CLIError(error.description, code: CLIError.ioError)
+                try printReport(json: json, label: "merge", journal: journal) { engine throws(SyncError) in
+                    try engine.merge(from: sources)
                 }
-                progress.finish()
-                Terminal.write(json ? report.json : report.text)
-                Terminal.flush()
             }
         }
     }
+}
+
+/// Runs a sync or merge with a progress line on a terminal, then prints its report.
+private func printReport(
+    json: Bool, label: String, journal: JournalDirectory,
+    _ operation: (SyncEngine) throws(SyncError) -> ReconcileReport
+) throws {
+    var progress = Progress(label)
+    let engine = SyncEngine(journal: journal) { progress.update($0) }
+    let report: ReconcileReport
+    do throws(SyncError) {
+        report = try operation(engine)
+    } catch {
+        progress.finish()
+        throw CLIError(error.description, code: CLIError.ioError)
+    }
+    progress.finish()
+    Terminal.write(json ? report.json : report.text)
+    Terminal.flush()
 }

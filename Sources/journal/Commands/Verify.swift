@@ -25,10 +25,7 @@ extension JournalCommand {
             try reportingErrors {
                 let journal = try options.open()
                 let set = SegmentSet.load(journal)
-                var report = ReplayReport()
-                report.problems = set.problems
-                // Decode every block: checksums alone do not prove a body decodes.
-                Replay.forEachUniqueEvent(set, report: &report) { _ in }
+                let report = Replay.check(set)
                 let problems = report.problems.filter { $0.kind != .tornTail }
                 let notes = report.problems.filter { $0.kind == .tornTail }
                 if json {
