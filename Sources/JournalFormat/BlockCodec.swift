@@ -88,17 +88,14 @@ public enum BlockCodec {
     public static func decode(
         _ raw: UnsafeRawBufferPointer, replica: ReplicaID, firstSeq: UInt64, eventCount: Int
     ) throws(DecodeError) -> [Event] {
-        var events: [Event] = []
-        events.reserveCapacity(eventCount)
-        try decode(raw, replica: replica, firstSeq: firstSeq, eventCount: eventCount) { events.append($0) }
-        return events
+        try decodeColumns(raw, firstSeq: firstSeq, eventCount: eventCount).events(replica: replica)
     }
 
-    /// Streams the events of a block body to `body` in seq order.
-    public static func decode(
-        _ raw: UnsafeRawBufferPointer, replica: ReplicaID, firstSeq: UInt64, eventCount: Int,
-        _ body: (Event) -> Void
-    ) throws(DecodeError) {
+    /// Decodes a block body into its columns, without building one value per event: what
+    /// replay folds from directly.
+    public static func decodeColumns(
+        _ raw: UnsafeRawBufferPointer, firstSeq: UInt64, eventCount: Int
+    ) throws(DecodeError) -> BlockColumns {
         var reader = ByteReader(raw)
         let strokeCount = try reader.readCount(minimumItemSize: 16, what: "stroke table")
         var strokes: [StrokeID] = []
@@ -149,8 +146,9 @@ public enum BlockCodec {
             previousWall = previousWall &+ (try reader.readZigZag())
             walls[index] = previousWall
         }
-        var strokeRefs = [UInt32](repeating: 0, count: strokeEventCount)
-        for index in 0..<strokeEventCount {
+        // Stroke refs are stored for non-clear events only; spread them per event.
+        var strokeRefs = [UInt32](repeating: 0, count: eventCount)
+        for index in 0..<eventCount where kinds[index] != .clear {
             let start = reader.offset
             let ref = try reader.readVarint()
             guard ref < UInt64(strokeCount) else {
@@ -185,60 +183,144 @@ public enum BlockCodec {
         pressureStrokes.reserveCapacity(pressureCount)
         var timeStrokes: [UInt32] = []
         timeStrokes.reserveCapacity(timeCount)
-        do {
-            var strokeCursor = 0
-            var pointCursor = 0
-            for kind in kinds where kind != .clear {
-                if kind == .point {
-                    let ref = strokeRefs[strokeCursor]
-                    pointStrokes[pointCursor] = ref
-                    if pointFlags[pointCursor] & 1 != 0 { pressureStrokes.append(ref) }
-                    if pointFlags[pointCursor] & 2 != 0 { timeStrokes.append(ref) }
-                    pointCursor += 1
-                }
-                strokeCursor += 1
-            }
+        var pointCursor = 0
+        for index in 0..<eventCount where kinds[index] == .point {
+            let ref = strokeRefs[index]
+            pointStrokes[pointCursor] = ref
+            if pointFlags[pointCursor] & 1 != 0 { pressureStrokes.append(ref) }
+            if pointFlags[pointCursor] & 2 != 0 { timeStrokes.append(ref) }
+            pointCursor += 1
         }
         let xs = try RealColumnDecoder.decode(&reader, strokes: pointStrokes, strokeCount: strokeCount)
         let ys = try RealColumnDecoder.decode(&reader, strokes: pointStrokes, strokeCount: strokeCount)
-        let pressures = try RealColumnDecoder.decode(&reader, strokes: pressureStrokes, strokeCount: strokeCount)
-        let times = try RealColumnDecoder.decode(&reader, strokes: timeStrokes, strokeCount: strokeCount)
+        let pressureValues = try RealColumnDecoder.decode(&reader, strokes: pressureStrokes, strokeCount: strokeCount)
+        let timeValues = try RealColumnDecoder.decode(&reader, strokes: timeStrokes, strokeCount: strokeCount)
         guard reader.isAtEnd else {
             throw .malformed(offset: reader.offset, reason: "\(reader.remaining) unexpected bytes after the last column")
         }
 
-        var strokeCursor = 0
-        var pointCursor = 0
+        // Optional fields spread per point, NaN for absent (never a recorded value: the
+        // reader refuses non-finite values after decoding).
+        var pressures = [Double](repeating: .nan, count: pointCount)
+        var times = [Double](repeating: .nan, count: pointCount)
         var pressureCursor = 0
         var timeCursor = 0
-        for index in 0..<eventCount {
+        for index in 0..<pointCount {
+            let flag = pointFlags[index]
+            if flag & 1 != 0 { pressures[index] = pressureValues[pressureCursor]; pressureCursor += 1 }
+            if flag & 2 != 0 { times[index] = timeValues[timeCursor]; timeCursor += 1 }
+        }
+        return BlockColumns(
+            firstSeq: firstSeq, strokes: strokes, styles: styles, kinds: kinds, lamports: lamports, walls: walls,
+            strokeRefs: strokeRefs, styleRefs: styleRefs, pointFlags: pointFlags, xs: xs, ys: ys,
+            pressures: pressures, times: times)
+    }
+}
+
+/// A decoded block, column by column: event `i` has seq `firstSeq + i`; point columns are
+/// indexed by the point's rank among the block's points.
+public struct BlockColumns: Sendable {
+    public var firstSeq: UInt64
+    public var strokes: [StrokeID]
+    public var styles: [Style]
+    public var kinds: [EventKind]
+    public var lamports: [UInt64]
+    public var walls: [Int64]
+    /// Per event, an index into `strokes` (0 for `clear`, which names no stroke).
+    public var strokeRefs: [UInt32]
+    /// Per point, an index into `styles`.
+    public var styleRefs: [UInt32]
+    /// Per point: bit 0 pressure present, bit 1 t present.
+    public var pointFlags: [UInt8]
+    public var xs: [Double]
+    public var ys: [Double]
+    /// Per point; NaN where the point has no pressure.
+    public var pressures: [Double]
+    /// Per point; NaN where the point has no t.
+    public var times: [Double]
+
+    public var count: Int { kinds.count }
+    public var pointCount: Int { xs.count }
+
+    public func events(replica: ReplicaID) -> [Event] {
+        var events: [Event] = []
+        events.reserveCapacity(count)
+        var point = 0
+        for index in 0..<count {
             let id = EventID(replica: replica, seq: firstSeq + UInt64(index))
+            let stroke = strokes.isEmpty ? nil : strokes[Int(strokeRefs[index])]
             let payload: Payload
             switch kinds[index] {
-            case .clear:
-                payload = .clear
+            case .clear: payload = .clear
             case .point:
-                let stroke = strokes[Int(strokeRefs[strokeCursor])]
-                let flag = pointFlags[pointCursor]
-                var pressure: Double? = nil
-                var t: Double? = nil
-                if flag & 1 != 0 { pressure = pressures[pressureCursor]; pressureCursor += 1 }
-                if flag & 2 != 0 { t = times[timeCursor]; timeCursor += 1 }
+                let flag = pointFlags[point]
                 payload = .point(PointSample(
-                    stroke: stroke, x: xs[pointCursor], y: ys[pointCursor], pressure: pressure, t: t,
-                    style: styles[Int(styleRefs[pointCursor])]))
-                pointCursor += 1
-                strokeCursor += 1
-            case .end:
-                payload = .end(strokes[Int(strokeRefs[strokeCursor])]); strokeCursor += 1
-            case .undo:
-                payload = .undo(strokes[Int(strokeRefs[strokeCursor])]); strokeCursor += 1
-            case .redo:
-                payload = .redo(strokes[Int(strokeRefs[strokeCursor])]); strokeCursor += 1
-            case .erase:
-                payload = .erase(strokes[Int(strokeRefs[strokeCursor])]); strokeCursor += 1
+                    stroke: stroke!, x: xs[point], y: ys[point],
+                    pressure: flag & 1 != 0 ? pressures[point] : nil, t: flag & 2 != 0 ? times[point] : nil,
+                    style: styles[Int(styleRefs[point])]))
+                point += 1
+            case .end: payload = .end(stroke!)
+            case .undo: payload = .undo(stroke!)
+            case .redo: payload = .redo(stroke!)
+            case .erase: payload = .erase(stroke!)
             }
-            body(Event(id: id, lamport: lamports[index], wallTime: walls[index], payload: payload))
+            events.append(Event(id: id, lamport: lamports[index], wallTime: walls[index], payload: payload))
+        }
+        return events
+    }
+
+    /// Refuses values no writer may record (invariant 8): non-finite numbers, negative widths.
+    public func validate() throws(DecodeError) {
+        for index in 0..<pointCount {
+            guard xs[index].isFinite, ys[index].isFinite else {
+                throw .malformed(offset: 0, reason: "point \(index): coordinates must be finite")
+            }
+            if pointFlags[index] & 1 != 0, !pressures[index].isFinite {
+                throw .malformed(offset: 0, reason: "point \(index): pressure must be finite")
+            }
+            if pointFlags[index] & 2 != 0, !times[index].isFinite {
+                throw .malformed(offset: 0, reason: "point \(index): t must be finite")
+            }
+        }
+        for style in styles where !(style.width.isFinite && style.width >= 0) {
+            throw .malformed(offset: 0, reason: "style width \(style.width) must be finite and not negative")
+        }
+    }
+}
+
+extension BlockColumns {
+    /// Columns of a dense run of one replica's events (seqs `first...first+count-1`).
+    public init(events: ArraySlice<Event>) {
+        firstSeq = events.first?.id.seq ?? 1
+        strokes = []; styles = []; kinds = []; lamports = []; walls = []; strokeRefs = []
+        styleRefs = []; pointFlags = []; xs = []; ys = []; pressures = []; times = []
+        var strokeIndex: [StrokeID: UInt32] = [:]
+        var styleIndex: [Style: UInt32] = [:]
+        for event in events {
+            kinds.append(event.payload.kind)
+            lamports.append(event.lamport)
+            walls.append(event.wallTime)
+            var ref: UInt32 = 0
+            if let stroke = event.payload.stroke {
+                ref = strokeIndex[stroke] ?? {
+                    strokes.append(stroke)
+                    strokeIndex[stroke] = UInt32(strokes.count - 1)
+                    return UInt32(strokes.count - 1)
+                }()
+            }
+            strokeRefs.append(ref)
+            guard case .point(let sample) = event.payload else { continue }
+            let styleRef = styleIndex[sample.style] ?? {
+                styles.append(sample.style)
+                styleIndex[sample.style] = UInt32(styles.count - 1)
+                return UInt32(styles.count - 1)
+            }()
+            styleRefs.append(styleRef)
+            pointFlags.append((sample.pressure != nil ? 1 : 0) | (sample.t != nil ? 2 : 0))
+            xs.append(sample.x)
+            ys.append(sample.y)
+            pressures.append(sample.pressure ?? .nan)
+            times.append(sample.t ?? .nan)
         }
     }
 }

@@ -200,6 +200,11 @@ public enum BlockDecoder {
     public static func visit(
         frame: BlockFrame, frameBytes: UnsafeRawBufferPointer, replica: ReplicaID, _ body: (Event) -> Void
     ) throws(SegmentFormatError) {
+        try columns(frame: frame, frameBytes: frameBytes).events(replica: replica).forEach(body)
+    }
+
+    /// Verifies, inflates within the frame's bounds, decodes and validates one block.
+    public static func columns(frame: BlockFrame, frameBytes: UnsafeRawBufferPointer) throws(SegmentFormatError) -> BlockColumns {
         try verifyChecksum(frame: frame, frameBytes: frameBytes)
         let compressed = UnsafeRawBufferPointer(rebasing: frameBytes[FormatV1.blockHeaderSize..<frame.totalLength])
         let raw: [UInt8]
@@ -208,30 +213,24 @@ public enum BlockDecoder {
         } catch {
             throw .inflate(error)
         }
-        var failure: DecodeError?
-        var decoded: [Event] = []
-        decoded.reserveCapacity(frame.eventCount)
+        var result: Result<BlockColumns, DecodeError> = .failure(.malformed(offset: 0, reason: "not decoded"))
         raw.withUnsafeBytes { buffer in
             do throws(DecodeError) {
-                try BlockCodec.decode(
-                    buffer, replica: replica, firstSeq: frame.firstSeq, eventCount: frame.eventCount) { decoded.append($0) }
+                let columns = try BlockCodec.decodeColumns(buffer, firstSeq: frame.firstSeq, eventCount: frame.eventCount)
+                // A checksum proves the bytes are what some writer wrote, not that the writer
+                // was honest: refuse values no writer of ours produces.
+                try columns.validate()
+                guard columns.lamports.max() == frame.maxLamport else {
+                    throw DecodeError.malformed(offset: 0, reason: "frame says max lamport \(frame.maxLamport), events hold \(columns.lamports.max() ?? 0)")
+                }
+                result = .success(columns)
             } catch {
-                failure = error
+                result = .failure(error)
             }
         }
-        if let failure { throw .body(failure) }
-        // A checksum proves the bytes are what some writer wrote, not that a writer was honest:
-        // refuse values no writer of ours can produce (invariant 8).
-        var maxLamport: UInt64 = 0
-        for event in decoded {
-            maxLamport = max(maxLamport, event.lamport)
-            do throws(EventValidationError) { try event.payload.validate() } catch {
-                throw .body(.malformed(offset: 0, reason: "event \(event.id.seq): \(error)"))
-            }
+        switch result {
+        case .success(let columns): return columns
+        case .failure(let error): throw .body(error)
         }
-        guard maxLamport == frame.maxLamport else {
-            throw .body(.malformed(offset: 0, reason: "frame says max lamport \(frame.maxLamport), events hold \(maxLamport)"))
-        }
-        decoded.forEach(body)
     }
 }

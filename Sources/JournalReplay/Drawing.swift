@@ -24,6 +24,14 @@ public struct Drawing: Equatable, Sendable {
             tBits = t ?? .nan
         }
 
+        /// NaN-coded optionals, as decoded columns hold them.
+        init(x: Double, y: Double, pressureBits: Double, tBits: Double) {
+            self.x = x
+            self.y = y
+            self.pressureBits = pressureBits
+            self.tBits = tBits
+        }
+
         public var pressure: Double? { pressureBits.isNaN ? nil : pressureBits }
         public var t: Double? { tBits.isNaN ? nil : tBits }
 

@@ -30,6 +30,8 @@ public struct ReplayReport: Sendable {
     public var eventCount = 0
     public var pointCount = 0
     public var maxLamport: UInt64 = 0
+    /// Events taken from a snapshot instead of being replayed (0: a full replay).
+    public var eventsFromSnapshot = 0
 
     public init() {}
 }
@@ -37,7 +39,132 @@ public struct ReplayReport: Sendable {
 /// Rebuilds the drawing from segments: verify, dedup by event id, fold.
 public enum Replay {
     public static func load(_ directory: JournalDirectory) -> (drawing: Drawing, report: ReplayReport) {
-        replay(SegmentSet.load(directory))
+        load(directory, useSnapshots: true)
+    }
+
+    /// The journal's drawing, starting from its newest valid snapshot when one applies (the
+    /// result is the same either way), and taking a new snapshot when the automatic policy
+    /// says so (`SnapshotStore.automaticThreshold`).
+    public static func load(_ directory: JournalDirectory, useSnapshots: Bool) -> (drawing: Drawing, report: ReplayReport) {
+        let set = SegmentSet.load(directory)
+        guard useSnapshots else { return replay(set) }
+        if let snapshot = SnapshotStore.newest(directory),
+           let (drawing, report, next) = continueFrom(snapshot, set: set) {
+            let fresh = next.eventCount - snapshot.eventCount
+            if fresh >= SnapshotStore.automaticThreshold && fresh * 4 >= next.eventCount {
+                _ = try? SnapshotStore.write(next, to: directory)
+            }
+            return (drawing, report)
+        }
+        var report = ReplayReport()
+        report.problems = set.problems
+        if let snapshot = fullSnapshot(set, report: &report) {
+            if snapshot.eventCount >= SnapshotStore.automaticThreshold && snapshot.forks.isEmpty {
+                _ = try? SnapshotStore.write(snapshot, to: directory)
+            }
+            return (snapshot.state.finish(), report)
+        }
+        return replay(set)
+    }
+
+    /// A full ordered replay kept as a snapshot; nil if clocks are out of order.
+    static func fullSnapshot(_ set: SegmentSet, report: inout ReplayReport) -> Snapshot? {
+        var merge = OrderedMerge(set: set)
+        guard merge.run(report: &report) != nil else { return nil }
+        return makeSnapshot(of: merge, set: set, replicas: set.replicas, report: report)
+    }
+
+    private static func makeSnapshot(of merge: OrderedMerge, set: SegmentSet, replicas: [ReplicaID], report: ReplayReport,
+                                 previous: Snapshot? = nil) -> Snapshot {
+        var covered = previous?.covered ?? [:]
+        for summary in report.replicas {
+            var ranges = covered[summary.replica] ?? []
+            ranges += summary.ranges
+            covered[summary.replica] = merged(ranges)
+        }
+        var lastLamports: [ReplicaID: UInt64] = [:]
+        for (index, replica) in replicas.enumerated() { lastLamports[replica] = merge.lastLamports[index] }
+        var names = previous?.sealedNames ?? []
+        for member in set.members {
+            if let name = member.name { names.insert(member.replica.hex + "/" + name.fileName) }
+        }
+        return Snapshot(replicas: replicas, covered: covered, lastLamports: lastLamports, sealedNames: names,
+                        lastKey: merge.lastKey, eventCount: report.eventCount, pointCount: report.pointCount,
+                        maxLamport: report.maxLamport, duplicateEvents: report.duplicateEvents, forks: report.forks,
+                        state: merge.state)
+    }
+
+    /// Applies to `snapshot` the events of `set` it does not cover; nil when that would not
+    /// give exactly the full replay (a late or re-delivered event), so the caller replays all.
+    static func continueFrom(_ snapshot: Snapshot, set: SegmentSet) -> (Drawing, ReplayReport, Snapshot)? {
+        guard snapshot.forks.isEmpty else { return nil }
+        var skipThrough: [ReplicaID: UInt64] = [:]
+        var fresh = SegmentSet()
+        fresh.problems = set.problems
+        for member in set.members {
+            let key = member.replica.hex + "/" + (member.name?.fileName ?? "")
+            if member.name != nil && snapshot.sealedNames.contains(key) { continue }
+            let covered = snapshot.covered[member.replica] ?? []
+            if let range = member.scan.seqRange, let top = covered.last?.upperBound, range.lowerBound <= top {
+                // Only our own append-only open segment may overlap what the snapshot holds,
+                // and only if the snapshot holds a gap-free prefix of its replica.
+                guard member.name == nil, covered.count == 1, covered[0].lowerBound == 1 else { return nil }
+                skipThrough[member.replica] = top
+            }
+            fresh.members.append(member)
+        }
+        let replicas = Array(Set(snapshot.replicas + fresh.replicas)).sorted()
+        let map = snapshot.replicas.map { UInt32(replicas.firstIndex(of: $0)!) }
+        var state = snapshot.state
+        state.remap(map)
+        var floor = snapshot.lastKey
+        if let last = snapshot.lastKey { floor?.replica = map[Int(last.replica)] }
+        var report = ReplayReport()
+        report.problems = fresh.problems
+        var merge = OrderedMerge(set: fresh, replicas: replicas, state: state, floor: floor,
+                                 lastLamports: snapshot.lastLamports, skipThrough: skipThrough)
+        guard let drawing = merge.run(report: &report) else { return nil }
+        let applied = report
+        report.eventCount += snapshot.eventCount
+        report.pointCount += snapshot.pointCount
+        report.maxLamport = max(report.maxLamport, snapshot.maxLamport)
+        report.duplicateEvents += snapshot.duplicateEvents
+        report.eventsFromSnapshot = snapshot.eventCount
+        var summaries: [ReplicaID: ReplayReport.ReplicaSummary] = [:]
+        for (replica, ranges) in snapshot.covered {
+            var summary = ReplayReport.ReplicaSummary(replica: replica)
+            summary.ranges = ranges
+            summaries[replica] = summary
+        }
+        for summary in applied.replicas {
+            var merged = summaries[summary.replica] ?? ReplayReport.ReplicaSummary(replica: summary.replica)
+            merged.ranges = Replay.merged(merged.ranges + summary.ranges)
+            summaries[summary.replica] = merged
+        }
+        for member in set.members { summaries[member.replica]?.segments += 1 }
+        report.replicas = summaries.keys.sorted().map { replica in
+            var summary = summaries[replica]!
+            summary.events = summary.ranges.reduce(0) { $0 + Int($1.upperBound - $1.lowerBound + 1) }
+            return summary
+        }
+        var next = makeSnapshot(of: merge, set: set, replicas: replicas, report: applied, previous: snapshot)
+        next.eventCount = report.eventCount
+        next.pointCount = report.pointCount
+        next.maxLamport = report.maxLamport
+        next.duplicateEvents = report.duplicateEvents
+        return (drawing, report, next)
+    }
+
+    static func merged(_ ranges: [ClosedRange<UInt64>]) -> [ClosedRange<UInt64>] {
+        var result: [ClosedRange<UInt64>] = []
+        for range in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            if let last = result.last, range.lowerBound <= last.upperBound + 1 {
+                result[result.count - 1] = last.lowerBound...max(last.upperBound, range.upperBound)
+            } else {
+                result.append(range)
+            }
+        }
+        return result
     }
 
     /// Decodes every block of every segment without folding: what `verify` and `status` need
@@ -49,121 +176,186 @@ public enum Replay {
         return report
     }
 
+    /// The drawing of every distinct event in `set`.
+    ///
+    /// Each replica's events are streamed in seq order, one decoded block at a time, and the
+    /// streams are merged by order key, so the fold sees events in total order and never
+    /// sorts points or keeps a key per point. That relies on an honest writer's clocks rising
+    /// with its seqs; if a replica's do not, replay falls back to the order-free `Fold`, which
+    /// gives the same drawing for any input, only slower.
     public static func replay(_ set: SegmentSet) -> (drawing: Drawing, report: ReplayReport) {
         var report = ReplayReport()
         report.problems = set.problems
-        report.duplicateEvents = 0
-        var fold = Fold(replicas: set.replicas)
-        forEachUniqueEvent(set, report: &report) { event in
-            fold.apply(event)
+        var merge = OrderedMerge(set: set)
+        if let drawing = merge.run(report: &report) {
+            return (drawing, report)
         }
+        report = ReplayReport()
+        report.problems = set.problems
+        var fold = Fold(replicas: set.replicas)
+        forEachUniqueEvent(set, report: &report) { fold.apply($0) }
         return (fold.finish(), report)
     }
 
     /// Calls `body` once per distinct event id, in (replica, seq) order, after dedup and fork
-    /// resolution. Blocks are decoded one overlap group at a time, so memory follows the
-    /// largest group, not the journal.
+    /// resolution.
     public static func forEachUniqueEvent(
         _ set: SegmentSet, report: inout ReplayReport, _ body: (Event) -> Void
     ) {
-        struct BlockRef {
-            var member: Int
-            var block: ScannedBlock
-        }
-        var byReplica: [ReplicaID: [BlockRef]] = [:]
-        var summaries: [ReplicaID: ReplayReport.ReplicaSummary] = [:]
-        for (index, member) in set.members.enumerated() {
-            summaries[member.replica, default: .init(replica: member.replica)].segments += 1
-            for block in member.scan.blocks {
-                byReplica[member.replica, default: []].append(BlockRef(member: index, block: block))
-            }
-        }
-        for replica in summaries.keys.sorted() {
-            var summary = summaries[replica]!
-            let blocks = (byReplica[replica] ?? []).sorted {
-                ($0.block.frame.firstSeq, $0.block.frame.lastSeq) < ($1.block.frame.firstSeq, $1.block.frame.lastSeq)
-            }
-            // Group blocks whose seq ranges overlap; most groups hold exactly one block.
-            var groupStart = 0
-            while groupStart < blocks.count {
-                var groupEnd = groupStart + 1
-                var reach = blocks[groupStart].block.frame.lastSeq
-                while groupEnd < blocks.count && blocks[groupEnd].block.frame.firstSeq <= reach {
-                    reach = max(reach, blocks[groupEnd].block.frame.lastSeq)
-                    groupEnd += 1
+        for replica in set.replicas {
+            var stream = ReplicaStream(set: set, replica: replica)
+            while let batch = stream.next(report: &report) {
+                for event in batch.events(replica: replica) {
+                    report.count(event.lamport, isPoint: event.payload.kind == .point)
+                    body(event)
                 }
-                let group = blocks[groupStart..<groupEnd]
-                groupStart = groupEnd
+            }
+            report.replicas.append(stream.summary)
+        }
+    }
+}
 
-                // Blocks are decoded one at a time and merged into the group's distinct events, so
-                // memory follows distinct seqs (bounded by the group's range), not copies of them.
-                var variants: [UInt64: Event] = [:]
-                var single: [Event]? = nil
-                var forked = Set(report.forks)
-                for ref in group {
-                    let member = set.members[ref.member]
-                    let frame = ref.block.frame
-                    let result: Result<[Event], SegmentFormatError> = member.scan.bytes.withUnsafeBytes { buffer in
-                        let frameBytes = UnsafeRawBufferPointer(rebasing: buffer[ref.block.offset..<ref.block.offset + frame.totalLength])
-                        do throws(SegmentFormatError) {
-                            return .success(try BlockDecoder.events(frame: frame, frameBytes: frameBytes, replica: replica))
-                        } catch {
-                            return .failure(error)
-                        }
+extension ReplayReport {
+    mutating func count(_ lamport: UInt64, isPoint: Bool) {
+        eventCount += 1
+        if isPoint { pointCount += 1 }
+        if lamport > maxLamport { maxLamport = lamport }
+    }
+}
+
+/// One replica's distinct events in seq order, as decoded blocks.
+///
+/// Blocks whose seq ranges overlap (the same events in two segments: a conflict copy, a
+/// re-cut segment, a fork) form a group that is merged event by event: identical copies are
+/// counted as duplicates, different ones as forks (the canonical lesser kept). Memory follows
+/// one block, or the distinct events of one group, never the journal.
+struct ReplicaStream {
+    struct BlockRef {
+        var member: Int
+        var block: ScannedBlock
+    }
+
+    let set: SegmentSet
+    let replica: ReplicaID
+    private let blocks: [BlockRef]
+    private var position = 0
+    private(set) var summary: ReplayReport.ReplicaSummary
+    /// Events up to this seq are already folded (a snapshot covers them): skip them.
+    var skipThrough: UInt64 = 0
+
+    init(set: SegmentSet, replica: ReplicaID) {
+        self.set = set
+        self.replica = replica
+        var refs: [BlockRef] = []
+        var summary = ReplayReport.ReplicaSummary(replica: replica)
+        for (index, member) in set.members.enumerated() where member.replica == replica {
+            summary.segments += 1
+            for block in member.scan.blocks { refs.append(BlockRef(member: index, block: block)) }
+        }
+        blocks = refs.sorted {
+            ($0.block.frame.firstSeq, $0.block.frame.lastSeq) < ($1.block.frame.firstSeq, $1.block.frame.lastSeq)
+        }
+        self.summary = summary
+    }
+
+    mutating func next(report: inout ReplayReport) -> BlockColumns? {
+        if !queued.isEmpty { return queued.removeFirst() }
+        while position < blocks.count {
+            var end = position + 1
+            var reach = blocks[position].block.frame.lastSeq
+            while end < blocks.count && blocks[end].block.frame.firstSeq <= reach {
+                reach = max(reach, blocks[end].block.frame.lastSeq)
+                end += 1
+            }
+            let group = blocks[position..<end]
+            position = end
+            if reach <= skipThrough { continue }
+            if group.count == 1 {
+                if var columns = decode(group.first!, report: &report) {
+                    addRange(group.first!.block.seqRange)
+                    if columns.firstSeq <= skipThrough {
+                        let events = columns.events(replica: replica)
+                        columns = BlockColumns(events: events[Int(skipThrough - columns.firstSeq + 1)...])
                     }
-                    guard case .success(let events) = result else {
-                        if case .failure(let error) = result {
-                            report.problems.append(Problem(
-                                .corrupt, file: member.scan.path, offset: Int64(ref.block.offset), replica: replica,
-                                seqRange: ref.block.seqRange, reason: error.description))
-                        }
-                        continue
-                    }
-                    addRange(ref.block.seqRange, to: &summary.ranges)
-                    if group.count == 1 { single = events; break }
-                    for event in events {
-                        guard let existing = variants[event.id.seq] else {
-                            variants[event.id.seq] = event
-                            continue
-                        }
-                        if existing == event {
-                            report.duplicateEvents += 1
-                        } else {
-                            if forked.insert(event.id).inserted {
-                                report.forks.append(event.id)
-                                report.problems.append(Problem(
-                                    .fork, file: member.scan.path, offset: Int64(ref.block.offset),
-                                    replica: replica, seqRange: event.id.seq...event.id.seq,
-                                    reason: "event \(event.id) exists with different contents; the canonical lesser one is kept"))
-                            }
-                            if EventOrdering.canonicalLess(event, existing) { variants[event.id.seq] = event }
-                        }
-                    }
+                    summary.events += columns.count
+                    return columns
                 }
-                if let single {
-                    for event in single { emit(event, &report, body) }
+                continue
+            }
+            if let merged = mergeGroup(group, report: &report) { return merged }
+        }
+        return nil
+    }
+
+    private func decode(_ ref: BlockRef, report: inout ReplayReport) -> BlockColumns? {
+        let member = set.members[ref.member]
+        let frame = ref.block.frame
+        let result: Result<BlockColumns, SegmentFormatError> = member.scan.bytes.withUnsafeBytes { buffer in
+            let frameBytes = UnsafeRawBufferPointer(rebasing: buffer[ref.block.offset..<ref.block.offset + frame.totalLength])
+            do throws(SegmentFormatError) {
+                return .success(try BlockDecoder.columns(frame: frame, frameBytes: frameBytes))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch result {
+        case .success(let columns): return columns
+        case .failure(let error):
+            report.problems.append(Problem(
+                .corrupt, file: member.scan.path, offset: Int64(ref.block.offset), replica: replica,
+                seqRange: ref.block.seqRange, reason: error.description))
+            return nil
+        }
+    }
+
+    /// Distinct events of overlapping blocks, re-packed as one dense run per contiguous range.
+    private mutating func mergeGroup(_ group: ArraySlice<BlockRef>, report: inout ReplayReport) -> BlockColumns? {
+        var variants: [UInt64: Event] = [:]
+        var forked = Set(report.forks)
+        for ref in group {
+            guard let columns = decode(ref, report: &report) else { continue }
+            addRange(ref.block.seqRange)
+            for event in columns.events(replica: replica) {
+                guard let existing = variants[event.id.seq] else {
+                    variants[event.id.seq] = event
                     continue
                 }
-                for seq in variants.keys.sorted() { emit(variants[seq]!, &report, body) }
+                if existing == event {
+                    report.duplicateEvents += 1
+                } else {
+                    if forked.insert(event.id).inserted {
+                        report.forks.append(event.id)
+                        report.problems.append(Problem(
+                            .fork, file: set.members[ref.member].scan.path, offset: Int64(ref.block.offset),
+                            replica: replica, seqRange: event.id.seq...event.id.seq,
+                            reason: "event \(event.id) exists with different contents; the canonical lesser one is kept"))
+                    }
+                    if EventOrdering.canonicalLess(event, existing) { variants[event.id.seq] = event }
+                }
             }
-            summary.events = summary.ranges.reduce(0) { $0 + Int($1.upperBound - $1.lowerBound + 1) }
-            report.replicas.append(summary)
         }
+        guard !variants.isEmpty else { return nil }
+        let events = variants.keys.sorted().map { variants[$0]! }
+        summary.events += events.count
+        // Hand the distinct events out as batches like any block's. The seqs of a group may
+        // have holes (a damaged block) and a batch needs dense seqs, so split at holes.
+        var runs: [[Event]] = []
+        for event in events {
+            if let last = runs.last?.last, last.id.seq + 1 == event.id.seq { runs[runs.count - 1].append(event) } else { runs.append([event]) }
+        }
+        queued = runs.dropFirst().map { BlockColumns(events: $0[...]) }
+        return BlockColumns(events: runs[0][...])
     }
 
-    private static func emit(_ event: Event, _ report: inout ReplayReport, _ body: (Event) -> Void) {
-        report.eventCount += 1
-        if case .point = event.payload { report.pointCount += 1 }
-        report.maxLamport = max(report.maxLamport, event.lamport)
-        body(event)
-    }
+    /// Batches of a merged group not yet handed out (a group with holes gives several).
+    private var queued: [BlockColumns] = []
 
-    private static func addRange(_ range: ClosedRange<UInt64>, to ranges: inout [ClosedRange<UInt64>]) {
+    private mutating func addRange(_ range: ClosedRange<UInt64>) {
         // Blocks arrive sorted by first seq, so only the last range can absorb this one.
-        if let last = ranges.last, range.lowerBound <= last.upperBound + 1 {
-            ranges[ranges.count - 1] = last.lowerBound...max(last.upperBound, range.upperBound)
+        if let last = summary.ranges.last, range.lowerBound <= last.upperBound + 1 {
+            summary.ranges[summary.ranges.count - 1] = last.lowerBound...max(last.upperBound, range.upperBound)
         } else {
-            ranges.append(range)
+            summary.ranges.append(range)
         }
     }
 }

@@ -15,7 +15,7 @@ struct JournalCommand: ParsableCommand {
             """,
         subcommands: [
             Demo.self, Init.self, Record.self, Sync.self, Merge.self, Status.self,
-            Log.self, Strokes.self, Render.self, Stats.self, Verify.self, DigestCommand.self,
+            Log.self, Strokes.self, Render.self, Stats.self, Verify.self, DigestCommand.self, SnapshotCommand.self,
         ]
     )
 }

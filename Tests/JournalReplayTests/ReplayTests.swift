@@ -188,4 +188,142 @@ import Testing
         fold.apply(generator.event(.end(ghost)))
         #expect(fold.finish().strokes.isEmpty)
     }
+
+    /// Clocks that do not rise with seqs (a forged or buggy writer) defeat the ordered merge;
+    /// replay must notice and give the order-free fold's drawing anyway.
+    @Test func unorderedClocksFallBackToTheOrderFreeFold() throws {
+        var generator = EventGenerator(seed: 31)
+        var events = generator.stroke(points: 20) + generator.stroke(points: 20)
+        // Swap the clocks of two points: seq order and lamport order now disagree.
+        let swapped = events[3].lamport
+        events[3].lamport = events[30].lamport
+        events[30].lamport = swapped
+        let temp = TemporaryDirectory("unordered")
+        defer { temp.remove() }
+        let folder = temp.path + "/replicas/" + generator.replica.hex
+        try FileSystem.createDirectory(folder)
+        let bytes = SegmentEncoder.segment(replica: generator.replica, events: events, targetEvents: 7)
+        let name = SegmentName(firstSeq: 1, lastSeq: UInt64(events.count), fileCRC: CRC32.checksum(bytes))
+        try FileSystem.writeAtomically(bytes, to: folder + "/" + name.fileName, temporaryPath: folder + "/.tmp")
+        let (replayed, report) = Replay.replay(SegmentSet.load(replicasPath: temp.path + "/replicas"))
+        #expect(replayed == drawing(events))
+        #expect(report.eventCount == events.count)
+    }
+
+    /// The ordered merge and the order-free fold agree on many random multi-replica sessions,
+    /// including replicas that saw each other's clocks and points styled differently.
+    @Test func orderedMergeAgreesWithTheOrderFreeFold() throws {
+        for seed in 100..<130 as Range<UInt64> {
+            var session = makeSession(seed: seed)
+            // Restyle some points so that per-point styles are exercised.
+            for (replica, var events) in session.events {
+                for index in events.indices where index % 17 == 0 {
+                    if case .point(var sample) = events[index].payload {
+                        sample.style.width += 1
+                        events[index].payload = .point(sample)
+                    }
+                }
+                session.events[replica] = events
+            }
+            let temp = TemporaryDirectory("oracle")
+            defer { temp.remove() }
+            try writeSegments(session, into: temp.path + "/replicas", seed: seed, duplicate: seed % 3 == 0)
+            let (replayed, report) = Replay.replay(SegmentSet.load(replicasPath: temp.path + "/replicas"))
+            #expect(replayed == drawing(session.all), "seed \(seed)")
+            #expect(report.eventCount == session.all.count)
+        }
+    }
+}
+
+/// Snapshots change how fast a journal opens, never what it shows.
+@Suite struct SnapshotTests {
+    /// Records `count` strokes into the journal's own replica.
+    func draw(_ journal: JournalDirectory, strokes count: Int, seed: UInt64, seal: Bool = true) throws {
+        var generator = EventGenerator(seed: seed)
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 64, sealOnClose: seal))
+        for _ in 0..<count {
+            for event in generator.stroke(points: Int.random(in: 1...30, using: &generator.random)) {
+                try writer.append(event.payload)
+            }
+            if Bool.random(using: &generator.random), let stroke = generator.strokes.randomElement(using: &generator.random) {
+                try writer.append(Bool.random(using: &generator.random) ? .undo(stroke) : .redo(stroke))
+            }
+        }
+        try writer.close()
+    }
+
+    func snapshotPath(_ journal: JournalDirectory) -> String { journal.localPath + "/snapshots/latest.sjsnap" }
+
+    @Test func openingFromASnapshotEqualsAFullReplayAtRandomPoints() throws {
+        for seed in 1...6 as ClosedRange<UInt64> {
+            let temp = TemporaryDirectory("snap")
+            defer { temp.remove() }
+            let journal = try JournalDirectory.create(at: temp.path + "/j")
+            let other = try JournalDirectory.create(at: temp.path + "/other")
+            var random = SeededGenerator(seed: seed)
+            var usedSnapshot = false
+            for step in 0..<6 {
+                // New events from this replica (sealed or not) and from another one.
+                try draw(journal, strokes: Int.random(in: 1...5, using: &random), seed: seed * 100 + UInt64(step), seal: Bool.random(using: &random))
+                try draw(other, strokes: Int.random(in: 1...3, using: &random), seed: seed * 1000 + UInt64(step))
+                for file in other.listSealed().sealed {
+                    _ = SegmentImporter.importSegment(at: file.path, replica: file.replica, claimedName: file.name, intoReplicas: journal.replicasPath)
+                }
+                if Bool.random(using: &random) { try SnapshotStore.create(journal) }
+                let full = Replay.load(journal, useSnapshots: false)
+                let fast = Replay.load(journal, useSnapshots: true)
+                #expect(fast.drawing == full.drawing, "seed \(seed) step \(step)")
+                #expect(fast.drawing.digest == full.drawing.digest)
+                #expect(fast.report.eventCount == full.report.eventCount)
+                #expect(fast.report.replicas.map(\.ranges) == full.report.replicas.map(\.ranges))
+                #expect(full.report.eventsFromSnapshot == 0)
+                if fast.report.eventsFromSnapshot > 0 { usedSnapshot = true }
+            }
+            #expect(usedSnapshot, "seed \(seed): no load started from a snapshot, so nothing was compared")
+        }
+    }
+
+    @Test func lateEventsOlderThanTheSnapshotAndDuplicatesGiveTheFullReplay() throws {
+        let temp = TemporaryDirectory("snap-late")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        let late = try JournalDirectory.create(at: temp.path + "/late")
+        // The late replica records first (small clocks) but is imported only after the snapshot.
+        try draw(late, strokes: 4, seed: 9)
+        try draw(journal, strokes: 20, seed: 10)
+        try SnapshotStore.create(journal)
+        for file in late.listSealed().sealed {
+            _ = SegmentImporter.importSegment(at: file.path, replica: file.replica, claimedName: file.name, intoReplicas: journal.replicasPath)
+            // …and a duplicate delivery of the same events under another cut.
+            let events = SegmentScanner.scan(path: file.path, sealed: true).allEvents().events
+            let bytes = SegmentEncoder.segment(replica: file.replica, events: Array(events.prefix(10)), targetEvents: 3)
+            let name = SegmentName(firstSeq: 1, lastSeq: 10, fileCRC: CRC32.checksum(bytes))
+            try FileSystem.writeAtomically(bytes, to: journal.replicaPath(file.replica) + "/" + name.fileName, temporaryPath: journal.replicasPath + "/.t")
+        }
+        let full = Replay.load(journal, useSnapshots: false)
+        let fast = Replay.load(journal, useSnapshots: true)
+        #expect(fast.drawing == full.drawing)
+        #expect(fast.report.eventsFromSnapshot == 0, "a late event must force a full replay")
+        #expect(fast.report.duplicateEvents == full.report.duplicateEvents && full.report.duplicateEvents == 10)
+    }
+
+    @Test func aDamagedSnapshotNeverChangesTheDrawing() throws {
+        let temp = TemporaryDirectory("snap-bad")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        try draw(journal, strokes: 10, seed: 11)
+        let expected = Replay.load(journal, useSnapshots: false).drawing
+        try SnapshotStore.create(journal)
+        let good = try FileSystem.readFile(snapshotPath(journal))
+        var random = SeededGenerator(seed: 12)
+        for _ in 0..<200 {
+            let offset = Int.random(in: 0..<good.count, using: &random)
+            let damaged = Int.random(in: 0..<3, using: &random) == 0
+                ? Damage.truncate(good, at: offset) : Damage.flipByte(good, at: offset, mask: UInt8.random(in: 1...255, using: &random))
+            try FileSystem.writeAtomically(damaged, to: snapshotPath(journal), temporaryPath: snapshotPath(journal) + ".t")
+            #expect(Replay.load(journal).drawing == expected)
+        }
+        try FileSystem.remove(snapshotPath(journal))
+        #expect(Replay.load(journal).drawing == expected)
+    }
 }

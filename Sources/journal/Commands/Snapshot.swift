@@ -1,0 +1,33 @@
+import ArgumentParser
+import JournalPlatform
+import JournalReplay
+
+extension JournalCommand {
+    struct SnapshotCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "snapshot",
+            abstract: "Save the folded drawing so that later opens replay only newer events.",
+            discussion: """
+                Snapshots are local caches in local/snapshots/: never synced, ignored when damaged,
+                rebuilt when missing. Opening uses one only when the result is exactly a full
+                replay's. One is also taken automatically after a replay of at least \(SnapshotStore.automaticThreshold)
+                events beyond the newest snapshot (when they are at least a quarter of the journal).
+
+                Example:
+                  journal snapshot -C board && journal digest -C board
+                """)
+
+        @OptionGroup var options: JournalOptions
+
+        func run() throws {
+            try reportingErrors {
+                let journal = try options.open()
+                let started = ProcessInfoLite.monotonicSeconds()
+                let info = try SnapshotStore.create(journal)
+                let seconds = ProcessInfoLite.monotonicSeconds() - started
+                Terminal.write("snapshot of \(info.events) events: \(info.path) (\(info.bytes) bytes) in \(formatSeconds(seconds))\n")
+                Terminal.flush()
+            }
+        }
+    }
+}
