@@ -28,6 +28,8 @@ public struct ByteWriter: Sendable {
 
     public mutating func append(contentsOf other: [UInt8]) { bytes.append(contentsOf: other) }
 
+    public mutating func append(contentsOf raw: UnsafeRawBufferPointer) { bytes.append(contentsOf: raw) }
+
     @inline(__always)
     public mutating func appendVarint(_ value: UInt64) {
         var remaining = value

@@ -45,8 +45,10 @@ public enum Replay {
     /// The journal's drawing, starting from its newest valid snapshot when one applies (the
     /// result is the same either way), and taking a new snapshot when the automatic policy
     /// says so (`SnapshotStore.automaticThreshold`).
-    public static func load(_ directory: JournalDirectory, useSnapshots: Bool) -> (drawing: Drawing, report: ReplayReport) {
-        let set = SegmentSet.load(directory)
+    public static func load(
+        _ directory: JournalDirectory, set preloaded: SegmentSet? = nil, useSnapshots: Bool
+    ) -> (drawing: Drawing, report: ReplayReport) {
+        let set = preloaded ?? SegmentSet.load(directory)
         guard useSnapshots else { return replay(set) }
         if let snapshot = SnapshotStore.newest(directory),
            let (drawing, report, next) = continueFrom(snapshot, set: set) {

@@ -147,8 +147,12 @@ extension OrderedFoldState {
             out.appendVarint(UInt64(stroke.points.count))
             // Points as raw little-endian Double bits: loading is a copy, not a decode.
             stroke.points.withUnsafeBytes { raw in
-                for index in stride(from: 0, to: raw.count, by: 8) {
-                    out.appendLE(raw.load(fromByteOffset: index, as: UInt64.self))
+                if 1.littleEndian == 1 {
+                    out.append(contentsOf: raw)
+                } else {
+                    for index in stride(from: 0, to: raw.count, by: 8) {
+                        out.appendLE(raw.load(fromByteOffset: index, as: UInt64.self))
+                    }
                 }
             }
             if let pointStyles = stroke.pointStyles { pointStyles.forEach { out.appendVarint(UInt64($0)) } }
@@ -179,13 +183,17 @@ extension OrderedFoldState {
             let count = try reader.readCount(minimumItemSize: 32, what: "point")
             let raw = try reader.readBytes(count * 32)
             stroke.points = Array(unsafeUninitializedCapacity: count) { buffer, initialized in
-                for index in 0..<count {
-                    let base = index * 32
-                    buffer[index] = Drawing.Point(
-                        x: Double(bitPattern: UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: base, as: UInt64.self))),
-                        y: Double(bitPattern: UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: base + 8, as: UInt64.self))),
-                        pressureBits: Double(bitPattern: UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: base + 16, as: UInt64.self))),
-                        tBits: Double(bitPattern: UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: base + 24, as: UInt64.self))))
+                if MemoryLayout<Drawing.Point>.size == 32 && 1.littleEndian == 1 {
+                    // Same layout as the file (four little-endian Doubles): one copy.
+                    UnsafeMutableRawBufferPointer(buffer).copyMemory(from: raw)
+                } else {
+                    for index in 0..<count {
+                        let base = index * 32
+                        func double(_ offset: Int) -> Double {
+                            Double(bitPattern: UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: base + offset, as: UInt64.self)))
+                        }
+                        buffer[index] = Drawing.Point(x: double(0), y: double(8), pressureBits: double(16), tBits: double(24))
+                    }
                 }
                 initialized = count
             }

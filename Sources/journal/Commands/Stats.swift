@@ -22,7 +22,7 @@ extension JournalCommand {
             try reportingErrors {
                 let journal = try options.open()
                 let set = SegmentSet.load(journal)
-                let (drawing, report) = Replay.replay(set)
+                let (drawing, report) = Replay.load(journal, set: set, useSnapshots: true)
                 reportProblems(report)
                 let stats = JournalStats(set: set, drawing: drawing, report: report)
                 Terminal.write(json ? stats.json : stats.text)
