@@ -7,23 +7,41 @@ extension Drawing {
         var hasher = SHA256()
         hasher.update(Array("StrokeJournal drawing v1\n".utf8))
         hasher.update(littleEndian: UInt64(strokes.count))
+        // One buffer per stroke, filled through a raw pointer and hashed at once: per-field
+        // hashing calls would cost more than the hashing itself.
+        var buffer: [UInt8] = []
         for stroke in strokes {
-            hasher.update(stroke.id.bits.bytes)
-            hasher.update([stroke.visible ? 1 : 0, stroke.ended ? 1 : 0])
-            hasher.update(littleEndian: UInt64(stroke.points.count))
-            for (index, point) in stroke.points.enumerated() {
-                let style = stroke.style(ofPoint: index)
-                let pressure = point.pressure
-                let t = point.t
-                hasher.update([(pressure != nil ? 1 : 0) | (t != nil ? 2 : 0)])
-                hasher.update(littleEndian: point.x.bitPattern)
-                hasher.update(littleEndian: point.y.bitPattern)
-                if let pressure { hasher.update(littleEndian: pressure.bitPattern) }
-                if let t { hasher.update(littleEndian: t.bitPattern) }
-                hasher.update(littleEndian: style.color.rawValue)
-                hasher.update(littleEndian: style.width.bitPattern)
+            let size = 16 + 2 + 8 + stroke.points.reduce(0) { total, point in
+                total + 1 + 16 + (point.pressure != nil ? 8 : 0) + (point.t != nil ? 8 : 0) + 12
             }
+            if buffer.count < size { buffer = [UInt8](repeating: 0, count: max(size, buffer.count * 2)) }
+            let used = buffer.withUnsafeMutableBytes { raw -> Int in
+                var offset = 0
+                func put<T: FixedWidthInteger>(_ value: T) {
+                    raw.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self)
+                    offset += MemoryLayout<T>.size
+                }
+                for byte in stroke.id.bits.bytes { put(byte) }
+                put(UInt8(stroke.visible ? 1 : 0))
+                put(UInt8(stroke.ended ? 1 : 0))
+                put(UInt64(stroke.points.count))
+                for (index, point) in stroke.points.enumerated() {
+                    let style = stroke.style(ofPoint: index)
+                    let pressure = point.pressure
+                    let t = point.t
+                    put(UInt8((pressure != nil ? 1 : 0) | (t != nil ? 2 : 0)))
+                    put(point.x.bitPattern)
+                    put(point.y.bitPattern)
+                    if let pressure { put(pressure.bitPattern) }
+                    if let t { put(t.bitPattern) }
+                    put(style.color.rawValue)
+                    put(style.width.bitPattern)
+                }
+                return offset
+            }
+            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<used])) }
         }
         return SHA256.hex(hasher.finalize())
     }
 }
+
