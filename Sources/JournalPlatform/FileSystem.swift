@@ -37,6 +37,7 @@ public struct FileDescriptor: Sendable {
     }
 
     public static func open(_ path: String, _ mode: Mode) throws(IOError) -> FileDescriptor {
+        if mode != .readOnly { try FaultInjection.check(.open, path) }
         let flags: Int32
         switch mode {
         case .readOnly: flags = O_RDONLY
@@ -55,6 +56,12 @@ public struct FileDescriptor: Sendable {
     /// Writes every byte, retrying short writes.
     public func writeAll(_ bytes: UnsafeRawBufferPointer) throws(IOError) {
         var offset = 0
+        if let code = FaultInjection.fault(.write, path) {
+            // A failing write may still have written part of the buffer (ENOSPC mid-way): do
+            // that, so that tests see the torn bytes a real failure can leave.
+            _ = SystemCall.write(rawValue, bytes.baseAddress!, bytes.count / 2)
+            throw IOError("write", path: path, code: code)
+        }
         while offset < bytes.count {
             let written = retryingInterrupts {
                 SystemCall.write(rawValue, bytes.baseAddress! + offset, bytes.count - offset)
@@ -100,12 +107,14 @@ public struct FileDescriptor: Sendable {
 
     /// `fsync(2)`: the data written so far survives power loss once this returns.
     public func sync() throws(IOError) {
+        try FaultInjection.check(.fsync, path)
         guard retryingInterrupts({ fsync(rawValue) }) == 0 else {
             throw IOError("fsync", path: path, code: errno)
         }
     }
 
     public func truncate(to length: Int64) throws(IOError) {
+        try FaultInjection.check(.truncate, path)
         guard retryingInterrupts({ ftruncate(rawValue, off_t(length)) }) == 0 else {
             throw IOError("truncate", path: path, code: errno)
         }
@@ -149,20 +158,24 @@ public enum FileSystem {
     }
 
     public static func rename(_ from: String, to: String) throws(IOError) {
+        try FaultInjection.check(.rename, to)
         guard SystemCall.rename(from, to) == 0 else { throw IOError("rename", path: from, code: errno) }
     }
 
     /// Links `from` at `to`, failing if `to` exists: an atomic "rename without overwrite".
     public static func link(_ from: String, to: String) throws(IOError) {
+        try FaultInjection.check(.link, to)
         guard SystemCall.link(from, to) == 0 else { throw IOError("link", path: to, code: errno) }
     }
 
     public static func remove(_ path: String) throws(IOError) {
+        try FaultInjection.check(.remove, path)
         guard unlink(path) == 0 else { throw IOError("remove", path: path, code: errno) }
     }
 
     /// Fsyncs a directory so that the names created or renamed in it are durable.
     public static func syncDirectory(_ path: String) throws(IOError) {
+        try FaultInjection.check(.syncDirectory, path)
         let fd = retryingInterrupts { Glibc_open(path, O_RDONLY | O_CLOEXEC, 0) }
         guard fd >= 0 else { throw IOError("open", path: path, code: errno) }
         defer { _ = SystemCall.close(fd) }
@@ -176,6 +189,7 @@ public enum FileSystem {
         if parentPath != path && !parentPath.isEmpty && !exists(parentPath) {
             try createDirectory(parentPath)
         }
+        try FaultInjection.check(.mkdir, path)
         guard mkdir(path, 0o755) == 0 || errno == EEXIST else {
             throw IOError("mkdir", path: path, code: errno)
         }
@@ -363,5 +377,28 @@ extension ProcessInfoLite {
         let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let safe = name.filter { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }
         return safe.isEmpty ? "host" : safe
+    }
+}
+
+/// A seam for tests: every storage write, fsync, truncate, rename, link, remove, mkdir and
+/// directory fsync asks `hook` first, which may fail it with an errno (after SQLite's
+/// `ioerr` loop and LevelDB's fault-injection env). Nil in production: one load and branch.
+public enum FaultInjection {
+    public enum Operation: String, Sendable, CaseIterable {
+        case open, write, fsync, truncate, rename, link, remove, mkdir, syncDirectory
+    }
+
+    /// Returns an errno (e.g. `EIO`, `ENOSPC`) to fail the operation, nil to let it run.
+    nonisolated(unsafe) public static var hook: ((Operation, String) -> Int32?)?
+
+    @inline(__always)
+    static func fault(_ operation: Operation, _ path: String) -> Int32? {
+        guard let hook else { return nil }
+        return hook(operation, path)
+    }
+
+    @inline(__always)
+    static func check(_ operation: Operation, _ path: String) throws(IOError) {
+        if let code = fault(operation, path) { throw IOError(operation.rawValue, path: path, code: code) }
     }
 }

@@ -15,6 +15,8 @@ public enum JournalError: Error, Equatable, Sendable, CustomStringConvertible {
     case openSegmentCorrupt(Problem)
     case exhausted(String)
     case closed
+    /// An earlier write or fsync failed; what it covered was never acknowledged.
+    case writerFailed(IOError)
 
     public var description: String {
         switch self {
@@ -30,6 +32,8 @@ public enum JournalError: Error, Equatable, Sendable, CustomStringConvertible {
             return "the open segment is damaged before its last block: \(problem); run `journal verify` and keep a copy before repairing"
         case .exhausted(let what): return what
         case .closed: return "the writer is closed"
+        case .writerFailed(let error):
+            return "an earlier write failed (\(error)); events after the last successful flush were not recorded: reopen the journal to recover"
         }
     }
 }

@@ -55,6 +55,10 @@ public final class JournalWriter {
 
     private var lock: FileDescriptor?
     private var openSegment: FileDescriptor?
+    /// Set by the first failed write, fsync or rename: after it, the open segment may end in
+    /// a torn block, so appending more could bury it mid-file. Every later call refuses until
+    /// the journal is reopened, which cuts the torn tail (what SQLite and LevelDB do).
+    private var failure: IOError?
     private var openSegmentEvents = 0
     private var pending: [Event] = []
     private var pendingSince: Int64 = 0
@@ -91,6 +95,7 @@ public final class JournalWriter {
     @discardableResult
     public func append(_ payload: Payload) throws(JournalError) -> EventID {
         guard lock != nil else { throw .closed }
+        if let failure { throw .writerFailed(failure) }
         do { try payload.validate() } catch { throw .invalidEvent(error) }
         guard nextSeq < FormatV1.maxSeq, clock + 1 < FormatV1.maxLamport else {
             throw .exhausted("seq or lamport clock reached the format's bound 2^62")
@@ -123,6 +128,7 @@ public final class JournalWriter {
 
     private func writePending() throws(JournalError) {
         guard lock != nil else { throw .closed }
+        if let failure { throw .writerFailed(failure) }
         guard !pending.isEmpty else { return }
         guard let openSegment else { throw .closed }
         var start = 0
@@ -131,10 +137,10 @@ public final class JournalWriter {
             // A large block is written at the sealing level, so that sealing can copy it as is.
             let level = end - start >= FormatV1.sealedBlockMinimumEvents ? SegmentEncoder.compressionLevel : options.openBlockCompressionLevel
             let block = SegmentEncoder.block(pending[start..<end], level: level)
-            do { try openSegment.writeAll(block) } catch { throw .io(error) }
+            do { try openSegment.writeAll(block) } catch { throw poison(error) }
             start = end
         }
-        do { try openSegment.sync() } catch { throw .io(error) }
+        do { try openSegment.sync() } catch { throw poison(error) }
         durableSeq = pending.last!.id.seq
         openSegmentEvents += pending.count
         pending.removeAll(keepingCapacity: true)
@@ -144,6 +150,7 @@ public final class JournalWriter {
     /// Returns its name, or nil if nothing was open.
     @discardableResult
     public func seal() throws(JournalError) -> SegmentName? {
+        if let failure { throw .writerFailed(failure) }
         try writePending()
         guard openSegmentEvents > 0 else { return nil }
         let scan = SegmentScanner.scan(path: directory.openSegmentPath, sealed: false)
@@ -193,14 +200,27 @@ public final class JournalWriter {
                                        maxLamport: scan.maxLamport, valid: true))
             try index.save(directory)
         } catch {
-            throw .io(error)
+            throw poison(error)
         }
         return name
+    }
+
+    private func poison(_ error: IOError) -> JournalError {
+        if failure == nil { failure = error }
+        return .io(error)
     }
 
     /// Flushes, seals if the options say so, and releases the lock.
     public func close() throws(JournalError) {
         guard lock != nil else { return }
+        if let failure {
+            // Nothing more can be made durable; release the lock so that a reopen recovers.
+            openSegment?.close()
+            openSegment = nil
+            lock?.close()
+            lock = nil
+            throw .writerFailed(failure)
+        }
         if options.sealOnClose { try seal() } else { try flush() }
         openSegment?.close()
         openSegment = nil
