@@ -1,0 +1,645 @@
+#!/usr/bin/env python3
+"""sjread: an independent reader of StrokeJournal journals, format version 1.
+
+This reader was written from docs/FORMAT.md alone, without the Swift sources, and is kept
+that way: it is a conformance check of the document and of the reference implementation.
+If `sjread.py` and `journal` disagree, either the document is wrong or incomplete, or one of
+the two readers has a bug; the Swift code is the reference, so fix FORMAT.md (and then this
+file) or the code, never just one side silently. Tests/CLITests/IndependentReaderTests.swift
+runs it against the built `journal` binary.
+
+Usage (Python 3.8+, standard library only):
+
+    sjread.py log JOURNAL_DIR       every unique event in total order, one canonical NDJSON
+                                    line each: byte-identical to `journal log -C JOURNAL_DIR`
+    sjread.py digest JOURNAL_DIR    the drawing's SHA-256, as `journal digest -C JOURNAL_DIR`
+    sjread.py verify JOURNAL_DIR    every problem found (torn tails as notes); exit status 1
+                                    if there is any problem other than a torn tail
+
+JOURNAL_DIR is a journal (it has `local/replica`; its open segment `local/open.sjo` is read
+too) or a shared folder (only `replicas/`). Section numbers (§) below refer to FORMAT.md.
+Problem reasons are worded independently of `journal`'s; kinds, files, offsets and seq
+ranges follow the document.
+"""
+import argparse
+import hashlib
+import os
+import stat
+import struct
+import sys
+import zlib
+
+# §5.1, §12 (FormatV1)
+HEADER_SIZE = 32
+FRAME_SIZE = 36
+MAX_RAW = 8 << 20
+MAX_COMPRESSED = MAX_RAW + (MAX_RAW >> 8) + 64
+MAX_EVENTS = 1 << 16
+MAX_SEQ = 1 << 62
+MAX_LAMPORT = 1 << 62
+MAX_SCALE = 9
+MAX_FILE = 1 << 30
+M64 = (1 << 64) - 1
+KINDS = ["point", "end", "undo", "redo", "erase", "clear"]
+POINT, END, UNDO, REDO, ERASE, CLEAR = range(6)
+LOWER_HEX = b"0123456789abcdef"
+DIGITS = b"0123456789"
+
+
+class Malformed(Exception):
+    pass
+
+
+def s64(v):
+    v &= M64
+    return v - (1 << 64) if v >> 63 else v
+
+
+def bits_to_float(bits):
+    return struct.unpack("<d", struct.pack("<Q", bits))[0]
+
+
+def float_to_bits(value):
+    return struct.unpack("<Q", struct.pack("<d", value))[0]
+
+
+def finite(bits):
+    return (bits >> 52) & 0x7FF != 0x7FF
+
+
+# ---------------------------------------------------------------------------------------------
+# Problems (§8.2)
+
+class Problem:
+    def __init__(self, kind, path, reason, offset=None, replica=None, seqs=None):
+        self.kind, self.path, self.reason = kind, path, reason
+        self.offset, self.replica, self.seqs = offset, replica, seqs
+
+    def __str__(self):
+        text = self.path
+        if self.offset is not None:
+            text += " @%d" % self.offset
+        text += ": %s: %s" % (self.kind, self.reason)
+        if self.replica is not None:
+            text += " [replica " + self.replica.hex()
+            if self.seqs is not None:
+                text += " seq %d...%d" % self.seqs
+            text += "]"
+        return text
+
+
+# ---------------------------------------------------------------------------------------------
+# Primitive encodings (§3)
+
+class Reader:
+    def __init__(self, data):
+        self.data = data
+        self.offset = 0
+
+    def left(self):
+        return len(self.data) - self.offset
+
+    def byte(self):
+        if self.offset >= len(self.data):
+            raise Malformed("truncated")
+        value = self.data[self.offset]
+        self.offset += 1
+        return value
+
+    def take(self, count):
+        if self.left() < count:
+            raise Malformed("truncated")
+        value = self.data[self.offset:self.offset + count]
+        self.offset += count
+        return value
+
+    def varint(self):
+        result, shift = 0, 0
+        while True:
+            b = self.byte()
+            if shift == 63 and b > 1:
+                raise Malformed("varint overflows 64 bits")
+            result |= (b & 0x7F) << shift
+            if b < 0x80:
+                return result
+            shift += 7
+
+    def svarint(self):
+        u = self.varint()
+        return (u >> 1) ^ -(u & 1)
+
+    def u32(self):
+        return struct.unpack("<I", self.take(4))[0]
+
+    def f64bits(self):
+        return struct.unpack("<Q", self.take(8))[0]
+
+    def count(self, item_size, what):
+        value = self.varint()
+        if value > self.left() // item_size:
+            raise Malformed("%s count %d exceeds the bytes left" % (what, value))
+        return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Block body (§6)
+
+def real_column(r, strokes_of_entries, stroke_count):
+    scale, order = r.byte(), r.byte()
+    if scale > MAX_SCALE:
+        raise Malformed("decimal scale %d" % scale)
+    if order not in (1, 2):
+        raise Malformed("prediction order %d" % order)
+    divisor = float(10 ** scale)
+    seen = [False] * stroke_count
+    prev = [0] * stroke_count
+    delta = [0] * stroke_count
+    values = []
+    for s in strokes_of_entries:
+        if not seen[s]:
+            p = 0
+        elif order == 2:
+            p = s64(prev[s] + delta[s])
+        else:
+            p = prev[s]
+        n = s64(p + r.svarint())
+        delta[s] = s64(n - prev[s]) if seen[s] else 0
+        prev[s], seen[s] = n, True
+        values.append(float_to_bits(float(n) / divisor))
+    k = len(values)
+    exceptions = r.count(9, "exception")
+    if exceptions > k:
+        raise Malformed("more exceptions than values")
+    index = -1
+    for _ in range(exceptions):
+        gap = r.varint()
+        if gap >= k:
+            raise Malformed("exception gap")
+        index += gap + 1
+        if index >= k:
+            raise Malformed("exception index")
+        values[index] = r.f64bits()
+    return values
+
+
+def decode_body(raw, replica, first_seq, n):
+    """The block's events as dicts (§6.5) and its style table; doubles are 64-bit patterns."""
+    r = Reader(raw)
+    strokes = [bytes(r.take(16)) for _ in range(r.count(16, "stroke"))]
+    styles = [(r.u32(), r.f64bits()) for _ in range(r.count(12, "style"))]
+    if r.left() < n:
+        raise Malformed("kind column truncated")
+    kinds = list(r.take(n))
+    for kind in kinds:
+        if kind > CLEAR:
+            raise Malformed("unknown event kind %d" % kind)
+    lamports, previous = [], 0
+    for _ in range(n):
+        previous = (previous + (r.svarint() & M64) + 1) & M64
+        if not 1 <= previous < MAX_LAMPORT:
+            raise Malformed("lamport clock out of range")
+        lamports.append(previous)
+    walls, previous = [], 0
+    for _ in range(n):
+        previous = s64(previous + r.svarint())
+        walls.append(previous)
+    m = sum(1 for kind in kinds if kind != CLEAR)
+    p = kinds.count(POINT)
+    stroke_refs = [r.varint() for _ in range(m)]
+    if any(ref >= len(strokes) for ref in stroke_refs):
+        raise Malformed("stroke reference out of range")
+    style_refs = [r.varint() for _ in range(p)]
+    if any(ref >= len(styles) for ref in style_refs):
+        raise Malformed("style reference out of range")
+    if r.left() < p:
+        raise Malformed("point flags truncated")
+    flags = list(r.take(p))
+    if any(f & ~3 for f in flags):
+        raise Malformed("unknown point flags")
+    point_strokes, pressure_strokes, t_strokes = [], [], []
+    refs = iter(stroke_refs)
+    point_index = 0
+    for kind in kinds:
+        if kind == CLEAR:
+            continue
+        ref = next(refs)
+        if kind == POINT:
+            point_strokes.append(ref)
+            if flags[point_index] & 1:
+                pressure_strokes.append(ref)
+            if flags[point_index] & 2:
+                t_strokes.append(ref)
+            point_index += 1
+    xs = real_column(r, point_strokes, len(strokes))
+    ys = real_column(r, point_strokes, len(strokes))
+    pressures = iter(real_column(r, pressure_strokes, len(strokes)))
+    ts = iter(real_column(r, t_strokes, len(strokes)))
+    if r.left() != 0:
+        raise Malformed("unexpected bytes after the last column")
+    events = []
+    refs = iter(stroke_refs)
+    point_index = 0
+    for i, kind in enumerate(kinds):
+        event = {"replica": replica, "seq": first_seq + i, "lamport": lamports[i], "wall": walls[i], "kind": kind}
+        if kind != CLEAR:
+            event["stroke"] = strokes[next(refs)]
+        if kind == POINT:
+            f = flags[point_index]
+            event["x"], event["y"] = xs[point_index], ys[point_index]
+            event["pressure"] = next(pressures) if f & 1 else None
+            event["t"] = next(ts) if f & 2 else None
+            event["color"], event["width"] = styles[style_refs[point_index]]
+            point_index += 1
+        events.append(event)
+    return events, styles
+
+
+def validate(events, styles, max_lamport):
+    """§6.5: values no writer may store, and the frame's maxLamport, make the block malformed."""
+    for event in events:
+        if event["kind"] != POINT:
+            continue
+        for field in ("x", "y", "pressure", "t"):
+            bits = event[field]
+            if bits is not None and not finite(bits):
+                raise Malformed("event %d: %s is not finite" % (event["seq"], field))
+    for _, width in styles:  # every style of the table, used by a point or not
+        if not finite(width) or bits_to_float(width) < 0:
+            raise Malformed("style width %r is not finite and >= 0" % bits_to_float(width))
+    actual = max(event["lamport"] for event in events)
+    if actual != max_lamport:
+        raise Malformed("frame says max lamport %d, events hold %d" % (max_lamport, actual))
+
+
+def block_events(member, frame):
+    """Checks 9 and 10 of §5.1: inflate within bounds, decode, validate."""
+    start = frame["offset"] + FRAME_SIZE
+    body = member["bytes"][start:start + frame["compressed"]]
+    inflater = zlib.decompressobj(-15)
+    try:
+        raw = inflater.decompress(body, frame["raw"] + 1)
+    except zlib.error as error:
+        raise Malformed("block body does not inflate: %s" % error)
+    if not (len(raw) == frame["raw"] and inflater.eof and not inflater.unused_data
+            and not inflater.unconsumed_tail):
+        raise Malformed("block body does not inflate to exactly %d bytes" % frame["raw"])
+    try:
+        events, styles = decode_body(raw, member["replica"], frame["first"], frame["count"])
+        validate(events, styles, frame["max_lamport"])
+    except Malformed as error:
+        raise Malformed("block body is malformed: %s" % error)
+    return events
+
+
+# ---------------------------------------------------------------------------------------------
+# Segments (§4, §5, §8.4)
+
+def check_frame(data, offset):
+    """(frame, None) if checks 1-8 pass, else (frame or None, (reason, is_short))."""
+    if len(data) - offset < FRAME_SIZE:
+        return None, ("block is cut short", True)
+    if data[offset:offset + 4] != b"SJBK":
+        return None, ("bad block magic", False)
+    compressed, raw, count, first, max_lamport, crc = struct.unpack_from("<IIIQQI", data, offset + 4)
+    if raw > MAX_RAW:
+        return None, ("raw length %d is outside the bounds" % raw, False)
+    if compressed > MAX_COMPRESSED:
+        return None, ("compressed length %d is outside the bounds" % compressed, False)
+    if not (1 <= count <= MAX_EVENTS and count <= raw):
+        return None, ("event count %d is outside the bounds" % count, False)
+    if not (1 <= first < MAX_SEQ - count):
+        return None, ("first seq %d is outside the bounds" % first, False)
+    frame = {"offset": offset, "compressed": compressed, "raw": raw, "count": count, "first": first,
+             "last": first + count - 1, "max_lamport": max_lamport}
+    if len(data) - offset < FRAME_SIZE + compressed:
+        return frame, ("block is cut short", True)
+    body = data[offset + FRAME_SIZE:offset + FRAME_SIZE + compressed]
+    if zlib.crc32(body, zlib.crc32(data[offset:offset + 32])) != crc:
+        return frame, ("block checksum mismatch", False)
+    return frame, None
+
+
+def resynchronise(data, start):
+    offset = data.find(b"SJBK", start)
+    while offset != -1 and offset + FRAME_SIZE <= len(data):
+        if check_frame(data, offset)[1] is None:
+            return offset
+        offset = data.find(b"SJBK", offset + 1)
+    return None
+
+
+def scan(path, sealed):
+    """Reads one segment file and checks its header and frames (not bodies)."""
+    short = "incomplete" if sealed else "torn-tail"
+    result = {"path": path, "replica": None, "blocks": [], "problems": [], "bytes": b"", "tail_only": True}
+    problems = result["problems"]
+    try:
+        size = os.stat(path).st_size
+        if size > MAX_FILE:
+            problems.append(Problem("ignored", path, "file of %d bytes exceeds the segment size bound" % size))
+            return result
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        problems.append(Problem("unreadable", path, str(error)))
+        return result
+    result["bytes"] = data
+    if len(data) < HEADER_SIZE:
+        problems.append(Problem(short, path, "file header is cut short", offset=0))
+        return result
+    version, header_length = struct.unpack_from("<HH", data, 8)
+    reason = None
+    if data[0:8] != b"SJOURNAL":
+        reason = "bad magic"
+    elif struct.unpack_from("<I", data, 28)[0] != zlib.crc32(data[0:28]):
+        reason = "file header checksum mismatch"
+    elif version != 1:
+        reason = "unsupported format version %d" % version
+    elif header_length != HEADER_SIZE:
+        reason = "unexpected header length %d" % header_length
+    if reason:
+        problems.append(Problem("corrupt", path, reason, offset=0))
+        return result
+    replica = result["replica"] = bytes(data[12:28])
+
+    def report(kind, reason, offset, seqs):
+        problems.append(Problem(kind, path, reason, offset=offset, replica=replica, seqs=seqs))
+
+    offset, expected, gap_allowed = HEADER_SIZE, None, False
+    while offset < len(data):
+        frame, error = check_frame(data, offset)
+        if error is None:
+            seqs = (frame["first"], frame["last"])
+            if expected is not None and (frame["first"] < expected if gap_allowed else frame["first"] != expected):
+                report("corrupt", "block starts at seq %d, expected %d" % (frame["first"], expected), offset, seqs)
+            else:
+                if problems:
+                    result["tail_only"] = False
+                result["blocks"].append(frame)
+                expected, gap_allowed = frame["last"] + 1, False
+            offset += FRAME_SIZE + frame["compressed"]
+        else:
+            following = resynchronise(data, offset + 1)
+            kind = short if (following is None and error[1]) else "corrupt"
+            report(kind, error[0], offset, (frame["first"], frame["last"]) if frame else None)
+            gap_allowed = True
+            if following is None:
+                break
+            offset = following
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Files and names (§2, §8.5)
+
+def parse_name(name):
+    """(first, last, crc) of a canonical sealed name given as bytes, else None."""
+    if len(name) != 54 or name[20:21] != b"-" or name[41:42] != b"-" or name[50:] != b".sjs":
+        return None
+    first, last, crc = name[0:20], name[21:41], name[42:50]
+    if not all(c in DIGITS for c in first + last) or not all(c in LOWER_HEX for c in crc):
+        return None
+    first, last = int(first), int(last)
+    if last > M64 or not 1 <= first <= last:
+        return None
+    return first, last, int(crc, 16)
+
+
+def is_replica_folder(name):
+    return len(name) == 32 and all(c in LOWER_HEX for c in name)
+
+
+def load(root):
+    """The loaded segments (members) and the problems of §8.2 found before decoding."""
+    members, problems = [], []
+    replicas = os.path.join(os.fsencode(root), b"replicas")
+    try:
+        folders = sorted(os.listdir(replicas))
+    except FileNotFoundError:
+        folders = []
+    except OSError as error:
+        problems.append(Problem("unreadable", os.fsdecode(replicas), str(error)))
+        folders = []
+    for folder in folders:
+        folder_path = os.path.join(replicas, folder)
+        if not (stat.S_ISDIR(os.lstat(folder_path).st_mode) and is_replica_folder(folder)):
+            problems.append(Problem("ignored", os.fsdecode(folder_path), "not a replica folder"))
+            continue
+        folder_replica = bytes.fromhex(folder.decode())
+        try:
+            names = sorted(os.listdir(folder_path))
+        except OSError as error:
+            problems.append(Problem("unreadable", os.fsdecode(folder_path), str(error), replica=folder_replica))
+            continue
+        for name in names:
+            path = os.fsdecode(os.path.join(folder_path, name))
+            parsed = parse_name(name)
+            if not stat.S_ISREG(os.lstat(path).st_mode) or parsed is None:
+                problems.append(Problem("ignored", path, "not a sealed segment", replica=folder_replica))
+                continue
+            first, last, crc = parsed
+            segment = scan(path, sealed=True)
+            problems.extend(segment["problems"])
+            if segment["replica"] is None:
+                continue
+            if segment["replica"] != folder_replica:
+                problems.append(Problem("corrupt", path, "header names replica %s but the file is in the folder of %s"
+                                        % (segment["replica"].hex(), folder.decode()), offset=0, replica=segment["replica"]))
+                continue
+            if not segment["blocks"] and not segment["problems"]:
+                problems.append(Problem("corrupt", path, "a sealed segment with no blocks",
+                                        replica=folder_replica, seqs=(first, last)))
+                continue
+            if zlib.crc32(segment["bytes"]) != crc:
+                kind = "incomplete" if segment["tail_only"] and segment["problems"] else "corrupt"
+                problems.append(Problem(kind, path, "file checksum does not match its name",
+                                        replica=folder_replica, seqs=(first, last)))
+            if segment["blocks"] and not segment["problems"]:
+                held = (segment["blocks"][0]["first"], segment["blocks"][-1]["last"])
+                if held != (first, last):
+                    problems.append(Problem("corrupt", path, "blocks hold seq %d...%d, the name says %d...%d"
+                                            % (held + (first, last)), replica=folder_replica, seqs=held))
+                    segment["blocks"] = []
+            members.append(segment)
+    local = os.path.join(root, "local")
+    open_path = os.path.join(local, "open.sjo")
+    if os.path.exists(os.path.join(local, "replica")) and os.path.exists(open_path):
+        segment = scan(open_path, sealed=False)
+        problems.extend(segment["problems"])
+        if segment["replica"] is not None:
+            members.append(segment)
+    return members, problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Duplicates and forks (§8.8)
+
+def canonical_bytes(e):
+    out = struct.pack(">QQB", e["lamport"], (e["wall"] & M64) ^ (1 << 63), e["kind"])
+    if e["kind"] != CLEAR:
+        out += e["stroke"]
+    if e["kind"] == POINT:
+        out += struct.pack(">QQ", e["x"], e["y"])
+        for field in ("pressure", "t"):
+            out += struct.pack(">BQ", 0 if e[field] is None else 1, e[field] or 0)
+        out += struct.pack(">QQ", e["color"], e["width"])
+    return out
+
+
+def unique_events(members, problems):
+    """Decodes every accepted block and returns one event per id, forks resolved."""
+    by_replica = {}
+    for member in members:
+        by_replica.setdefault(member["replica"], []).extend((member, frame) for frame in member["blocks"])
+    events, forked = [], set()
+    for replica in sorted(by_replica):
+        blocks = sorted(by_replica[replica], key=lambda ref: (ref[1]["first"], ref[1]["last"]))
+        start = 0
+        while start < len(blocks):
+            # Blocks whose seq ranges overlap are merged together.
+            end, reach = start + 1, blocks[start][1]["last"]
+            while end < len(blocks) and blocks[end][1]["first"] <= reach:
+                reach = max(reach, blocks[end][1]["last"])
+                end += 1
+            variants = {}
+            for member, frame in blocks[start:end]:
+                try:
+                    decoded = block_events(member, frame)
+                except Malformed as error:
+                    problems.append(Problem("corrupt", member["path"], str(error), offset=frame["offset"],
+                                            replica=replica, seqs=(frame["first"], frame["last"])))
+                    continue
+                for event in decoded:
+                    known = variants.get(event["seq"])
+                    if known is None:
+                        variants[event["seq"]] = event
+                    elif known != event:
+                        if (replica, event["seq"]) not in forked:
+                            forked.add((replica, event["seq"]))
+                            problems.append(Problem("fork", member["path"], "event exists with different contents",
+                                                    offset=frame["offset"], replica=replica,
+                                                    seqs=(event["seq"], event["seq"])))
+                        if canonical_bytes(event) < canonical_bytes(known):
+                            variants[event["seq"]] = event
+            events.extend(variants[seq] for seq in sorted(variants))
+            start = end
+    return events
+
+
+# ---------------------------------------------------------------------------------------------
+# Output (§9.2) and digest (§9.1, §9.3)
+
+def order_key(e):
+    return (e["lamport"], e["wall"], e["replica"], e["seq"])
+
+
+def number(bits):
+    """Shortest round-trip text, written like Swift's Double.description (§9.2)."""
+    value = bits_to_float(bits)
+    if not finite(bits):
+        return "null"
+    text = repr(value)
+    if abs(value) > 2.0 ** 53 and "e" not in text:
+        # Python writes 2^53 < |v| < 1e16 positionally, Swift with an exponent.
+        sign = "-" if value < 0 else ""
+        whole = text.lstrip("-").split(".")[0]
+        digits = whole.rstrip("0")
+        text = sign + digits[0] + ("." + digits[1:] if len(digits) > 1 else "") + "e+%02d" % (len(whole) - 1)
+    return text
+
+
+def uuid_text(b):
+    h = b.hex().upper()
+    return "%s-%s-%s-%s-%s" % (h[0:8], h[8:12], h[12:16], h[16:20], h[20:32])
+
+
+def log_line(e):
+    out = '{"type":"%s"' % KINDS[e["kind"]]
+    if e["kind"] != CLEAR:
+        out += ',"stroke":"%s"' % uuid_text(e["stroke"])
+    if e["kind"] == POINT:
+        out += ',"x":%s,"y":%s,"color":"#%08X","width":%s' % (
+            number(e["x"]), number(e["y"]), e["color"], number(e["width"]))
+        if e["pressure"] is not None:
+            out += ',"pressure":%s' % number(e["pressure"])
+        if e["t"] is not None:
+            out += ',"t":%s' % number(e["t"])
+    return out + ',"replica":"%s","seq":%d,"lamport":%d,"time":%d}' % (
+        e["replica"].hex(), e["seq"], e["lamport"], e["wall"])
+
+
+def digest(events):
+    strokes, latest_clear = {}, None
+    for e in events:
+        key = order_key(e)
+        if e["kind"] == CLEAR:
+            latest_clear = key if latest_clear is None or latest_clear < key else latest_clear
+            continue
+        stroke = strokes.setdefault(e["stroke"], {"points": [], "ended": False, "op": None})
+        if e["kind"] == POINT:
+            stroke["points"].append((key, e))
+        elif e["kind"] == END:
+            stroke["ended"] = True
+        elif stroke["op"] is None or stroke["op"][0] < key:
+            stroke["op"] = (key, e["kind"] == REDO)
+    created = []
+    for stroke_id, stroke in strokes.items():
+        if stroke["points"]:
+            stroke["points"].sort(key=lambda point: point[0])
+            created.append((stroke["points"][0][0], stroke_id, stroke))
+    created.sort(key=lambda c: c[0])
+    h = hashlib.sha256(b"StrokeJournal drawing v1\n")
+    h.update(struct.pack("<Q", len(created)))
+    for creation, stroke_id, stroke in created:
+        op = stroke["op"]
+        visible = op[1] if op else True
+        if latest_clear is not None and creation < latest_clear and (op is None or op[0] < latest_clear):
+            visible = False
+        h.update(stroke_id + bytes([int(visible), int(stroke["ended"])]))
+        h.update(struct.pack("<Q", len(stroke["points"])))
+        for _, e in stroke["points"]:
+            p, t = e["pressure"], e["t"]
+            h.update(bytes([(p is not None) | (t is not None) << 1]) + struct.pack("<QQ", e["x"], e["y"]))
+            if p is not None:
+                h.update(struct.pack("<Q", p))
+            if t is not None:
+                h.update(struct.pack("<Q", t))
+            h.update(struct.pack("<IQ", e["color"], e["width"]))
+    return h.hexdigest()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="sjread.py", description="Independent reader of StrokeJournal format v1 (docs/FORMAT.md).")
+    parser.add_argument("command", choices=["log", "digest", "verify"])
+    parser.add_argument("journal", metavar="JOURNAL_DIR")
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.journal):
+        parser.error("%s is not a directory" % args.journal)
+    members, problems = load(args.journal)
+    events = unique_events(members, problems)
+    events.sort(key=order_key)
+    serious = [p for p in problems if p.kind != "torn-tail"]
+    out = sys.stdout
+    if args.command == "verify":
+        for problem in serious:
+            out.write("%s\n" % problem)
+        for problem in problems:
+            if problem.kind == "torn-tail":
+                out.write("note: %s\n" % problem)
+        if serious:
+            out.write("%d problem(s) in %d segments\n" % (len(serious), len(members)))
+        else:
+            out.write("clean: %d segments, %d events\n" % (len(members), len(events)))
+        return 1 if serious else 0
+    for problem in serious:
+        sys.stderr.write("sjread: warning: %s\n" % problem)
+    if args.command == "log":
+        out.write("".join(log_line(e) + "\n" for e in events))
+    else:
+        out.write(digest(events) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
