@@ -32,6 +32,8 @@ public struct ReplayReport: Sendable {
     public var maxLamport: UInt64 = 0
     /// Events taken from a snapshot instead of being replayed (0: a full replay).
     public var eventsFromSnapshot = 0
+    /// `forks` as a set, for constant-time checks while merging overlap groups.
+    var forkSet = Set<EventID>()
 
     public init() {}
 }
@@ -313,8 +315,16 @@ struct ReplicaStream {
     /// Distinct events of overlapping blocks, re-packed as one dense run per contiguous range.
     private mutating func mergeGroup(_ group: ArraySlice<BlockRef>, report: inout ReplayReport) -> BlockColumns? {
         var variants: [UInt64: Event] = [:]
-        var forked = Set(report.forks)
         for ref in group {
+            // Overlapping copies are merged in memory; a crafted set of small files can claim
+            // millions of overlapping events, so the merge is bounded (invariant 8).
+            guard variants.count + ref.block.frame.eventCount <= Self.maxOverlapEvents else {
+                report.problems.append(Problem(
+                    .ignored, file: set.members[ref.member].scan.path, offset: Int64(ref.block.offset), replica: replica,
+                    seqRange: ref.block.seqRange,
+                    reason: "more than \(Self.maxOverlapEvents) overlapping events in one group of copies; block not merged"))
+                continue
+            }
             guard let columns = decode(ref, report: &report) else { continue }
             addRange(ref.block.seqRange)
             for event in columns.events(replica: replica) {
@@ -325,7 +335,7 @@ struct ReplicaStream {
                 if existing == event {
                     report.duplicateEvents += 1
                 } else {
-                    if forked.insert(event.id).inserted {
+                    if report.forkSet.insert(event.id).inserted {
                         report.forks.append(event.id)
                         report.problems.append(Problem(
                             .fork, file: set.members[ref.member].scan.path, offset: Int64(ref.block.offset),
@@ -348,6 +358,9 @@ struct ReplicaStream {
         queued = runs.dropFirst().map { BlockColumns(events: $0[...]) }
         return BlockColumns(events: runs[0][...])
     }
+
+    /// The most distinct events one group of overlapping blocks may hold in memory.
+    static let maxOverlapEvents = 4_000_000
 
     /// Batches of a merged group not yet handed out (a group with holes gives several).
     private var queued: [BlockColumns] = []

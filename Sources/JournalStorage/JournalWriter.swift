@@ -52,6 +52,8 @@ public final class JournalWriter {
     public private(set) var durableSeq: UInt64
     /// The highest Lamport clock this replica has seen or assigned.
     public private(set) var clock: UInt64
+    /// Called with the new `durableSeq` each time a flush has made events durable.
+    public var onDurable: ((UInt64) -> Void)?
 
     private var lock: FileDescriptor?
     private var openSegment: FileDescriptor?
@@ -144,6 +146,7 @@ public final class JournalWriter {
         durableSeq = pending.last!.id.seq
         openSegmentEvents += pending.count
         pending.removeAll(keepingCapacity: true)
+        onDurable?(durableSeq)
     }
 
     /// Flushes, then moves the open segment's events into a sealed, immutable segment.

@@ -88,8 +88,10 @@ public struct LocalIndex: Sendable {
 
     static func scanEntry(_ file: JournalDirectory.SealedFile) -> Entry {
         let scan = SegmentScanner.scan(path: file.path, sealed: true)
+        // Decoding every body (once per file: the result is cached) makes the clock come from
+        // events that verified, not from a frame's claim.
         let valid = scan.problems.isEmpty && scan.header?.replica == file.replica
-            && CRC32.checksum(scan.bytes) == file.name.fileCRC
+            && CRC32.checksum(scan.bytes) == file.name.fileCRC && scan.events { _ in }.isEmpty
         return Entry(replica: file.replica, name: file.name, size: file.size,
                      eventCount: scan.eventCount, maxLamport: valid ? scan.maxLamport : 0, valid: valid)
     }

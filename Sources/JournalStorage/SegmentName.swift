@@ -33,7 +33,7 @@ public struct SegmentName: Hashable, Comparable, Sendable, CustomStringConvertib
               let last = UInt64(String(decoding: utf8[21..<41], as: UTF8.self)),
               utf8[42..<50].allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }),
               let crc = UInt32(String(decoding: utf8[42..<50], as: UTF8.self), radix: 16),
-              first >= 1, first <= last
+              first >= 1, first <= last, last < FormatV1.maxSeq
         else { return nil }
         self.init(firstSeq: first, lastSeq: last, fileCRC: crc)
     }

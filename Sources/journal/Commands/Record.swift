@@ -32,6 +32,8 @@ extension JournalCommand {
         var skipInvalid = false
         @Flag(help: "Leave the last events in the open segment instead of sealing them.")
         var noSeal = false
+        @Flag(help: "After each flush, print 'durable SEQ' on stdout: every event up to SEQ survives a crash.")
+        var printDurable = false
 
         func validate() throws {
             guard flushEvery >= 1 else { throw ValidationError("--flush-every must be at least 1") }
@@ -44,6 +46,12 @@ extension JournalCommand {
                 let started = ProcessInfoLite.monotonicSeconds()
                 let writer = try JournalWriter(directory: journal, options: WriterOptions(
                     flushEveryEvents: flushEvery, flushIntervalMilliseconds: Int64(flushMs), sealOnClose: !noSeal))
+                if printDurable {
+                    writer.onDurable = { seq in
+                        Terminal.write("durable \(seq)\n")
+                        Terminal.flush()
+                    }
+                }
                 if writer.recovery.bytesCut > 0 {
                     Terminal.standardError("journal: recovered: cut \(writer.recovery.bytesCut) bytes of a torn tail (\(writer.recovery.tailProblem?.reason ?? "crash"))\n")
                 }
