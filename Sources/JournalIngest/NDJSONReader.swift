@@ -52,6 +52,14 @@ public struct NDJSONReader {
     /// The number of the last line read (0 before the first).
     public var lineNumber: Int { state.lineNumber }
 
+    /// Called when the next read would wait for the input (a pipe with nothing in it yet):
+    /// the moment for a recorder to make what it has durable, instead of holding it for as
+    /// long as the producer is quiet.
+    public var whenIdle: (() -> Void)? {
+        get { state.whenIdle }
+        nonmutating set { state.whenIdle = newValue }
+    }
+
     /// The next line that holds payloads, with its 1-based number; nil at the end of input.
     /// Blank lines are skipped. An error names its line; calling again resumes after it.
     public mutating func next() throws(InputError) -> (line: Int, payloads: [Payload])? {
@@ -77,6 +85,7 @@ public struct NDJSONReader {
 
     /// The buffer and descriptor behind a reader.
     private final class State {
+        var whenIdle: (() -> Void)?
         let descriptor: Int32
         let owned: Bool
         let maxLineLength: Int
@@ -172,6 +181,10 @@ public struct NDJSONReader {
                 end = pending
                 scanned -= start
                 start = 0
+            }
+            if let whenIdle {
+                var probe = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                if poll(&probe, 1, 0) == 0 { whenIdle() }
             }
             while true {
                 let count = read(descriptor, buffer + end, min(readSize, capacity - end))

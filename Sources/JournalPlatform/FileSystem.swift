@@ -402,3 +402,9 @@ public enum FaultInjection {
         if let code = fault(operation, path) { throw IOError(operation.rawValue, path: path, code: code) }
     }
 }
+
+extension ProcessInfoLite {
+    public static func sleep(milliseconds: Int) {
+        usleep(useconds_t(milliseconds * 1000))
+    }
+}

@@ -236,8 +236,20 @@ public final class JournalWriter {
     private static func acquireLock(_ directory: JournalDirectory) throws(JournalError) -> FileDescriptor {
         let lock: FileDescriptor
         do { lock = try FileDescriptor.open(directory.lockPath, .readWrite) } catch { throw .io(error) }
-        do {
-            try lock.tryLockExclusive()
+        do throws(IOError) {
+            // A few short retries: another process may hold a copy of a just-closed lock
+            // descriptor for the instant between its fork and exec.
+            var attempt = 0
+            while true {
+                do throws(IOError) {
+                    try lock.tryLockExclusive()
+                    break
+                } catch {
+                    attempt += 1
+                    guard error.isWouldBlock, attempt < 25 else { throw error }
+                    ProcessInfoLite.sleep(milliseconds: 10)
+                }
+            }
         } catch {
             let holder = (try? FileSystem.readFile(directory.lockPath)).map { String(decoding: $0, as: UTF8.self) } ?? ""
             lock.close()

@@ -261,3 +261,100 @@ import Testing
         #expect(status.stdout.contains("\"gaps\":[]") && !status.stdout.contains("\"forks\":[1"))
     }
 }
+
+@Suite struct ConcurrencyAndInputTests {
+    let cli = CLITests()
+
+    @Test func aSecondRecorderIsRefusedWithTheHoldersPid() throws {
+        let temp = TemporaryDirectory("two-recorders")
+        defer { temp.remove() }
+        let board = temp.path + "/board"
+        try cli.journal(["init", board])
+        // The first recorder waits on an open pipe, holding the lock.
+        let first = Process()
+        first.executableURL = URL(fileURLWithPath: CLITests.binary)
+        first.arguments = ["record", "-C", board]
+        let input = Pipe()
+        first.standardInput = input
+        first.standardOutput = FileHandle.nullDevice
+        try first.run()
+        defer { if first.isRunning { first.terminate() } }
+        input.fileHandleForWriting.write(Data(CLITests.sample.utf8))
+        // Wait until it holds the lock (it has written its pid).
+        for _ in 0..<100 {
+            if let holder = try? String(contentsOfFile: board + "/local/writer.lock", encoding: .utf8), holder.contains("\(first.processIdentifier)") { break }
+            usleep(20_000)
+        }
+        let second = try cli.journal(["record", "-C", board], stdin: CLITests.sample)
+        #expect(second.status == 75)
+        #expect(second.stderr.contains("pid \(first.processIdentifier)"), "\(second.stderr)")
+
+        // Sync while the recorder runs: it publishes only what is sealed, and loses nothing.
+        let shared = temp.path + "/shared"
+        try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: true)
+        let sync = try cli.journal(["sync", "-C", board, shared])
+        #expect(sync.status == 0, "\(sync.stderr)")
+        #expect(sync.stdout.contains("holds the writer lock"))
+        try input.fileHandleForWriting.close()
+        first.waitUntilExit()
+        #expect(first.terminationStatus == 0)
+        #expect(try cli.journal(["sync", "-C", board, shared]).status == 0)
+        try cli.journal(["init", temp.path + "/other"])
+        try cli.journal(["sync", "-C", temp.path + "/other", shared])
+        #expect(try cli.journal(["digest", "-C", temp.path + "/other"]).stdout == cli.journal(["digest", "-C", board]).stdout)
+        #expect(try cli.journal(["stats", "-C", temp.path + "/other", "--json"]).stdout.contains("\"events\":8,"))
+    }
+
+    @Test func badInputIsRefusedWithItsLineAndEarlierEventsStay() throws {
+        let temp = TemporaryDirectory("bad-input")
+        defer { temp.remove() }
+        let board = temp.path + "/board"
+        try cli.journal(["init", board])
+        let good = ##"{"type":"point","stroke":"6F1C2B9A-0B6D-4D9A-9E41-2A7F3C1D5E88","x":1,"y":2,"color":"#112233","width":2}"##
+        let cases: [(String, String)] = [
+            (##"{"type":"point","x":1,"y":2}"##, "stroke"),
+            (##"{"type":"point","stroke":"not-a-uuid","x":1,"y":2}"##, "UUID"),
+            (##"{"type":"point","stroke":"6F1C2B9A-0B6D-4D9A-9E41-2A7F3C1D5E88","x":1,"y":2,"color":"#GGG"}"##, "color"),
+            (##"{"type":"point","stroke":"6F1C2B9A-0B6D-4D9A-9E41-2A7F3C1D5E88","x":"NaN","y":2}"##, "x"),
+            (##"{"type":"point","stroke":"6F1C2B9A-0B6D-4D9A-9E41-2A7F3C1D5E88","x":1,"y":2,"width":-1}"##, "width"),
+            (##"{"type":"point","stroke":{"a":[[[[]]]]},"x":1,"y":2}"##, "stroke"),
+            ("{\"type\":\"clear\",\"pad\":\"\u{FF}\"}", "UTF-8"),
+        ]
+        var recorded = 0
+        for (line, word) in cases {
+            let file = temp.path + "/in.ndjson"
+            var bytes = Data((good + "\n" + good + "\n").utf8)
+            bytes.append(Data(line.utf8).map { $0 == 0xC3 ? 0xFF : $0 }.withUnsafeBufferPointer { Data(buffer: $0) })
+            bytes.append(Data(("\n" + good + "\n").utf8))
+            try bytes.write(to: URL(fileURLWithPath: file))
+            let run = try cli.journal(["record", "-C", board, file])
+            #expect(run.status == 65, "\(line)")
+            #expect(run.stderr.contains("in.ndjson:3:"), "\(line): \(run.stderr)")
+            #expect(run.stderr.lowercased().contains(word.lowercased()), "\(line): \(run.stderr)")
+            recorded += 2
+            let skipping = try cli.journal(["record", "-C", board, "--skip-invalid", file])
+            #expect(skipping.status == 0 && skipping.stdout.contains("skipped 1 invalid line"))
+            recorded += 3
+        }
+        #expect(try cli.journal(["stats", "-C", board, "--json"]).stdout.contains("\"events\":\(recorded),"))
+    }
+
+    @Test func aHundredMegabyteLineIsRefusedWithoutStoppingTheRest() throws {
+        let temp = TemporaryDirectory("long-line")
+        defer { temp.remove() }
+        let board = temp.path + "/board"
+        try cli.journal(["init", board])
+        let file = temp.path + "/long.ndjson"
+        FileManager.default.createFile(atPath: file, contents: nil)
+        let handle = FileHandle(forWritingAtPath: file)!
+        handle.write(Data((CLITests.sample.split(separator: "\n")[0] + "\n{\"type\":\"clear\",\"pad\":\"").utf8))
+        let chunk = Data(repeating: UInt8(ascii: "x"), count: 1 << 20)
+        for _ in 0..<100 { handle.write(chunk) }
+        handle.write(Data(("\"}\n" + CLITests.sample.split(separator: "\n")[1] + "\n").utf8))
+        try handle.close()
+        let run = try cli.journal(["record", "-C", board, "--skip-invalid", file])
+        #expect(run.status == 0)
+        #expect(run.stderr.contains("long.ndjson:2:"), "\(run.stderr)")
+        #expect(run.stdout.contains("recorded 2 events"), "\(run.stdout)")
+    }
+}

@@ -63,6 +63,9 @@ extension JournalCommand {
                     var reader = try source == "-"
                         ? NDJSONReader(fileDescriptor: 0, name: "<stdin>")
                         : NDJSONReader(path: source)
+                    // A quiet producer must not leave events waiting in memory: flush while
+                    // waiting for input. A failure here resurfaces on the next append.
+                    reader.whenIdle = { try? writer.flush() }
                     while true {
                         let item: (line: Int, payloads: [Payload])?
                         do throws(InputError) {
