@@ -218,6 +218,36 @@ import Testing
         #expect(Replay.load(merged).drawing.digest == alice.digest)
     }
 
+    /// Someone forges a segment in a replica's folder that reuses its seqs with other
+    /// contents: reported as forks by seq, resolved the same way everywhere, never silent.
+    @Test func forgedEventsOfAnotherReplicaAreReportedAsForks() throws {
+        let temp = TemporaryDirectory("forged")
+        defer { temp.remove() }
+        var alice = try Machine(temp.path + "/alice", seed: 31)
+        let bob = try Machine(temp.path + "/bob", seed: 32)
+        try alice.draw(strokes: 3)
+        let segment = alice.journal.listSealed().sealed[0]
+        var events = SegmentScanner.scan(path: segment.path, sealed: true).allEvents().events
+        for index in events.indices {
+            if case .point(var sample) = events[index].payload {
+                sample.x += 100
+                events[index].payload = .point(sample)
+            }
+        }
+        let forged = SegmentEncoder.segment(replica: segment.replica, events: events)
+        let name = SegmentName(firstSeq: segment.name.firstSeq, lastSeq: segment.name.lastSeq, fileCRC: CRC32.checksum(forged))
+        let shared = temp.path + "/shared"
+        try FileSystem.createDirectory(shared + "/replicas/" + segment.replica.hex)
+        try FileSystem.writeAtomically(forged, to: shared + "/replicas/" + segment.replica.hex + "/" + name.fileName, temporaryPath: shared + "/x.tmp")
+        let aliceSync = try SyncEngine(journal: alice.journal).sync(.directory(shared))
+        #expect(aliceSync.replicas.first { $0.replica == segment.replica }?.forks.isEmpty == false)
+        let report = try SyncEngine(journal: bob.journal).sync(.directory(shared))
+        #expect(report.replicas.first { $0.replica == segment.replica }?.forks.isEmpty == false)
+        #expect(alice.digest == bob.digest)
+        let (_, replay) = Replay.load(bob.journal)
+        #expect(!replay.forks.isEmpty && replay.problems.contains { $0.kind == .fork })
+    }
+
     @Test func targetParsing() {
         #expect(SyncTarget(parsing: "/mnt/shared/board") == .directory("/mnt/shared/board"))
         #expect(SyncTarget(parsing: "board") == .directory("board"))
