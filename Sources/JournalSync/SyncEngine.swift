@@ -234,9 +234,14 @@ public struct SyncEngine {
 
             // Overlaps that involve a newly imported file: decode just those.
             let fresh = sorted.filter { importedKeys.contains(replica.hex + "/" + $0.name.fileName) }
+            let freshNames = Set(fresh.map(\.name))
+            func overlap(_ a: JournalDirectory.SealedFile, _ b: JournalDirectory.SealedFile) -> Bool {
+                a.name != b.name && a.name.firstSeq <= b.name.lastSeq && b.name.firstSeq <= a.name.lastSeq
+            }
+            // Every file in an overlap where at least one side arrived in this run.
             let overlapping = sorted.filter { file in
-                fresh.contains { other in
-                    other.name != file.name && other.name.firstSeq <= file.name.lastSeq && file.name.firstSeq <= other.name.lastSeq
+                sorted.contains { other in
+                    overlap(file, other) && (freshNames.contains(file.name) || freshNames.contains(other.name))
                 }
             }
             guard !overlapping.isEmpty else { continue }
