@@ -1,3 +1,4 @@
+import JournalFormat
 /// A cursor over the bytes of one line, with the JSON lexical pieces the line parser needs.
 /// The bytes must outlive the scanner; they are already known to be valid UTF-8.
 struct JSONScanner {
@@ -245,29 +246,5 @@ private func appendUTF8(_ scalar: UInt32, to out: inout [UInt8]) {
 /// `"text"` for messages: the bytes as a JSON-style quoted string, control characters and
 /// quotes escaped, cut at 40 characters.
 func quoted(_ bytes: ArraySlice<UInt8>) -> String {
-    let text = String(decoding: bytes, as: UTF8.self)
-    var out = "\""
-    var count = 0
-    for scalar in text.unicodeScalars {
-        if count == 40 {
-            out += "…"
-            break
-        }
-        switch scalar {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\r": out += "\\r"
-        case "\t": out += "\\t"
-        default:
-            if scalar.value < 0x20 || scalar.value == 0x7F {
-                let hex = String(scalar.value, radix: 16, uppercase: true)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
-        }
-        count += 1
-    }
-    return out + "\""
+    JSONText.quoted(String(decoding: bytes, as: UTF8.self), limit: 40)
 }
