@@ -77,6 +77,11 @@ public struct JournalDirectory: Sendable {
     public struct Listing: Sendable {
         public var sealed: [SealedFile] = []
         public var ignored: [Problem] = []
+
+        public init(sealed: [SealedFile] = [], ignored: [Problem] = []) {
+            self.sealed = sealed
+            self.ignored = ignored
+        }
     }
 
     public func listSealed() -> Listing {
@@ -86,47 +91,20 @@ public struct JournalDirectory: Sendable {
     /// Lists a `replicas/` tree without following symlinks. Only `<32 hex>/<canonical name>`
     /// regular files count; the rest is reported, never read.
     public static func listSealed(replicasPath: String) -> Listing {
-        var listing = Listing()
-        let replicaEntries: [FileSystem.Entry]
-        do {
-            replicaEntries = try FileSystem.list(replicasPath)
-        } catch {
-            if !error.isNotFound {
-                listing.ignored.append(Problem(.unreadable, file: replicasPath, reason: error.description))
-            }
-            return listing
-        }
-        for entry in replicaEntries {
-            let folder = replicasPath + "/" + entry.name
-            guard entry.kind == .directory, let replica = ReplicaID(hex: entry.name) else {
-                listing.ignored.append(Problem(.ignored, file: folder, reason: reasonToSkip(entry, expected: "a replica folder (32 hex digits)")))
-                continue
-            }
-            let files: [FileSystem.Entry]
-            do {
-                files = try FileSystem.list(folder)
-            } catch {
-                listing.ignored.append(Problem(.unreadable, file: folder, replica: replica, reason: error.description))
-                continue
-            }
-            for file in files {
-                let path = folder + "/" + file.name
-                guard file.kind == .file, let name = SegmentName(fileName: file.name) else {
-                    listing.ignored.append(Problem(.ignored, file: path, replica: replica, reason: reasonToSkip(file, expected: "a sealed segment name")))
-                    continue
-                }
-                listing.sealed.append(SealedFile(replica: replica, name: name, path: path, size: file.size))
+        let tree = TreeListing.scan(replicasPath: replicasPath)
+        var listing = Listing(sealed: [], ignored: tree.ignored)
+        for file in tree.files {
+            let path = replicasPath + "/" + file.relativePath
+            switch file.classification {
+            case .segment(let name):
+                listing.sealed.append(SealedFile(replica: file.replica, name: name, path: path, size: file.size))
+            case .conflictCopy:
+                listing.ignored.append(Problem(.ignored, file: path, replica: file.replica,
+                                               reason: "a sync tool's conflict copy: `journal sync` or `merge` from its folder imports it"))
+            case .foreign(let reason):
+                listing.ignored.append(Problem(.ignored, file: path, replica: file.replica, reason: reason))
             }
         }
         return listing
-    }
-
-    private static func reasonToSkip(_ entry: FileSystem.Entry, expected: String) -> String {
-        switch entry.kind {
-        case .symlink: return "symbolic link: never followed"
-        case .directory: return "directory where \(expected) was expected"
-        case .other: return "not a regular file"
-        case .file: return "unrecognised name (expected \(expected))"
-        }
     }
 }

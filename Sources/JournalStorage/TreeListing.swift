@@ -1,6 +1,5 @@
 import JournalFormat
 import JournalPlatform
-import JournalStorage
 
 /// Every file under a `replicas/` tree (a journal's, a shared folder's, an rsync staging
 /// folder's), classified by name. Symlinks are never followed; nothing is read.
@@ -13,11 +12,23 @@ public struct TreeListing: Sendable {
         public var size: Int64
         public var modified: Int64
         public var classification: FileClassification
+
+        public init(replica: ReplicaID, relativePath: String, name: String, size: Int64, modified: Int64,
+                    classification: FileClassification) {
+            self.replica = replica
+            self.relativePath = relativePath
+            self.name = name
+            self.size = size
+            self.modified = modified
+            self.classification = classification
+        }
     }
 
     public var files: [File] = []
     /// Entries that are not even in a replica folder, or not regular files.
     public var ignored: [Problem] = []
+
+    public init() {}
 
     public static func scan(replicasPath: String) -> TreeListing {
         var listing = TreeListing()

@@ -1,5 +1,4 @@
 import JournalFormat
-import JournalStorage
 
 /// What a name found in a shared `replicas/<replica>/` folder is, decided by name alone.
 public enum FileClassification: Equatable, Sendable {
