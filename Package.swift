@@ -11,7 +11,9 @@ let package = Package(
     name: "StrokeJournal",
     platforms: [.macOS(.v13)],
     products: [
-        .library(name: "StrokeJournal", targets: ["JournalStorage", "JournalReplay", "JournalSync", "JournalIngest"]),
+        .library(
+            name: "StrokeJournal",
+            targets: ["JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay", "JournalSync", "JournalIngest"]),
         .executable(name: "journal", targets: ["journal"]),
     ],
     dependencies: [

@@ -1,0 +1,518 @@
+/// The parent process: prepares workloads, runs each row in a child, prints the table and
+/// writes the JSON.
+
+/// What one row child printed, or why there is nothing.
+struct ChildResult {
+    var seconds: [Double] = []
+    var cpuSeconds: [Double] = []
+    var peakRSSBytes: Int?
+    var extra = JSON.object([])
+    /// Why the row has no measurement (a failure, or n/a).
+    var error: String?
+    /// `/proc/loadavg` when the row started: other work on the machine skews timings.
+    var loadBefore: (oneMinute: Double, runnable: Int)?
+
+    var ok: Bool { error == nil }
+    var median: Double? { seconds.isEmpty || !ok ? nil : journal_bench.median(seconds) }
+    var minimum: Double? { ok ? seconds.min() : nil }
+    var cpuMedian: Double? { cpuSeconds.isEmpty || !ok ? nil : journal_bench.median(cpuSeconds) }
+    func double(_ key: String) -> Double? { extra[key]?.doubleValue }
+    func int(_ key: String) -> Int? { extra[key]?.intValue }
+    func string(_ key: String) -> String? { extra[key]?.stringValue }
+    func bool(_ key: String) -> Bool? { extra[key]?.boolValue }
+    func median(_ key: String) -> Double? { extra[key]?.doubles.flatMap { $0.isEmpty ? nil : journal_bench.median($0) } }
+
+    /// The row as it appears under "rows" in the JSON: timings summarised as
+    /// {median, min, runs}, then the row's own values.
+    var json: JSON {
+        var object = JSONObject()
+        if let error { object["error"] = .string(error); return object.json }
+        object["seconds"] = summary(seconds)
+        object["cpuSeconds"] = summary(cpuSeconds)
+        object["peakRSSBytes"] = peakRSSBytes.map(JSON.int) ?? .null
+        if let loadBefore {
+            object["loadAverage1m"] = .number(loadBefore.oneMinute, decimals: 2)
+            object["runnableThreads"] = .int(loadBefore.runnable)
+        }
+        for (key, value) in extra.objectValue ?? [] {
+            if key.hasSuffix("Seconds"), let runs = value.doubles { object[key] = summary(runs) } else { object[key] = value }
+        }
+        return object.json
+    }
+
+    private func summary(_ runs: [Double]) -> JSON {
+        guard !runs.isEmpty else { return .null }
+        var object = JSONObject()
+        object["median"] = .number(journal_bench.median(runs))
+        object["min"] = .number(runs.min()!)
+        object["runs"] = .seconds(runs)
+        return object.json
+    }
+}
+
+struct GrowthCase {
+    var key: String
+    var label: String
+    var generation: Generation
+    var large: Bool
+
+    static let all: [GrowthCase] = [
+        GrowthCase(key: "scale0.25x", label: "0.25× (4 × 625 strokes)", generation: Generation(replicas: 4, strokes: 625), large: false),
+        GrowthCase(key: "scale1x", label: "1× (4 × 2500 strokes)", generation: .standard, large: false),
+        GrowthCase(key: "scale4x", label: "4× (4 × 10000 strokes)", generation: Generation(replicas: 4, strokes: 10_000), large: true),
+        GrowthCase(key: "replicas1", label: "2M points, 1 replica", generation: Generation(replicas: 1, strokes: 10_000), large: false),
+        GrowthCase(key: "replicas4", label: "2M points, 4 replicas (= 1×)", generation: .standard, large: false),
+        GrowthCase(key: "replicas16", label: "2M points, 16 replicas", generation: Generation(replicas: 16, strokes: 625), large: false),
+        GrowthCase(key: "replicas64", label: "2M points, 64 replicas (156 strokes each)", generation: Generation(replicas: 64, strokes: 156), large: true),
+    ]
+}
+
+let hersheyText = "The quick brown fox jumps over the lazy dog"
+
+final class Suite {
+    let options: Options
+    let layout: Layout
+    let workload: Workload
+    var journalBinary = ""
+    var rows: [(String, ChildResult)] = []
+    var growth: [(GrowthCase, ChildResult)] = []
+    var started = Clock.now()
+
+    init(_ options: Options) throws {
+        self.options = options
+        layout = try Layout.locate()
+        workload = Workload(options.workload!)
+    }
+
+    func result(_ row: RowName) -> ChildResult {
+        rows.first { $0.0 == row.rawValue }?.1 ?? ChildResult(error: "not run")
+    }
+
+    func wanted(_ row: RowName) -> Bool { options.only.map { $0.contains(row.rawValue) } ?? true }
+
+    func run() throws {
+        started = Clock.now()
+        try Generation.standard.ensure(in: workload.dir, layout: layout)
+        try Generation.extra.ensure(in: workload.extraDir, layout: layout)
+        try ensureJournalBinary()
+
+        let order: [RowName] = [
+            .processBaseline, .recordLibrary, .prepare, .parse, .append, .cliRecord, .mergeReconstruct, .sync,
+            .snapshotOpen, .ndjsonPlain, .ndjsonDeflate, .bareInflate, .bareDeflate, .plainRead, .digestCheck,
+        ]
+        for row in order where row == .prepare || wanted(row) {
+            let outcome = runChild(row)
+            if row != .prepare { rows.append((row.rawValue, outcome)) }
+        }
+        if !options.quick && wanted(.hershey) { rows.append((RowName.hershey.rawValue, runHershey())) }
+        if !options.quick && wanted(.growth) { runGrowth() }
+
+        let report = renderTable()
+        print(report, terminator: "")
+        if let path = options.jsonPath {
+            try Files.writeText(resultJSON().encoded(pretty: true) + "\n", to: path)
+            log("wrote \(path)")
+        }
+    }
+
+    // MARK: Children
+
+    func runChild(_ row: RowName, input: String? = nil, label: String? = nil) -> ChildResult {
+        var arguments = [Paths.executable, "row", row.rawValue, "--workload", workload.dir, "--repeat", String(options.repeats)]
+        if row == .cliRecord { arguments += ["--journal-binary", journalBinary] }
+        if let input { arguments += ["--input", input] }
+        let load = Machine.load
+        log("row \(label ?? row.rawValue)… (load average \(fixed(load.oneMinute, 2)))")
+        let outcome: Spawn.Result
+        do {
+            outcome = try Spawn.run(arguments, stdout: .capture)
+        } catch {
+            return ChildResult(error: "\(error)")
+        }
+        guard outcome.status == 0 else { return ChildResult(error: "row child exited with status \(outcome.status)") }
+        guard let line = outcome.text.split(separator: "\n").last(where: { $0.hasPrefix("{") }),
+              let json = try? JSON.parse(String(line)) else {
+            return ChildResult(error: "row child printed no result line")
+        }
+        return ChildResult(seconds: json["seconds"]?.doubles ?? [], cpuSeconds: json["cpuSeconds"]?.doubles ?? [], peakRSSBytes: json["peakRSSBytes"]?.intValue,
+                           extra: json["extra"] ?? .object([]), loadBefore: load)
+    }
+
+    func ensureJournalBinary() throws {
+        journalBinary = options.journalBinary.map(Paths.absolute) ?? layout.defaultJournalBinary
+        if Files.exists(journalBinary) || options.journalBinary != nil { return }
+        log("building the journal CLI: swift build -c release --product journal (in \(layout.repoRoot))")
+        try Spawn.check(["swift", "build", "-c", "release", "--product", "journal", "--package-path", layout.repoRoot], stdout: .discard)
+    }
+
+    func runHershey() -> ChildResult {
+        var probe = (try? Spawn.run(["python3", "-c", "import HersheyFonts"], stdout: .discard))?.status ?? 1
+        if probe != 0 {
+            log("HersheyFonts is missing: trying `python3 -m pip install hershey-fonts` once")
+            _ = try? Spawn.run(["python3", "-m", "pip", "install", "--quiet", "hershey-fonts"], stdout: .discard)
+            probe = (try? Spawn.run(["python3", "-c", "import HersheyFonts"], stdout: .discard))?.status ?? 1
+        }
+        guard probe == 0 else { return ChildResult(error: "n/a (python3 cannot import HersheyFonts; pip install hershey-fonts failed)") }
+        let generation = Generation(replicas: 4, strokes: 2500, points: nil, hershey: hersheyText)
+        do {
+            try generation.ensure(in: workload.hersheyDir, layout: layout)
+        } catch {
+            return ChildResult(error: "n/a (\(error))")
+        }
+        var result = runChild(.hershey, input: workload.hersheyDir)
+        if result.ok, case .object(var pairs) = result.extra {
+            pairs.append(("generator", .string("gen_session.py " + generation.description + " --out " + workload.hersheyDir)))
+            result.extra = .object(pairs)
+        }
+        return result
+    }
+
+    func runGrowth() {
+        var byDirectory: [String: ChildResult] = [:]
+        for growthCase in GrowthCase.all where !growthCase.large || options.growthLarge {
+            let g = growthCase.generation
+            let standard = g.replicas == 4 && g.strokes == 2500 && g.points == 200 && g.seed == 1
+            let dir = standard ? workload.dir : workload.growthDir + "/r\(g.replicas)-s\(g.strokes)"
+            if let known = byDirectory[dir] {
+                growth.append((growthCase, known))
+                continue
+            }
+            do {
+                try g.ensure(in: dir, layout: layout)
+            } catch {
+                growth.append((growthCase, ChildResult(error: "\(error)")))
+                continue
+            }
+            let result = runChild(.growth, input: dir, label: "growth \(growthCase.label)")
+            byDirectory[dir] = result
+            growth.append((growthCase, result))
+        }
+    }
+
+    /// The commit the library was built from, and how many files under Sources/ differ from
+    /// it (read-only git: `rev-parse`, and `status` without optional locks).
+    lazy var source: (commit: String, modified: Int) = {
+        let commit = (try? Spawn.run(["git", "-C", layout.repoRoot, "rev-parse", "--short=12", "HEAD"], stdout: .capture))
+            .map { $0.text.trimmingSpaces } ?? ""
+        let status = (try? Spawn.run(["git", "--no-optional-locks", "-C", layout.repoRoot, "status", "--porcelain", "--", "Sources"],
+                                     stdout: .capture))?.text ?? ""
+        return (commit.isEmpty ? "unknown" : commit, status.split(separator: "\n").count)
+    }()
+
+    // MARK: Targets and ratios
+
+    struct Target {
+        var key: String
+        var text: String
+        var value: Double?
+        var met: Bool?
+    }
+
+    var mergeVsInflate: Double? {
+        guard let merge = result(.mergeReconstruct).median, let inflate = result(.bareInflate).median else { return nil }
+        return merge / inflate
+    }
+
+    var targets: [Target] {
+        let record = result(.recordLibrary)
+        let merge = result(.mergeReconstruct)
+        let snapshot = result(.snapshotOpen)
+        let bpp = record.double("bytesPerPoint")
+        let rss = merge.peakRSSBytes.map(Double.init)
+        let append = result(.append).double("pointsPerSecond")
+        let speedup = snapshot.double("speedup")
+        return [
+            Target(key: "bytesPerPoint", text: "≤ 2.5 B/pt", value: bpp, met: bpp.map { $0 <= 2.5 }),
+            Target(key: "mergeReconstructSeconds", text: "≤ 0.25 s", value: merge.median, met: merge.median.map { $0 <= 0.25 }),
+            Target(key: "mergeReconstructVsBareInflate", text: "≤ 2× bare inflate", value: mergeVsInflate, met: mergeVsInflate.map { $0 <= 2 }),
+            Target(key: "mergeReconstructPeakRSSBytes", text: "≤ 150 MB", value: rss, met: rss.map { $0 <= 150e6 }),
+            Target(key: "cliRecordSeconds", text: "≤ 3 s", value: result(.cliRecord).median, met: result(.cliRecord).median.map { $0 <= 3 }),
+            Target(key: "appendPointsPerSecond", text: "≥ 5 M pt/s", value: append, met: append.map { $0 >= 5e6 }),
+            Target(key: "snapshotSpeedup", text: "≥ 25× faster", value: speedup, met: speedup.map { $0 >= 25 }),
+        ]
+    }
+
+    func target(_ key: String) -> String {
+        guard let target = targets.first(where: { $0.key == key }) else { return "" }
+        let verdict = target.met.map { $0 ? "ok" : "MISS" } ?? "n/a"
+        return "\(target.text): \(verdict)"
+    }
+
+    var ratios: [(String, Double?)] {
+        let record = result(.recordLibrary)
+        let merge = result(.mergeReconstruct)
+        let plain = result(.ndjsonPlain)
+        let deflated = result(.ndjsonDeflate)
+        let sync = result(.sync)
+        func divide(_ a: Double?, _ b: Double?) -> Double? {
+            guard let a, let b, b != 0 else { return nil }
+            return a / b
+        }
+        return [
+            ("mergeReconstructVsBareInflate", mergeVsInflate),
+            ("mergeReconstructVsPlainRead", divide(merge.median, result(.plainRead).median)),
+            ("recordLibraryVsParse", divide(record.median, result(.parse).median)),
+            ("ndjsonPlainBytesVsJournal", divide(plain.double("bytesPerPoint"), record.double("bytesPerPoint"))),
+            ("ndjsonDeflateBytesVsJournal", divide(deflated.double("bytesPerPoint"), record.double("bytesPerPoint"))),
+            ("ndjsonPlainSecondsVsMergeReconstruct", divide(plain.median, merge.median)),
+            ("ndjsonDeflateSecondsVsMergeReconstruct", divide(deflated.median, merge.median)),
+            ("syncIncrementalVsFull", divide(sync.median("incrementalSeconds"), sync.median)),
+            ("syncNoopVsFull", divide(sync.median("noopSeconds"), sync.median)),
+            ("snapshotSpeedup", result(.snapshotOpen).double("speedup")),
+            ("bareDeflateVsBareInflate", divide(result(.bareDeflate).median, result(.bareInflate).median)),
+        ]
+    }
+
+    func digestEquals(_ row: RowName) -> Bool? {
+        guard let mine = result(row).string("digest"), let journal = result(.mergeReconstruct).string("digest") else { return nil }
+        return mine == journal
+    }
+
+    // MARK: Output
+
+    var machineLine: String {
+        "\(Machine.cpuModel), \(Machine.cores) cores, \(formatBytes(Machine.memoryBytes)) RAM"
+    }
+
+    func renderTable() -> String {
+        var out = "StrokeJournal benchmark — \(Clock.utcTimestamp()) — \(machineLine)\n"
+        let record = result(.recordLibrary)
+        let points = record.int("points") ?? result(.parse).int("points")
+        out += "workload: \(workload.dir): \(record.int("replicas").map(String.init) ?? "?") replicas, "
+        out += "\(points.map(grouped) ?? "?") points, \(record.int("events").map(grouped) ?? "?") events, "
+        out += "\(formatBytes(record.int("ndjsonBytes"))) of NDJSON\n"
+        out += "library: commit \(source.commit)" + (source.modified > 0 ? " + \(source.modified) modified or new file(s) under Sources/ (working tree at build time)\n" : "\n")
+        out += "each timed row: median and min wall time of \(options.repeats) runs in a child process, median CPU time (user + sys); "
+        out += "peak RSS = that child's ru_maxrss; 1 MB = 10^6 B\n"
+        let loads = rows.compactMap { $0.1.loadBefore?.oneMinute }
+        if let highest = loads.max() {
+            out += "load average (1 min) before the rows: \(fixed(loads.min()!, 2))…\(fixed(highest, 2)) on \(Machine.cores) cores"
+            out += highest > 0.5 ? " (other work was running: compare the min column)\n\n" : "\n\n"
+        } else {
+            out += "\n"
+        }
+
+        var table = Table(["row", "median", "min", "cpu", "derived", "peak RSS", "target (not asserted)"],
+                          alignments: [.left, .right, .right, .right, .left, .right, .left])
+        func timed(_ label: String, _ row: RowName, derived: String = "", rss: Int?? = nil, target: String = "") {
+            let r = result(row)
+            if let error = r.error { table.add(["  " + label, "", "", "", error, "", target]); return }
+            table.add(["  " + label, formatSeconds(r.median), formatSeconds(r.minimum), formatSeconds(r.cpuMedian), derived,
+                       formatBytes(rss ?? r.peakRSSBytes), target])
+        }
+        func series(_ label: String, _ row: RowName, _ key: String, derived: String = "", target: String = "") {
+            let r = result(row)
+            guard r.ok, let runs = r.extra[key]?.doubles, !runs.isEmpty else { return }
+            table.add(["  " + label, formatSeconds(median(runs)), formatSeconds(runs.min()), "", derived, "", target])
+        }
+        func value(_ label: String, derived: String, target: String = "") {
+            table.add(["  " + label, "", "", "", derived, "", target])
+        }
+        func rate(_ count: Int?, _ seconds: Double?, _ unit: String) -> String {
+            guard let count, let seconds, seconds > 0 else { return "" }
+            if unit.hasPrefix("B/s") { return formatBytes(Int(Double(count) / seconds)) + unit.dropFirst() }
+            return formatCount(Double(count) / seconds) + unit
+        }
+        func times(_ a: Double?, _ b: Double?, _ what: String) -> String {
+            guard let a, let b, b > 0 else { return "" }
+            return formatRatio(a / b) + " " + what
+        }
+
+        table.section("this project")
+        if record.ok {
+            var derived = "\(fixed(record.double("bytesPerPoint") ?? .nan, 3)) B/pt (\(formatBytes(record.int("sealedBytes"))) in "
+            derived += "\(record.int("sealedSegments") ?? 0) segments; \(fixed(record.double("bytesPerEvent") ?? .nan, 3)) B/event)"
+            value("bytes/point on disk, sealed", derived: derived, target: target("bytesPerPoint"))
+        }
+        timed("record via library (4 files)", .recordLibrary,
+              derived: rate(record.int("points"), record.median, "pt/s"))
+        let parse = result(.parse)
+        timed("parse only (NDJSONReader)", .parse,
+              derived: rate(parse.int("points"), parse.median, "pt/s, ") + rate(parse.int("ndjsonBytes"), parse.median, "B/s"))
+        let append = result(.append)
+        timed("library append + close (pre-parsed)", .append,
+              derived: rate(append.int("points"), append.median, "pt/s"), target: target("appendPointsPerSecond"))
+        let cli = result(.cliRecord)
+        timed("`journal record` CLI (4 files)", .cliRecord,
+              derived: cli.ok ? "peak RSS: the CLI's" : "",
+              rss: cli.int("cliPeakRSSBytes"), target: target("cliRecordSeconds"))
+        let merge = result(.mergeReconstruct)
+        timed("merge + reconstruct", .mergeReconstruct,
+              derived: merge.ok ? "load \(formatSeconds(merge.median("loadSeconds"))); \(formatRatio(mergeVsInflate)) bare inflate" : "",
+              target: target("mergeReconstructSeconds") + ", " + target("mergeReconstructPeakRSSBytes"))
+        series("digest (drawing.digest)", .mergeReconstruct, "digestSeconds",
+               derived: merge.int("points").map { "\(grouped($0)) points, \(merge.int("strokes") ?? 0) strokes" } ?? "")
+        let sync = result(.sync)
+        timed("sync: full first (fresh journal)", .sync, derived: "1×")
+        series("sync: incremental after +1%", .sync, "incrementalSeconds",
+               derived: times(sync.median("incrementalSeconds"), sync.median, "full"))
+        series("sync: no-op", .sync, "noopSeconds", derived: times(sync.median("noopSeconds"), sync.median, "full"))
+        let snapshot = result(.snapshotOpen)
+        if snapshot.ok, snapshot.string("status") == "measured" {
+            timed("open from snapshot (+1% since)", .snapshotOpen,
+                  derived: "\(formatRatio(snapshot.double("speedup"))) faster than useSnapshots: false (\(formatSeconds(snapshot.median("fullReplaySeconds"))))",
+                  target: target("snapshotSpeedup"))
+        } else {
+            value("open from snapshot", derived: snapshot.string("status") ?? snapshot.error ?? "n/a", target: target("snapshotSpeedup"))
+        }
+
+        table.section("baselines a user would write instead (same events)")
+        let plain = result(.ndjsonPlain)
+        let deflated = result(.ndjsonDeflate)
+        let journalBPP = record.double("bytesPerPoint")
+        if plain.ok {
+            value("NDJSON: size", derived: "\(fixed(plain.double("bytesPerPoint") ?? .nan, 2)) B/pt = "
+                  + times(plain.double("bytesPerPoint"), journalBPP, "the journal"))
+        }
+        let plainDigest = digestEquals(.ndjsonPlain).map { $0 ? "digest = journal's" : "digest ≠ journal's" } ?? ""
+        timed("NDJSON: read + parse + fold", .ndjsonPlain,
+              derived: times(plain.median, merge.median, "merge+reconstruct") + "; " + plainDigest)
+        if deflated.ok {
+            value("NDJSON+deflate-6: size", derived: "\(fixed(deflated.double("bytesPerPoint") ?? .nan, 2)) B/pt = "
+                  + times(deflated.double("bytesPerPoint"), journalBPP, "the journal")
+                  + " (deflating took \(formatSeconds(deflated.median("deflateSeconds"))))")
+        }
+        timed("NDJSON+deflate-6: inflate+parse+fold", .ndjsonDeflate,
+              derived: times(deflated.median, merge.median, "merge+reconstruct")
+                + "; inflate \(formatSeconds(deflated.median("inflateSeconds")))")
+
+        table.section("the physical limit (same blocks as the merged journal)")
+        let inflate = result(.bareInflate)
+        timed("bare inflate of the stored blocks", .bareInflate,
+              derived: "\(inflate.int("blocks") ?? 0) blocks, \(formatBytes(inflate.int("compressedBytes"))) → \(formatBytes(inflate.int("rawBytes"))), "
+                + rate(inflate.int("rawBytes"), inflate.median, "B/s raw"))
+        let deflate = result(.bareDeflate)
+        timed("bare deflate-6 of the block bodies", .bareDeflate,
+              derived: times(deflate.median, inflate.median, "bare inflate") + "; \(formatBytes(deflate.int("compressedBytes"))) (stored: \(formatBytes(deflate.int("storedCompressedBytes"))))")
+        let read = result(.plainRead)
+        timed("plain read(2) of the segment files", .plainRead,
+              derived: "\(read.int("files") ?? 0) files, \(formatBytes(read.int("bytes"))), " + rate(read.int("bytes"), read.median, "B/s"))
+        value("merge + reconstruct ÷ bare inflate", derived: formatRatio(mergeVsInflate), target: target("mergeReconstructVsBareInflate"))
+
+        table.section("checks")
+        let check = result(.digestCheck)
+        if check.ok {
+            var text = check.bool("equalWallTimeZero") == true ? "equal" : "differs"
+            if check.bool("equalWallTimeZero") == false {
+                text += ": \(check.int("strokesInDifferentPosition") ?? -1) strokes in another z-position, "
+                text += "\(check.int("strokesWithDifferentVisibility") ?? -1) visibility, \(check.int("strokesWithDifferentContent") ?? -1) content"
+            }
+            value("digest: NDJSON fold (wallTime 0) = journal?", derived: text)
+            value("digest: NDJSON fold (journal's envelopes)", derived: check.bool("equalJournalEnvelopes") == true
+                  ? "equal" : "DIFFER: a bug (same events and envelopes must give the same drawing)")
+            let events = check.int("journalEvents") ?? 0
+            value("journal events whose lamport = seq", derived: "\(grouped(check.int("journalEventsWithLamportEqualSeq") ?? 0)) of \(grouped(events))")
+        } else {
+            value("digest check", derived: check.error ?? "")
+        }
+        let baseline = result(.processBaseline)
+        value("process baseline (empty row child)", derived: "peak RSS \(formatBytes(baseline.peakRSSBytes))")
+
+        if !options.quick && wanted(.hershey) {
+            let hershey = result(.hershey)
+            table.section("hershey: gen_session.py --replicas 4 --strokes 2500 --seed 1 --hershey \"\(hersheyText)\"")
+            if let error = hershey.error {
+                value("hershey", derived: error)
+            } else {
+                value("bytes/point on disk, sealed", derived: "\(fixed(hershey.double("bytesPerPoint") ?? .nan, 3)) B/pt ("
+                      + "\(grouped(hershey.int("points") ?? 0)) points, \(formatBytes(hershey.int("sealedBytes"))))", target: "≤ 2.5 B/pt: "
+                      + ((hershey.double("bytesPerPoint") ?? .infinity) <= 2.5 ? "ok" : "MISS"))
+                series("merge + reconstruct", .hershey, "replaySeconds",
+                       derived: "\(hershey.int("strokes").map(grouped) ?? "?") strokes, \(fixed(Double(hershey.int("points") ?? 0) / Double(max(hershey.int("strokes") ?? 1, 1)), 1)) points/stroke")
+                timed("record via library, 4 files", .hershey, derived: rate(hershey.int("points"), hershey.median, "pt/s"))
+            }
+        }
+        out += table.render()
+
+        if !growth.isEmpty {
+            out += "\ngrowth (record via library, merge + reconstruct, a fresh journal's first sync; median of \(min(options.repeats, 3)))\n"
+            var table = Table(["case", "points", "NDJSON", "B/pt", "record", "s/Mpt", "replay", "s/Mpt", "sync first", "s/Mpt", "peak RSS"],
+                              alignments: [.left, .right, .right, .right, .right, .right, .right, .right, .right, .right, .right])
+            for (growthCase, r) in growth {
+                if let error = r.error { table.add(["  " + growthCase.label, error]); continue }
+                let millions = Double(r.int("points") ?? 0) / 1e6
+                func perM(_ seconds: Double?) -> String { seconds.map { fixed($0 / millions, 3) } ?? "-" }
+                table.add(["  " + growthCase.label, grouped(r.int("points") ?? 0), formatBytes(r.int("ndjsonBytes")),
+                           fixed(r.double("bytesPerPoint") ?? .nan, 3),
+                           formatSeconds(r.median), perM(r.median),
+                           formatSeconds(r.median("replaySeconds")), perM(r.median("replaySeconds")),
+                           formatSeconds(r.median("syncFirstSeconds")), perM(r.median("syncFirstSeconds")),
+                           formatBytes(r.peakRSSBytes)])
+            }
+            out += table.render()
+            if !options.growthLarge { out += "(4× and 64-replica cases: --growth-large)\n" }
+        }
+        out += "\njournal CLI timed: \(journalBinary), built \(Files.exists(journalBinary) ? utcTimestamp(Files.modified(journalBinary)) : "?")\n"
+        if result(.snapshotOpen).string("status")?.hasPrefix("n/a") == true {
+            out += "snapshot row: enable with `.define(\"SNAPSHOTS\")` in Tools/Benchmark/Package.swift once JournalReplay has SnapshotStore\n"
+        }
+        out += "total: \(formatSeconds(Clock.now() - started))\n"
+        return out
+    }
+
+    func resultJSON() -> JSON {
+        var root = JSONObject()
+        root["schema"] = .string("strokejournal-bench/1")
+        root["date"] = .string(Clock.utcTimestamp())
+        var machine = JSONObject()
+        machine["cores"] = .int(Machine.cores)
+        machine["cpuModel"] = .string(Machine.cpuModel)
+        machine["memoryBytes"] = .int(Machine.memoryBytes)
+        root["machine"] = machine.json
+        root["command"] = .string((["journal-bench"] + CommandLine.arguments.dropFirst()).joined(separator: " "))
+        root["repeat"] = .int(options.repeats)
+        root["quick"] = .bool(options.quick)
+        var load = JSONObject()
+        let record = result(.recordLibrary)
+        load["dir"] = .string(workload.dir)
+        load["generator"] = .string("gen_session.py " + Generation.standard.description)
+        load["extraGenerator"] = .string("gen_session.py " + Generation.extra.description)
+        load["replicas"] = record.extra["replicas"] ?? .null
+        load["points"] = record.extra["points"] ?? .null
+        load["events"] = record.extra["events"] ?? .null
+        load["ndjsonBytes"] = record.extra["ndjsonBytes"] ?? .null
+        root["workload"] = load.json
+        root["journalBinary"] = .string(journalBinary)
+        root["journalBinaryModified"] = .string(Files.exists(journalBinary) ? utcTimestamp(Files.modified(journalBinary)) : "")
+        var sourceObject = JSONObject()
+        sourceObject["commit"] = .string(source.commit)
+        sourceObject["modifiedSourceFiles"] = .int(source.modified)
+        root["source"] = sourceObject.json
+
+        var rowObject = JSONObject()
+        for (name, row) in rows {
+            var json = row.json
+            if let kind = RowName(rawValue: name), kind == .ndjsonPlain || kind == .ndjsonDeflate, case .object(var pairs) = json {
+                pairs.append(("digestEqualsJournal", digestEquals(kind).map(JSON.bool) ?? .null))
+                json = .object(pairs)
+            }
+            rowObject[name] = json
+        }
+        root["rows"] = rowObject.json
+
+        var ratioObject = JSONObject()
+        for (key, value) in ratios { ratioObject[key] = value.map { .number($0, decimals: 5) } ?? .null }
+        root["ratios"] = ratioObject.json
+
+        var targetObject = JSONObject()
+        for target in targets {
+            var object = JSONObject()
+            object["target"] = .string(target.text)
+            object["value"] = target.value.map { .number($0, decimals: 5) } ?? .null
+            object["met"] = target.met.map(JSON.bool) ?? .null
+            targetObject[target.key] = object.json
+        }
+        root["targets"] = targetObject.json
+
+        root["growth"] = .array(growth.map { growthCase, result in
+            var object = JSONObject()
+            object["case"] = .string(growthCase.key)
+            object["label"] = .string(growthCase.label)
+            object["generator"] = .string("gen_session.py " + growthCase.generation.description)
+            for (key, value) in result.json.objectValue ?? [] { object[key] = value }
+            return object.json
+        })
+        root["totalSeconds"] = .number(Clock.now() - started, decimals: 3)
+        return root.json
+    }
+}
