@@ -26,6 +26,8 @@ public enum BlockCodec {
 
         var previousLamport: UInt64 = 0
         var previousWall: Int64 = 0
+        var lastStroke: (id: StrokeID, ref: UInt32)?
+        var lastStyle: (style: Style, ref: UInt32)?
         for event in events {
             kinds.append(event.payload.kind.rawValue)
             lamports.appendZigZag(Int64(bitPattern: event.lamport &- previousLamport &- 1))
@@ -34,25 +36,32 @@ public enum BlockCodec {
             previousWall = event.wallTime
 
             guard let stroke = event.payload.stroke else { continue }
+            // Points come in runs of one stroke and style: hash only when they change.
             let strokeRef: UInt32
-            if let known = strokeIndex[stroke] {
+            if let last = lastStroke, last.id == stroke {
+                strokeRef = last.ref
+            } else if let known = strokeIndex[stroke] {
                 strokeRef = known
             } else {
                 strokeRef = UInt32(strokes.count)
                 strokeIndex[stroke] = strokeRef
                 strokes.append(stroke)
             }
+            lastStroke = (stroke, strokeRef)
             strokeRefs.appendVarint(UInt64(strokeRef))
 
             guard case .point(let sample) = event.payload else { continue }
             let styleRef: UInt32
-            if let known = styleIndex[sample.style] {
+            if let last = lastStyle, last.style == sample.style {
+                styleRef = last.ref
+            } else if let known = styleIndex[sample.style] {
                 styleRef = known
             } else {
                 styleRef = UInt32(styles.count)
                 styleIndex[sample.style] = styleRef
                 styles.append(sample.style)
             }
+            lastStyle = (sample.style, styleRef)
             styleRefs.appendVarint(UInt64(styleRef))
             flags.append((sample.pressure != nil ? 1 : 0) | (sample.t != nil ? 2 : 0))
             xs.append(sample.x, stroke: strokeRef)

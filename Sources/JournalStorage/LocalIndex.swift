@@ -91,7 +91,7 @@ public struct LocalIndex: Sendable {
         // Decoding every body (once per file: the result is cached) makes the clock come from
         // events that verified, not from a frame's claim.
         let valid = scan.problems.isEmpty && scan.header?.replica == file.replica
-            && CRC32.checksum(scan.bytes) == file.name.fileCRC && scan.events { _ in }.isEmpty
+            && CRC32.checksum(scan.bytes) == file.name.fileCRC && scan.verifyBodies().isEmpty
         return Entry(replica: file.replica, name: file.name, size: file.size,
                      eventCount: scan.eventCount, maxLamport: valid ? scan.maxLamport : 0, valid: valid)
     }

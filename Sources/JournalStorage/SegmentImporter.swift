@@ -60,8 +60,7 @@ public enum SegmentImporter {
             }
         }
         // Decoding every block proves the bodies inflate and parse, not just that CRCs match.
-        let problems = scan.events { _ in }
-        if let problem = problems.first { return .failure(problem) }
+        if let problem = scan.verifyBodies().first { return .failure(problem) }
         return .success(SegmentName(firstSeq: range.lowerBound, lastSeq: range.upperBound, fileCRC: fileCRC))
     }
 

@@ -50,6 +50,25 @@ public struct ScannedSegment: Sendable {
         return problems
     }
 
+    /// Decodes every valid block into columns only (no per-event values), for verification:
+    /// the problems of the blocks whose bodies do not inflate, parse or validate.
+    public func verifyBodies() -> [Problem] {
+        var problems: [Problem] = []
+        bytes.withUnsafeBytes { buffer in
+            for block in blocks {
+                let frameBytes = UnsafeRawBufferPointer(rebasing: buffer[block.offset..<block.offset + block.frame.totalLength])
+                do throws(SegmentFormatError) {
+                    _ = try BlockDecoder.columns(frame: block.frame, frameBytes: frameBytes)
+                } catch {
+                    problems.append(Problem(
+                        .corrupt, file: path, offset: Int64(block.offset), replica: replica,
+                        seqRange: block.seqRange, reason: error.description))
+                }
+            }
+        }
+        return problems
+    }
+
     public func allEvents() -> (events: [Event], problems: [Problem]) {
         var events: [Event] = []
         events.reserveCapacity(eventCount)
