@@ -102,6 +102,14 @@ public enum Replay {
     /// give exactly the full replay (a late or re-delivered event), so the caller replays all.
     static func continueFrom(_ snapshot: Snapshot, set: SegmentSet) -> (Drawing, ReplayReport, Snapshot)? {
         guard snapshot.forks.isEmpty else { return nil }
+        // Every segment it folded must still be here: a removed or damaged file changes the
+        // event set, and only a full replay says what the drawing of the new set is.
+        let present = Set(set.members.compactMap { member in
+            member.name.map { member.replica.hex + "/" + $0.fileName }
+        })
+        guard snapshot.sealedNames.isSubset(of: present), set.problems.allSatisfy({ $0.kind == .tornTail || $0.kind == .ignored }) else {
+            return nil
+        }
         var skipThrough: [ReplicaID: UInt64] = [:]
         var fresh = SegmentSet()
         fresh.problems = set.problems

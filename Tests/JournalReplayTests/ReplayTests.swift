@@ -307,6 +307,20 @@ import Testing
         #expect(fast.report.duplicateEvents == full.report.duplicateEvents && full.report.duplicateEvents == 10)
     }
 
+    @Test func aSnapshotOfFilesSinceRemovedIsNotUsed() throws {
+        let temp = TemporaryDirectory("snap-removed")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        try draw(journal, strokes: 5, seed: 13)
+        try draw(journal, strokes: 5, seed: 14)
+        try SnapshotStore.create(journal)
+        let sealed = journal.listSealed().sealed.sorted { $0.name < $1.name }
+        try FileSystem.remove(sealed[1].path)
+        let fast = Replay.load(journal, useSnapshots: true)
+        #expect(fast.report.eventsFromSnapshot == 0)
+        #expect(fast.drawing == Replay.load(journal, useSnapshots: false).drawing)
+    }
+
     @Test func aDamagedSnapshotNeverChangesTheDrawing() throws {
         let temp = TemporaryDirectory("snap-bad")
         defer { temp.remove() }
