@@ -93,6 +93,8 @@ public struct SyncEngine {
         let remote = try transport.list()
         report.ignored += remote.ignored
         var namedSeqMax: [ReplicaID: UInt64] = [:]
+        /// How a target file is named in the report.
+        func shown(_ file: TreeListing.File) -> String { key + "/replicas/" + file.relativePath }
 
         // 1. Decide what to fetch, from names, sizes and the cache alone.
         var wanted: [TreeListing.File] = []
@@ -104,13 +106,13 @@ public struct SyncEngine {
             }
             switch file.classification {
             case .foreign(let reason):
-                report.ignored.append(Problem(.ignored, file: key + "/replicas/" + file.relativePath, replica: file.replica, reason: reason))
+                report.ignored.append(Problem(.ignored, file: shown(file), replica: file.replica, reason: reason))
             case .segment(let name):
                 namedSeqMax[file.replica] = max(namedSeqMax[file.replica] ?? 0, name.lastSeq)
                 if localKeys.contains(file.relativePath) {
                     // Same name means same bytes, unless the other copy is damaged or partial.
                     if let held = localSizes[file.relativePath], held != file.size {
-                        report.rejected.append(Problem(.incomplete, file: key + "/replicas/" + file.relativePath, replica: file.replica,
+                        report.rejected.append(Problem(.incomplete, file: shown(file), replica: file.replica,
                                                        seqRange: name.firstSeq...name.lastSeq,
                                                        reason: "\(file.size) bytes where the segment has \(held): an incomplete or altered copy, left untouched"))
                     }
@@ -119,7 +121,7 @@ public struct SyncEngine {
                 fallthrough
             case .conflictCopy:
                 if file.size > SegmentScanner.maxSegmentFileSize {
-                    report.rejected.append(Problem(.ignored, file: key + "/replicas/" + file.relativePath, replica: file.replica,
+                    report.rejected.append(Problem(.ignored, file: shown(file), replica: file.replica,
                                                    reason: "\(file.size) bytes exceeds the segment bound of \(SegmentScanner.maxSegmentFileSize)"))
                     continue
                 }
@@ -127,7 +129,7 @@ public struct SyncEngine {
                 case .held(let canonical)? where localKeys.contains(canonical):
                     report.replicas[report.state(file.replica)].duplicateSegments += 1
                 case .rejected(let kind, let reason)?:
-                    report.rejected.append(Problem(kind, file: key + "/replicas/" + file.relativePath, replica: file.replica, reason: reason))
+                    report.rejected.append(Problem(kind, file: shown(file), replica: file.replica, reason: reason))
                 default:
                     wanted.append(file)
                 }
@@ -141,7 +143,7 @@ public struct SyncEngine {
             for (number, file) in wanted.enumerated() {
                 progress?("importing \(number + 1)/\(wanted.count)")
                 guard let path = paths[file.relativePath], FileSystem.exists(path) else {
-                    report.rejected.append(Problem(.unreadable, file: key + "/replicas/" + file.relativePath, replica: file.replica,
+                    report.rejected.append(Problem(.unreadable, file: shown(file), replica: file.replica,
                                                    reason: "vanished before it could be copied"))
                     continue
                 }
@@ -150,8 +152,7 @@ public struct SyncEngine {
                 report.bytesRead += file.size
                 let outcome = SegmentImporter.importSegment(at: path, replica: file.replica, claimedName: claimed,
                                                             intoReplicas: journal.replicasPath)
-                let where_ = key + "/replicas/" + file.relativePath
-                switch outcome {
+                                switch outcome {
                 case .imported(let name, let entry):
                     index.add(entry)
                     let canonical = file.replica.hex + "/" + name.fileName
@@ -162,7 +163,7 @@ public struct SyncEngine {
                     report.replicas[report.state(file.replica)].duplicateSegments += 1
                     cache.store(.held(file.replica.hex + "/" + name.fileName), target: key, file: file)
                 case .rejected(var problem):
-                    problem.file = where_
+                    problem.file = shown(file)
                     report.rejected.append(problem)
                     if problem.kind != .unreadable { cache.store(.rejected(problem.kind, problem.reason), target: key, file: file) }
                 }
