@@ -156,7 +156,7 @@ import Testing
     }
 
     @Test func everyCommandHasHelpWithAnExample() throws {
-        for command in ["demo", "init", "record", "log", "strokes", "render", "stats", "verify", "digest"] {
+        for command in ["demo", "init", "record", "sync", "merge", "status", "snapshot", "log", "strokes", "render", "stats", "verify", "digest"] {
             let help = try journal([command, "--help"])
             #expect(help.status == 0, "\(command)")
             #expect(help.stdout.contains("Example"), "\(command) --help lacks an example")
