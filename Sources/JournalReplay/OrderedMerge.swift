@@ -1,3 +1,4 @@
+import Dispatch
 import JournalFormat
 import JournalStorage
 
@@ -10,7 +11,7 @@ import JournalStorage
 /// invariant 4); `run` returns nil as soon as one does not, and the caller uses `Fold`.
 struct OrderedMerge {
     private let replicaCount: Int
-    private var streams: [ReplicaStream?]
+    private var streams: [Prefetcher?]
     private var heads: [Head?]
     /// Each replica's next event key, kept beside the heads so the heap never copies a head.
     private var headKeys: [CompactKey]
@@ -33,7 +34,7 @@ struct OrderedMerge {
             guard present.contains(replica) else { return nil }
             var stream = ReplicaStream(set: set, replica: replica)
             stream.skipThrough = skipThrough[replica] ?? 0
-            return stream
+            return Prefetcher(stream)
         }
         heads = Array(repeating: nil, count: replicas.count)
         headKeys = Array(repeating: CompactKey(lamport: 0, wallTime: 0, replica: 0, seq: 0), count: replicas.count)
@@ -258,5 +259,50 @@ struct OrderedFoldState {
                 points: state.points, visible: visible, ended: state.ended))
         }
         return Drawing(strokes: result)
+    }
+}
+
+/// Decodes a replica's next block on another core while the merge folds the current one:
+/// inflating and decoding are a third of replay, and the fold never waits for them unless it
+/// runs ahead. At most one block per replica is decoded ahead, so memory stays bounded.
+final class Prefetcher: @unchecked Sendable {
+    // Touched by the background decode only between `start()` and the matching `wait()`.
+    private var stream: ReplicaStream
+    private var result: (columns: BlockColumns?, report: ReplayReport)?
+    private let ready = DispatchSemaphore(value: 0)
+    private var inFlight = false
+
+    init(_ stream: ReplicaStream) { self.stream = stream }
+
+    private func start() {
+        inFlight = true
+        DispatchQueue.global().async {
+            var report = ReplayReport()
+            let columns = self.stream.next(report: &report)
+            self.result = (columns, report)
+            self.ready.signal()
+        }
+    }
+
+    /// The next batch, merging what decoding it reported into `report`.
+    func next(report: inout ReplayReport) -> BlockColumns? {
+        if !inFlight { start() }
+        ready.wait()
+        inFlight = false
+        guard let (columns, found) = result else { return nil }
+        result = nil
+        report.problems += found.problems
+        report.duplicateEvents += found.duplicateEvents
+        for fork in found.forks where report.forkSet.insert(fork).inserted { report.forks.append(fork) }
+        if columns != nil { start() }
+        return columns
+    }
+
+    var summary: ReplayReport.ReplicaSummary {
+        if inFlight {
+            ready.wait()
+            inFlight = false
+        }
+        return stream.summary
     }
 }
