@@ -1,3 +1,4 @@
+import JournalFormat
 /// A JSON value whose objects keep their keys in insertion order, so that the file the
 /// harness writes has a stable layout (docs/PERFORMANCE.md lists the keys).
 indirect enum JSON: Equatable {
@@ -84,24 +85,7 @@ indirect enum JSON: Equatable {
     }
 
     private static func quote(_ text: String, into out: inout String) {
-        out += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let digits = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - digits.count) + digits
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
+        out += JSONText.quoted(text)
     }
 
     // MARK: Parsing (what a row child prints; strict enough for that)
