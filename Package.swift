@@ -53,7 +53,7 @@ let package = Package(
             dependencies: ["JournalStorage", "JournalFormat", "JournalIngest", "JournalTestSupport"],
             exclude: ["Golden"]),
         .testTarget(name: "JournalReplayTests", dependencies: ["JournalReplay", "JournalStorage", "JournalFormat", "JournalTestSupport"]),
-        .testTarget(name: "JournalIngestTests", dependencies: ["JournalIngest", "JournalFormat"]),
+        .testTarget(name: "JournalIngestTests", dependencies: ["JournalIngest", "JournalFormat", "JournalTestSupport"]),
         .testTarget(name: "JournalSyncTests", dependencies: ["JournalSync", "JournalStorage", "JournalReplay", "JournalFormat", "JournalTestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["journal", "JournalTestSupport"]),
     ]

@@ -131,7 +131,14 @@ public enum SegmentEncoder {
     /// One complete block frame (header + raw-DEFLATE body) for a dense run of events.
     public static func block(_ events: ArraySlice<Event>, level: Int32 = compressionLevel) -> [UInt8] {
         precondition(!events.isEmpty, "a block holds at least one event")
-        let raw = BlockCodec.encode(events)
+        return frame(body: BlockCodec.encode(events), eventCount: events.count, firstSeq: events.first!.id.seq,
+                     maxLamport: events.map(\.lamport).max()!, level: level)
+    }
+
+    /// Compresses an encoded block body and frames it: header fields, CRC-32, body.
+    public static func frame(
+        body raw: [UInt8], eventCount: Int, firstSeq: UInt64, maxLamport: UInt64, level: Int32 = compressionLevel
+    ) -> [UInt8] {
         precondition(raw.count <= FormatV1.maxRawBlockSize, "block body over the format bound: split it")
         let compressed: [UInt8]
         do {
@@ -144,9 +151,9 @@ public enum SegmentEncoder {
         out.append(contentsOf: FormatV1.blockMagic)
         out.appendLE(UInt32(compressed.count))
         out.appendLE(UInt32(raw.count))
-        out.appendLE(UInt32(events.count))
-        out.appendLE(events.first!.id.seq)
-        out.appendLE(events.map(\.lamport).max()!)
+        out.appendLE(UInt32(eventCount))
+        out.appendLE(firstSeq)
+        out.appendLE(maxLamport)
         out.appendLE(UInt32(0))
         let checksum = out.bytes.withUnsafeBytes { header in
             compressed.withUnsafeBytes { body in BlockFrame.computeChecksum(header: header, body: body) }

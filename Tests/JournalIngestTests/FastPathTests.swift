@@ -1,5 +1,6 @@
 import JournalFormat
 @_spi(Testing) import JournalIngest
+import JournalTestSupport
 import Testing
 
 /// The canonical-layout fast path must agree with the general parser on every line.
@@ -9,7 +10,7 @@ import Testing
     }
 
     @Test func takesEveryCanonicalPointAndEndLine() {
-        var random = SplitMix64(seed: 1)
+        var random = SeededGenerator(seed: 1)
         var taken = 0
         for _ in 0..<20_000 {
             let payload = CanonicalJSONTests.randomPayload(&random)
@@ -46,7 +47,7 @@ import Testing
     }
 
     @Test func agreesWithTheGeneralParserOnMutatedLines() {
-        var random = SplitMix64(seed: 31337)
+        var random = SeededGenerator(seed: 31337)
         let alphabet: [UInt8] = Array("0123456789abcdefABCDEF-+.eE\",:{}[] \\tx#".utf8) + [0x00, 0x0A, 0xC3, 0xFF]
         var acceptedByTemplate = 0
         for _ in 0..<40_000 {

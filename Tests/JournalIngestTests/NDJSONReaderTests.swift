@@ -5,6 +5,7 @@ import Darwin
 #endif
 import JournalFormat
 import JournalIngest
+import JournalTestSupport
 import Testing
 
 @Suite struct NDJSONReaderTests {
@@ -126,7 +127,7 @@ import Testing
     @Test(arguments: [(NDJSONReader.chunkSize, 3 * NDJSONReader.chunkSize + 12_345), (1000, 200_000), (7, 50_000), (1, 20_000)])
     func manyLinesAcrossReadChunks(readSize: Int, totalBytes: Int) {
         // Lines straddle the boundaries of the reads.
-        var random = SplitMix64(seed: 17)
+        var random = SeededGenerator(seed: 17)
         var text = ""
         var expected: [ReadItem] = []
         var lineNumber = 0

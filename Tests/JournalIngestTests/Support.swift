@@ -5,20 +5,8 @@ import Darwin
 #endif
 import JournalFormat
 import JournalIngest
+import JournalTestSupport
 import Testing
-
-/// A small seeded generator, so that failures reproduce.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 let strokeText = "6F1C2B9A-0B6D-4D9A-9E41-2A7F3C1D5E88"
 let stroke = StrokeID(uuidString: strokeText)!

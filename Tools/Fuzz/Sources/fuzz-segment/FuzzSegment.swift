@@ -186,26 +186,8 @@ private func checkBody(_ body: UnsafeRawBufferPointer, eventCount: Int) {
 }
 
 private func checkFramed(_ body: UnsafeRawBufferPointer, eventCount: Int, maxLamport: UInt64, expected: [Event]) {
-    let compressed: [UInt8]
-    do throws(ZlibError) {
-        compressed = try RawDeflate.compress([UInt8](body), level: 1)
-    } catch {
-        preconditionFailure("deflate failed: \(error)")
-    }
-    var frame = ByteWriter(capacity: FormatV1.blockHeaderSize + compressed.count)
-    frame.append(contentsOf: FormatV1.blockMagic)
-    frame.appendLE(UInt32(compressed.count))
-    frame.appendLE(UInt32(body.count))
-    frame.appendLE(UInt32(eventCount))
-    frame.appendLE(UInt64(1))
-    frame.appendLE(maxLamport)
-    frame.appendLE(UInt32(0))
-    let checksum = frame.bytes.withUnsafeBytes { header in
-        compressed.withUnsafeBytes { body in BlockFrame.computeChecksum(header: header, body: body) }
-    }
-    frame.overwriteLE(checksum, at: FormatV1.blockHeaderSize - 4)
-    frame.append(contentsOf: compressed)
-    let file = SegmentHeader(replica: fuzzReplica).encoded() + frame.bytes
+    let frame = SegmentEncoder.frame(body: [UInt8](body), eventCount: eventCount, firstSeq: 1, maxLamport: maxLamport, level: 1)
+    let file = SegmentHeader(replica: fuzzReplica).encoded() + frame
 
     let segment = SegmentScanner.scan(bytes: file, path: "framed.sjs", sealed: true)
     precondition(segment.problems.isEmpty, "a well-formed segment scans with problems: \(segment.problems)")
