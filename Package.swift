@@ -18,6 +18,10 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // SHA-256 for segment names (a name must identify its bytes against forgery).
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
+        // Atomic access to the clock a sync shares with a running writer (local/clock).
+        .package(url: "https://github.com/apple/swift-atomics", from: "1.2.0"),
     ],
     targets: [
         // MARK: C interop
@@ -26,11 +30,13 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
         ),
-        .target(name: "JournalPlatform", dependencies: ["CZlib"]),
+        .target(name: "JournalPlatform", dependencies: ["CZlib", .product(name: "Atomics", package: "swift-atomics")]),
 
         // MARK: Library layers
         .target(name: "JournalFormat", dependencies: ["JournalPlatform"]),
-        .target(name: "JournalStorage", dependencies: ["JournalFormat", "JournalPlatform"]),
+        .target(
+            name: "JournalStorage",
+            dependencies: ["JournalFormat", "JournalPlatform", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "JournalReplay", dependencies: ["JournalFormat", "JournalStorage"]),
         .target(name: "JournalSync", dependencies: ["JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay"]),
         .target(name: "JournalIngest", dependencies: ["JournalFormat"]),

@@ -40,3 +40,36 @@ public enum FormatV1 {
         return value
     }
 }
+
+/// The plausibility bound on clocks (docs/FORMAT.md §13.4). An honest writer gives each event
+/// a Lamport clock one above the largest it has seen, so no honest clock or seq exceeds the
+/// number of distinct events that exist. An event whose seq or Lamport clock exceeds
+/// `limit(distinctEvents:)` of the set it is read with is quarantined: reported, never
+/// applied, never observed by a writer. The slack keeps partial sets (a peer seen before the
+/// events it had seen) plausible; the bound still leaves writers 2^62 − 2^33 − 2N clocks of
+/// headroom, so one crafted file cannot exhaust them. It is a function of the set of events,
+/// so every machine holding the same set quarantines the same events (invariant 3).
+public enum ClockBound {
+    public static let slack: UInt64 = 1 << 32
+
+    public static func limit(distinctEvents: UInt64) -> UInt64 {
+        let doubled = distinctEvents.multipliedReportingOverflow(by: 2)
+        let sum = doubled.partialValue.addingReportingOverflow(slack)
+        return doubled.overflow || sum.overflow ? FormatV1.maxLamport : min(sum.partialValue, FormatV1.maxLamport)
+    }
+
+    /// The number of distinct event ids in per-replica seq ranges (overlaps counted once).
+    public static func distinctEvents<Ranges: Sequence>(_ rangesByReplica: [Ranges]) -> UInt64
+    where Ranges.Element == ClosedRange<UInt64> {
+        var total: UInt64 = 0
+        for ranges in rangesByReplica {
+            var next: UInt64 = 0
+            for range in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+                let start = max(range.lowerBound, next)
+                if range.upperBound >= start { total &+= range.upperBound - start + 1 }
+                next = max(next, range.upperBound &+ 1)
+            }
+        }
+        return total
+    }
+}

@@ -26,13 +26,15 @@ struct OrderedMerge {
     /// `replicas` orders the keys (sorted ids; it may name replicas `set` lacks); `state`
     /// continues a snapshot whose events all precede `floor`, with `lastLamports` per replica.
     init(set: SegmentSet, replicas: [ReplicaID]? = nil, state: OrderedFoldState = OrderedFoldState(),
-         floor: CompactKey? = nil, lastLamports: [ReplicaID: UInt64] = [:], skipThrough: [ReplicaID: UInt64] = [:]) {
+         floor: CompactKey? = nil, lastLamports: [ReplicaID: UInt64] = [:], skipThrough: [ReplicaID: UInt64] = [:],
+         plausibilityLimit: UInt64? = nil) {
         let replicas = replicas ?? set.replicas
         let present = Set(set.replicas)
+        let limit = plausibilityLimit ?? set.plausibilityLimit
         replicaCount = replicas.count
         streams = replicas.map { replica in
             guard present.contains(replica) else { return nil }
-            var stream = ReplicaStream(set: set, replica: replica)
+            var stream = ReplicaStream(set: set, replica: replica, plausibilityLimit: limit)
             stream.skipThrough = skipThrough[replica] ?? 0
             return Prefetcher(stream)
         }
@@ -293,6 +295,7 @@ final class Prefetcher: @unchecked Sendable {
         result = nil
         report.problems += found.problems
         report.duplicateEvents += found.duplicateEvents
+        report.quarantinedEvents += found.quarantinedEvents
         for fork in found.forks where report.forkSet.insert(fork).inserted { report.forks.append(fork) }
         if columns != nil { start() }
         return columns

@@ -32,6 +32,9 @@ public struct ReplayReport: Sendable {
     public var maxLamport: UInt64 = 0
     /// Events taken from a snapshot instead of being replayed (0: a full replay).
     public var eventsFromSnapshot = 0
+    /// Events left out because their seq or clock exceeds the plausibility bound
+    /// (`ClockBound`, docs/FORMAT.md §13.4): reported as problems, never applied.
+    public var quarantinedEvents = 0
     /// `forks` as a set, for constant-time checks while merging overlap groups.
     var forkSet = Set<EventID>()
 
@@ -63,7 +66,8 @@ public enum Replay {
         var report = ReplayReport()
         report.problems = set.problems
         if let snapshot = fullSnapshot(set, report: &report) {
-            if snapshot.eventCount >= SnapshotStore.automaticThreshold && snapshot.forks.isEmpty {
+            // A quarantined event may become plausible as the set grows: a snapshot would hide it.
+            if snapshot.eventCount >= SnapshotStore.automaticThreshold && snapshot.forks.isEmpty && report.quarantinedEvents == 0 {
                 _ = try? SnapshotStore.write(snapshot, to: directory)
             }
             return (snapshot.state.finish(), report)
@@ -134,8 +138,9 @@ public enum Replay {
         var report = ReplayReport()
         report.problems = fresh.problems
         var merge = OrderedMerge(set: fresh, replicas: replicas, state: state, floor: floor,
-                                 lastLamports: snapshot.lastLamports, skipThrough: skipThrough)
-        guard let drawing = merge.run(report: &report) else { return nil }
+                                 lastLamports: snapshot.lastLamports, skipThrough: skipThrough,
+                                 plausibilityLimit: set.plausibilityLimit)
+        guard let drawing = merge.run(report: &report), report.quarantinedEvents == 0 else { return nil }
         let applied = report
         report.eventCount += snapshot.eventCount
         report.pointCount += snapshot.pointCount
@@ -214,8 +219,9 @@ public enum Replay {
     public static func forEachUniqueEvent(
         _ set: SegmentSet, report: inout ReplayReport, _ body: (Event) -> Void
     ) {
+        let limit = set.plausibilityLimit
         for replica in set.replicas {
-            var stream = ReplicaStream(set: set, replica: replica)
+            var stream = ReplicaStream(set: set, replica: replica, plausibilityLimit: limit)
             while let batch = stream.next(report: &report) {
                 for event in batch.events(replica: replica) {
                     report.count(event.lamport, isPoint: event.payload.kind == .point)
@@ -254,10 +260,14 @@ struct ReplicaStream {
     private(set) var summary: ReplayReport.ReplicaSummary
     /// Events up to this seq are already folded (a snapshot covers them): skip them.
     var skipThrough: UInt64 = 0
+    /// Events whose seq or clock exceeds this are quarantined (`ClockBound`). It is the limit
+    /// of the whole set being replayed, which may be larger than `set` (a snapshot's rest).
+    let plausibilityLimit: UInt64
 
-    init(set: SegmentSet, replica: ReplicaID) {
+    init(set: SegmentSet, replica: ReplicaID, plausibilityLimit: UInt64) {
         self.set = set
         self.replica = replica
+        self.plausibilityLimit = plausibilityLimit
         var refs: [BlockRef] = []
         var summary = ReplayReport.ReplicaSummary(replica: replica)
         for (index, member) in set.members.enumerated() where member.replica == replica {
@@ -289,8 +299,15 @@ struct ReplicaStream {
                         let events = columns.events(replica: replica)
                         columns = BlockColumns(events: events[Int(skipThrough - columns.firstSeq + 1)...])
                     }
-                    summary.events += columns.count
-                    return columns
+                    if isPlausible(columns) {
+                        summary.events += columns.count
+                        return columns
+                    }
+                    let ref = group.first!
+                    let kept = screened(columns.events(replica: replica), file: set.members[ref.member].scan.path,
+                                        offset: Int64(ref.block.offset), report: &report)
+                    summary.events += kept.count
+                    if let first = batches(of: kept) { return first }
                 }
                 continue
             }
@@ -355,16 +372,43 @@ struct ReplicaStream {
             }
         }
         guard !variants.isEmpty else { return nil }
-        let events = variants.keys.sorted().map { variants[$0]! }
+        let first = group.first!
+        let events = screened(variants.keys.sorted().map { variants[$0]! }, file: set.members[first.member].scan.path,
+                              offset: Int64(first.block.offset), report: &report)
         summary.events += events.count
-        // Hand the distinct events out as batches like any block's. The seqs of a group may
-        // have holes (a damaged block) and a batch needs dense seqs, so split at holes.
+        return batches(of: events)
+    }
+
+    /// Hands distinct events out as batches like any block's. Their seqs may have holes (a
+    /// damaged block, a quarantined event) and a batch needs dense seqs, so it splits at holes:
+    /// returns the first batch and queues the rest.
+    private mutating func batches(of events: [Event]) -> BlockColumns? {
         var runs: [[Event]] = []
         for event in events {
             if let last = runs.last?.last, last.id.seq + 1 == event.id.seq { runs[runs.count - 1].append(event) } else { runs.append([event]) }
         }
-        queued = runs.dropFirst().map { BlockColumns(events: $0[...]) }
-        return BlockColumns(events: runs[0][...])
+        guard let first = runs.first else { return nil }
+        queued += runs.dropFirst().map { BlockColumns(events: $0[...]) }
+        return BlockColumns(events: first[...])
+    }
+
+    private func isPlausible(_ columns: BlockColumns) -> Bool {
+        columns.count == 0 || (columns.firstSeq + UInt64(columns.count - 1) <= plausibilityLimit
+            && columns.lamports.allSatisfy { $0 <= plausibilityLimit })
+    }
+
+    /// The events within the plausibility bound; the others are reported, never applied.
+    private func screened(_ events: [Event], file: String, offset: Int64, report: inout ReplayReport) -> [Event] {
+        let kept = events.filter { $0.id.seq <= plausibilityLimit && $0.lamport <= plausibilityLimit }
+        let dropped = events.count - kept.count
+        if dropped > 0 {
+            let seqs = events.filter { $0.id.seq > plausibilityLimit || $0.lamport > plausibilityLimit }.map(\.id.seq)
+            report.quarantinedEvents += dropped
+            report.problems.append(Problem(
+                .quarantined, file: file, offset: offset, replica: replica, seqRange: seqs.min()!...seqs.max()!,
+                reason: "\(dropped) event(s) whose seq or Lamport clock exceeds the plausibility bound \(plausibilityLimit) (docs/FORMAT.md §13.4); not applied"))
+        }
+        return kept
     }
 
     /// The most distinct events one group of overlapping blocks may hold in memory.

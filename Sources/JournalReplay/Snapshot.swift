@@ -93,17 +93,22 @@ struct Snapshot {
                     names.insert(String(decoding: try reader.readBytes(length), as: UTF8.self))
                 }
                 let lastKey = try take(&reader)
-                let eventCount = Int(try reader.readVarint())
-                let pointCount = Int(try reader.readVarint())
+                let eventCount = try count(&reader)
+                let pointCount = try count(&reader)
                 let maxLamport = try reader.readVarint()
-                let duplicates = Int(try reader.readVarint())
+                let duplicates = try count(&reader)
                 var forks: [EventID] = []
                 for _ in 0..<(try reader.readCount(minimumItemSize: 17, what: "fork")) {
                     let replica = ReplicaID(UUIDBits(bytes: try reader.readBytes(16)))
                     forks.append(EventID(replica: replica, seq: try reader.readVarint()))
                 }
                 let state = try OrderedFoldState.decode(&reader, replicaCount: replicaCount)
-                guard reader.isAtEnd else { return nil }
+                // A CRC proves only that some build wrote these bytes: every index and order
+                // the replay relies on is checked, so a crafted snapshot is ignored, not trusted.
+                guard reader.isAtEnd,
+                      lastKey.map({ Int($0.replica) < replicaCount }) ?? true,
+                      zip(replicas, replicas.dropFirst()).allSatisfy({ $0 < $1 })
+                else { return nil }
                 return Snapshot(replicas: replicas, covered: covered, lastLamports: lastLamports, sealedNames: names,
                                 lastKey: lastKey, eventCount: eventCount, pointCount: pointCount, maxLamport: maxLamport,
                                 duplicateEvents: duplicates, forks: forks, state: state)
@@ -120,6 +125,13 @@ struct Snapshot {
         out.appendZigZag(key.wallTime)
         out.appendVarint(UInt64(key.replica))
         out.appendVarint(key.seq)
+    }
+
+    private static func count(_ reader: inout ByteReader) throws(DecodeError) -> Int {
+        guard let value = Int(exactly: try reader.readVarint()), value <= Int(Int32.max) * 1024 else {
+            throw .malformed(offset: reader.offset, reason: "count out of range")
+        }
+        return value
     }
 
     static func take(_ reader: inout ByteReader) throws(DecodeError) -> CompactKey? {
@@ -256,14 +268,17 @@ public enum SnapshotStore {
 
     /// Replays the whole journal and writes a snapshot of it.
     @discardableResult
-    public static func create(_ directory: JournalDirectory) throws(IOError) -> Info {
+    public static func create(_ directory: JournalDirectory) throws(SnapshotError) -> Info {
         let set = SegmentSet.load(directory)
         var report = ReplayReport()
         report.problems = set.problems
         guard let snapshot = Replay.fullSnapshot(set, report: &report) else {
-            throw IOError("snapshot", path: directory.root, code: 22)  // EINVAL: clocks out of order
+            throw .clocksOutOfOrder(path: directory.root)
         }
-        return try write(snapshot, to: directory)
+        // Quarantined events may become plausible as the journal grows; a snapshot would
+        // keep hiding them.
+        guard report.quarantinedEvents == 0 else { throw .quarantinedEvents(path: directory.root, count: report.quarantinedEvents) }
+        do { return try write(snapshot, to: directory) } catch { throw .io(error) }
     }
 
     static func write(_ snapshot: Snapshot, to directory: JournalDirectory) throws(IOError) -> Info {
@@ -278,5 +293,24 @@ public enum SnapshotStore {
     static func newest(_ directory: JournalDirectory) -> Snapshot? {
         guard let bytes = try? FileSystem.readFile(folder(directory) + "/latest.sjsnap") else { return nil }
         return Snapshot.decode(bytes)
+    }
+}
+
+/// Why `journal snapshot` could not take one.
+public enum SnapshotError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// A replica's clocks do not rise with its seqs, so the ordered fold a snapshot keeps
+    /// cannot be built; the journal still replays (with the order-free fold).
+    case clocksOutOfOrder(path: String)
+    case quarantinedEvents(path: String, count: Int)
+    case io(IOError)
+
+    public var description: String {
+        switch self {
+        case .clocksOutOfOrder(let path):
+            return "\(path): a replica's clocks do not rise with its seqs (a forged or damaged segment); no snapshot taken, replay still works without one"
+        case .quarantinedEvents(let path, let count):
+            return "\(path): \(count) event(s) are quarantined (implausible clocks, see `journal verify`); no snapshot taken"
+        case .io(let error): return error.description
+        }
     }
 }

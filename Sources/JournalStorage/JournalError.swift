@@ -17,6 +17,9 @@ public enum JournalError: Error, Equatable, Sendable, CustomStringConvertible {
     case closed
     /// An earlier write or fsync failed; what it covered was never acknowledged.
     case writerFailed(IOError)
+    /// The sealed copy of the open segment could not be written (e.g. the disk is full).
+    /// Every event is still durable in the open segment, and recording can go on.
+    case sealFailed(IOError, neededBytes: Int64, available: Int64?)
 
     public var description: String {
         switch self {
@@ -32,8 +35,17 @@ public enum JournalError: Error, Equatable, Sendable, CustomStringConvertible {
             return "the open segment is damaged before its last block: \(problem); run `journal verify` and keep a copy before repairing"
         case .exhausted(let what): return what
         case .closed: return "the writer is closed"
+        case .sealFailed(let error, let needed, let available):
+            let free = available.map { ", \(megabytes($0)) free" } ?? ""
+            return "could not seal the open segment (\(error)): sealing needs about \(megabytes(needed)) free\(free); "
+                + "every event is still recorded in the open segment, and sealing is tried again by the next record or sync"
         case .writerFailed(let error):
             return "an earlier write failed (\(error)); events after the last successful flush were not recorded: reopen the journal to recover"
         }
     }
+}
+
+private func megabytes(_ bytes: Int64) -> String {
+    let tenths = (bytes * 10 + 524_288) / 1_048_576
+    return "\(tenths / 10).\(tenths % 10) MB"
 }

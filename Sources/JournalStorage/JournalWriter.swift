@@ -31,8 +31,23 @@ public struct RecoveryReport: Sendable, Equatable {
     /// Bytes cut from the end of the open segment (a crash tail).
     public var bytesCut: Int64 = 0
     public var tailProblem: Problem?
-    /// The open segment had already been sealed before a crash and was reset.
+    /// The open segment had already been sealed before a crash and was reset: a sealed
+    /// segment of this replica holds exactly its events.
     public var discardedSealedCopy = false
+    /// This folder is a copy of a journal (invariant 9): the events its open segment held
+    /// were sealed under the old replica id, and the writer now writes as a new one.
+    public var identityChange: IdentityChange?
+
+    public struct IdentityChange: Sendable, Equatable, CustomStringConvertible {
+        public var previous: ReplicaID
+        public var current: ReplicaID
+        public var sealedFromCopy: SegmentName?
+
+        public var description: String {
+            "this journal folder is a copy of another (its identity file is not the one this folder was created with): "
+                + "it now writes as new replica \(current.hex); events recorded before stay under \(previous.hex)"
+        }
+    }
 }
 
 /// Appends this journal's replica's events (invariant 2: the only writer, under an OS lock).
@@ -42,7 +57,8 @@ public struct RecoveryReport: Sendable, Equatable {
 /// Sealing re-encodes the open segment into large blocks under its final immutable name.
 public final class JournalWriter {
     public let directory: JournalDirectory
-    public let replica: ReplicaID
+    /// This writer's replica; a copied journal folder takes a new one when opened.
+    public private(set) var replica: ReplicaID
     public let options: WriterOptions
     public private(set) var recovery = RecoveryReport()
 
@@ -54,6 +70,19 @@ public final class JournalWriter {
     public private(set) var clock: UInt64
     /// Called with the new `durableSeq` each time a flush has made events durable.
     public var onDurable: ((UInt64) -> Void)?
+    /// Set when an automatic seal failed (e.g. the disk is full): the events are durable in
+    /// the open segment and recording goes on; the seal is tried again later.
+    public private(set) var sealProblem: JournalError?
+
+    /// The clock sync raises when it imports a segment, so that this writer's next event
+    /// follows events that arrived while it runs (invariant 4).
+    private var sharedClock: SharedCounter?
+    /// Distinct events this writer knew of at open (its own and imported), for the clock
+    /// plausibility bound (`ClockBound`).
+    private var knownEventsAtOpen: UInt64 = 0
+    private var appendedSinceOpen: UInt64 = 0
+    /// After a failed automatic seal, the open segment's event count at which to try again.
+    private var nextSealAttempt = 0
 
     private var lock: FileDescriptor?
     private var openSegment: FileDescriptor?
@@ -77,6 +106,8 @@ public final class JournalWriter {
         clock = 0
         do {
             try recover()
+            try takeNewIdentityIfCopied()
+            sharedClock = try? SharedCounter(path: directory.localPath + "/clock")
         } catch {
             lock.close()
             self.lock = nil
@@ -104,6 +135,8 @@ public final class JournalWriter {
         }
         let now = ProcessInfoLite.wallClockMilliseconds()
         if pending.isEmpty { pendingSince = now }
+        if let seen = sharedClock?.value, seen > clock { observe(lamport: seen) }
+        appendedSinceOpen += 1
         clock += 1
         let id = EventID(replica: replica, seq: nextSeq)
         pending.append(Event(id: id, lamport: clock, wallTime: now, payload: payload))
@@ -115,16 +148,30 @@ public final class JournalWriter {
         return id
     }
 
-    /// Raises the clock past events seen from other replicas (invariant 4).
+    /// Raises the clock past events seen from other replicas (invariant 4), up to the
+    /// plausibility bound: a clock beyond it belongs to an event replay quarantines, and
+    /// following it would let one crafted file exhaust this writer (docs/FORMAT.md §13.4).
     public func observe(lamport: UInt64) {
-        if lamport > clock { clock = min(lamport, FormatV1.maxLamport - 2) }
+        let limit = ClockBound.limit(distinctEvents: knownEventsAtOpen + appendedSinceOpen)
+        let plausible = min(lamport, limit, FormatV1.maxLamport - 2)
+        if plausible > clock { clock = plausible }
     }
 
     /// Makes every appended event durable: one block appended to the open segment, fsynced.
     public func flush() throws(JournalError) {
         try writePending()
-        if openSegmentEvents >= options.sealEveryEvents {
-            try seal()
+        if openSegmentEvents >= max(options.sealEveryEvents, nextSealAttempt) {
+            // What was appended is durable now; a seal that cannot be written (a full disk)
+            // must not stop recording: the open segment keeps growing and sealing is retried.
+            do {
+                try seal()
+                sealProblem = nil
+                nextSealAttempt = 0
+            } catch {
+                guard case .sealFailed = error else { throw error }
+                sealProblem = error
+                nextSealAttempt = openSegmentEvents + max(1, options.sealEveryEvents / 8)
+            }
         }
     }
 
@@ -188,16 +235,22 @@ public final class JournalWriter {
             }
         }
         bytes += SegmentEncoder.blocks(smallRun[...])
-        let name = SegmentName(firstSeq: range.lowerBound, lastSeq: range.upperBound, fileCRC: CRC32.checksum(bytes))
+        let name = SegmentName(firstSeq: range.lowerBound, lastSeq: range.upperBound, contents: bytes)
+        let folder = directory.replicaPath(replica)
+        let finalPath = folder + "/" + name.fileName
+        var index = LocalIndex.refresh(directory)
         do {
-            let folder = directory.replicaPath(replica)
+            // Writing the sealed copy touches nothing the open segment holds: if it fails,
+            // every event is still durable there and the writer can go on appending.
             if !FileSystem.isDirectory(folder) {
                 try FileSystem.createDirectory(folder)
                 try FileSystem.syncDirectory(directory.replicasPath)
             }
-            let finalPath = folder + "/" + name.fileName
-            var index = LocalIndex.refresh(directory)
             try FileSystem.writeAtomically(bytes, to: finalPath, temporaryPath: folder + "/.tmp-" + name.fileName)
+        } catch {
+            throw .sealFailed(error, neededBytes: Int64(bytes.count), available: FileSystem.availableBytes(directory.root))
+        }
+        do {
             try resetOpenSegment()
             index.add(LocalIndex.Entry(replica: replica, name: name, size: Int64(bytes.count), eventCount: scan.eventCount,
                                        maxLamport: scan.maxLamport, valid: true))
@@ -224,11 +277,18 @@ public final class JournalWriter {
             lock = nil
             throw .writerFailed(failure)
         }
-        if options.sealOnClose { try seal() } else { try flush() }
-        openSegment?.close()
-        openSegment = nil
-        lock?.close()
-        lock = nil
+        defer {
+            openSegment?.close()
+            openSegment = nil
+            lock?.close()
+            lock = nil
+        }
+        try writePending()
+        if options.sealOnClose {
+            // A seal that cannot be written leaves every event durable in the open segment;
+            // the caller is told (`sealFailed`), and the next writer or sync seals it.
+            try seal()
+        }
     }
 
     // MARK: Opening and recovery
@@ -274,6 +334,7 @@ public final class JournalWriter {
         // index remembers each segment's highest clock so that this reads only new files.
         let index = LocalIndex.refresh(directory)
         var sealedLastSeq = index.lastSeq(of: replica)
+        knownEventsAtOpen = index.distinctEvents
         observe(lamport: index.maxLamport)
         removeStaleTemporaries()
 
@@ -300,9 +361,12 @@ public final class JournalWriter {
                     recovery.bytesCut = Int64(scan.bytes.count - scan.validPrefixLength)
                     recovery.tailProblem = scan.problems.first
                 }
+                knownEventsAtOpen += UInt64(scan.eventCount)
                 observe(lamport: scan.maxLamport)
-                if let range = scan.seqRange, range.upperBound <= sealedLastSeq {
-                    // Crash after sealing but before the open segment was reset.
+                if let range = scan.seqRange, Self.isSealed(scan, range: range, replica: replica, index: index, directory: directory) {
+                    // Crash after sealing but before the open segment was reset: a sealed
+                    // segment holds exactly these events. Nothing else may reset it: names
+                    // are only claims, and acknowledged events outrank them.
                     recovery.discardedSealedCopy = true
                     do { try resetOpenSegment() } catch { throw .io(error) }
                 } else {
@@ -324,6 +388,52 @@ public final class JournalWriter {
         }
         nextSeq = sealedLastSeq + 1
         durableSeq = sealedLastSeq
+    }
+
+    /// Whether a sealed segment of this replica holds exactly the open segment's events: the
+    /// seal of this very segment, written before a crash that came before the reset.
+    private static func isSealed(
+        _ open: ScannedSegment, range: ClosedRange<UInt64>, replica: ReplicaID, index: LocalIndex, directory: JournalDirectory
+    ) -> Bool {
+        let candidates = index.entries.values.filter {
+            $0.replica == replica && $0.valid && $0.name.firstSeq == range.lowerBound && $0.name.lastSeq == range.upperBound
+        }
+        guard !candidates.isEmpty else { return false }
+        let (events, problems) = open.allEvents()
+        guard problems.isEmpty else { return false }
+        for candidate in candidates {
+            let sealed = SegmentScanner.scan(path: directory.segmentPath(replica, candidate.name), sealed: true)
+            let (sealedEvents, sealedProblems) = sealed.allEvents()
+            if sealedProblems.isEmpty && sealed.problems.isEmpty && sealedEvents == events { return true }
+        }
+        return false
+    }
+
+    /// A copied journal folder takes a new replica id before it writes (invariant 9). The
+    /// events its open segment holds were acknowledged by the original's writer: they are
+    /// sealed under the original id first, so that a copy made to move a journal loses none.
+    private func takeNewIdentityIfCopied() throws(JournalError) {
+        switch IdentityAnchor.check(directory) {
+        case .same: return
+        case .unanchored:
+            do { try IdentityAnchor.record(directory) } catch { throw .io(error) }
+        case .copied:
+            let previous = replica
+            let sealedFromCopy = openSegmentEvents > 0 ? try seal() : nil
+            let fresh = ReplicaID.random()
+            do {
+                try FileSystem.writeAtomically(Array((fresh.hex + "\n").utf8), to: directory.identityPath,
+                                               temporaryPath: directory.identityPath + ".tmp-" + String(ProcessInfoLite.processID))
+                replica = fresh
+                try IdentityAnchor.record(directory)
+                try resetOpenSegment()
+            } catch {
+                throw poison(error)
+            }
+            nextSeq = 1
+            durableSeq = 0
+            recovery.identityChange = RecoveryReport.IdentityChange(previous: previous, current: fresh, sealedFromCopy: sealedFromCopy)
+        }
     }
 
     private func createOpenSegment() throws(IOError) {

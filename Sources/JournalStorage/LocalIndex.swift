@@ -28,6 +28,13 @@ public struct LocalIndex: Sendable {
 
     public var maxLamport: UInt64 { entries.values.filter(\.valid).map(\.maxLamport).max() ?? 0 }
 
+    /// Distinct event ids the valid segments hold (overlapping copies counted once).
+    public var distinctEvents: UInt64 {
+        var ranges: [ReplicaID: [ClosedRange<UInt64>]] = [:]
+        for entry in entries.values where entry.valid { ranges[entry.replica, default: []].append(entry.name.firstSeq...entry.name.lastSeq) }
+        return ClockBound.distinctEvents(Array(ranges.values))
+    }
+
     /// The highest seq any segment of `replica` claims by its name, damaged ones included: a
     /// writer must never reuse a seq, even one whose only copy is unreadable.
     public func lastSeq(of replica: ReplicaID) -> UInt64 {
@@ -90,8 +97,11 @@ public struct LocalIndex: Sendable {
         let scan = SegmentScanner.scan(path: file.path, sealed: true)
         // Decoding every body (once per file: the result is cached) makes the clock come from
         // events that verified, not from a frame's claim.
-        let valid = scan.problems.isEmpty && scan.header?.replica == file.replica
-            && CRC32.checksum(scan.bytes) == file.name.fileCRC && scan.verifyBodies().isEmpty
+        let valid: Bool
+        switch SegmentImporter.verify(scan, path: file.path, replica: file.replica, claimedName: file.name) {
+        case .success: valid = true
+        case .failure: valid = false
+        }
         return Entry(replica: file.replica, name: file.name, size: file.size,
                      eventCount: scan.eventCount, maxLamport: valid ? scan.maxLamport : 0, valid: valid)
     }

@@ -12,29 +12,38 @@ public enum SegmentImporter {
         case rejected(Problem)
     }
 
-    /// Verifies the file at `path` (header, every block checksum, seq range, and the whole-file
-    /// CRC when the file carries a canonical name) and imports it into `replicasPath`.
-    /// `claimedName` is nil for copies under foreign names (e.g. Syncthing conflict copies):
-    /// their canonical name is computed from their contents.
+    /// Verifies the file at `path` (header, every block checksum, seq range, every body, and
+    /// the whole file against its name when it carries a canonical one) and imports it into
+    /// `replicasPath` under its version 2 name. `claimedName` is nil for copies under foreign
+    /// names (e.g. Syncthing conflict copies): their name is computed from their contents.
+    /// `guardOwn` refuses segments of the importing journal's own replica beyond what its
+    /// writer has assigned (see `OwnReplicaGuard`).
     public static func importSegment(
-        at path: String, replica: ReplicaID, claimedName: SegmentName?, intoReplicas replicasPath: String
+        at path: String, replica: ReplicaID, claimedName: SegmentName?, intoReplicas replicasPath: String,
+        guardOwn: OwnReplicaGuard? = nil, sharedClock: SharedCounter? = nil
     ) -> Outcome {
-        if let claimedName, FileSystem.exists(replicasPath + "/" + replica.hex + "/" + claimedName.fileName) {
+        if let claimedName, claimedName.identifiesContents,
+           FileSystem.exists(replicasPath + "/" + replica.hex + "/" + claimedName.fileName) {
             return .alreadyPresent(claimedName)
         }
         let scan = SegmentScanner.scan(path: path, sealed: true)
         switch verify(scan, path: path, replica: replica, claimedName: claimedName) {
         case .failure(let problem): return .rejected(problem)
-        case .success(let name): return write(scan, name: name, replica: replica, replicasPath: replicasPath)
+        case .success(let name):
+            if let guardOwn, let problem = guardOwn.refusal(replica: replica, name: name, path: path) { return .rejected(problem) }
+            // Before the file lands under its name: a writer appending from then on follows it.
+            sharedClock?.raise(to: scan.maxLamport)
+            return write(scan, name: name, replica: replica, replicasPath: replicasPath)
         }
     }
 
-    /// The canonical name of a complete, valid segment, or the problem that disqualifies it.
+    /// The version 2 name of a complete, valid segment, or the problem that disqualifies it.
+    /// This is the one verdict on "is this sealed file what it claims": import, publish and
+    /// the local index all ask it.
     public static func verify(
         _ scan: ScannedSegment, path: String, replica: ReplicaID, claimedName: SegmentName?
     ) -> Result<SegmentName, Problem> {
         let claimedRange = claimedName.map { $0.firstSeq...$0.lastSeq }
-        let fileCRC = CRC32.checksum(scan.bytes)
         if let problem = scan.problems.first {
             // A canonical file that is a strict prefix of what its name promises: half-copied.
             let short = scan.problemsAreOnlyAtTail && (problem.kind == .incomplete || problem.kind == .tornTail)
@@ -49,10 +58,12 @@ public enum SegmentImporter {
             return .failure(Problem(.corrupt, file: path, offset: 0, replica: header.replica, seqRange: range,
                                     reason: "header names replica \(header.replica.hex) but the file is in the folder of \(replica.hex)"))
         }
+        let name = SegmentName(firstSeq: range.lowerBound, lastSeq: range.upperBound, contents: scan.bytes)
         if let claimedName {
-            guard fileCRC == claimedName.fileCRC else {
+            let matches = claimedName.identifiesContents ? claimedName.check == name.check : claimedName.matches(scan.bytes)
+            guard matches else {
                 return .failure(Problem(.incomplete, file: path, replica: replica, seqRange: claimedRange,
-                                        reason: "file checksum \(hex8(fileCRC)) does not match its name (\(hex8(claimedName.fileCRC))): incomplete or altered copy; not imported"))
+                                        reason: "its bytes do not match the \(claimedName.identifiesContents ? "SHA-256" : "CRC-32") in its name: an incomplete, damaged or forged copy; not imported"))
             }
             guard range == claimedName.firstSeq...claimedName.lastSeq else {
                 return .failure(Problem(.corrupt, file: path, replica: replica, seqRange: range,
@@ -61,7 +72,17 @@ public enum SegmentImporter {
         }
         // Decoding every block proves the bodies inflate and parse, not just that CRCs match.
         if let problem = scan.verifyBodies().first { return .failure(problem) }
-        return .success(SegmentName(firstSeq: range.lowerBound, lastSeq: range.upperBound, fileCRC: fileCRC))
+        return .success(name)
+    }
+
+    /// Reads and verifies a sealed file against its own name: what sync asks before it
+    /// publishes a local file (a cached verdict could be about bytes that have since changed).
+    public static func verifyFile(at path: String, replica: ReplicaID, name: SegmentName) -> Problem? {
+        let scan = SegmentScanner.scan(path: path, sealed: true)
+        switch verify(scan, path: path, replica: replica, claimedName: name) {
+        case .failure(let problem): return problem
+        case .success: return nil
+        }
     }
 
     static func write(_ scan: ScannedSegment, name: SegmentName, replica: ReplicaID, replicasPath: String) -> Outcome {
@@ -125,9 +146,4 @@ public enum AtomicCopy {
         try FileSystem.remove(temporary)
         try FileSystem.syncDirectory(folder)
     }
-}
-
-func hex8(_ value: UInt32) -> String {
-    let digits = String(value, radix: 16)
-    return String(repeating: "0", count: 8 - digits.count) + digits
 }

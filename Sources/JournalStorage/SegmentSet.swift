@@ -61,8 +61,7 @@ public struct SegmentSet: Sendable {
                                     reason: "a sealed segment with no blocks (its name promises seq \(file.name.firstSeq)...\(file.name.lastSeq))"))
             return
         }
-        let crc = CRC32.checksum(scan.bytes)
-        if crc != file.name.fileCRC {
+        if !file.name.matches(scan.bytes) {
             problems.append(Problem(
                 scan.problemsAreOnlyAtTail && !scan.problems.isEmpty ? .incomplete : .corrupt,
                 file: file.path, replica: file.replica, seqRange: file.name.firstSeq...file.name.lastSeq,
@@ -79,5 +78,15 @@ public struct SegmentSet: Sendable {
     }
 
     public var replicas: [ReplicaID] { Array(Set(members.map(\.replica))).sorted() }
+
+    /// The clock plausibility limit of this set (`ClockBound`): from the distinct seqs its
+    /// valid blocks hold, before anything is decoded.
+    public var plausibilityLimit: UInt64 {
+        var ranges: [ReplicaID: [ClosedRange<UInt64>]] = [:]
+        for member in members {
+            for block in member.scan.blocks { ranges[member.replica, default: []].append(block.seqRange) }
+        }
+        return ClockBound.limit(distinctEvents: ClockBound.distinctEvents(Array(ranges.values)))
+    }
     public var totalBytes: Int64 { members.reduce(0) { $0 + Int64($1.scan.bytes.count) } }
 }

@@ -6,9 +6,11 @@ import JournalStorage
 /// Two-way sync of a journal with a target, and one-way merges from other journals.
 ///
 /// Cost follows new data: both sides are compared by listing names and sizes (a segment's
-/// name is its seq range and content CRC, so equal names mean equal bytes); only files the
-/// other side lacks are read, verified and copied. Files seen before whose name does not say
-/// whether they are held (conflict copies, refused files) are remembered in `local/sync-cache`.
+/// version 2 name is its seq range and the SHA-256 of its bytes, so equal names mean equal
+/// bytes); only files the other side lacks are read, verified and copied, and every local
+/// file is verified again just before it is published. Files whose name does not say what
+/// they hold (conflict copies, version 1 names) and refused files are remembered in
+/// `local/sync-cache`, keyed by what identifies their bytes.
 public struct SyncEngine {
     public let journal: JournalDirectory
     public var progress: ((String) -> Void)?
@@ -82,10 +84,13 @@ public struct SyncEngine {
     }
 
     private func exchange(with transport: Transport, key: String, publish: Bool, report: inout ReconcileReport) throws(SyncError) {
+        removeOwnTemporaries()
+        report.rejected += journal.upgradeLegacyNames()
         var index = LocalIndex.refresh(journal)
         var cache = SyncCache(directory: journal)
         defer { cache.save() }
-        removeOwnTemporaries()
+        let guardOwn = OwnReplicaGuard.current(journal, index: index)
+        let sharedClock = try? SharedCounter(path: journal.localPath + "/clock")
         let local = TreeListing.scan(replicasPath: journal.replicasPath)
         let localKeys = local.segmentKeys
         let localSizes = Dictionary(local.files.map { ($0.relativePath, $0.size) }, uniquingKeysWith: { first, _ in first })
@@ -95,6 +100,12 @@ public struct SyncEngine {
         var namedSeqMax: [ReplicaID: UInt64] = [:]
         /// How a target file is named in the report.
         func shown(_ file: TreeListing.File) -> String { key + "/replicas/" + file.relativePath }
+
+        /// What tells a target file's bytes apart, where the transport can see it.
+        func identity(_ file: TreeListing.File) -> FileIdentity? {
+            transport.localFolder.flatMap { FileIdentity.of($0 + "/" + file.relativePath) }
+        }
+        cache.prune(target: key, listed: Set(remote.files.map(\.relativePath)))
 
         // 1. Decide what to fetch, from names, sizes and the cache alone.
         var wanted: [TreeListing.File] = []
@@ -108,8 +119,14 @@ public struct SyncEngine {
             case .foreign(let reason):
                 report.ignored.append(Problem(.ignored, file: shown(file), replica: file.replica, reason: reason))
             case .segment(let name):
+                if let guardOwn, let problem = guardOwn.refusal(replica: file.replica, name: name, path: shown(file)) {
+                    report.rejected.append(problem)
+                    continue
+                }
                 namedSeqMax[file.replica] = max(namedSeqMax[file.replica] ?? 0, name.lastSeq)
-                if localKeys.contains(file.relativePath) {
+                // Only a version 2 name says which bytes a file holds; a version 1 name is
+                // read like a conflict copy (its CRC-32 could be forged to match ours).
+                if name.identifiesContents && localKeys.contains(file.relativePath) {
                     // Same name means same bytes, unless the other copy is damaged or partial.
                     if let held = localSizes[file.relativePath], held != file.size {
                         report.rejected.append(Problem(.incomplete, file: shown(file), replica: file.replica,
@@ -125,7 +142,7 @@ public struct SyncEngine {
                                                    reason: "\(file.size) bytes exceeds the segment bound of \(SegmentScanner.maxSegmentFileSize)"))
                     continue
                 }
-                switch cache.lookup(target: key, file: file) {
+                switch cache.lookup(target: key, file: file, identity: identity(file)) {
                 case .held(let canonical)? where localKeys.contains(canonical):
                     report.replicas[report.state(file.replica)].duplicateSegments += 1
                 case .rejected(let kind, let reason)?:
@@ -151,28 +168,31 @@ public struct SyncEngine {
                 if case .segment(let name) = file.classification { claimed = name }
                 report.bytesRead += file.size
                 let outcome = SegmentImporter.importSegment(at: path, replica: file.replica, claimedName: claimed,
-                                                            intoReplicas: journal.replicasPath)
-                                switch outcome {
+                                                            intoReplicas: journal.replicasPath, guardOwn: guardOwn,
+                                                            sharedClock: sharedClock)
+                let fileIdentity = identity(file)
+                switch outcome {
                 case .imported(let name, let entry):
                     index.add(entry)
                     let canonical = file.replica.hex + "/" + name.fileName
                     report.imported.append(canonical)
                     report.replicas[report.state(file.replica)].imported += 1
-                    if claimed == nil { cache.store(.held(canonical), target: key, file: file) }
+                    if claimed?.identifiesContents != true { cache.store(.held(canonical), target: key, file: file, identity: fileIdentity) }
                 case .alreadyPresent(let name):
                     report.replicas[report.state(file.replica)].duplicateSegments += 1
-                    cache.store(.held(file.replica.hex + "/" + name.fileName), target: key, file: file)
+                    cache.store(.held(file.replica.hex + "/" + name.fileName), target: key, file: file, identity: fileIdentity)
                 case .rejected(var problem):
                     problem.file = shown(file)
                     report.rejected.append(problem)
-                    if problem.kind != .unreadable { cache.store(.rejected(problem.kind, problem.reason), target: key, file: file) }
+                    if problem.kind != .unreadable { cache.store(.rejected(problem.kind, problem.reason), target: key, file: file, identity: fileIdentity) }
                 }
             }
             do throws(IOError) { try index.save(journal) } catch { throw .io("cannot save the local index: \(error)") }
         }
 
-        // 3. Publish what the target lacks: only segments that verified when they were
-        //    sealed or imported (invariant 6: never spread a damaged file).
+        // 3. Publish what the target lacks, each file verified now, against its name (invariant
+        //    6: never spread a damaged file; a verdict cached earlier could be about bytes that
+        //    have changed since).
         if publish {
             let remoteKeys = remote.segmentKeys
             var outgoing: [String] = []
@@ -180,14 +200,17 @@ public struct SyncEngine {
             // canonical names too.
             let localNow = report.imported.isEmpty ? local : TreeListing.scan(replicasPath: journal.replicasPath)
             for file in localNow.files {
-                guard case .segment(let name) = file.classification, !remoteKeys.contains(file.relativePath) else { continue }
-                guard index.entries[file.relativePath]?.valid == true else {
-                    report.rejected.append(Problem(.corrupt, file: journal.replicasPath + "/" + file.relativePath, replica: file.replica,
-                                                   seqRange: name.firstSeq...name.lastSeq, reason: "local copy did not verify; not published"))
+                guard case .segment(let name) = file.classification, name.identifiesContents,
+                      !remoteKeys.contains(file.relativePath) else { continue }
+                let path = journal.replicasPath + "/" + file.relativePath
+                report.bytesRead += file.size
+                if let problem = SegmentImporter.verifyFile(at: path, replica: file.replica, name: name) {
+                    report.rejected.append(Problem(problem.kind, file: path, offset: problem.offset, replica: file.replica,
+                                                   seqRange: name.firstSeq...name.lastSeq,
+                                                   reason: "this journal's copy does not verify (\(problem.reason)); not published"))
                     continue
                 }
                 outgoing.append(file.relativePath)
-                report.bytesRead += file.size
             }
             if !outgoing.isEmpty {
                 progress?("publishing \(outgoing.count) segment(s)")

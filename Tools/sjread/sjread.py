@@ -393,16 +393,29 @@ def scan(path, sealed):
 # Files and names (§2, §8.5)
 
 def parse_name(name):
-    """(first, last, crc) of a canonical sealed name given as bytes, else None."""
-    if len(name) != 54 or name[20:21] != b"-" or name[41:42] != b"-" or name[50:] != b".sjs":
+    """(first, last, check) of a canonical sealed name given as bytes, else None (§2.1).
+
+    check is ("crc32", int) for a version 1 name, ("sha256", 32 hex digits) for version 2."""
+    check_length = len(name) - 46
+    if check_length not in (8, 32) or name[20:21] != b"-" or name[41:42] != b"-" or name[42 + check_length:] != b".sjs":
         return None
-    first, last, crc = name[0:20], name[21:41], name[42:50]
-    if not all(c in DIGITS for c in first + last) or not all(c in LOWER_HEX for c in crc):
+    first, last, check = name[0:20], name[21:41], name[42:42 + check_length]
+    if not all(c in DIGITS for c in first + last) or not all(c in LOWER_HEX for c in check):
         return None
     first, last = int(first), int(last)
-    if last > M64 or not 1 <= first <= last:
+    if last >= 1 << 62 or not 1 <= first <= last:
         return None
-    return first, last, int(crc, 16)
+    if check_length == 8:
+        return first, last, ("crc32", int(check, 16))
+    return first, last, ("sha256", check.decode())
+
+
+def name_matches(check, data):
+    """Whether a file's bytes are the ones its name's check stands for (§2.1)."""
+    kind, value = check
+    if kind == "crc32":
+        return zlib.crc32(data) == value
+    return hashlib.sha256(data).hexdigest()[:32] == value
 
 
 def is_replica_folder(name):
@@ -437,7 +450,7 @@ def load(root):
             if not stat.S_ISREG(os.lstat(path).st_mode) or parsed is None:
                 problems.append(Problem("ignored", path, "not a sealed segment", replica=folder_replica))
                 continue
-            first, last, crc = parsed
+            first, last, check = parsed
             segment = scan(path, sealed=True)
             problems.extend(segment["problems"])
             if segment["replica"] is None:
@@ -450,7 +463,7 @@ def load(root):
                 problems.append(Problem("corrupt", path, "a sealed segment with no blocks",
                                         replica=folder_replica, seqs=(first, last)))
                 continue
-            if zlib.crc32(segment["bytes"]) != crc:
+            if not name_matches(check, segment["bytes"]):
                 kind = "incomplete" if segment["tail_only"] and segment["problems"] else "corrupt"
                 problems.append(Problem(kind, path, "file checksum does not match its name",
                                         replica=folder_replica, seqs=(first, last)))

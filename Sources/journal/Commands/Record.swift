@@ -52,6 +52,9 @@ extension JournalCommand {
                         Terminal.flush()
                     }
                 }
+                if let change = writer.recovery.identityChange {
+                    Terminal.standardError("journal: \(change)\n")
+                }
                 if writer.recovery.bytesCut > 0 {
                     Terminal.standardError("journal: recovered: cut \(writer.recovery.bytesCut) bytes of a torn tail (\(writer.recovery.tailProblem?.reason ?? "crash"))\n")
                 }
@@ -59,6 +62,7 @@ extension JournalCommand {
                 var counts = Counts()
                 var progress = Progress("recording")
                 var inputError: InputError?
+                var warnedAboutSeal = false
                 inputs: for source in files.isEmpty ? ["-"] : files {
                     var reader = try source == "-"
                         ? NDJSONReader(fileDescriptor: 0, name: "<stdin>")
@@ -81,12 +85,23 @@ extension JournalCommand {
                             try writer.append(payload)
                             counts.add(payload)
                         }
+                        if let problem = writer.sealProblem, !warnedAboutSeal {
+                            Terminal.standardError("journal: warning: \(problem)\n")
+                            warnedAboutSeal = true
+                        }
                         progress.update("\(counts.events) events")
                     }
                 }
                 progress.finish()
-                // Whatever came before a bad line is made durable before reporting it.
-                try writer.close()
+                // Whatever came before a bad line is made durable before reporting it. A seal
+                // that cannot be written (a full disk) leaves every event durable in the open
+                // segment: a warning, not a failure, since nothing acknowledged is at risk.
+                do throws(JournalError) {
+                    try writer.close()
+                } catch {
+                    guard case .sealFailed = error else { throw error }
+                    Terminal.standardError("journal: warning: \(error)\n")
+                }
                 let seconds = ProcessInfoLite.monotonicSeconds() - started
                 let recorded = writer.nextSeq - firstSeq
                 var summary = "recorded \(recorded) events (\(counts.points) points, \(counts.strokes.count) strokes)"

@@ -1,6 +1,7 @@
 import ArgumentParser
 import JournalIngest
 import JournalPlatform
+import JournalReplay
 import JournalStorage
 
 /// One sentence for the person, and a documented exit code (sysexits.h).
@@ -59,5 +60,9 @@ func reportingErrors<T>(_ body: () throws -> T) throws -> T {
     } catch let error as IOError {
         Terminal.standardError("journal: \(error)\n")
         throw ExitCode(CLIError.ioError)
+    } catch let error as SnapshotError {
+        Terminal.standardError("journal: \(error)\n")
+        if case .io = error { throw ExitCode(CLIError.ioError) }
+        throw ExitCode(CLIError.problemsFound)
     }
 }
