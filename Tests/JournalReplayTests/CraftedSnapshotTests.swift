@@ -1,0 +1,77 @@
+import JournalFormat
+import JournalPlatform
+@testable import JournalReplay
+import JournalStorage
+import JournalTestSupport
+import Testing
+
+/// Snapshots whose CRC is valid but whose contents lie (issue 8, finding 15): a CRC proves
+/// only that some program wrote the bytes, so every index the replay trusts is validated.
+@Suite struct CraftedSnapshotTests {
+    func journalWithSnapshot(_ temp: TemporaryDirectory) throws -> JournalDirectory {
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        var generator = EventGenerator(seed: 21)
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 64))
+        for _ in 0..<20 { for event in generator.stroke(points: 12) { try writer.append(event.payload) } }
+        try writer.close()
+        try SnapshotStore.create(journal)
+        // More events after the snapshot, so that opening continues from it.
+        let more = try JournalWriter(directory: journal)
+        for _ in 0..<3 { for event in generator.stroke(points: 12) { try more.append(event.payload) } }
+        try more.close()
+        return journal
+    }
+
+    func replace(_ path: String, with bytes: [UInt8]) throws {
+        try FileSystem.remove(path)
+        let descriptor = try FileDescriptor.open(path, .createNew)
+        defer { descriptor.close() }
+        try descriptor.writeAll(bytes)
+    }
+
+    @Test func aValidCRCWithOutOfRangeIndexesIsIgnoredNotTrusted() throws {
+        let temp = TemporaryDirectory("crafted-snapshot")
+        defer { temp.remove() }
+        let journal = try journalWithSnapshot(temp)
+        let path = journal.localPath + "/snapshots/latest.sjsnap"
+        let honest = try #require(Snapshot.decode(try FileSystem.readFile(path)))
+        let full = Replay.load(journal, useSnapshots: false).drawing.digest
+        #expect(Replay.load(journal).drawing.digest == full)
+
+        var crafted: [Snapshot] = []
+        var badKey = honest
+        badKey.lastKey?.replica = 99
+        crafted.append(badKey)
+        var unsorted = honest
+        unsorted.replicas = [ReplicaID(UUIDBits(high: .max, low: 1))] + honest.replicas
+        crafted.append(unsorted)
+        var hugeCount = honest
+        hugeCount.eventCount = Int.max
+        crafted.append(hugeCount)
+        for snapshot in crafted {
+            let bytes = snapshot.encoded()
+            #expect(Snapshot.decode(bytes) == nil)
+            try replace(path, with: bytes)
+            let (drawing, report) = Replay.load(journal)
+            #expect(drawing.digest == full)
+            #expect(report.eventsFromSnapshot == 0)
+        }
+    }
+
+    @Test func aSnapshotOfUnorderedClocksSaysWhyInsteadOfAFakeErrno() throws {
+        let temp = TemporaryDirectory("unordered-snapshot")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        let replica = ReplicaID(UUIDBits(high: 5, low: 5))
+        var generator = EventGenerator(seed: 22, replica: replica)
+        var events = generator.stroke(points: 5)
+        events[3].lamport = 1   // clocks that fall as seqs rise: no honest writer does this
+        let bytes = SegmentEncoder.segment(replica: replica, events: events)
+        let name = SegmentName(firstSeq: 1, lastSeq: UInt64(events.count), contents: bytes)
+        try FileSystem.createDirectory(journal.replicaPath(replica))
+        let descriptor = try FileDescriptor.open(journal.segmentPath(replica, name), .createNew)
+        try descriptor.writeAll(bytes)
+        descriptor.close()
+        #expect(throws: SnapshotError.clocksOutOfOrder(path: journal.root)) { try SnapshotStore.create(journal) }
+    }
+}
