@@ -536,7 +536,26 @@ def unique_events(members, problems):
                             variants[event["seq"]] = event
             events.extend(variants[seq] for seq in sorted(variants))
             start = end
-    return events
+    return quarantine(events, by_replica, problems)
+
+
+def quarantine(events, by_replica, problems):
+    """Leaves out events whose seq or lamport exceeds the plausibility bound (§8.9)."""
+    distinct = 0
+    for refs in by_replica.values():
+        following = 0
+        for first, last in sorted((frame["first"], frame["last"]) for _, frame in refs):
+            start = max(first, following)
+            if last >= start:
+                distinct += last - start + 1
+            following = max(following, last + 1)
+    limit = min((1 << 32) + 2 * distinct, 1 << 62)
+    kept = [e for e in events if e["seq"] <= limit and e["lamport"] <= limit]
+    for event in events:
+        if event["seq"] > limit or event["lamport"] > limit:
+            problems.append(Problem("quarantined", "(set)", "seq or lamport beyond the plausibility bound %d" % limit,
+                                    replica=event["replica"], seqs=(event["seq"], event["seq"])))
+    return kept
 
 
 # ---------------------------------------------------------------------------------------------
