@@ -1,6 +1,7 @@
 import JournalFormat
 import JournalIngest
 import JournalPlatform
+import Foundation
 import JournalStorage
 import Testing
 
@@ -86,5 +87,28 @@ import Testing
             let slice = events[(index * 7)..<min(events.count, index * 7 + 7)]
             #expect(BlockCodec.encode(slice) == body, "block \(index)")
         }
+    }
+
+    /// Both name versions of the golden segment (docs/FORMAT.md §2.1): the version 2 name is
+    /// computed from the bytes, and each name parses, matches the bytes, and prints back.
+    @Test func goldenNamesOfBothVersions() throws {
+        let bytes = try FileSystem.readFile(Self.folder + "/segment-a.sjs")
+        let lines = String(decoding: try FileSystem.readFile(Self.folder + "/names.txt"), as: UTF8.self)
+            .split(separator: "\n").filter { !$0.hasPrefix("#") }
+        let names = Dictionary(uniqueKeysWithValues: lines.map { line in
+            (String(line.prefix(2)), String(line.dropFirst(3)))
+        })
+        let legacy = try #require(SegmentName(fileName: names["v1"] ?? ""))
+        let current = try #require(SegmentName(fileName: names["v2"] ?? ""))
+        #expect(!legacy.identifiesContents && current.identifiesContents)
+        #expect(legacy.matches(bytes) && current.matches(bytes))
+        #expect(SegmentName(firstSeq: 1, lastSeq: 12, contents: bytes) == current)
+        #expect(legacy.fileName == names["v1"] && current.fileName == names["v2"])
+        #expect(legacy.renamed(for: bytes) == current)
+        // One spelling only: uppercase, a 31- or 33-digit hash, or a seq at 2^62 is no name.
+        #expect(SegmentName(fileName: names["v2"]!.uppercased().replacingOccurrences(of: ".SJS", with: ".sjs")) == nil)
+        #expect(SegmentName(fileName: "00000000000000000001-00000000000000000012-5b099ac8008ba2119c8132e418e0761.sjs") == nil)
+        #expect(SegmentName(fileName: "00000000000000000001-00000000000000000012-5b099ac8008ba2119c8132e418e076160.sjs") == nil)
+        #expect(SegmentName(fileName: "00000000000000000001-04611686018427387904-9849bc3c.sjs") == nil)
     }
 }
