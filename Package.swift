@@ -37,7 +37,9 @@ let package = Package(
         .target(
             name: "JournalStorage",
             dependencies: ["JournalFormat", "JournalPlatform", .product(name: "Crypto", package: "swift-crypto")]),
-        .target(name: "JournalReplay", dependencies: ["JournalFormat", "JournalStorage"]),
+        .target(
+            name: "JournalReplay",
+            dependencies: ["JournalFormat", "JournalStorage", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "JournalSync", dependencies: ["JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay"]),
         .target(name: "JournalIngest", dependencies: ["JournalFormat"]),
 
@@ -56,7 +58,7 @@ let package = Package(
         .testTarget(name: "JournalFormatTests", dependencies: ["JournalFormat", "JournalPlatform", "JournalTestSupport"]),
         .testTarget(
             name: "JournalStorageTests",
-            dependencies: ["JournalStorage", "JournalFormat", "JournalIngest", "JournalTestSupport"],
+            dependencies: ["JournalStorage", "JournalReplay", "JournalFormat", "JournalIngest", "JournalTestSupport"],
             exclude: ["Golden"]),
         .testTarget(name: "JournalReplayTests", dependencies: ["JournalReplay", "JournalStorage", "JournalFormat", "JournalTestSupport"]),
         .testTarget(name: "JournalIngestTests", dependencies: ["JournalIngest", "JournalFormat", "JournalTestSupport"]),

@@ -1,3 +1,4 @@
+import Crypto
 import JournalFormat
 
 extension Drawing {
@@ -5,8 +6,8 @@ extension Drawing {
     /// every machine that holds the same set of events (invariant 3).
     public var digest: String {
         var hasher = SHA256()
-        hasher.update(Array("StrokeJournal drawing v1\n".utf8))
-        hasher.update(littleEndian: UInt64(strokes.count))
+        hasher.update(data: Array("StrokeJournal drawing v1\n".utf8))
+        withUnsafeBytes(of: UInt64(strokes.count).littleEndian) { hasher.update(bufferPointer: $0) }
         // One buffer per stroke, filled through a raw pointer and hashed at once: per-field
         // hashing calls would cost more than the hashing itself.
         var buffer: [UInt8] = []
@@ -39,9 +40,12 @@ extension Drawing {
                 }
                 return offset
             }
-            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<used])) }
+            buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<used])) }
         }
-        return SHA256.hex(hasher.finalize())
+        return hasher.finalize().map { byte in
+            let digits = String(byte, radix: 16)
+            return byte < 16 ? "0" + digits : digits
+        }.joined()
     }
 }
 

@@ -1,8 +1,10 @@
 import JournalFormat
 import JournalIngest
 import JournalPlatform
+import JournalReplay
 import Foundation
 import JournalStorage
+import JournalTestSupport
 import Testing
 
 /// Golden vectors of format v1: segment bytes and the events they must decode to.
@@ -110,5 +112,23 @@ import Testing
         #expect(SegmentName(fileName: "00000000000000000001-00000000000000000012-5b099ac8008ba2119c8132e418e0761.sjs") == nil)
         #expect(SegmentName(fileName: "00000000000000000001-00000000000000000012-5b099ac8008ba2119c8132e418e076160.sjs") == nil)
         #expect(SegmentName(fileName: "00000000000000000001-04611686018427387904-9849bc3c.sjs") == nil)
+    }
+
+    /// The digest of the golden segment's drawing, as the independent reader
+    /// (`Tools/sjread/sjread.py digest`) computes it from FORMAT.md §9.3 alone.
+    @Test func goldenDigest() throws {
+        let folder = TemporaryDirectory("golden-digest")
+        defer { folder.remove() }
+        let bytes = try FileSystem.readFile(Self.folder + "/segment-a.sjs")
+        let replica = ReplicaID(hex: "00112233445566778899aabbccddeeff")!
+        let path = folder.path + "/replicas/" + replica.hex + "/" + SegmentName(firstSeq: 1, lastSeq: 12, contents: bytes).fileName
+        try FileSystem.createDirectory(FileSystem.parent(of: path))
+        let descriptor = try FileDescriptor.open(path, .createNew)
+        try descriptor.writeAll(bytes)
+        descriptor.close()
+        let expected = String(decoding: try FileSystem.readFile(Self.folder + "/segment-a.digest"), as: UTF8.self)
+        let (drawing, report) = Replay.replay(SegmentSet.load(replicasPath: folder.path + "/replicas"))
+        #expect(report.problems.isEmpty)
+        #expect(drawing.digest + "\n" == expected)
     }
 }
