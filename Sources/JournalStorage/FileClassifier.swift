@@ -12,9 +12,15 @@ public enum FileClassification: Equatable, Sendable {
 }
 
 public enum FileClassifier {
+    /// What sync prefixes to a shared copy it moved aside because its bytes do not match its name.
+    public static let damagedPrefix = ".damaged-"
+
     public static func classify(_ name: String) -> FileClassification {
         if let segment = SegmentName(fileName: name) { return .segment(segment) }
         if name.hasPrefix(".tmp-") { return .foreign("a StrokeJournal temporary (a copy in progress or interrupted)") }
+        if name.hasPrefix(damagedPrefix) {
+            return .foreign("a copy whose bytes did not match its name, moved aside by a sync (safe to delete)")
+        }
         if name.hasPrefix(".syncthing.") && name.hasSuffix(".tmp") { return .foreign("a Syncthing temporary") }
         if name.hasPrefix("~syncthing~") { return .foreign("a Syncthing temporary") }
         if name.hasPrefix(".unison.") { return .foreign("a Unison temporary") }

@@ -60,14 +60,19 @@ public enum SegmentImporter {
         }
         let name = SegmentName(firstSeq: range.lowerBound, lastSeq: range.upperBound, contents: scan.bytes)
         if let claimedName {
+            let claimed = claimedName.firstSeq...claimedName.lastSeq
+            if range != claimed {
+                // Whole blocks of a prefix: a copy cut at a block boundary, still arriving.
+                let short = range.lowerBound == claimed.lowerBound && range.upperBound < claimed.upperBound
+                return .failure(Problem(short ? .incomplete : .corrupt, file: path, replica: replica, seqRange: range,
+                                        reason: short
+                                            ? "holds seq \(range.lowerBound)...\(range.upperBound) of the \(claimed.lowerBound)...\(claimed.upperBound) its name promises: an incomplete copy; not imported"
+                                            : "blocks hold seq \(range.lowerBound)...\(range.upperBound), the name says \(claimed.lowerBound)...\(claimed.upperBound)"))
+            }
             let matches = claimedName.identifiesContents ? claimedName.check == name.check : claimedName.matches(scan.bytes)
             guard matches else {
-                return .failure(Problem(.incomplete, file: path, replica: replica, seqRange: claimedRange,
-                                        reason: "its bytes do not match the \(claimedName.identifiesContents ? "SHA-256" : "CRC-32") in its name: an incomplete, damaged or forged copy; not imported"))
-            }
-            guard range == claimedName.firstSeq...claimedName.lastSeq else {
-                return .failure(Problem(.corrupt, file: path, replica: replica, seqRange: range,
-                                        reason: "blocks hold seq \(range.lowerBound)...\(range.upperBound), the name says \(claimedName.firstSeq)...\(claimedName.lastSeq)"))
+                return .failure(Problem(.corrupt, file: path, replica: replica, seqRange: claimedRange,
+                                        reason: "its bytes do not match the \(claimedName.identifiesContents ? "SHA-256" : "CRC-32") in its name: a damaged or forged copy; not imported"))
             }
         }
         // Decoding every block proves the bodies inflate and parse, not just that CRCs match.

@@ -167,10 +167,11 @@ public struct SyncEngine {
                 var claimed: SegmentName? = nil
                 if case .segment(let name) = file.classification { claimed = name }
                 report.bytesRead += file.size
+                // Taken before reading: a verdict is cached for the bytes that were read.
+                let fileIdentity = identity(file)
                 let outcome = SegmentImporter.importSegment(at: path, replica: file.replica, claimedName: claimed,
                                                             intoReplicas: journal.replicasPath, guardOwn: guardOwn,
                                                             sharedClock: sharedClock)
-                let fileIdentity = identity(file)
                 switch outcome {
                 case .imported(let name, let entry):
                     index.add(entry)
@@ -183,6 +184,12 @@ public struct SyncEngine {
                     cache.store(.held(file.replica.hex + "/" + name.fileName), target: key, file: file, identity: fileIdentity)
                 case .rejected(var problem):
                     problem.file = shown(file)
+                    if let claimed, let folder = transport.localFolder,
+                       let aside = moveAsideDamagedCopy(file, name: claimed, problem: problem, folder: folder, readAs: fileIdentity) {
+                        problem.reason += "; moved aside to \(aside) so that a machine holding the right bytes publishes them again"
+                        report.rejected.append(problem)
+                        continue
+                    }
                     report.rejected.append(problem)
                     if problem.kind != .unreadable { cache.store(.rejected(problem.kind, problem.reason), target: key, file: file, identity: fileIdentity) }
                 }
@@ -279,6 +286,30 @@ public struct SyncEngine {
         report.replicas.removeAll { state in
             state.segments == 0 && state.imported == 0 && state.published == 0 && state.duplicateSegments == 0
         }
+    }
+
+    /// A complete file in a shared folder whose bytes do not match its version 2 name can never
+    /// be imported, and a machine holding the right bytes never looks at it again (it holds the
+    /// name): the name is dead until someone moves the file. Sync moves it aside, renamed, never
+    /// deleted, so that holders publish the right bytes at their next sync. Only when the name
+    /// proves the bytes are wrong (SHA-256, not a short copy still arriving), the file has not
+    /// changed since it was read, and it has not been written for a minute.
+    private func moveAsideDamagedCopy(
+        _ file: TreeListing.File, name: SegmentName, problem: Problem, folder: String, readAs: FileIdentity?
+    ) -> String? {
+        guard name.identifiesContents, problem.kind == .corrupt, let readAs else { return nil }
+        let path = folder + "/" + file.relativePath
+        let ageNanoseconds = ProcessInfoLite.wallClockMilliseconds() * 1_000_000 - file.modified
+        guard ageNanoseconds > 60_000_000_000, FileIdentity.of(path) == readAs else { return nil }
+        let aside = FileClassifier.damagedPrefix + file.name + "." + ProcessInfoLite.hostName + "." + String(ProcessInfoLite.processID)
+        let target = folder + "/" + file.replica.hex + "/" + aside
+        do throws(IOError) {
+            try FileSystem.rename(path, to: target)
+            try FileSystem.syncDirectory(folder + "/" + file.replica.hex)
+        } catch {
+            return nil
+        }
+        return aside
     }
 
     /// Temporaries this machine left in its own journal by crashing mid-copy.

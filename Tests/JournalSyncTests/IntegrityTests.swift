@@ -154,6 +154,40 @@ import Testing
         #expect(report.rejected.contains { $0.reason.contains("not published") })
     }
 
+    @Test func aDamagedSharedCopyIsMovedAsideAndRepublishedByItsHolder() throws {
+        let temp = TemporaryDirectory("integrity-repair")
+        defer { temp.remove() }
+        var alice = try Machine(temp.path + "/alice", seed: 53)
+        let bob = try Machine(temp.path + "/bob", seed: 54)
+        try alice.draw(strokes: 5)
+        let shared = temp.path + "/shared"
+        try FileSystem.createDirectory(shared)
+        _ = try SyncEngine(journal: alice.journal).sync(.directory(shared))
+        let file = try #require(alice.journal.listSealed().sealed.first)
+        let sharedPath = shared + "/replicas/" + file.replica.hex + "/" + file.name.fileName
+        // The shared copy is damaged in place (a disk error, a careless tool), same size.
+        var bytes = try FileSystem.readFile(sharedPath)
+        bytes[bytes.count / 3] ^= 0x04
+        let handle = try FileDescriptor.open(sharedPath, .readWrite)
+        try handle.writeAll(bytes)
+        handle.close()
+
+        // Written a moment ago: it may still be in the hands of another tool, so it stays.
+        let fresh = try SyncEngine(journal: bob.journal).sync(.directory(shared))
+        #expect(fresh.imported.isEmpty && FileSystem.exists(sharedPath))
+        // A minute later it is moved aside, and Alice, who holds the name, publishes it again.
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -120)], ofItemAtPath: sharedPath)
+        let moved = try SyncEngine(journal: bob.journal).sync(.directory(shared))
+        #expect(moved.rejected.contains { $0.reason.contains("moved aside") })
+        #expect(!FileSystem.exists(sharedPath))
+        let republished = try SyncEngine(journal: alice.journal).sync(.directory(shared))
+        #expect(republished.published.contains(file.replica.hex + "/" + file.name.fileName))
+        let repaired = try SyncEngine(journal: bob.journal).sync(.directory(shared))
+        #expect(repaired.imported.count == 1)
+        #expect(bob.digest == alice.digest)
+        #expect(repaired.ignored.contains { $0.file.contains(FileClassifier.damagedPrefix) })
+    }
+
     // MARK: Finding 7: one crafted file cannot exhaust clocks or seqs
 
     @Test func implausibleClocksAreQuarantinedAndWritersKeepRecording() throws {
