@@ -34,9 +34,26 @@ extension JournalCommand {
                     Terminal.flush()
                     return
                 }
-                try FileSystem.writeAtomically(Array(svg.utf8), to: output, temporaryPath: output + ".tmp")
+                try writeImage(Array(svg.utf8), to: output)
                 Terminal.write("wrote \(output): \(drawing.visibleStrokes.count) strokes\n")
                 Terminal.flush()
+            }
+        }
+
+        /// A regular file (or a new one) is replaced atomically, so a reader never sees half a
+        /// picture; anything else (a device, a FIFO, `/dev/stdout`) is written into, never
+        /// replaced. Errors name the file asked for, not a temporary.
+        private func writeImage(_ bytes: [UInt8], to path: String) throws {
+            do throws(IOError) {
+                if FileSystem.isSpecialFile(path) {
+                    let descriptor = try FileDescriptor.openForStreaming(path)
+                    defer { descriptor.close() }
+                    try descriptor.writeAll(bytes)
+                } else {
+                    try FileSystem.writeAtomically(bytes, to: path, temporaryPath: path + ".tmp-" + String(ProcessInfoLite.processID))
+                }
+            } catch {
+                throw CLIError("cannot write \(path): \(error.message)", code: CLIError.ioError)
             }
         }
     }

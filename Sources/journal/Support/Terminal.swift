@@ -1,12 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import JournalPlatform
 
 /// Buffered standard output (a 2-million-point JSON must not cost one syscall per line)
 /// and an unbuffered standard error.
+///
+/// A failed write is never swallowed: output cut short by a full disk or a closed file would
+/// otherwise look complete and exit 0. A reader that went away (`journal log | head`) ends the
+/// process quietly with 141 (128 + SIGPIPE), as the shell expects; any other failure prints
+/// one line and exits 74.
 enum Terminal {
     nonisolated(unsafe) private static var buffer: [UInt8] = {
         var bytes: [UInt8] = []
@@ -20,21 +20,22 @@ enum Terminal {
     }
 
     static func flush() {
-        var offset = 0
-        buffer.withUnsafeBytes { raw in
-            while offset < raw.count {
-                let written = Glibc_write(1, raw.baseAddress! + offset, raw.count - offset)
-                if written <= 0 { break }
-                offset += written
-            }
+        guard !buffer.isEmpty else { return }
+        defer { buffer.removeAll(keepingCapacity: true) }
+        do throws(IOError) {
+            try FileDescriptor.standardOutput.writeAll(buffer)
+        } catch {
+            if FileDescriptor.isBrokenPipe(error) { ProcessInfoLite.terminate(status: 141) }
+            buffer.removeAll()
+            standardError("journal: cannot write to standard output: \(error.message)\n")
+            ProcessInfoLite.terminate(status: CLIError.ioError)
         }
-        buffer.removeAll(keepingCapacity: true)
     }
 
     static func standardError(_ text: String) {
         flush()
-        var bytes = Array(text.utf8)
-        _ = bytes.withUnsafeMutableBytes { Glibc_write(2, $0.baseAddress!, $0.count) }
+        // Nothing sensible is left to do if standard error itself cannot be written.
+        try? FileDescriptor.standardError.writeAll(Array(text.utf8))
     }
 
     static var isStandardErrorTerminal: Bool { ProcessInfoLite.isTerminal(2) }
@@ -60,8 +61,4 @@ struct Progress {
         guard enabled else { return }
         Terminal.standardError("\r\u{1B}[2K")
     }
-}
-
-private func Glibc_write(_ fd: Int32, _ pointer: UnsafeRawPointer, _ count: Int) -> Int {
-    write(fd, pointer, count)
 }
