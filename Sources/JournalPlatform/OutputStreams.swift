@@ -42,3 +42,10 @@ extension ProcessInfoLite {
 private func Glibc_openStreaming(_ path: String) -> Int32 {
     open(path, O_WRONLY | O_CLOEXEC | O_TRUNC)
 }
+
+extension ProcessInfoLite {
+    /// Sets an environment variable of this process (`setenv(3)`), for what it hands on.
+    public static func setEnvironment(_ name: String, _ value: String) {
+        setenv(name, value, 1)
+    }
+}

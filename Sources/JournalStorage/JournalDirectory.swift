@@ -35,6 +35,8 @@ public struct JournalDirectory: Sendable {
     public static func create(at root: String, replica: ReplicaID = .random()) throws(JournalError) -> JournalDirectory {
         let directory = JournalDirectory(root: root)
         guard !directory.isJournal else { throw .alreadyAJournal(path: root) }
+        // A journal inside another one would be read as a stray folder of the outer journal.
+        if let outer = enclosing(FileSystem.parent(of: absolute(root))) { throw .insideAJournal(path: root, journal: outer.root) }
         do {
             try FileSystem.createDirectory(directory.replicasPath)
             try FileSystem.createDirectory(directory.localPath)

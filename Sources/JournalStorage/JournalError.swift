@@ -5,6 +5,8 @@ import JournalPlatform
 public enum JournalError: Error, Equatable, Sendable, CustomStringConvertible {
     case notAJournal(path: String)
     case alreadyAJournal(path: String)
+    /// Creating a journal inside another journal's folder.
+    case insideAJournal(path: String, journal: String)
     case badIdentity(path: String, reason: String)
     /// Another process writes this replica (invariant 2).
     case locked(path: String, holder: String)
@@ -24,8 +26,10 @@ public enum JournalError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .notAJournal(let path):
-            return "\(path) is not a journal (no local/replica file); create one with `journal init \(path)`"
+            return "\(path) is not a journal (no local/replica file here or in any folder above); create one with `journal init \(path)`"
         case .alreadyAJournal(let path): return "\(path) is already a journal"
+        case .insideAJournal(let path, let journal):
+            return "\(path) is inside the journal \(journal); a journal cannot hold another (use -C \(journal), or pick a folder outside it)"
         case .badIdentity(let path, let reason): return "\(path): replica identity is unreadable: \(reason)"
         case .locked(let path, let holder):
             return "\(path) is locked by another writer (\(holder)); only one process may write a replica at a time"

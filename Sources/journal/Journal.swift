@@ -1,4 +1,8 @@
 import ArgumentParser
+import JournalPlatform
+
+/// The version `journal --version` prints.
+let journalVersion = "0.4.0"
 
 @main
 struct JournalCommand: ParsableCommand {
@@ -10,12 +14,28 @@ struct JournalCommand: ParsableCommand {
             Every machine holding the same events reconstructs the same strokes.
 
             Start with:  journal demo
+            Journal:     -C DIR before or after the command, else $JOURNAL_DIR, else the
+                         journal holding the current folder (like git).
             Exit codes:  0 ok, 1 problems found (verify), 64 usage, 65 bad input,
                          74 I/O error, 75 journal locked by another writer.
             """,
+        version: journalVersion,
         subcommands: [
             Demo.self, Init.self, Record.self, Sync.self, Merge.self, Status.self,
             Log.self, Strokes.self, Render.self, Stats.self, Verify.self, DigestCommand.self, SnapshotCommand.self,
         ]
     )
+
+    static func main() {
+        let commands = configuration.subcommands.map { $0._commandName }
+        switch GlobalArguments.rewrite(Array(CommandLine.arguments.dropFirst()), commands: commands) {
+        case .unknownCommand(let word, let suggestion):
+            let hint = suggestion.map { " Did you mean '\($0)'?" } ?? " See 'journal --help'."
+            Terminal.standardError("journal: '\(word)' is not a journal command.\(hint)\n")
+            ProcessInfoLite.terminate(status: 64)
+        case .run(let arguments, let journal):
+            if let journal { ProcessInfoLite.setEnvironment("JOURNAL_DIR", journal) }
+            main(arguments)
+        }
+    }
 }

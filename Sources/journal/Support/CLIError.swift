@@ -23,7 +23,7 @@ struct CLIError: Error, CustomStringConvertible {
         switch error {
         case .locked: self.init(error.description, code: Self.locked)
         case .invalidEvent: self.init(error.description, code: Self.badInput)
-        case .notAJournal, .alreadyAJournal: self.init(error.description, code: 64)
+        case .notAJournal, .alreadyAJournal, .insideAJournal: self.init(error.description, code: 64)
         default: self.init(error.description, code: Self.ioError)
         }
     }

@@ -1,0 +1,29 @@
+import JournalPlatform
+
+extension JournalDirectory {
+    /// The journal that holds `path`: `path` itself or the nearest folder above it with a
+    /// `local/replica` file, as git finds its repository. Nil when no folder up to the root is
+    /// a journal.
+    public static func enclosing(_ path: String) -> JournalDirectory? {
+        var current = absolute(path)
+        while true {
+            let candidate = JournalDirectory(root: current)
+            if candidate.isJournal { return candidate }
+            let parent = FileSystem.parent(of: current)
+            if parent == current || current == "/" { return nil }
+            current = parent
+        }
+    }
+
+    /// `path` made absolute against the current directory, with `.` and `..` resolved by name.
+    static func absolute(_ path: String) -> String {
+        let joined = path.hasPrefix("/") ? path : FileSystem.currentDirectory + "/" + path
+        var parts: [Substring] = []
+        for part in joined.split(separator: "/") {
+            if part == "." || part.isEmpty { continue }
+            if part == ".." { if !parts.isEmpty { parts.removeLast() }; continue }
+            parts.append(part)
+        }
+        return "/" + parts.joined(separator: "/")
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import JournalTestSupport
+import Testing
+
+/// Habits a newcomer brings from git (issue 11, items 2 and 3), through the built binary.
+@Suite struct GlobalHabitsTests {
+    let cli = CLITests()
+
+    func board(_ temp: TemporaryDirectory) throws -> String {
+        let board = temp.path + "/board"
+        #expect(try cli.journal(["init", board]).status == 0)
+        #expect(try cli.journal(["record", "-C", board], stdin: CLITests.sample).status == 0)
+        return board
+    }
+
+    @Test func theJournalMayBeNamedBeforeTheCommandGluedOrNot() throws {
+        let temp = TemporaryDirectory("cli-global")
+        defer { temp.remove() }
+        let board = try board(temp)
+        let expected = try cli.journal(["digest", "-C", board]).stdout
+        #expect(expected.count == 65)
+        for arguments in [["-C", board, "digest"], ["-C" + board, "digest"], ["--journal", board, "digest"],
+                          ["--journal=" + board, "digest"], ["digest", "-C" + board]] {
+            let run = try cli.journal(arguments)
+            #expect(run.status == 0 && run.stdout == expected, "\(arguments): \(run.stderr)")
+        }
+        // After the command it wins over one before it.
+        let other = temp.path + "/other"
+        #expect(try cli.journal(["init", other]).status == 0)
+        #expect(try cli.journal(["-C", other, "digest", "-C", board]).stdout == expected)
+    }
+
+    @Test func theJournalIsFoundUpwardAndNeverNested() throws {
+        let temp = TemporaryDirectory("cli-upward")
+        defer { temp.remove() }
+        let board = try board(temp)
+        let expected = try cli.journal(["digest", "-C", board]).stdout
+        // Run from inside the journal's own folders, like git from a subdirectory.
+        let inside = try cli.journal(["digest", "-C", board + "/replicas"])
+        #expect(inside.status == 0 && inside.stdout == expected)
+        let nested = try cli.journal(["init", board + "/replicas/nested"])
+        #expect(nested.status == 64)
+        #expect(nested.stderr.contains("is inside the journal"), "\(nested.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: board + "/replicas/nested"))
+        #expect(try cli.journal(["verify", "-C", board]).status == 0)
+        let nowhere = try cli.journal(["stats", "-C", temp.path + "/missing"])
+        #expect(nowhere.status == 64 && nowhere.stderr.contains("no local/replica file here or in any folder above"))
+    }
+
+    @Test func versionAndSuggestions() throws {
+        let version = try cli.journal(["--version"])
+        #expect(version.status == 0 && version.stdout.split(separator: ".").count == 3, "\(version.stdout)")
+        let typo = try cli.journal(["verfy"])
+        #expect(typo.status == 64)
+        #expect(typo.stderr.contains("Did you mean 'verify'?"), "\(typo.stderr)")
+        let unknown = try cli.journal(["xyzzy"])
+        #expect(unknown.status == 64 && unknown.stderr.contains("journal --help"))
+    }
+}
