@@ -55,6 +55,8 @@ struct JSONScanner {
             let delimiters: [UInt8] = [UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x09, 0x0A, 0x0D]
             var stop = index
             while stop < end, stop - index < 32, !delimiters.contains(base[stop]) { stop += 1 }
+            // No token at all (`"y":}`): name the character found where a value belongs.
+            if stop == index { return index < end ? "'\(Character(UnicodeScalar(base[index])))' where a value belongs" : "nothing" }
             return String(decoding: UnsafeBufferPointer(start: base + index, count: stop - index), as: UTF8.self)
         }
     }

@@ -74,8 +74,14 @@ public struct NDJSONReader {
         let before = payloads.count
         while true {
             guard let line = try state.nextLine(source: source) else { return nil }
+            // Editors on some systems start a UTF-8 file with a byte-order mark: not JSON, but
+            // not an error a person could see either.
+            var bytes = line.bytes
+            if line.number == 1, bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF {
+                bytes = UnsafeRawBufferPointer(rebasing: bytes[3...])
+            }
             do {
-                try LineParser.parse(line.bytes, into: &payloads, maxLineLength: maxLineLength)
+                try LineParser.parse(bytes, into: &payloads, maxLineLength: maxLineLength)
             } catch {
                 throw InputError(source: source, line: line.number, error)
             }

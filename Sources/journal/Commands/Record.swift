@@ -63,6 +63,9 @@ extension JournalCommand {
                 var progress = Progress("recording")
                 var inputError: InputError?
                 var warnedAboutSeal = false
+                if files.isEmpty && ProcessInfoLite.isTerminal(0) {
+                    Terminal.standardError("journal: reading NDJSON events from the terminal; type or paste lines, then Ctrl-D (or give a file: journal record FILE)\n")
+                }
                 inputs: for source in files.isEmpty ? ["-"] : files {
                     var reader = try source == "-"
                         ? NDJSONReader(fileDescriptor: 0, name: "<stdin>")
@@ -108,8 +111,12 @@ extension JournalCommand {
                 summary += " as seq \(firstSeq)...\(writer.nextSeq - 1) in \(formatSeconds(seconds))"
                 if counts.skipped > 0 { summary += "; skipped \(counts.skipped) invalid line(s)" }
                 if recorded == 0 { summary = "recorded nothing (no events in the input)" }
-                Terminal.write(summary + "\n")
-                Terminal.flush()
+                // After a bad line the error says what happened; "recorded nothing" would only
+                // contradict it.
+                if inputError == nil || recorded > 0 {
+                    Terminal.write(summary + "\n")
+                    Terminal.flush()
+                }
                 if let inputError { throw inputError }
             }
         }

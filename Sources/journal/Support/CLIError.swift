@@ -28,8 +28,10 @@ struct CLIError: Error, CustomStringConvertible {
         }
     }
 
+    /// A bad line is bad input (65); an input that cannot be read at all (line 0: missing,
+    /// unreadable) is an I/O error (74).
     init(_ error: InputError) {
-        self.init(error.description, code: Self.badInput)
+        self.init(error.description, code: error.line == 0 ? Self.ioError : Self.badInput)
     }
 
     var description: String { message }
@@ -55,8 +57,9 @@ func reportingErrors<T>(_ body: () throws -> T) throws -> T {
         Terminal.standardError("journal: \(cli.message)\n")
         throw ExitCode(cli.code)
     } catch let error as InputError {
-        Terminal.standardError("journal: \(error)\n")
-        throw ExitCode(CLIError.badInput)
+        let cli = CLIError(error)
+        Terminal.standardError("journal: \(cli.message)\n")
+        throw ExitCode(cli.code)
     } catch let error as IOError {
         Terminal.standardError("journal: \(error)\n")
         throw ExitCode(CLIError.ioError)
