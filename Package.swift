@@ -11,9 +11,9 @@ let package = Package(
     name: "StrokeJournal",
     platforms: [.macOS(.v13)],
     products: [
-        .library(
-            name: "StrokeJournal",
-            targets: ["JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay", "JournalSync", "JournalIngest"]),
+        // `import StrokeJournal` re-exports every library layer; an app that depends only on
+        // this product never builds the command-line tool's dependencies.
+        .library(name: "StrokeJournal", targets: ["StrokeJournal"]),
         .executable(name: "journal", targets: ["journal"]),
     ],
     dependencies: [
@@ -43,6 +43,8 @@ let package = Package(
         .target(name: "JournalSync", dependencies: ["JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay"]),
         .target(name: "JournalIngest", dependencies: ["JournalFormat"]),
 
+        .target(name: "StrokeJournal", dependencies: ["JournalFormat", "JournalStorage", "JournalReplay", "JournalSync", "JournalIngest"]),
+
         // MARK: Command-line tool
         .executableTarget(
             name: "journal",
@@ -64,5 +66,7 @@ let package = Package(
         .testTarget(name: "JournalIngestTests", dependencies: ["JournalIngest", "JournalFormat", "JournalTestSupport"]),
         .testTarget(name: "JournalSyncTests", dependencies: ["JournalSync", "JournalStorage", "JournalReplay", "JournalFormat", "JournalTestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["journal", "JournalTestSupport"]),
+        // Depends on the umbrella module only, as an app does.
+        .testTarget(name: "EmbeddingTests", dependencies: ["StrokeJournal"]),
     ]
 )

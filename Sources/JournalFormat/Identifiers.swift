@@ -100,6 +100,19 @@ public struct StrokeID: Hashable, Comparable, Sendable, CustomStringConvertible 
         guard let bits = UUIDBits(parsing: uuidString) else { return nil }
         self.bits = bits
     }
+    /// A new random stroke id (a version 4 UUID), for an app that starts a stroke.
+    public init() {
+        var bits = UUIDBits.random()
+        // Version 4, variant 1, as Foundation's UUID() makes them.
+        bits = UUIDBits(high: bits.high & ~0xF000 | 0x4000, low: bits.low & ~(0xC << 60) | (0x8 << 60))
+        self.bits = bits
+    }
+    /// The 16 bytes of a UUID in network order: Foundation's `UUID.uuid` (`uuid_t`), so an app
+    /// writes `StrokeID(uuid: someUUID.uuid)` without this library depending on Foundation.
+    public init(uuid bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                             UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)) {
+        self.bits = withUnsafeBytes(of: bytes) { UUIDBits(bytes: Array($0)) }
+    }
     public var uuidString: String { bits.uuidString }
     public var description: String { uuidString }
     public static func < (lhs: StrokeID, rhs: StrokeID) -> Bool { lhs.bits < rhs.bits }

@@ -27,3 +27,17 @@ extension JournalDirectory {
         return "/" + parts.joined(separator: "/")
     }
 }
+
+extension JournalDirectory {
+    /// Opens the journal at `root`, creating it (with a new replica id) if it is not one yet:
+    /// what an app does every time it starts.
+    public static func openOrCreate(at root: String) throws(JournalError) -> JournalDirectory {
+        let directory = JournalDirectory(root: root)
+        if directory.isJournal { return directory }
+        do {
+            return try create(at: root)
+        } catch .alreadyAJournal {
+            return directory   // another process created it meanwhile
+        }
+    }
+}

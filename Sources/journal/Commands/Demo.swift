@@ -69,7 +69,21 @@ extension JournalCommand {
                   journal verify -C \(board.root)
 
                 """)
+                if !Self.journalIsOnPath {
+                    Terminal.write("""
+                    (`journal` is not on your PATH yet: install it with `Tools/install.sh`, or run these
+                     as `swift run journal …` from the package folder.)
+
+                    """)
+                }
                 Terminal.flush()
+            }
+        }
+
+        /// Whether the hints above work as printed.
+        static var journalIsOnPath: Bool {
+            (ProcessInfoLite.environment("PATH") ?? "").split(separator: ":").contains { folder in
+                FileSystem.exists(String(folder) + "/journal")
             }
         }
 

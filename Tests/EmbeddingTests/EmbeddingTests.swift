@@ -1,0 +1,42 @@
+import Foundation
+import StrokeJournal
+import Testing
+
+/// The library as an app embeds it (issue 11, item 13): one import, the README's example run
+/// twice on the same folder, ids made from nothing or from Foundation's UUID.
+@Suite struct EmbeddingTests {
+    /// The README's "Using the library" code, verbatim apart from the folder.
+    func readmeExample(_ folder: String) throws -> (visible: Int, digest: String) {
+        let journal = try JournalDirectory.openOrCreate(at: folder)
+        let writer = try JournalWriter(directory: journal)
+        let stroke = StrokeID()
+        try writer.append(.point(PointSample(stroke: stroke, x: 10, y: 20, pressure: 0.5, t: 0,
+                                             style: Style(color: RGBA(red: 229, green: 57, blue: 53), width: 4))))
+        try writer.append(.end(stroke))
+        try writer.flush()          // durable when this returns
+        try writer.close()          // seals the open segment
+        let (drawing, report) = Replay.load(journal)
+        #expect(report.problems.isEmpty)
+        return (drawing.visibleStrokes.count, drawing.digest)
+    }
+
+    @Test func theReadmeExampleRunsTwice() throws {
+        let folder = NSTemporaryDirectory() + "embedding-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let first = try readmeExample(folder)
+        let second = try readmeExample(folder)
+        #expect(first.visible == 1 && second.visible == 2)
+        #expect(first.digest != second.digest)
+    }
+
+    @Test func strokeIDsFromNothingOrFromFoundation() {
+        let made = StrokeID()
+        let other = StrokeID()
+        #expect(made != other)
+        #expect(made.uuidString.count == 36)
+        #expect(UUID(uuidString: made.uuidString) != nil, "a version 4 UUID Foundation accepts")
+        #expect(Array(made.uuidString)[14] == "4")
+        let uuid = UUID()
+        #expect(StrokeID(uuid: uuid.uuid).uuidString == uuid.uuidString)
+    }
+}
