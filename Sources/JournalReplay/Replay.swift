@@ -32,6 +32,8 @@ public struct ReplayReport: Sendable {
     public var maxLamport: UInt64 = 0
     /// Events taken from a snapshot instead of being replayed (0: a full replay).
     public var eventsFromSnapshot = 0
+    /// The snapshot this load wrote automatically, if it wrote one (callers say so).
+    public var snapshotWritten: SnapshotStore.Info?
     /// Events left out because their seq or clock exceeds the plausibility bound
     /// (`ClockBound`, docs/FORMAT.md §13.4): reported as problems, never applied.
     public var quarantinedEvents = 0
@@ -58,8 +60,9 @@ public enum Replay {
         if let snapshot = SnapshotStore.newest(directory),
            let (drawing, report, next) = continueFrom(snapshot, set: set) {
             let fresh = next.eventCount - snapshot.eventCount
+            var report = report
             if fresh >= SnapshotStore.automaticThreshold && fresh * 4 >= next.eventCount {
-                _ = try? SnapshotStore.write(next, to: directory)
+                report.snapshotWritten = try? SnapshotStore.write(next, to: directory, atMost: SnapshotStore.automaticSizeLimit(set))
             }
             return (drawing, report)
         }
@@ -68,7 +71,7 @@ public enum Replay {
         if let snapshot = fullSnapshot(set, report: &report) {
             // A quarantined event may become plausible as the set grows: a snapshot would hide it.
             if snapshot.eventCount >= SnapshotStore.automaticThreshold && snapshot.forks.isEmpty && report.quarantinedEvents == 0 {
-                _ = try? SnapshotStore.write(snapshot, to: directory)
+                report.snapshotWritten = try? SnapshotStore.write(snapshot, to: directory, atMost: SnapshotStore.automaticSizeLimit(set))
             }
             return (snapshot.state.finish(), report)
         }

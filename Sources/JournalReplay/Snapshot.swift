@@ -281,13 +281,28 @@ public enum SnapshotStore {
         do { return try write(snapshot, to: directory) } catch { throw .io(error) }
     }
 
-    static func write(_ snapshot: Snapshot, to directory: JournalDirectory) throws(IOError) -> Info {
+    /// An automatic snapshot is a cache nobody asked for: it may take at most twice the room
+    /// of the segments it saves replaying, or it is not written (`journal snapshot` writes one
+    /// of any size on request).
+    static func automaticSizeLimit(_ set: SegmentSet) -> Int { Int(set.totalBytes) * 2 }
+
+    /// Writes the snapshot; nil when it would be larger than `atMost` bytes.
+    static func write(_ snapshot: Snapshot, to directory: JournalDirectory, atMost limit: Int) throws(IOError) -> Info? {
         let bytes = snapshot.encoded()
+        guard bytes.count <= limit else { return nil }
+        return try write(bytes: bytes, events: snapshot.eventCount, to: directory)
+    }
+
+    static func write(_ snapshot: Snapshot, to directory: JournalDirectory) throws(IOError) -> Info {
+        try write(bytes: snapshot.encoded(), events: snapshot.eventCount, to: directory)
+    }
+
+    private static func write(bytes: [UInt8], events: Int, to directory: JournalDirectory) throws(IOError) -> Info {
         let folder = Self.folder(directory)
         try FileSystem.createDirectory(folder)
         let path = folder + "/latest.sjsnap"
         try FileSystem.writeAtomically(bytes, to: path, temporaryPath: path + ".tmp")
-        return Info(path: path, bytes: bytes.count, events: snapshot.eventCount)
+        return Info(path: path, bytes: bytes.count, events: events)
     }
 
     static func newest(_ directory: JournalDirectory) -> Snapshot? {

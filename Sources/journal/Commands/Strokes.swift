@@ -64,4 +64,7 @@ func reportProblems(_ report: ReplayReport) {
     for problem in report.problems where problem.kind != .tornTail {
         Terminal.standardError("journal: warning: \(problem)\n")
     }
+    if let snapshot = report.snapshotWritten {
+        Terminal.standardError("journal: wrote a snapshot of \(snapshot.events) events (\(snapshot.bytes) bytes) to \(snapshot.path), so that the next open replays less; delete it any time\n")
+    }
 }
