@@ -144,15 +144,23 @@ import Testing
         #expect(skipping.stdout.contains("skipped 1 invalid line"))
     }
 
-    @Test func usageErrorsAndMissingJournalsExitNonZero() throws {
+    /// The README's exit codes: 64 usage (a bad option, or -C naming no journal), 74 I/O error.
+    @Test func usageErrorsExit64AndIOErrorsExit74() throws {
         let temp = TemporaryDirectory("cli-usage")
         defer { temp.remove() }
         let missing = try journal(["strokes", "-C", temp.path + "/nothing"])
-        #expect(missing.status != 0)
+        #expect(missing.status == 64)
         #expect(missing.stderr.contains("not a journal"))
-        #expect(try journal(["log", "-C", temp.path, "--limit", "-3"]).status != 0)
+        // `--limit=-3`: with a space, "-3" would be read as an option and fail as a missing value.
+        let negative = try journal(["log", "-C", temp.path, "--limit=-3"])
+        #expect(negative.status == 64)
+        #expect(negative.stderr.contains("must not be negative"), "\(negative.stderr)")
         let fromEnv = try journal(["digest"], environment: ["JOURNAL_DIR": temp.path + "/nothing"])
-        #expect(fromEnv.status != 0 && fromEnv.stderr.contains("nothing"))
+        #expect(fromEnv.status == 64 && fromEnv.stderr.contains("nothing"))
+
+        try journal(["init", temp.path + "/board"])
+        let unwritable = try journal(["render", temp.path + "/no/such/folder/board.svg", "-C", temp.path + "/board"])
+        #expect(unwritable.status == 74, "\(unwritable.stderr)")
     }
 
     @Test func everyCommandHasHelpWithAnExample() throws {
@@ -173,7 +181,9 @@ import Testing
         #expect(verify.status == 0)
         let stats = try journal(["stats", "-C", temp.path + "/demo/board", "--json"])
         #expect(stats.stdout.contains("\"replicas\":3"))
-        #expect(try journal(["demo", temp.path + "/demo"]).status != 0)
+        let again = try journal(["demo", temp.path + "/demo"])
+        #expect(again.status == 64)
+        #expect(again.stderr.contains("already exists"), "\(again.stderr)")
     }
 
     @Test func verifyReportsACorruptBlockAndExitsOne() throws {

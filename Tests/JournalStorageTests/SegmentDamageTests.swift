@@ -17,6 +17,23 @@ import Testing
         return (bytes, events, scan.blocks.map(\.offset), generator.replica)
     }
 
+    /// Where each block of a `threeBlockSegment(perBlock:)` ends and the events it holds,
+    /// found by encoding the blocks one by one after the header (not by scanning).
+    func blockLayout(_ events: [Event], perBlock: Int) -> [(end: Int, events: ArraySlice<Event>)] {
+        var end = FormatV1.fileHeaderSize
+        return stride(from: 0, to: events.count, by: perBlock).map { first in
+            let block = events[first..<min(first + perBlock, events.count)]
+            end += SegmentEncoder.block(block).count
+            return (end, block)
+        }
+    }
+
+    /// The events a reader must keep from a sealed segment cut to `length` bytes: exactly those
+    /// of the blocks that end at or before the cut.
+    func eventsKept(cutAt length: Int, _ layout: [(end: Int, events: ArraySlice<Event>)]) -> [Event] {
+        layout.filter { $0.end <= length }.flatMap(\.events)
+    }
+
     @Test func cleanSegmentScansWhole() {
         let segment = threeBlockSegment()
         let scan = SegmentScanner.scan(bytes: segment.bytes, path: "test.sjs", sealed: true)
@@ -45,10 +62,13 @@ import Testing
 
     @Test func truncationAnywhereNeverCrashesAndKeepsAPrefix() {
         let segment = threeBlockSegment(perBlock: 10)
+        let layout = blockLayout(segment.events, perBlock: 10)
+        #expect(layout.map(\.end) == Array(segment.starts.dropFirst()) + [segment.bytes.count])
         for length in 0..<segment.bytes.count {
             let scan = SegmentScanner.scan(bytes: Damage.truncate(segment.bytes, at: length), path: "x.sjs", sealed: true)
-            let events = scan.allEvents().events
-            #expect(events == Array(segment.events.prefix(events.count)), "cut at \(length)")
+            let (events, decodeProblems) = scan.allEvents()
+            #expect(events == eventsKept(cutAt: length, layout), "cut at \(length)")
+            #expect(decodeProblems.isEmpty, "cut at \(length)")
             // A cut inside a block is always reported; a cut on a block boundary loses nothing readable.
             if !segment.starts.contains(length) && length != FormatV1.fileHeaderSize { #expect(!scan.problems.isEmpty, "cut at \(length)") }
         }
@@ -156,11 +176,17 @@ import Testing
                 }
             }
         }
+        // Each cut keeps exactly the blocks that end at or before it, decoded unchanged; a cut
+        // inside the header or a block is reported.
+        let layout = blockLayout(segment.events, perBlock: 9)
+        #expect(layout.map(\.end) == Array(segment.starts.dropFirst()) + [segment.bytes.count])
+        let boundaries = Set([FormatV1.fileHeaderSize] + layout.map(\.end))
         for length in 0..<segment.bytes.count {
             let scan = SegmentScanner.scan(bytes: Damage.truncate(segment.bytes, at: length), path: "x.sjs", sealed: true)
-            let events = scan.allEvents().events
-            #expect(events == Array(segment.events.prefix(events.count)))
-            #expect(!scan.problems.isEmpty || events.count < segment.events.count || length == segment.bytes.count)
+            let (events, decodeProblems) = scan.allEvents()
+            #expect(events == eventsKept(cutAt: length, layout), "cut at \(length)")
+            #expect(decodeProblems.isEmpty, "cut at \(length)")
+            if !boundaries.contains(length) { #expect(!scan.problems.isEmpty, "cut at \(length)") }
         }
         #expect(detected > 0)
         print("byte damage: \(detected) flips detected, \(harmless) harmless, \(segment.bytes.count) truncations checked")

@@ -20,17 +20,23 @@ final class LocalSSHServer {
         "ssh -p \(port) -i \(directory.path)/client_key -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR"
     }
 
-    /// Nil, with the reason, when this machine cannot run an sshd.
+    static let sshd = "/usr/sbin/sshd"
+    static let ssh = "/usr/bin/ssh"
+    static let sshKeygen = "/usr/bin/ssh-keygen"
+
+    /// Whether this machine has the programs `start()` runs and rsync then uses: sshd, ssh
+    /// and ssh-keygen (openssh-server, which brings openssh-client).
+    static var toolsInstalled: Bool {
+        [sshd, ssh, sshKeygen].allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Nil, with the reason, when the sshd could not be started.
     static func start() -> (server: LocalSSHServer?, reason: String?) {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/sshd"),
-              FileManager.default.isExecutableFile(atPath: "/usr/bin/ssh-keygen") else {
-            return (nil, "sshd is not installed (apt-get install openssh-server)")
-        }
         let directory = TemporaryDirectory("sshd")
         let user = (try? shell("/usr/bin/id", ["-un"]))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "root"
         do {
-            _ = try shell("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", directory.path + "/host_key"])
-            _ = try shell("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", directory.path + "/client_key"])
+            _ = try shell(sshKeygen, ["-q", "-t", "ed25519", "-N", "", "-f", directory.path + "/host_key"])
+            _ = try shell(sshKeygen, ["-q", "-t", "ed25519", "-N", "", "-f", directory.path + "/client_key"])
             try FileManager.default.copyItem(atPath: directory.path + "/client_key.pub", toPath: directory.path + "/authorized_keys")
             try? FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
         } catch {
@@ -52,14 +58,14 @@ final class LocalSSHServer {
                 PidFile \(directory.path)/sshd.pid
                 """
             try? config.write(toFile: directory.path + "/sshd_config", atomically: true, encoding: .utf8)
-            guard (try? shell("/usr/sbin/sshd", ["-f", directory.path + "/sshd_config", "-E", directory.path + "/sshd.log"])) != nil,
+            guard (try? shell(sshd, ["-f", directory.path + "/sshd_config", "-E", directory.path + "/sshd.log"])) != nil,
                   let pidText = try? String(contentsOfFile: directory.path + "/sshd.pid", encoding: .utf8),
                   let pid = Int32(pidText.trimmingCharacters(in: .whitespacesAndNewlines))
             else { continue }
             let server = LocalSSHServer(directory: directory, port: port, pid: pid, user: user)
             // Wait until it answers.
             for _ in 0..<50 {
-                if (try? shell("/usr/bin/ssh", server.rsh.split(separator: " ").dropFirst().map(String.init) + ["\(user)@127.0.0.1", "true"])) != nil {
+                if (try? shell(ssh, server.rsh.split(separator: " ").dropFirst().map(String.init) + ["\(user)@127.0.0.1", "true"])) != nil {
                     return (server, nil)
                 }
                 if kill(pid, 0) != 0 { break }
@@ -108,18 +114,15 @@ func shell(_ executable: String, _ arguments: [String]) throws -> String {
     return String(decoding: data, as: UTF8.self)
 }
 
+/// Needs rsync and OpenSSH; a machine without them reports these tests as skipped, not passed
+/// (.ci/run installs rsync and openssh-server).
 @Suite(.serialized) struct RsyncOverSSHTests {
-    @Test func twoLaptopsConvergeThroughAnSSHServer() throws {
-        guard hasRsync() else {
-            Issue.record("rsync is not installed: .ci/run installs it (apt-get install rsync)")
-            return
-        }
+    @Test(.enabled(if: hasRsync() && LocalSSHServer.toolsInstalled,
+                   "needs rsync, sshd, ssh and ssh-keygen (apt-get install rsync openssh-server)"))
+    func twoLaptopsConvergeThroughAnSSHServer() throws {
         let (started, reason) = LocalSSHServer.start()
-        guard let server = started else {
-            // Only a machine without sshd skips this, and says so.
-            print("SKIPPED rsync-over-ssh test: \(reason ?? "unknown")")
-            return
-        }
+        // The tools are here, so an sshd that does not start is a failure.
+        let server = try #require(started, "could not start a local sshd: \(reason ?? "unknown")")
         defer { server.stop() }
         let temp = TemporaryDirectory("ssh-sync")
         defer { temp.remove() }
@@ -147,8 +150,9 @@ func shell(_ executable: String, _ arguments: [String]) throws -> String {
         #expect(onServer.files.allSatisfy { if case .segment = $0.classification { true } else { false } })
     }
 
-    @Test func aBadRemoteIsAClearError() throws {
-        guard hasRsync() else { return }
+    @Test(.enabled(if: hasRsync() && FileManager.default.isExecutableFile(atPath: LocalSSHServer.ssh),
+                   "needs rsync and ssh (apt-get install rsync openssh-client)"))
+    func aBadRemoteIsAClearError() throws {
         let temp = TemporaryDirectory("ssh-bad")
         defer { temp.remove() }
         let alice = try Machine(temp.path + "/alice", seed: 23)

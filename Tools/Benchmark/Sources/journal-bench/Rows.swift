@@ -15,6 +15,7 @@ enum RowName: String, CaseIterable {
     case recordLibrary
     case prepare
     case parse
+    case parseLines
     case append
     case cliRecord
     case mergeReconstruct
@@ -66,6 +67,7 @@ struct RowRunner {
         case .recordLibrary: return try recordLibrary()
         case .prepare: return try prepare()
         case .parse: return try parse()
+        case .parseLines: return try parseLines()
         case .append: return try append()
         case .cliRecord: return try cliRecord()
         case .mergeReconstruct: return try mergeReconstruct()
@@ -127,6 +129,33 @@ struct RowRunner {
         var counts = Counts()
         for _ in 0..<repeats {
             counts = try output.time { try countPayloads(workload.inputs) }
+        }
+        let bytes = workload.inputs.reduce(0) { $0 + Files.size($1) }
+        let best = median(output.seconds)
+        output.extra["points"] = .int(counts.points)
+        output.extra["events"] = .int(counts.events)
+        output.extra["ndjsonBytes"] = .int(bytes)
+        output.extra["pointsPerSecond"] = .number(Double(counts.points) / best, decimals: 0)
+        output.extra["bytesPerSecond"] = .number(Double(bytes) / best, decimals: 0)
+        return output
+    }
+
+    /// NDJSONReader.next() over every file: a fresh payload array per line, the loop
+    /// `journal record` runs; payloads counted and dropped.
+    func parseLines() throws -> RowOutput {
+        var output = RowOutput()
+        var counts = Counts()
+        for _ in 0..<repeats {
+            counts = try output.time {
+                var counts = Counts()
+                for input in workload.inputs {
+                    var reader = try NDJSONReader(path: input)
+                    while let (_, payloads) = try reader.next() {
+                        for payload in payloads { counts.add(payload) }
+                    }
+                }
+                return counts
+            }
         }
         let bytes = workload.inputs.reduce(0) { $0 + Files.size($1) }
         let best = median(output.seconds)

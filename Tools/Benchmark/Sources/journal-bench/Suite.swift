@@ -97,7 +97,7 @@ final class Suite {
         try ensureJournalBinary()
 
         let order: [RowName] = [
-            .processBaseline, .recordLibrary, .prepare, .parse, .append, .cliRecord, .mergeReconstruct, .sync,
+            .processBaseline, .recordLibrary, .prepare, .parse, .parseLines, .append, .cliRecord, .mergeReconstruct, .sync,
             .snapshotOpen, .ndjsonPlain, .ndjsonDeflate, .bareInflate, .bareDeflate, .plainRead, .digestCheck,
         ]
         for row in order where row == .prepare || wanted(row) {
@@ -329,6 +329,9 @@ final class Suite {
         let parse = result(.parse)
         timed("parse only (NDJSONReader)", .parse,
               derived: rate(parse.int("points"), parse.median, "pt/s, ") + rate(parse.int("ndjsonBytes"), parse.median, "B/s"))
+        let parseLines = result(.parseLines)
+        timed("parse only, next() per line (as `record`)", .parseLines,
+              derived: rate(parseLines.int("points"), parseLines.median, "pt/s, ") + rate(parseLines.int("ndjsonBytes"), parseLines.median, "B/s"))
         let append = result(.append)
         timed("library append + close (pre-parsed)", .append,
               derived: rate(append.int("points"), append.median, "pt/s"), target: target("appendPointsPerSecond"))
