@@ -168,6 +168,11 @@ import Testing
             let help = try journal([command, "--help"])
             #expect(help.status == 0, "\(command)")
             #expect(help.stdout.contains("Example"), "\(command) --help lacks an example")
+            // Text the parser would have to rewrap leaves orphaned words; say things once.
+            for line in help.stdout.split(separator: "\n") where !line.hasPrefix("USAGE:") {
+                #expect(line.count <= 80, "\(command) --help: a line of \(line.count) columns: \(line)")
+            }
+            #expect(!help.stdout.contains("). (default:"), "\(command) --help repeats its default")
         }
     }
 

@@ -357,10 +357,13 @@ class Campaign:
         self.kind = ""
         self.step_log = collections.deque(maxlen=20)
         self.step_cmds = []
+        self.canary_culprit = None
         self.passed = 0
         self.failed = 0
         self.failures_by_check = collections.Counter()
         self.signatures = collections.Counter()
+        self.first_kind = {}
+        self.once = set()
         self.detailed = 0
         self.reported_events = set()
         self.kinds = collections.Counter()
@@ -378,7 +381,15 @@ class Campaign:
     def finish(self, proc, kill_after=None):
         r = proc.wait(self.a.timeout, kill_after)
         self.step_cmds.append(r)
+        if self.canary_culprit is None and self.canary_written():
+            self.canary_culprit = r
         return r
+
+    def canary_written(self):
+        for dirpath, dirnames, filenames in os.walk(self.canary):
+            if filenames or (dirnames and dirpath != self.canary):
+                return True
+        return False
 
     def run(self, args, kill_after=None):
         return self.finish(self.start(args), kill_after)
@@ -410,11 +421,18 @@ class Campaign:
     def ok(self, n=1):
         self.passed += n
 
-    def fail(self, check, message, result=None, signature=None):
+    def fail(self, check, message, result=None, signature=None, once=None):
+        """Counts a failed check; prints the first failure of each signature in full.
+        once: a key for a failure that stays true (a fork, an identity): counted the first time only."""
+        if once is not None:
+            if once in self.once:
+                return False
+            self.once.add(once)
         self.failed += 1
         self.failures_by_check[check] += 1
-        sig = (check, self.kind, signature or normalise(message))
+        sig = (check, signature or normalise(message))
         self.signatures[sig] += 1
+        self.first_kind.setdefault(sig, self.kind)
         if self.signatures[sig] == 1 and self.detailed < self.a.max_details:
             self.detailed += 1
             print(f"\nFAIL [{check}] step {self.step} ({self.kind}): {message}", flush=True)
@@ -494,6 +512,9 @@ class Campaign:
 
     def log_events(self, m, rid):
         r = self.run(["log", "-C", m.path, "--replica", rid])
+        if r.rc == 64 and not r.out.strip() and "no replica" in r.err:
+            self.ok()  # the filter matches no replica: this journal holds none of its events
+            return []
         if not self.check_process(r):
             return None
         events = []
@@ -576,7 +597,8 @@ class Campaign:
             self.known_replicas.add(after)
         if m.copy_of is not None and after == m.copy_of:
             self.fail("identity", f"{m.name} is a `cp -a` copy and writes as the replica it was copied from "
-                                  f"({after[:12]}…)", r, signature=f"copy keeps identity")
+                                  f"({after[:12]}…)", r, signature="a copy keeps the identity of its original",
+                      once=("copy identity", m.name))
         elif m.copy_of is None and after != m.identity_seen and m.identity_seen is not None:
             self.fail("identity", f"{m.name} changed its replica id from {m.identity_seen[:12]}… to {after[:12]}… "
                                   f"without being copied", r)
@@ -627,7 +649,8 @@ class Campaign:
             else:
                 what = f"changed: is {json.dumps({k: got[0][k] for k in got[0] if k in EVENT_KEYS})}"
             self.fail("acked", f"{holder.name}: acknowledged event {rid[:12]}…#{seq} recorded by {writer.name} {what}; "
-                               f"sent {line_of(want)}", signature=f"acked {what[:7]} {holder is writer}")
+                               f"sent {line_of(want)}", signature=f"acknowledged event {what.split(':')[0]} "
+                                                  f"({'in the journal that recorded it' if holder is writer else 'on another machine'})")
         if self.owner.get(rid) is writer:
             for seq, got in sorted(by_seq.items()):
                 key = (holder.name, "invented", rid, seq)
@@ -638,7 +661,7 @@ class Campaign:
                     self.reported_events.add(key)
                     self.fail("acked", f"{holder.name}: event {rid[:12]}…#{seq} of {writer.name}'s replica is not one "
                                        f"{writer.name} sent: {json.dumps(got[0])[:300]}",
-                              signature="invented event")
+                              signature="an event under a machine's own replica id that it never sent")
 
     def verify(self, m):
         r = self.run(["verify", "-C", m.path, "--json"])
@@ -663,21 +686,26 @@ class Campaign:
         if not problems:
             self.fail("verify", f"{m.name}: verify exited 1 without a problem", r)
         for p in bad:
-            self.fail("verify", f"{m.name}: verify reports {p.get('kind', '?')} {p.get('file', '')}: "
-                                f"{str(p.get('reason', ''))[:300]}", r,
-                      signature=f"verify {m.name} {p.get('kind')} {normalise(str(p.get('reason', '')))}")
+            reason = str(p.get("reason", ""))
+            self.fail("verify", f"{m.name}: verify reports {p.get('kind', '?')} {p.get('file', '')}: {reason[:300]}", r,
+                      signature=f"verify: {p.get('kind')}: {normalise(reason)}",
+                      once=("verify", m.name, os.path.basename(str(p.get("file", ""))), normalise(reason)))
 
     def check_confinement(self):
         """(3): canary folders and the commands' working folder stay empty; frozen trees unchanged."""
         ok = True
+        written = []
         for dirpath, dirnames, filenames in os.walk(self.canary):
             for name in filenames + [d for d in dirnames if dirpath != self.canary]:
-                p = os.path.join(dirpath, name)
-                ok = self.fail("confinement", f"a command wrote {os.path.relpath(p, self.work)} "
-                                              f"(through a planted symlink) outside the journals and targets",
-                               self.step_cmds[-1] if self.step_cmds else None,
-                               signature=f"canary {self.kind}")
+                written.append(os.path.join(dirpath, name))
+        if written:
+            ok = self.fail("confinement", f"a command wrote {len(written)} file(s) through a planted symlink, outside "
+                                          f"the journals and targets: "
+                                          f"{', '.join(os.path.relpath(p, self.work) for p in written[:4])}",
+                           self.canary_culprit, signature="wrote through a planted symlink")
+            for p in written:
                 remove_path(p)
+        self.canary_culprit = None
         for name in os.listdir(self.cwd):
             ok = self.fail("confinement", f"a command wrote {name} into its working folder")
             remove_path(os.path.join(self.cwd, name))
@@ -1331,11 +1359,19 @@ class Campaign:
                 self.drop_plant(p)
 
     def heal(self, machines):
-        """After a failure, take back the leftovers planted in those journals so the run goes on."""
+        """After a failure, take back the leftovers in those journals so that the run goes on: the
+        ones the campaign planted, and any file of theirs a failed command called "File exists"."""
         for m in machines:
             for p in m.stale:
                 remove_path(p)
             m.stale = []
+            for r in self.step_cmds:
+                for path in re.findall(r"(/\S+): File exists", r.err):
+                    if path.startswith(m.path + "/") and os.path.isfile(path):
+                        remove_path(path)
+                        self.stats["leftovers of the product's own removed to unwedge a journal"] += 1
+                        print(f"  (removed {os.path.relpath(path, self.work)}, which the campaign did not plant, "
+                              f"so that {m.name} can go on)", flush=True)
 
     # -- convergence ---------------------------------------------------------------------------
 
@@ -1453,14 +1489,17 @@ class Campaign:
               f"{self.stats['machines retired']} retired)")
         print(f"acknowledged events: {self.stats['events acknowledged']} recorded, {self.acked_checked} presence checks")
         print(f"kills: {self.stats['records killed']} records, {self.stats['syncs killed']} syncs (SIGKILL)")
+        unwedged = self.stats["leftovers of the product's own removed to unwedge a journal"]
+        if unwedged:
+            print(f"leftovers of the product's own removed to unwedge a journal: {unwedged}")
         print("plants: " + (", ".join(f"{k} {v}" for k, v in sorted(self.plant_kinds.items())) or "none"))
         if self.tolerated:
             print("tolerated: " + "; ".join(f"{k}: {v}" for k, v in sorted(self.tolerated.items())))
         print("failures by check: " + (", ".join(f"{k} {v}" for k, v in sorted(self.failures_by_check.items())) or "none"))
         if self.signatures:
             print("distinct failures (check, step kind, signature: count):")
-            for (check, kind, sig), count in self.signatures.most_common():
-                print(f"  [{check}] {kind}: {sig} ({count})")
+            for (check, sig), count in self.signatures.most_common():
+                print(f"  [{check}] first in a {self.first_kind[(check, sig)]} step: {sig} ({count})")
         if self.a.json:
             with open(self.a.json, "w") as f:
                 json.dump({"steps": self.step, "seconds": round(seconds, 1), "kinds": self.kinds,

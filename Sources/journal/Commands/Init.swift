@@ -10,7 +10,7 @@ extension JournalCommand {
                   journal init board        # creates ./board/replicas and ./board/local
                 """)
 
-        @Argument(help: "Where to create the journal (default: the current directory).")
+        @Argument(help: "Where to create the journal.")
         var directory: String = "."
 
         func run() throws {

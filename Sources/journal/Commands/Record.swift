@@ -9,13 +9,19 @@ extension JournalCommand {
         static let configuration = CommandConfiguration(
             abstract: "Append NDJSON events from files or standard input to the journal.",
             discussion: """
-                Accepts one JSON object per line, in any of these forms:
-                  {"type":"point","stroke":"<UUID>","x":1.5,"y":2.25,"color":"#RRGGBBAA","width":4,"pressure":0.5,"t":0.016}
-                  {"type":"end"|"undo"|"redo"|"erase","stroke":"<UUID>"}   {"type":"clear"}
-                  {"id":"<UUID>","color":"red","point":[x,y]}                (DrawTogether)
-                  {"id":"<UUID>","points":[{"x":…,"y":…}],"red":…,"green":…,"blue":…,"alpha":…,"lineWidth":…}  (CollabSketch)
-                On a malformed line it stops with the file and line number; everything before it
-                is durable. When it exits 0, every event is durable and sealed.
+                Accepts one JSON object per line. Canonical form (one pen point):
+                  {"type":"point","stroke":"<UUID>","x":1.5,"y":2.25,
+                   "color":"#RRGGBBAA","width":4,"pressure":0.5,"t":0.016}
+                  {"type":"end"|"undo"|"redo"|"erase","stroke":"<UUID>"}
+                  {"type":"clear"}
+                DrawTogether's point upserts:
+                  {"id":"<UUID>","color":"red","point":[x,y]}
+                CollabSketch's strokes:
+                  {"id":"<UUID>","points":[{"x":…,"y":…}],"red":…,"green":…,
+                   "blue":…,"alpha":…,"lineWidth":…}
+                On a malformed line it stops with the file and line number;
+                everything before it is durable. When it exits 0, every event
+                is durable and sealed.
 
                 Examples:
                   journal record -C board session.ndjson

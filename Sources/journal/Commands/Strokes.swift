@@ -7,8 +7,12 @@ extension JournalCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print the reconstructed drawing as JSON.",
             discussion: """
-                Output: {"strokes":[{"id","color","width","points":[{"x","y","pressure"?,"t"?}]}],"digest":"…"}
-                Visible strokes only, in z-order; --all adds hidden ones with a "visible" flag.
+                Output, one JSON object:
+                  {"strokes":[{"id","color","width",
+                               "points":[{"x","y","pressure"?,"t"?}]}],
+                   "digest":"…"}
+                Visible strokes only, in z-order; --all adds hidden ones with a
+                "visible" flag.
 
                 Example:
                   journal strokes -C board | jq '.strokes | length'
