@@ -29,7 +29,7 @@ import Testing
         let withMark = "\u{FEFF}" + #"{"type":"clear"}"# + "\n"
         let run = try cli.journal(["record", "-C", board], stdin: withMark)
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.stdout.contains("recorded 1 event"), "\(run.stdout)")
+        #expect(run.stdout.contains("recorded 1 event (0 points, 0 strokes)"), "\(run.stdout)")
         let missing = try cli.journal(["record", "-C", board, temp.path + "/nope.ndjson"])
         #expect(missing.status == 74)
         #expect(missing.stderr.contains("nope.ndjson: cannot open: No such file or directory"))

@@ -98,7 +98,7 @@ extension JournalCommand {
                             Terminal.standardError("journal: warning: \(problem)\n")
                             warnedAboutSeal = true
                         }
-                        progress.update("\(counts.events) events")
+                        progress.update(counted(counts.events, "event"))
                     }
                 }
                 progress.finish()
@@ -113,9 +113,9 @@ extension JournalCommand {
                 }
                 let seconds = ProcessInfoLite.monotonicSeconds() - started
                 let recorded = writer.nextSeq - firstSeq
-                var summary = "recorded \(recorded) events (\(counts.points) points, \(counts.strokes.count) strokes)"
+                var summary = "recorded \(counted(recorded, "event")) (\(counted(counts.points, "point")), \(counted(counts.strokes.count, "stroke")))"
                 summary += " as seq \(firstSeq)...\(writer.nextSeq - 1) in \(formatSeconds(seconds))"
-                if counts.skipped > 0 { summary += "; skipped \(counts.skipped) invalid line(s)" }
+                if counts.skipped > 0 { summary += "; skipped \(counted(counts.skipped, "invalid line"))" }
                 if recorded == 0 { summary = "recorded nothing (no events in the input)" }
                 // After a bad line the error says what happened; "recorded nothing" would only
                 // contradict it.

@@ -25,7 +25,7 @@ extension JournalCommand {
                 let started = ProcessInfoLite.monotonicSeconds()
                 let info = try SnapshotStore.create(journal)
                 let seconds = ProcessInfoLite.monotonicSeconds() - started
-                Terminal.write("snapshot of \(info.events) events: \(info.path) (\(info.bytes) bytes) in \(formatSeconds(seconds))\n")
+                Terminal.write("snapshot of \(counted(info.events, "event")): \(info.path) (\(counted(info.bytes, "byte"))) in \(formatSeconds(seconds))\n")
                 Terminal.flush()
             }
         }

@@ -35,8 +35,8 @@ extension JournalCommand {
                     for problem in problems { Terminal.write("\(problem)\n") }
                     for note in notes { Terminal.write("note: \(note) (cut on next open)\n") }
                     Terminal.write(problems.isEmpty
-                        ? "clean: \(set.members.count) segments, \(report.eventCount) events\n"
-                        : "\(problems.count) problem(s) in \(set.members.count) segments\n")
+                        ? "clean: \(counted(set.members.count, "segment")), \(counted(report.eventCount, "event"))\n"
+                        : "\(counted(problems.count, "problem")) in \(counted(set.members.count, "segment"))\n")
                 }
                 Terminal.flush()
                 if !problems.isEmpty { throw ExitCode(CLIError.problemsFound) }
