@@ -197,7 +197,7 @@ public final class JournalWriter {
             }
             let finalPath = folder + "/" + name.fileName
             var index = LocalIndex.refresh(directory)
-            try FileSystem.writeAtomically(bytes, to: finalPath, temporaryPath: folder + "/.tmp-" + name.fileName)
+            try FileSystem.writeAtomically(bytes, to: finalPath)
             try resetOpenSegment()
             index.add(LocalIndex.Entry(replica: replica, name: name, size: Int64(bytes.count), eventCount: scan.eventCount,
                                        maxLamport: scan.maxLamport, valid: true))
@@ -342,9 +342,7 @@ public final class JournalWriter {
     private func resetOpenSegment() throws(IOError) {
         openSegment?.close()
         openSegment = nil
-        let fresh = directory.openSegmentPath + ".new"
-        try? FileSystem.remove(fresh)
-        try FileSystem.writeAtomically(SegmentHeader(replica: replica).encoded(), to: directory.openSegmentPath, temporaryPath: fresh)
+        try FileSystem.writeAtomically(SegmentHeader(replica: replica).encoded(), to: directory.openSegmentPath)
         let descriptor = try FileDescriptor.open(directory.openSegmentPath, .readWrite)
         try descriptor.seekToEnd()
         openSegment = descriptor
@@ -352,10 +350,11 @@ public final class JournalWriter {
     }
 
     private func removeStaleTemporaries() {
+        directory.removeStaleTemporaries()
         let folder = directory.replicaPath(replica)
         guard let entries = try? FileSystem.list(folder) else { return }
-        // `.tmp-<name>.sjs` is a seal this writer's replica did not finish (the lock says no one
-        // else seals here); `.tmp-<name>.<host>.<pid>` is a crashed copier's.
+        // `.tmp-<name>.sjs` is a seal an older version did not finish (the lock says no one
+        // else seals here); `.tmp-<name>.<host>.<pid>[.<random>]` is a crashed process's.
         for entry in entries where entry.kind == .file
             && ((entry.name.hasPrefix(".tmp-") && entry.name.hasSuffix(".sjs")) || AtomicCopy.isStale(entry.name)) {
             try? FileSystem.remove(folder + "/" + entry.name)

@@ -59,6 +59,6 @@ struct SyncCache {
                 text += clean + "\t" + kind.rawValue + "\t" + reason.replacingOccurrences(of: "\n", with: " ") + "\n"
             }
         }
-        try? FileSystem.writeAtomically(Array(text.utf8), to: path, temporaryPath: path + ".tmp")
+        try? FileSystem.writeAtomically(Array(text.utf8), to: path)
     }
 }

@@ -34,7 +34,7 @@ extension JournalCommand {
                     Terminal.flush()
                     return
                 }
-                try FileSystem.writeAtomically(Array(svg.utf8), to: output, temporaryPath: output + ".tmp")
+                try FileSystem.writeAtomically(Array(svg.utf8), to: output)
                 Terminal.write("wrote \(output): \(drawing.visibleStrokes.count) strokes\n")
                 Terminal.flush()
             }
