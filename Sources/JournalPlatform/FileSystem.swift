@@ -9,18 +9,29 @@ public struct IOError: Error, Equatable, Sendable, CustomStringConvertible {
     public var operation: String
     public var path: String
     public var code: Int32
+    /// Said instead of `strerror(code)` when the errno alone would mislead: `open` of a
+    /// symlink fails with ELOOP ("too many levels of symbolic links") or ENOTDIR.
+    public var reason: String?
 
-    public init(_ operation: String, path: String, code: Int32) {
+    public init(_ operation: String, path: String, code: Int32, reason: String? = nil) {
         self.operation = operation
         self.path = path
         self.code = code
+        self.reason = reason
     }
 
-    public var message: String { String(cString: strerror(code)) }
+    public static let symbolicLinkReason = "symbolic link: never followed"
+    public static let notRegularFileReason = "not a regular file"
+
+    public var message: String { reason ?? String(cString: strerror(code)) }
     public var description: String { "\(operation) \(path): \(message)" }
     public var isWouldBlock: Bool { code == EWOULDBLOCK || code == EAGAIN }
     public var isNotFound: Bool { code == ENOENT }
     public var isExists: Bool { code == EEXIST }
+    /// A symlink where a file or folder was expected: refused, never followed.
+    public var isSymbolicLink: Bool { reason == Self.symbolicLinkReason }
+    /// A FIFO, device or socket (or a folder) where a regular file was expected.
+    public var isNotRegularFile: Bool { reason == Self.notRegularFileReason }
 }
 
 /// An open POSIX file descriptor (`open(2)`), closed explicitly with `close()`.
@@ -36,17 +47,42 @@ public struct FileDescriptor: Sendable {
         case createNew
     }
 
+    /// Opens a file, never through a symlink at its last component (`O_NOFOLLOW`), and only
+    /// if it is a regular file: a FIFO swapped in for a listed segment would block `open(2)`
+    /// for ever, so the open is non-blocking and `fstat` refuses anything but a regular file.
     public static func open(_ path: String, _ mode: Mode) throws(IOError) -> FileDescriptor {
-        if mode != .readOnly { try FaultInjection.check(.open, path) }
+        try openChecked(directory: AT_FDCWD, name: path, displayPath: path, mode)
+    }
+
+    static func openChecked(directory: Int32, name: String, displayPath: String, _ mode: Mode) throws(IOError) -> FileDescriptor {
+        if mode != .readOnly { try FaultInjection.check(.open, displayPath) }
         let flags: Int32
         switch mode {
-        case .readOnly: flags = O_RDONLY
-        case .readWrite: flags = O_RDWR | O_CREAT
+        case .readOnly: flags = O_RDONLY | O_NONBLOCK
+        case .readWrite: flags = O_RDWR | O_CREAT | O_NONBLOCK
         case .createNew: flags = O_WRONLY | O_CREAT | O_EXCL
         }
-        let fd = retryingInterrupts { Glibc_open(path, flags | O_CLOEXEC, 0o644) }
-        guard fd >= 0 else { throw IOError("open", path: path, code: errno) }
-        return FileDescriptor(rawValue: fd, path: path)
+        let fd = retryingInterrupts { Glibc_openat(directory, name, flags | O_NOFOLLOW | O_CLOEXEC, 0o644) }
+        guard fd >= 0 else {
+            let code = errno
+            throw symlinkAware(IOError("open", path: displayPath, code: code), directory: directory, name: name)
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let code = errno
+            _ = SystemCall.close(fd)
+            throw IOError("stat", path: displayPath, code: code)
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            _ = SystemCall.close(fd)
+            throw IOError("open", path: displayPath, code: EINVAL, reason: IOError.notRegularFileReason)
+        }
+        // Back to blocking I/O: O_NONBLOCK was only there so that the open itself cannot hang.
+        if flags & O_NONBLOCK != 0 {
+            let current = fcntl(fd, F_GETFL)
+            if current >= 0 { _ = fcntl(fd, F_SETFL, current & ~O_NONBLOCK) }
+        }
+        return FileDescriptor(rawValue: fd, path: displayPath)
     }
 
     public func close() {
@@ -140,21 +176,59 @@ public enum FileSystem {
         return try fd.read(count: Int(size), at: 0)
     }
 
-    /// Writes a complete file under a temporary name, fsyncs it, renames it into place and
-    /// fsyncs the directory: readers see either nothing or the whole file.
-    public static func writeAtomically(_ bytes: [UInt8], to path: String, temporaryPath: String) throws(IOError) {
-        let fd = try FileDescriptor.open(temporaryPath, .createNew)
-        do {
-            try fd.writeAll(bytes)
-            try fd.sync()
-            fd.close()
-        } catch {
-            fd.close()
-            try? remove(temporaryPath)
-            throw error
+    /// Writes a complete file under a unique temporary name in the same folder, fsyncs it,
+    /// renames it over `path` and fsyncs the folder: readers see either the old or the whole
+    /// new file. The temporary's name is unique per call (`.tmp-<base>.<host>.<pid>.<random>`),
+    /// so a temporary that a crash left behind never blocks a later write; such leftovers are
+    /// removed by `removeStaleTemporaries(in:)`.
+    public static func writeAtomically(_ bytes: [UInt8], to path: String) throws(IOError) {
+        let folder = try DirectoryHandle.open(parent(of: path))
+        try folder.replaceFileAtomically(name: lastComponent(of: path), bytes: bytes)
+    }
+
+    /// The name of a new temporary for a file named `base`: hidden, unique, and telling which
+    /// host and process made it so that `isStaleTemporary` can tell a crash leftover.
+    public static func temporaryName(for base: String) -> String {
+        let random = ProcessInfoLite.randomBytes(8).map { byte in
+            let digits = String(byte, radix: 16)
+            return digits.count == 1 ? "0" + digits : digits
+        }.joined()
+        return ".tmp-" + base + "." + ProcessInfoLite.hostName + "." + String(ProcessInfoLite.processID) + "." + random
+    }
+
+    /// A temporary made by `temporaryName(for:)` (or the older `.tmp-<base>.<host>.<pid>`) on
+    /// this host by a process that is gone: nobody will ever finish it, so it may be deleted.
+    public static func isStaleTemporary(_ name: String) -> Bool {
+        guard name.hasPrefix(".tmp-") else { return false }
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        let count = parts.count
+        let host = ProcessInfoLite.hostName
+        if count >= 4, parts[count - 1].count == 16, parts[count - 1].allSatisfy(\.isHexDigit),
+           let pid = Int32(parts[count - 2]), parts[count - 3] == host {
+            return !ProcessInfoLite.isAlive(pid)
         }
-        try rename(temporaryPath, to: path)
-        try syncDirectory(parent(of: path))
+        if count >= 3, let pid = Int32(parts[count - 1]), parts[count - 2] == host {
+            return !ProcessInfoLite.isAlive(pid)
+        }
+        return false
+    }
+
+    /// Deletes the regular files in `folder` that `isStaleTemporary` calls stale. Errors are
+    /// ignored: a leftover costs only disk space. Returns how many were removed.
+    @discardableResult
+    public static func removeStaleTemporaries(in folder: String) -> Int {
+        guard let directory = try? DirectoryHandle.open(folder), let entries = try? directory.list() else { return 0 }
+        var removed = 0
+        for entry in entries where entry.kind == .file && isStaleTemporary(entry.name) {
+            if (try? directory.removeFile(entry.name)) != nil { removed += 1 }
+        }
+        return removed
+    }
+
+    /// The last component of a path (`parent(of:)`'s complement).
+    public static func lastComponent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
     }
 
     public static func rename(_ from: String, to: String) throws(IOError) {
@@ -176,7 +250,7 @@ public enum FileSystem {
     /// Fsyncs a directory so that the names created or renamed in it are durable.
     public static func syncDirectory(_ path: String) throws(IOError) {
         try FaultInjection.check(.syncDirectory, path)
-        let fd = retryingInterrupts { Glibc_open(path, O_RDONLY | O_CLOEXEC, 0) }
+        let fd = retryingInterrupts { Glibc_open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0) }
         guard fd >= 0 else { throw IOError("open", path: path, code: errno) }
         defer { _ = SystemCall.close(fd) }
         guard fsync(fd) == 0 else { throw IOError("fsync", path: path, code: errno) }
@@ -207,26 +281,19 @@ public enum FileSystem {
         public var inode: UInt64 = 0
     }
 
-    /// Lists a directory without following symlinks (`lstat`), sorted by name.
+    /// Lists a directory, sorted by name. Neither the folder itself (its last component) nor
+    /// its entries are followed if they are symlinks: entries are examined with `lstat`.
     public static func list(_ path: String) throws(IOError) -> [Entry] {
-        guard let dir = opendir(path) else { throw IOError("list", path: path, code: errno) }
-        defer { closedir(dir) }
-        var entries: [Entry] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name == "." || name == ".." { continue }
-            if let info = linkStatus(path + "/" + name) {
-                entries.append(Entry(name: name, kind: info.kind, size: info.size, modified: info.modified, inode: info.inode))
-            }
-        }
-        return entries.sorted { $0.name < $1.name }
+        try DirectoryHandle.open(path, followingSymlink: false).list()
     }
 
     public static func linkStatus(_ path: String) -> (kind: EntryKind, size: Int64, modified: Int64, inode: UInt64)? {
         var info = stat()
         guard lstat(path, &info) == 0 else { return nil }
+        return describe(info)
+    }
+
+    static func describe(_ info: stat) -> (kind: EntryKind, size: Int64, modified: Int64, inode: UInt64) {
         let kind: EntryKind
         switch info.st_mode & S_IFMT {
         case S_IFREG: kind = .file
@@ -292,7 +359,7 @@ public enum ProcessInfoLite {
     public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) != 0 }
 }
 
-private func retryingInterrupts<T: BinaryInteger>(_ call: () -> T) -> T {
+func retryingInterrupts<T: BinaryInteger>(_ call: () -> T) -> T {
     while true {
         let result = call()
         if result < 0 && errno == EINTR { continue }
@@ -301,11 +368,24 @@ private func retryingInterrupts<T: BinaryInteger>(_ call: () -> T) -> T {
 }
 
 // Names that would otherwise collide with members of FileDescriptor.
-private func Glibc_open(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
+func Glibc_open(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
     open(path, flags, mode)
 }
 
-private enum SystemCall {
+func Glibc_openat(_ directory: Int32, _ name: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
+    openat(directory, name, flags, mode)
+}
+
+/// An `open` that failed on a symlink says ELOOP (or ENOTDIR with O_DIRECTORY, on Linux):
+/// look at the entry itself (`fstatat` without following) to say what it really was.
+func symlinkAware(_ error: IOError, directory: Int32, name: String) -> IOError {
+    guard error.code == ELOOP || error.code == ENOTDIR || error.code == EMLINK else { return error }
+    var info = stat()
+    guard fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFLNK else { return error }
+    return IOError(error.operation, path: error.path, code: ELOOP, reason: IOError.symbolicLinkReason)
+}
+
+enum SystemCall {
     static func close(_ fd: Int32) -> Int32 {
         #if canImport(Darwin)
         return Darwin.close(fd)
@@ -382,14 +462,18 @@ extension ProcessInfoLite {
 
 /// A seam for tests: every storage write, fsync, truncate, rename, link, remove, mkdir and
 /// directory fsync asks `hook` first, which may fail it with an errno (after SQLite's
-/// `ioerr` loop and LevelDB's fault-injection env). Nil in production: one load and branch.
-public enum FaultInjection {
-    public enum Operation: String, Sendable, CaseIterable {
+/// `ioerr` loop and LevelDB's fault-injection env). Nil in production.
+///
+/// The hook is task-local and package-only: a test sets it with
+/// `FaultInjection.$hook.withValue(hook) { ... }`, so it fails operations of that test's task
+/// only (tests run in parallel), and no application linking the library can set it at all.
+package enum FaultInjection {
+    package enum Operation: String, Sendable, CaseIterable {
         case open, write, fsync, truncate, rename, link, remove, mkdir, syncDirectory
     }
 
     /// Returns an errno (e.g. `EIO`, `ENOSPC`) to fail the operation, nil to let it run.
-    nonisolated(unsafe) public static var hook: ((Operation, String) -> Int32?)?
+    @TaskLocal package static var hook: (@Sendable (Operation, String) -> Int32?)? = nil
 
     @inline(__always)
     static func fault(_ operation: Operation, _ path: String) -> Int32? {

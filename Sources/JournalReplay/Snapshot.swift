@@ -264,7 +264,7 @@ public enum SnapshotStore {
         public var events: Int
     }
 
-    static func folder(_ directory: JournalDirectory) -> String { directory.localPath + "/snapshots" }
+    static func folder(_ directory: JournalDirectory) -> String { directory.snapshotsPath }
 
     /// Replays the whole journal and writes a snapshot of it.
     @discardableResult
@@ -301,7 +301,7 @@ public enum SnapshotStore {
         let folder = Self.folder(directory)
         try FileSystem.createDirectory(folder)
         let path = folder + "/latest.sjsnap"
-        try FileSystem.writeAtomically(bytes, to: path, temporaryPath: path + ".tmp")
+        try FileSystem.writeAtomically(bytes, to: path)
         return Info(path: path, bytes: bytes.count, events: events)
     }
 

@@ -33,7 +33,6 @@ enum IdentityAnchor {
         guard let found = FileIdentity.of(directory.identityPath) else {
             throw IOError("stat", path: directory.identityPath, code: 2)
         }
-        try FileSystem.writeAtomically(Array("\(header)\n\(found)\n".utf8), to: path(directory),
-                                       temporaryPath: path(directory) + ".tmp-" + String(ProcessInfoLite.processID))
+        try FileSystem.writeAtomically(Array("\(header)\n\(found)\n".utf8), to: path(directory))
     }
 }

@@ -23,6 +23,8 @@ public struct JournalDirectory: Sendable {
     public var identityPath: String { localPath + "/replica" }
     public var lockPath: String { localPath + "/writer.lock" }
     public var openSegmentPath: String { localPath + "/open.sjo" }
+    /// Local cache of folded states (JournalReplay's `SnapshotStore`).
+    public var snapshotsPath: String { localPath + "/snapshots" }
     public func replicaPath(_ replica: ReplicaID) -> String { replicasPath + "/" + replica.hex }
     public func segmentPath(_ replica: ReplicaID, _ name: SegmentName) -> String {
         replicaPath(replica) + "/" + name.fileName
@@ -40,9 +42,7 @@ public struct JournalDirectory: Sendable {
         do {
             try FileSystem.createDirectory(directory.replicasPath)
             try FileSystem.createDirectory(directory.localPath)
-            try FileSystem.writeAtomically(
-                Array((replica.hex + "\n").utf8), to: directory.identityPath,
-                temporaryPath: directory.identityPath + ".tmp")
+            try FileSystem.writeAtomically(Array((replica.hex + "\n").utf8), to: directory.identityPath)
             try FileSystem.syncDirectory(directory.root)
         } catch {
             throw .io(error)
@@ -65,6 +65,13 @@ public struct JournalDirectory: Sendable {
             throw .badIdentity(path: identityPath, reason: "expected 32 hex digits, found \(trimmed.debugDescription)")
         }
         return replica
+    }
+
+    /// Deletes the temporaries under `local/` and `local/snapshots/` that processes of this
+    /// host left behind when they died mid-write (`FileSystem.isStaleTemporary`). Called when
+    /// a journal is opened for writing and when a sync starts.
+    public func removeStaleTemporaries() {
+        for folder in [localPath, snapshotsPath] { FileSystem.removeStaleTemporaries(in: folder) }
     }
 
     /// One sealed segment found under `replicas/`.

@@ -246,7 +246,7 @@ public final class JournalWriter {
                 try FileSystem.createDirectory(folder)
                 try FileSystem.syncDirectory(directory.replicasPath)
             }
-            try FileSystem.writeAtomically(bytes, to: finalPath, temporaryPath: folder + "/.tmp-" + name.fileName)
+            try FileSystem.writeAtomically(bytes, to: finalPath)
         } catch {
             throw .sealFailed(error, neededBytes: Int64(bytes.count), available: FileSystem.availableBytes(directory.root))
         }
@@ -422,8 +422,7 @@ public final class JournalWriter {
             let sealedFromCopy = openSegmentEvents > 0 ? try seal() : nil
             let fresh = ReplicaID.random()
             do {
-                try FileSystem.writeAtomically(Array((fresh.hex + "\n").utf8), to: directory.identityPath,
-                                               temporaryPath: directory.identityPath + ".tmp-" + String(ProcessInfoLite.processID))
+                try FileSystem.writeAtomically(Array((fresh.hex + "\n").utf8), to: directory.identityPath)
                 replica = fresh
                 try IdentityAnchor.record(directory)
                 try resetOpenSegment()
@@ -452,9 +451,7 @@ public final class JournalWriter {
     private func resetOpenSegment() throws(IOError) {
         openSegment?.close()
         openSegment = nil
-        let fresh = directory.openSegmentPath + ".new"
-        try? FileSystem.remove(fresh)
-        try FileSystem.writeAtomically(SegmentHeader(replica: replica).encoded(), to: directory.openSegmentPath, temporaryPath: fresh)
+        try FileSystem.writeAtomically(SegmentHeader(replica: replica).encoded(), to: directory.openSegmentPath)
         let descriptor = try FileDescriptor.open(directory.openSegmentPath, .readWrite)
         try descriptor.seekToEnd()
         openSegment = descriptor
@@ -462,10 +459,11 @@ public final class JournalWriter {
     }
 
     private func removeStaleTemporaries() {
+        directory.removeStaleTemporaries()
         let folder = directory.replicaPath(replica)
         guard let entries = try? FileSystem.list(folder) else { return }
-        // `.tmp-<name>.sjs` is a seal this writer's replica did not finish (the lock says no one
-        // else seals here); `.tmp-<name>.<host>.<pid>` is a crashed copier's.
+        // `.tmp-<name>.sjs` is a seal an older version did not finish (the lock says no one
+        // else seals here); `.tmp-<name>.<host>.<pid>[.<random>]` is a crashed process's.
         for entry in entries where entry.kind == .file
             && ((entry.name.hasPrefix(".tmp-") && entry.name.hasSuffix(".sjs")) || AtomicCopy.isStale(entry.name)) {
             try? FileSystem.remove(folder + "/" + entry.name)

@@ -90,7 +90,7 @@ public struct LocalIndex: Sendable {
             let entry = entries[key]!
             text += "\(entry.replica.hex) \(entry.name.fileName) \(entry.size) \(entry.eventCount) \(entry.maxLamport) \(entry.valid ? 1 : 0)\n"
         }
-        try FileSystem.writeAtomically(Array(text.utf8), to: path, temporaryPath: path + ".tmp")
+        try FileSystem.writeAtomically(Array(text.utf8), to: path)
     }
 
     static func scanEntry(_ file: JournalDirectory.SealedFile) -> Entry {

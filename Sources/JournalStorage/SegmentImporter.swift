@@ -91,64 +91,30 @@ public enum SegmentImporter {
     }
 
     static func write(_ scan: ScannedSegment, name: SegmentName, replica: ReplicaID, replicasPath: String) -> Outcome {
-        let folder = replicasPath + "/" + replica.hex
-        let target = folder + "/" + name.fileName
-        if FileSystem.exists(target) { return .alreadyPresent(name) }
+        let target = replicasPath + "/" + replica.hex + "/" + name.fileName
         do throws(IOError) {
-            if !FileSystem.isDirectory(folder) {
-                try FileSystem.createDirectory(folder)
-                try FileSystem.syncDirectory(replicasPath)
-            }
-            try AtomicCopy.write(scan.bytes, to: target)
+            // `replicas` and `replicas/<id>` are opened without following symlinks (a journal
+            // folder may itself be a synced folder): a symlink planted at either is refused and
+            // nothing is written through it (invariant 8).
+            let folder = try DirectoryHandle.open(
+                FileSystem.lastComponent(of: replicasPath) + "/" + replica.hex,
+                beneath: FileSystem.parent(of: replicasPath), create: true)
+            if folder.kind(of: name.fileName) != nil { return .alreadyPresent(name) }
+            try folder.writeNewFileAtomically(name: name.fileName, bytes: scan.bytes)
             return .imported(name, LocalIndex.entry(for: scan, replica: replica, name: name))
         } catch {
             if error.isExists { return .alreadyPresent(name) }
-            return .rejected(Problem(.unreadable, file: target, replica: replica, reason: "cannot write: \(error)"))
+            // The reason names the refused path: callers may replace `file` by the source's.
+            return .rejected(Problem(.unreadable, file: target, replica: replica,
+                                     reason: "cannot write: \(error)" + (error.isSymbolicLink ? "; nothing written" : "")))
         }
     }
 }
 
-/// Writes a complete file under a final name it may not replace: temporary file in the same
-/// folder, fsync, link(2) to the final name (fails if it exists), unlink the temporary,
-/// fsync the folder. Temporaries are named `.tmp-<name>.<host>.<pid>`: every reader skips
-/// them, and `isStale` tells which ones a crashed process of this machine left behind.
+/// Temporaries of files written under a final name (`DirectoryHandle.writeNewFileAtomically`,
+/// `FileSystem.writeAtomically`) are named `.tmp-<name>.<host>.<pid>.<random>`: every reader
+/// skips them, and `isStale` tells which ones a crashed process of this machine left behind.
 public enum AtomicCopy {
-    public static func temporaryName(for base: String) -> String {
-        ".tmp-" + base + "." + ProcessInfoLite.hostName + "." + String(ProcessInfoLite.processID)
-    }
-
     /// A temporary of ours (this host) whose process is gone: safe to delete.
-    public static func isStale(_ name: String) -> Bool {
-        guard name.hasPrefix(".tmp-") else { return false }
-        let parts = name.split(separator: ".")
-        guard parts.count >= 3, let pid = Int32(parts[parts.count - 1]), String(parts[parts.count - 2]) == ProcessInfoLite.hostName else {
-            return false
-        }
-        return !ProcessInfoLite.isAlive(pid)
-    }
-
-    public static func write(_ bytes: [UInt8], to target: String) throws(IOError) {
-        let folder = FileSystem.parent(of: target)
-        let base = String(target[target.index(after: target.lastIndex(of: "/")!)...])
-        let temporary = folder + "/" + temporaryName(for: base)
-        try? FileSystem.remove(temporary)
-        let descriptor = try FileDescriptor.open(temporary, .createNew)
-        do throws(IOError) {
-            try descriptor.writeAll(bytes)
-            try descriptor.sync()
-            descriptor.close()
-        } catch {
-            descriptor.close()
-            try? FileSystem.remove(temporary)
-            throw error
-        }
-        do throws(IOError) {
-            try FileSystem.link(temporary, to: target)
-        } catch {
-            try? FileSystem.remove(temporary)
-            throw error
-        }
-        try FileSystem.remove(temporary)
-        try FileSystem.syncDirectory(folder)
-    }
+    public static func isStale(_ name: String) -> Bool { FileSystem.isStaleTemporary(name) }
 }

@@ -36,7 +36,12 @@ public struct TreeListing: Sendable {
         do {
             top = try FileSystem.list(replicasPath)
         } catch {
-            if !error.isNotFound { listing.ignored.append(Problem(.unreadable, file: replicasPath, reason: error.description)) }
+            // A symlinked `replicas/` is reported like any other symlink, never followed.
+            if error.isSymbolicLink {
+                listing.ignored.append(Problem(.ignored, file: replicasPath, reason: IOError.symbolicLinkReason))
+            } else if !error.isNotFound {
+                listing.ignored.append(Problem(.unreadable, file: replicasPath, reason: error.description))
+            }
             return listing
         }
         for entry in top {

@@ -34,6 +34,8 @@ public struct ReconcileReport: Sendable {
     public var rejected: [Problem] = []
     /// Files never read: temporaries, placeholders, symlinks, unknown names.
     public var ignored: [Problem] = []
+    /// Target folders not written to (a symlink at `replicas/` or `replicas/<id>/`), with why.
+    public var notPublished: [Problem] = []
     /// The open segment sealed before publishing, if any.
     public var sealed: String?
     /// Why the open segment was not sealed (e.g. a recorder holds the lock).
@@ -45,7 +47,7 @@ public struct ReconcileReport: Sendable {
     public init(target: String) { self.target = target }
 
     public var nothingNew: Bool { imported.isEmpty && published.isEmpty && sealed == nil }
-    public var hasProblems: Bool { !rejected.isEmpty || replicas.contains { !$0.forks.isEmpty } }
+    public var hasProblems: Bool { !rejected.isEmpty || !notPublished.isEmpty || replicas.contains { !$0.forks.isEmpty } }
 
     public mutating func state(_ replica: ReplicaID) -> Int {
         if let index = replicas.firstIndex(where: { $0.replica == replica }) { return index }
@@ -74,6 +76,7 @@ extension ReconcileReport {
             lines.append(line)
         }
         for problem in rejected { lines.append("  not imported: \(problem)") }
+        for problem in notPublished { lines.append("  not published: \(problem)") }
         for problem in ignored { lines.append("  ignored: \(problem.file): \(problem.reason)") }
         return lines.joined(separator: "\n") + "\n"
     }
@@ -96,6 +99,7 @@ extension ReconcileReport {
         fields.append("\"replicas\":[" + states.joined(separator: ",") + "]")
         fields.append("\"rejected\":[" + rejected.map(problemJSON).joined(separator: ",") + "]")
         fields.append("\"ignored\":[" + ignored.map(problemJSON).joined(separator: ",") + "]")
+        fields.append("\"notPublished\":[" + notPublished.map(problemJSON).joined(separator: ",") + "]")
         fields.append("\"bytesRead\":\(bytesRead)")
         fields.append("\"milliseconds\":\(Int((seconds * 1000).rounded()))")
         return "{" + fields.joined(separator: ",") + "}\n"

@@ -101,7 +101,7 @@ struct SyncCache {
                 written += 1
             }
         }
-        try? FileSystem.writeAtomically(Array(text.utf8), to: path, temporaryPath: path + ".tmp-" + String(ProcessInfoLite.processID))
+        try? FileSystem.writeAtomically(Array(text.utf8), to: path)
     }
 
     /// Tabs and line breaks would break the line format.

@@ -14,6 +14,9 @@ import JournalStorage
 public struct SyncEngine {
     public let journal: JournalDirectory
     public var progress: ((String) -> Void)?
+    /// How long a sync or merge waits for another one on the same journal before giving up
+    /// with `SyncError.busy`.
+    public var lockWaitSeconds: Double = 3
 
     public init(journal: JournalDirectory, progress: ((String) -> Void)? = nil) {
         self.journal = journal
@@ -23,6 +26,8 @@ public struct SyncEngine {
     /// Seals what is recorded, publishes what the target lacks, imports what we lack.
     public func sync(_ target: SyncTarget, rsh: String? = nil, seal: Bool = true) throws(SyncError) -> ReconcileReport {
         let started = ProcessInfoLite.monotonicSeconds()
+        let lock = try SyncLock.acquire(journal, waitingUpTo: lockWaitSeconds)
+        defer { lock.release() }
         var report = ReconcileReport(target: target.description)
         if seal { sealOpenSegment(&report) }
         let transport: Transport
@@ -31,7 +36,10 @@ public struct SyncEngine {
             try refuseSelf(path)
             transport = try DirectoryTransport(root: path, create: true)
         case .rsync(let remote):
-            transport = try RsyncTransport(remote: remote, rsh: rsh, staging: journal.localPath + "/staging")
+            // Per process: even a sync that does not hold the lock (an older version) never
+            // shares, or deletes, another's staging folder.
+            transport = try RsyncTransport(remote: remote, rsh: rsh,
+                                           staging: journal.localPath + "/staging-" + String(ProcessInfoLite.processID))
         }
         defer { transport.finish() }
         try exchange(with: transport, key: target.description, publish: true, report: &report)
@@ -42,6 +50,8 @@ public struct SyncEngine {
     /// Imports every valid sealed segment from other journals or shared folders.
     public func merge(from sources: [String]) throws(SyncError) -> ReconcileReport {
         let started = ProcessInfoLite.monotonicSeconds()
+        let lock = try SyncLock.acquire(journal, waitingUpTo: lockWaitSeconds)
+        defer { lock.release() }
         var report = ReconcileReport(target: sources.joined(separator: ", "))
         for source in sources {
             try refuseSelf(source)
@@ -111,8 +121,9 @@ public struct SyncEngine {
         var wanted: [TreeListing.File] = []
         for file in remote.files {
             if let folder = transport.localFolder, AtomicCopy.isStale(file.name) {
-                // Left by a sync of this machine that crashed mid-copy: ours to clean up.
-                try? FileSystem.remove(folder + "/" + file.relativePath)
+                // Left by a sync of this machine that crashed mid-copy: ours to clean up (through
+                // a handle, so that a folder swapped for a symlink is not followed).
+                try? DirectoryHandle.open(file.replica.hex, beneath: folder).removeFile(file.name)
                 continue
             }
             switch file.classification {
@@ -221,9 +232,10 @@ public struct SyncEngine {
             }
             if !outgoing.isEmpty {
                 progress?("publishing \(outgoing.count) segment(s)")
-                let sent = try transport.publish(outgoing, from: journal.replicasPath)
-                report.published += sent
-                for relative in sent {
+                let outcome = try transport.publish(outgoing, from: journal.replicasPath)
+                report.published += outcome.sent
+                report.notPublished += outcome.refused
+                for relative in outcome.sent {
                     if let replica = ReplicaID(hex: relative.prefix(32)) { report.replicas[report.state(replica)].published += 1 }
                 }
             }
@@ -312,8 +324,22 @@ public struct SyncEngine {
         return aside
     }
 
-    /// Temporaries this machine left in its own journal by crashing mid-copy.
+    /// Temporaries this machine left in its own journal by crashing mid-copy, and staging
+    /// folders of syncs that are gone (`staging-<pid>` of a dead pid; `staging` of older
+    /// versions). Runs under the sync lock.
     private func removeOwnTemporaries() {
+        journal.removeStaleTemporaries()
+        for entry in (try? FileSystem.list(journal.localPath)) ?? [] where entry.kind == .directory {
+            let stale: Bool
+            if entry.name == "staging" {
+                stale = true
+            } else if entry.name.hasPrefix("staging-"), let pid = Int32(entry.name.dropFirst("staging-".count)) {
+                stale = !ProcessInfoLite.isAlive(pid)
+            } else {
+                stale = false
+            }
+            if stale { removeTree(journal.localPath + "/" + entry.name) }
+        }
         guard let folders = try? FileSystem.list(journal.replicasPath) else { return }
         for folder in folders where folder.kind == .directory {
             let path = journal.replicasPath + "/" + folder.name
@@ -322,6 +348,57 @@ public struct SyncEngine {
                 try? FileSystem.remove(path + "/" + file.name)
             }
         }
-        removeTree(journal.localPath + "/staging")
+    }
+}
+
+/// One sync or merge per journal at a time: an exclusive `flock(2)` on `local/sync.lock`,
+/// released when the descriptor closes or the process dies (never stale). The file holds
+/// "pid <n>" of the last holder, for the message of a sync that finds it taken.
+struct SyncLock {
+    let descriptor: FileDescriptor
+
+    static func acquire(_ journal: JournalDirectory, waitingUpTo seconds: Double) throws(SyncError) -> SyncLock {
+        let path = journal.localPath + "/sync.lock"
+        let descriptor: FileDescriptor
+        do { descriptor = try FileDescriptor.open(path, .readWrite) } catch { throw .io("cannot open \(path): \(error)") }
+        let deadline = ProcessInfoLite.monotonicSeconds() + seconds
+        while true {
+            do throws(IOError) {
+                try descriptor.tryLockExclusive()
+                break
+            } catch {
+                guard error.isWouldBlock else {
+                    descriptor.close()
+                    throw .io("cannot lock \(path): \(error)")
+                }
+                guard ProcessInfoLite.monotonicSeconds() < deadline else {
+                    let holder = (try? descriptor.read(count: 64, at: 0)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+                    descriptor.close()
+                    throw .busy(pid: pid(in: holder))
+                }
+                ProcessInfoLite.sleep(milliseconds: 50)
+            }
+        }
+        // Informational only (the flock is what excludes). Rewritten only when it names
+        // another process, so that repeated syncs of one process rewrite nothing.
+        let text = "pid \(ProcessInfoLite.processID)\n"
+        let current = (try? descriptor.read(count: 64, at: 0)).map { String(decoding: $0, as: UTF8.self) }
+        if current != text {
+            do throws(IOError) {
+                try descriptor.truncate(to: 0)
+                try descriptor.writeAll(Array(text.utf8))
+            } catch {
+                descriptor.close()
+                throw .io("cannot write \(path): \(error)")
+            }
+        }
+        return SyncLock(descriptor: descriptor)
+    }
+
+    func release() { descriptor.close() }
+
+    static func pid(in text: String) -> Int32? {
+        guard let line = text.split(separator: "\n").first, line.hasPrefix("pid ") else { return nil }
+        return Int32(line.dropFirst(4))
     }
 }

@@ -31,6 +31,8 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
     case rsyncMissing
     case rsyncFailed(command: String, status: Int32, output: String)
     case sameJournal(String)
+    /// Another sync or merge holds this journal's `local/sync.lock` (its pid, if it said).
+    case busy(pid: Int32?)
     case io(String)
 
     public var description: String {
@@ -42,6 +44,7 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
         case .rsyncFailed(let command, let status, let output):
             return "rsync failed with exit status \(status): \(output.split(separator: "\n").prefix(3).joined(separator: " / ")) [\(command)]"
         case .sameJournal(let path): return "\(path) is this journal itself"
+        case .busy(let pid): return "another sync is running on this journal (pid \(pid.map(String.init) ?? "unknown"))"
         case .io(let message): return message
         }
     }

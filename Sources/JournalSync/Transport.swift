@@ -11,13 +11,25 @@ protocol Transport {
     /// Makes the given target files readable locally; returns a local path per relative path.
     func fetch(_ files: [TreeListing.File]) throws(SyncError) -> [String: String]
     /// Sends local segment files (relative paths under the local `replicas/`) to the target.
-    func publish(_ relativePaths: [String], from localReplicas: String) throws(SyncError) -> [String]
+    func publish(_ relativePaths: [String], from localReplicas: String) throws(SyncError) -> PublishOutcome
     func finish()
     /// The target's `replicas/` folder when it is a local path this process may clean.
     var localFolder: String? { get }
 }
 
+/// What a publish sent, and where it refused to write.
+struct PublishOutcome {
+    /// Relative paths now on the target.
+    var sent: [String] = []
+    /// Folders of the target it would not write into (symlinks), with why.
+    var refused: [Problem] = []
+}
+
 /// A mounted folder: read in place, written by temporary file + fsync + link + folder fsync.
+///
+/// The folder is shared, hence hostile: below the root the user named, `replicas/` and
+/// `replicas/<id>/` are opened one component at a time without following symlinks
+/// (`DirectoryHandle`), so a symlink planted there never redirects a write (invariant 8).
 struct DirectoryTransport: Transport {
     let root: String
     var replicasPath: String { root + "/replicas" }
@@ -28,7 +40,12 @@ struct DirectoryTransport: Transport {
         guard FileSystem.isDirectory(root) else { throw .targetNotADirectory(root) }
         self.root = root
         if create {
-            do throws(IOError) { try FileSystem.createDirectory(root + "/replicas") } catch { throw .io(error.description) }
+            do throws(IOError) {
+                _ = try DirectoryHandle.open("replicas", beneath: root, create: true)
+            } catch {
+                // A symlinked `replicas/` is reported by `list()` and refused by `publish()`.
+                if !error.isSymbolicLink { throw .io(error.description) }
+            }
         }
     }
 
@@ -38,22 +55,50 @@ struct DirectoryTransport: Transport {
         Dictionary(uniqueKeysWithValues: files.map { ($0.relativePath, replicasPath + "/" + $0.relativePath) })
     }
 
-    func publish(_ relativePaths: [String], from localReplicas: String) throws(SyncError) -> [String] {
-        var done: [String] = []
+    func publish(_ relativePaths: [String], from localReplicas: String) throws(SyncError) -> PublishOutcome {
+        var outcome = PublishOutcome()
+        guard !relativePaths.isEmpty else { return outcome }
+        let refusal = IOError.symbolicLinkReason + "; nothing published there"
+        let replicas: DirectoryHandle
+        do throws(IOError) {
+            replicas = try DirectoryHandle.open("replicas", beneath: root, create: true)
+        } catch {
+            guard error.isSymbolicLink else { throw .io("cannot publish to \(root): \(error)") }
+            outcome.refused.append(Problem(.ignored, file: replicasPath, reason: refusal))
+            return outcome
+        }
+        var folders: [String: DirectoryHandle] = [:]
+        var refusedFolders = Set<String>()
         for relative in relativePaths {
-            let target = replicasPath + "/" + relative
+            // Segment keys are always `<replica-hex>/<name>`.
+            let parts = relative.split(separator: "/").map(String.init)
+            guard parts.count == 2, !refusedFolders.contains(parts[0]) else { continue }
             do throws(IOError) {
+                let folder: DirectoryHandle
+                if let open = folders[parts[0]] {
+                    folder = open
+                } else {
+                    do throws(IOError) {
+                        folder = try replicas.openOrCreateSubdirectory(parts[0])
+                    } catch {
+                        guard error.isSymbolicLink else { throw error }
+                        refusedFolders.insert(parts[0])
+                        outcome.refused.append(Problem(.ignored, file: replicasPath + "/" + parts[0],
+                                                       replica: ReplicaID(hex: parts[0]), reason: refusal))
+                        continue
+                    }
+                    folders[parts[0]] = folder
+                }
                 let bytes = try FileSystem.readFile(localReplicas + "/" + relative)
-                try FileSystem.createDirectory(FileSystem.parent(of: target))
-                try AtomicCopy.write(bytes, to: target)
-                done.append(relative)
+                try folder.writeNewFileAtomically(name: parts[1], bytes: bytes)
+                outcome.sent.append(relative)
             } catch {
                 // Someone published it meanwhile: same name, hence same bytes.
                 if error.isExists { continue }
                 throw .io("cannot publish \(relative) to \(root): \(error)")
             }
         }
-        return done
+        return outcome
     }
 
     func finish() {}
@@ -156,7 +201,7 @@ struct RsyncTransport: Transport {
         do throws(IOError) {
             try FileSystem.createDirectory(staging)
             let text = files.map(\.relativePath).joined(separator: "\n") + "\n"
-            try FileSystem.writeAtomically(Array(text.utf8), to: list, temporaryPath: list + ".tmp")
+            try FileSystem.writeAtomically(Array(text.utf8), to: list)
         } catch {
             throw .io("cannot prepare the staging folder \(staging): \(error)")
         }
@@ -171,13 +216,13 @@ struct RsyncTransport: Transport {
         return Dictionary(uniqueKeysWithValues: files.map { ($0.relativePath, staging + "/" + $0.relativePath) })
     }
 
-    func publish(_ relativePaths: [String], from localReplicas: String) throws(SyncError) -> [String] {
-        guard !relativePaths.isEmpty else { return [] }
+    func publish(_ relativePaths: [String], from localReplicas: String) throws(SyncError) -> PublishOutcome {
+        guard !relativePaths.isEmpty else { return PublishOutcome() }
         let list = staging + "/.push-list"
         do throws(IOError) {
             try FileSystem.createDirectory(staging)
             let text = relativePaths.joined(separator: "\n") + "\n"
-            try FileSystem.writeAtomically(Array(text.utf8), to: list, temporaryPath: list + ".tmp")
+            try FileSystem.writeAtomically(Array(text.utf8), to: list)
         } catch {
             throw .io("cannot prepare the staging folder \(staging): \(error)")
         }
@@ -191,7 +236,7 @@ struct RsyncTransport: Transport {
         guard result.status == 0 else {
             throw .rsyncFailed(command: "rsync " + arguments.joined(separator: " "), status: result.status, output: result.output)
         }
-        return relativePaths
+        return PublishOutcome(sent: relativePaths)
     }
 
     func finish() {

@@ -17,7 +17,7 @@ struct JournalCommand: ParsableCommand {
             Journal:     -C DIR before or after the command, else $JOURNAL_DIR, else the
                          journal holding the current folder (like git).
             Exit codes:  0 ok, 1 problems found (verify), 64 usage, 65 bad input,
-                         74 I/O error, 75 journal locked by another writer.
+                         74 I/O error, 75 journal locked by another writer or sync.
             """,
         version: journalVersion,
         subcommands: [
@@ -26,7 +26,12 @@ struct JournalCommand: ParsableCommand {
         ]
     )
 
+    /// Standard descriptors are made safe before anything opens a file: started with 0, 1 or
+    /// 2 closed, the journal's own files would get those numbers and output meant for the
+    /// terminal would be written into them. Then the arguments git users type are rewritten
+    /// (`GlobalArguments`).
     static func main() {
+        guard ProcessInfoLite.guardStandardDescriptors() else { Self.exit(withError: ExitCode(71)) }
         let commands = configuration.subcommands.map { $0._commandName }
         switch GlobalArguments.rewrite(Array(CommandLine.arguments.dropFirst()), commands: commands) {
         case .unknownCommand(let word, let suggestion):

@@ -78,7 +78,7 @@ import Testing
             for piece in pieces {
                 let bytes = SegmentEncoder.segment(replica: replica, events: Array(piece), targetEvents: Int.random(in: 1...30, using: &random))
                 let name = SegmentName(firstSeq: piece.first!.id.seq, lastSeq: piece.last!.id.seq, fileCRC: CRC32.checksum(bytes))
-                try FileSystem.writeAtomically(bytes, to: folder + "/" + name.fileName, temporaryPath: folder + "/.tmp")
+                try FileSystem.writeAtomically(bytes, to: folder + "/" + name.fileName)
             }
         }
     }
@@ -116,7 +116,7 @@ import Testing
             for events in order {
                 let bytes = SegmentEncoder.segment(replica: generator.replica, events: events)
                 let name = SegmentName(firstSeq: 1, lastSeq: UInt64(events.count), fileCRC: CRC32.checksum(bytes))
-                try FileSystem.writeAtomically(bytes, to: folder + "/" + name.fileName, temporaryPath: folder + "/.tmp")
+                try FileSystem.writeAtomically(bytes, to: folder + "/" + name.fileName)
             }
             let (replayed, report) = Replay.replay(SegmentSet.load(replicasPath: temp.path + "/replicas"))
             #expect(report.forks == [EventID(replica: generator.replica, seq: 4)])
@@ -204,7 +204,7 @@ import Testing
         try FileSystem.createDirectory(folder)
         let bytes = SegmentEncoder.segment(replica: generator.replica, events: events, targetEvents: 7)
         let name = SegmentName(firstSeq: 1, lastSeq: UInt64(events.count), fileCRC: CRC32.checksum(bytes))
-        try FileSystem.writeAtomically(bytes, to: folder + "/" + name.fileName, temporaryPath: folder + "/.tmp")
+        try FileSystem.writeAtomically(bytes, to: folder + "/" + name.fileName)
         let (replayed, report) = Replay.replay(SegmentSet.load(replicasPath: temp.path + "/replicas"))
         #expect(replayed == drawing(events))
         #expect(report.eventCount == events.count)
@@ -298,7 +298,7 @@ import Testing
             let events = SegmentScanner.scan(path: file.path, sealed: true).allEvents().events
             let bytes = SegmentEncoder.segment(replica: file.replica, events: Array(events.prefix(10)), targetEvents: 3)
             let name = SegmentName(firstSeq: 1, lastSeq: 10, fileCRC: CRC32.checksum(bytes))
-            try FileSystem.writeAtomically(bytes, to: journal.replicaPath(file.replica) + "/" + name.fileName, temporaryPath: journal.replicasPath + "/.t")
+            try FileSystem.writeAtomically(bytes, to: journal.replicaPath(file.replica) + "/" + name.fileName)
         }
         let full = Replay.load(journal, useSnapshots: false)
         let fast = Replay.load(journal, useSnapshots: true)
@@ -334,7 +334,7 @@ import Testing
             let offset = Int.random(in: 0..<good.count, using: &random)
             let damaged = Int.random(in: 0..<3, using: &random) == 0
                 ? Damage.truncate(good, at: offset) : Damage.flipByte(good, at: offset, mask: UInt8.random(in: 1...255, using: &random))
-            try FileSystem.writeAtomically(damaged, to: snapshotPath(journal), temporaryPath: snapshotPath(journal) + ".t")
+            try FileSystem.writeAtomically(damaged, to: snapshotPath(journal))
             #expect(Replay.load(journal).drawing == expected)
         }
         try FileSystem.remove(snapshotPath(journal))

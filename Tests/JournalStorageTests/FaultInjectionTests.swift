@@ -3,11 +3,51 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Foundation
 import JournalFormat
 import JournalPlatform
 import JournalStorage
 import JournalTestSupport
 import Testing
+
+/// What the fault hook saw. The hook is `@Sendable` (it is a task-local value), so its state
+/// lives here, behind a lock, rather than in captured variables.
+final class FaultLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private let failAt: Int
+    private let code: Int32
+    private let prefix: String
+    private var count = 0
+    private var firedFlag = false
+    private var syncedSizes: [String: Int64] = [:]
+    private var writtenPaths = Set<String>()
+
+    init(failAt: Int, code: Int32, prefix: String, synced: [String]) {
+        self.failAt = failAt
+        self.code = code
+        self.prefix = prefix
+        for path in synced { syncedSizes[path] = FileSystem.linkStatus(path)?.size }
+    }
+
+    var fired: Bool { lock.withLock { firedFlag } }
+    var synced: [String: Int64] { lock.withLock { syncedSizes } }
+    var written: Set<String> { lock.withLock { writtenPaths } }
+
+    /// Counts operations under `prefix` only, and fails the `failAt`-th with `code`.
+    var hook: @Sendable (FaultInjection.Operation, String) -> Int32? {
+        { [self] operation, path in
+            guard path.hasPrefix(prefix) else { return nil }
+            return lock.withLock {
+                if operation == .write { writtenPaths.insert(path) }
+                if operation == .fsync { syncedSizes[path] = FileSystem.linkStatus(path)?.size }
+                count += 1
+                guard count == failAt else { return nil }
+                firedFlag = true
+                return code
+            }
+        }
+    }
+}
 
 /// SQLite's `ioerr` loop: fail the Nth storage operation for N = 1, 2, … with EIO and ENOSPC,
 /// optionally dropping whatever was not fsynced (LevelDB's fault-injection env), then reopen
@@ -38,36 +78,26 @@ import Testing
             }
             var acknowledged = 20
 
-            // Install the fault: count operations under this journal only.
-            var count = 0
-            var fired = false
-            var synced: [String: Int64] = [:]
-            var written = Set<String>()
-            for path in [journal.openSegmentPath, journal.identityPath] { synced[path] = FileSystem.linkStatus(path)?.size }
-            FaultInjection.hook = { operation, path in
-                guard path.hasPrefix(temp.path) else { return nil }
-                if operation == .write { written.insert(path) }
-                if operation == .fsync { synced[path] = FileSystem.linkStatus(path)?.size }
-                count += 1
-                guard count == failAt else { return nil }
-                fired = true
-                return code
-            }
-            defer { FaultInjection.hook = nil }
+            // Install the fault, for this task only: count operations under this journal only.
+            let log = FaultLog(failAt: failAt, code: code, prefix: temp.path,
+                               synced: [journal.openSegmentPath, journal.identityPath])
             do {
-                let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 8, sealEveryEvents: 40))
-                for index in 20..<100 {
-                    try writer.append(payload(index))
-                    acknowledged = max(acknowledged, Int(writer.durableSeq))
+                try FaultInjection.$hook.withValue(log.hook) {
+                    let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 8, sealEveryEvents: 40))
+                    for index in 20..<100 {
+                        try writer.append(payload(index))
+                        acknowledged = max(acknowledged, Int(writer.durableSeq))
+                    }
+                    try writer.close()
+                    acknowledged = 100
                 }
-                try writer.close()
-                acknowledged = 100
             } catch {
-                #expect(fired, "an error without an injected fault: \(error)")
+                #expect(log.fired, "an error without an injected fault: \(error)")
                 #expect("\(error)".contains(String(cString: strerror(code))), "the error names the cause: \(error)")
             }
-            FaultInjection.hook = nil
-            if !fired { break }
+            if !log.fired { break }
+            let synced = log.synced
+            let written = log.written
             outcome.faults += 1
             if dropUnsynced {
                 // Power loss: appended bytes not yet fsynced vanish; files never fsynced too.
@@ -128,9 +158,10 @@ import Testing
         let journal = try JournalDirectory.create(at: temp.path + "/j")
         let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 1000, sealOnClose: false))
         try writer.append(payload(0))
-        FaultInjection.hook = { operation, path in operation == .write && path.hasPrefix(temp.path) ? ENOSPC : nil }
-        #expect(throws: JournalError.self) { try writer.flush() }
-        FaultInjection.hook = nil
+        let prefix = temp.path
+        FaultInjection.$hook.withValue({ operation, path in operation == .write && path.hasPrefix(prefix) ? ENOSPC : nil }) {
+            #expect(throws: JournalError.self) { try writer.flush() }
+        }
         #expect { try writer.append(payload(1)) } throws: { error in
             guard case JournalError.writerFailed = error else { return false }
             return "\(error)".contains("reopen")

@@ -57,9 +57,9 @@ import Testing
             // Two blocks, so that the vector covers block chaining too.
             let bytes = SegmentEncoder.segment(replica: events[0].id.replica, events: events, targetEvents: 7)
             try FileSystem.createDirectory(Self.folder)
-            try FileSystem.writeAtomically(bytes, to: segmentPath, temporaryPath: segmentPath + ".tmp")
+            try FileSystem.writeAtomically(bytes, to: segmentPath)
             let lines = Array(Self.expectedLines(events).utf8)
-            try FileSystem.writeAtomically(lines, to: expectedPath, temporaryPath: expectedPath + ".tmp")
+            try FileSystem.writeAtomically(lines, to: expectedPath)
             Issue.record("golden vectors recorded in \(Self.folder); rerun without RECORD_GOLDEN")
             return
         }

@@ -68,7 +68,7 @@ import Testing
         #expect(blocks.count == 3)
         let lastStart = blocks[2].offset
         for cut in lastStart..<full.count {
-            try FileSystem.writeAtomically(Damage.truncate(full, at: cut), to: journal.openSegmentPath, temporaryPath: journal.openSegmentPath + ".t")
+            try FileSystem.writeAtomically(Damage.truncate(full, at: cut), to: journal.openSegmentPath)
             let reopened = try JournalWriter(directory: journal, options: WriterOptions(sealOnClose: false))
             #expect(reopened.recovery.bytesCut == Int64(cut - lastStart))
             #expect(reopened.nextSeq == 21)
@@ -107,7 +107,7 @@ import Testing
         let sealer = try JournalWriter(directory: journal)
         try sealer.close()
         // Put back the open segment as it was before sealing: the state a crash leaves.
-        try FileSystem.writeAtomically(openCopy, to: journal.openSegmentPath, temporaryPath: journal.openSegmentPath + ".t")
+        try FileSystem.writeAtomically(openCopy, to: journal.openSegmentPath)
         let reopened = try JournalWriter(directory: journal)
         #expect(reopened.recovery.discardedSealedCopy)
         #expect(reopened.nextSeq == 11)
@@ -140,7 +140,7 @@ import Testing
         #expect(blocks.count == 6)
         for (label, damaged) in [("block 2", Damage.flipByte(original, at: blocks[1].offset + 40)),
                                  ("header", Damage.flipByte(original, at: 3))] {
-            try FileSystem.writeAtomically(damaged, to: journal.openSegmentPath, temporaryPath: journal.openSegmentPath + ".t")
+            try FileSystem.writeAtomically(damaged, to: journal.openSegmentPath)
             #expect(throws: JournalError.self, "\(label)") { _ = try JournalWriter(directory: journal) }
             #expect(try FileSystem.readFile(journal.openSegmentPath) == damaged, "\(label): the file must be left as it was")
         }

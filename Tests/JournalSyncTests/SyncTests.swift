@@ -238,7 +238,7 @@ import Testing
         let name = SegmentName(firstSeq: segment.name.firstSeq, lastSeq: segment.name.lastSeq, fileCRC: CRC32.checksum(forged))
         let shared = temp.path + "/shared"
         try FileSystem.createDirectory(shared + "/replicas/" + segment.replica.hex)
-        try FileSystem.writeAtomically(forged, to: shared + "/replicas/" + segment.replica.hex + "/" + name.fileName, temporaryPath: shared + "/x.tmp")
+        try FileSystem.writeAtomically(forged, to: shared + "/replicas/" + segment.replica.hex + "/" + name.fileName)
         let aliceSync = try SyncEngine(journal: alice.journal).sync(.directory(shared))
         #expect(aliceSync.replicas.first { $0.replica == segment.replica }?.forks.isEmpty == false)
         let report = try SyncEngine(journal: bob.journal).sync(.directory(shared))

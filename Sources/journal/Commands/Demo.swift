@@ -54,7 +54,7 @@ extension JournalCommand {
                 let (drawing, _) = Replay.replay(set)
                 let svgPath = root + "/board.svg"
                 let svg = SVGRenderer().render(drawing)
-                try FileSystem.writeAtomically(Array(svg.utf8), to: svgPath, temporaryPath: svgPath + ".tmp")
+                try FileSystem.writeAtomically(Array(svg.utf8), to: svgPath)
                 let elapsed = ProcessInfoLite.monotonicSeconds() - started
                 Terminal.write("""
                   merged \(imported) segments into \(board.root): \(totalEvents) events, \(drawing.pointCount) points, \

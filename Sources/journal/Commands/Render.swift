@@ -50,7 +50,7 @@ extension JournalCommand {
                     defer { descriptor.close() }
                     try descriptor.writeAll(bytes)
                 } else {
-                    try FileSystem.writeAtomically(bytes, to: path, temporaryPath: path + ".tmp-" + String(ProcessInfoLite.processID))
+                    try FileSystem.writeAtomically(bytes, to: path)
                 }
             } catch {
                 throw CLIError("cannot write \(path): \(error.message)", code: CLIError.ioError)

@@ -102,6 +102,8 @@ private func printReport(
         report = try operation(engine)
     } catch {
         progress.finish()
+        // Another sync on this journal is "locked", like another writer: try again later.
+        if case .busy = error { throw CLIError(error.description, code: CLIError.locked) }
         throw CLIError(error.description, code: CLIError.ioError)
     }
     progress.finish()

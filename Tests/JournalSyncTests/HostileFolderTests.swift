@@ -1,0 +1,212 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import JournalFormat
+import JournalPlatform
+import JournalReplay
+import JournalStorage
+import JournalSync
+import JournalTestSupport
+import Testing
+
+/// A shared folder is hostile (issue 8): whoever can write there can plant symlinks and FIFOs,
+/// before sync lists the folder or between listing and reading. Sync must never write through
+/// a symlink, never read through one, never block on a FIFO, and must say what it refused.
+@Suite struct HostileFolderTests {
+    /// Everything under `path`, by relative name (an empty folder gives []).
+    func contents(_ path: String) -> [String] { snapshot(path).keys.sorted() }
+
+    // MARK: Finding 5: writes through a symlink
+
+    @Test func publishingRefusesASymlinkedReplicaFolderOfTheTarget() throws {
+        let temp = TemporaryDirectory("hostile-publish")
+        defer { temp.remove() }
+        var alice = try Machine(temp.path + "/alice", seed: 51)
+        try alice.draw(strokes: 3)
+        let replica = try alice.journal.identity()
+        let shared = temp.path + "/shared"
+        let outside = temp.path + "/outside"
+        try FileSystem.createDirectory(shared + "/replicas")
+        try FileSystem.createDirectory(outside)
+        try FileSystem.symlink(outside, at: shared + "/replicas/" + replica.hex)
+
+        let report = try SyncEngine(journal: alice.journal).sync(.directory(shared))
+        #expect(contents(outside).isEmpty, "a segment was written through the symlink: \(contents(outside))")
+        #expect(report.published.isEmpty)
+        let refused = report.notPublished.map(\.description)
+        #expect(refused.count == 1 && refused[0].contains(shared + "/replicas/" + replica.hex)
+                    && refused[0].contains("symbolic link"), "\(refused)")
+        #expect(report.hasProblems)
+        #expect(report.ignored.contains { $0.file == shared + "/replicas/" + replica.hex && $0.reason.contains("symbolic link") })
+        #expect(FileSystem.linkStatus(shared + "/replicas/" + replica.hex)?.kind == .symlink)
+    }
+
+    @Test func publishingRefusesASymlinkedReplicasFolder() throws {
+        let temp = TemporaryDirectory("hostile-replicas")
+        defer { temp.remove() }
+        var alice = try Machine(temp.path + "/alice", seed: 52)
+        try alice.draw(strokes: 3)
+        let shared = temp.path + "/shared"
+        let outside = temp.path + "/outside"
+        try FileSystem.createDirectory(shared)
+        try FileSystem.createDirectory(outside)
+        try FileSystem.symlink(outside, at: shared + "/replicas")
+
+        let report = try SyncEngine(journal: alice.journal).sync(.directory(shared))
+        #expect(contents(outside).isEmpty, "written through the symlinked replicas/: \(contents(outside))")
+        #expect(report.published.isEmpty)
+        #expect(report.notPublished.map(\.file) == [shared + "/replicas"])
+        #expect(report.ignored.contains { $0.file == shared + "/replicas" && $0.reason == "symbolic link: never followed" })
+
+        // Merging from such a folder does not read through the symlink either.
+        var bob = try Machine(temp.path + "/bob", seed: 53)
+        try bob.draw(strokes: 2)
+        let bobFolder = temp.path + "/bob-folder"
+        try FileSystem.createDirectory(bobFolder)
+        _ = try SyncEngine(journal: bob.journal).sync(.directory(bobFolder))
+        try FileSystem.removeDirectory(outside)
+        try FileSystem.symlink(bobFolder + "/replicas", at: outside)
+        let merged = try SyncEngine(journal: alice.journal).merge(from: [shared])
+        #expect(merged.imported.isEmpty)
+    }
+
+    @Test func importingRefusesASymlinkedReplicaFolderOfTheLocalJournal() throws {
+        let temp = TemporaryDirectory("hostile-import")
+        defer { temp.remove() }
+        var bob = try Machine(temp.path + "/bob", seed: 54)
+        try bob.draw(strokes: 3)
+        let shared = temp.path + "/shared"
+        try FileSystem.createDirectory(shared)
+        _ = try SyncEngine(journal: bob.journal).sync(.directory(shared))
+
+        // The journal folder is itself a synced folder: someone planted replicas/<bob> -> outside.
+        let alice = try Machine(temp.path + "/alice", seed: 55)
+        let outside = temp.path + "/outside"
+        try FileSystem.createDirectory(outside)
+        try FileSystem.symlink(outside, at: alice.journal.replicasPath + "/" + (try bob.journal.identity()).hex)
+
+        let report = try SyncEngine(journal: alice.journal).sync(.directory(shared))
+        #expect(contents(outside).isEmpty, "imported through the symlink: \(contents(outside))")
+        #expect(report.imported.isEmpty)
+        #expect(!report.rejected.isEmpty)
+        #expect(report.rejected.allSatisfy { $0.reason.contains("symbolic link") && $0.reason.contains(alice.journal.replicasPath) },
+                "\(report.rejected)")
+    }
+
+    // MARK: Finding 6: FIFOs and symlinks under segment names
+
+    @Test func aFIFOAndASymlinkUnderSegmentNamesAreReportedAndSyncFinishes() throws {
+        let temp = TemporaryDirectory("hostile-fifo")
+        defer { temp.remove() }
+        var bob = try Machine(temp.path + "/bob", seed: 56)
+        try bob.draw(strokes: 2)
+        let segment = bob.journal.listSealed().sealed[0]
+        let folder = temp.path + "/shared/replicas/" + segment.replica.hex
+        try FileSystem.createDirectory(folder)
+        let fifoName = "00000000000000000100-00000000000000000200-0badf00d.sjs"
+        #expect(mkfifo(folder + "/" + fifoName, 0o644) == 0)
+        try copyFile(segment.path, temp.path + "/elsewhere.sjs")
+        try FileSystem.symlink(temp.path + "/elsewhere.sjs", at: folder + "/" + segment.name.fileName)
+
+        let journal = try Machine(temp.path + "/alice", seed: 57).journal
+        let shared = temp.path + "/shared"
+        let result = Box<ReconcileReport>()
+        let finished = finishes(within: 10, unblock: { unblockFIFO(folder + "/" + fifoName) }) {
+            result.value = try? SyncEngine(journal: journal).sync(.directory(shared))
+        }
+        #expect(finished, "sync blocked on the FIFO")
+        let report = try #require(result.value)
+        #expect(report.imported.isEmpty)
+        let ignored = Dictionary(report.ignored.map { (FileSystem.lastComponent(of: $0.file), $0.reason) }, uniquingKeysWith: { a, _ in a })
+        #expect(ignored[fifoName] == "not a regular file")
+        #expect(ignored[segment.name.fileName] == "symbolic link: never followed")
+        #expect(FileSystem.linkStatus(folder + "/" + fifoName)?.kind == .other)
+    }
+
+    @Test func aSegmentSwappedForAFIFOAfterListingIsRefusedWithoutBlocking() throws {
+        let temp = TemporaryDirectory("hostile-swap-fifo")
+        defer { temp.remove() }
+        var bob = try Machine(temp.path + "/bob", seed: 58)
+        try bob.draw(strokes: 2)
+        let shared = temp.path + "/shared"
+        try FileSystem.createDirectory(shared)
+        _ = try SyncEngine(journal: bob.journal).sync(.directory(shared))
+        let segment = bob.journal.listSealed().sealed[0]
+        let listed = shared + "/replicas/" + segment.replica.hex + "/" + segment.name.fileName
+
+        let journal = try Machine(temp.path + "/alice", seed: 59).journal
+        let result = Box<ReconcileReport>()
+        let finished = finishes(within: 10, unblock: { unblockFIFO(listed) }) {
+            // Between the listing and the reads, the listed segment becomes a FIFO.
+            let engine = SyncEngine(journal: journal) { step in
+                guard step.hasPrefix("fetching") else { return }
+                try? FileSystem.remove(listed)
+                _ = mkfifo(listed, 0o644)
+            }
+            result.value = try? engine.sync(.directory(shared))
+        }
+        #expect(finished, "sync blocked opening a FIFO that replaced a listed segment")
+        let report = try #require(result.value)
+        #expect(report.imported.isEmpty)
+        #expect(report.rejected.count == 1)
+        #expect(report.rejected.first?.reason.contains("not a regular file") == true, "\(report.rejected)")
+    }
+
+    @Test func aSegmentSwappedForASymlinkAfterListingIsNotFollowed() throws {
+        let temp = TemporaryDirectory("hostile-swap-link")
+        defer { temp.remove() }
+        var bob = try Machine(temp.path + "/bob", seed: 60)
+        try bob.draw(strokes: 2)
+        let shared = temp.path + "/shared"
+        try FileSystem.createDirectory(shared)
+        _ = try SyncEngine(journal: bob.journal).sync(.directory(shared))
+        let segment = bob.journal.listSealed().sealed[0]
+        let listed = shared + "/replicas/" + segment.replica.hex + "/" + segment.name.fileName
+        try copyFile(segment.path, temp.path + "/elsewhere.sjs")
+
+        let alice = try Machine(temp.path + "/alice", seed: 61)
+        let engine = SyncEngine(journal: alice.journal) { step in
+            guard step.hasPrefix("fetching") else { return }
+            try? FileSystem.remove(listed)
+            try? FileSystem.symlink(temp.path + "/elsewhere.sjs", at: listed)
+        }
+        let report = try engine.sync(.directory(shared))
+        #expect(report.imported.isEmpty, "read a file outside the shared folder through a symlink")
+        #expect(report.rejected.first?.reason.contains("symbolic link: never followed") == true, "\(report.rejected)")
+        #expect(alice.journal.listSealed().sealed.filter { $0.replica == segment.replica }.isEmpty)
+    }
+}
+
+/// A value written by another thread, read after it has finished.
+final class Box<T>: @unchecked Sendable {
+    var value: T?
+}
+
+/// Runs `body` on its own thread. If it has not finished within `seconds`, calls `unblock` (so
+/// that a build that hangs fails the test instead of the whole run) and waits for it.
+func finishes(within seconds: Double, unblock: @escaping @Sendable () -> Void, _ body: @escaping @Sendable () -> Void) -> Bool {
+    let done = DispatchSemaphore(value: 0)
+    Thread {
+        body()
+        done.signal()
+    }.start()
+    if done.wait(timeout: .now() + seconds) == .success { return true }
+    unblock()
+    done.wait()
+    return false
+}
+
+/// Lets a reader blocked opening the FIFO at `path` go on: a writer opens it and closes it.
+func unblockFIFO(_ path: String) {
+    for _ in 0..<100 {
+        let fd = open(path, O_WRONLY | O_NONBLOCK)
+        if fd >= 0 {
+            close(fd)
+            return
+        }
+        usleep(50_000)
+    }
+}
