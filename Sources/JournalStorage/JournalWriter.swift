@@ -460,6 +460,11 @@ public final class JournalWriter {
 
     private func removeStaleTemporaries() {
         directory.removeStaleTemporaries()
+        // Fixed-name temporaries of versions before unique temporaries: harmless now, but
+        // clutter. Only a writer (this one holds the lock) ever wrote them.
+        for leftover in ["index.tmp", "replica.tmp", "open.sjo.new", "sync-cache.tmp", "snapshots/latest.sjsnap.tmp"] {
+            try? FileSystem.remove(directory.localPath + "/" + leftover)
+        }
         let folder = directory.replicaPath(replica)
         guard let entries = try? FileSystem.list(folder) else { return }
         // `.tmp-<name>.sjs` is a seal an older version did not finish (the lock says no one

@@ -38,6 +38,10 @@ import Testing
         }
         #expect(LocalIndex.refresh(journal).entries.count == journal.listSealed().sealed.count)
         #expect(journal.listSealed().sealed.last?.name.lastSeq == 100)
+        // And the writer cleared them away.
+        for name in ["index.tmp", "replica.tmp", "open.sjo.new", "sync-cache.tmp", "snapshots/latest.sjsnap.tmp"] {
+            #expect(!FileSystem.exists(journal.localPath + "/" + name), "\(name) left behind")
+        }
         // A file whose old temporary name is taken is still written.
         try FileSystem.writeAtomically(Array("new".utf8), to: journal.localPath + "/sync-cache")
         #expect(try FileSystem.readFile(journal.localPath + "/sync-cache") == Array("new".utf8))
