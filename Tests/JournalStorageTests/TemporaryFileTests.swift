@@ -90,8 +90,7 @@ import Testing
                      journal.snapshotsPath + "/.tmp-latest.sjsnap.\(host).999999999.fedcba9876543210",
                      journal.localPath + "/.tmp-replica.\(host).999999999"]
         let kept = [journal.localPath + "/.tmp-index.\(host).\(ProcessInfoLite.processID).0123456789abcdef",
-                    journal.localPath + "/.tmp-index.other-host.999999999.0123456789abcdef",
-                    journal.localPath + "/index.tmp"]
+                    journal.localPath + "/.tmp-index.other-host.999999999.0123456789abcdef"]
         for path in stale + kept { try plant(path) }
         let writer = try JournalWriter(directory: journal)
         try writer.close()
