@@ -24,7 +24,9 @@ public struct SyncEngine {
     }
 
     /// Seals what is recorded, publishes what the target lacks, imports what we lack.
-    public func sync(_ target: SyncTarget, rsh: String? = nil, seal: Bool = true) throws(SyncError) -> ReconcileReport {
+    /// The target must be a shared board (it has `replicas/`) or an empty folder; `create`
+    /// makes a missing or other folder a board (a mistyped path must not start a new board).
+    public func sync(_ target: SyncTarget, rsh: String? = nil, seal: Bool = true, create: Bool = false) throws(SyncError) -> ReconcileReport {
         let started = ProcessInfoLite.monotonicSeconds()
         let lock = try SyncLock.acquire(journal, waitingUpTo: lockWaitSeconds)
         defer { lock.release() }
@@ -34,12 +36,13 @@ public struct SyncEngine {
         switch target {
         case .directory(let path):
             try refuseSelf(path)
-            transport = try DirectoryTransport(root: path, create: true)
+            transport = try DirectoryTransport(root: path, role: .target(create: create))
         case .rsync(let remote):
             // Per process: even a sync that does not hold the lock (an older version) never
             // shares, or deletes, another's staging folder.
             transport = try RsyncTransport(remote: remote, rsh: rsh,
-                                           staging: journal.localPath + "/staging-" + String(ProcessInfoLite.processID))
+                                           staging: journal.localPath + "/staging-" + String(ProcessInfoLite.processID),
+                                           create: create)
         }
         defer { transport.finish() }
         try exchange(with: transport, key: target.description, publish: true, report: &report)
@@ -55,7 +58,7 @@ public struct SyncEngine {
         var report = ReconcileReport(target: sources.joined(separator: ", "))
         for source in sources {
             try refuseSelf(source)
-            let transport = try DirectoryTransport(root: source, create: false)
+            let transport = try DirectoryTransport(root: source, role: .source)
             try exchange(with: transport, key: source, publish: false, report: &report)
             if let size = FileSystem.linkStatus(source + "/local/open.sjo")?.size, size > Int64(FormatV1.fileHeaderSize) {
                 report.ignored.append(Problem(.ignored, file: source + "/local/open.sjo",

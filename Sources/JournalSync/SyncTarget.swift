@@ -28,6 +28,11 @@ public enum SyncTarget: Equatable, Sendable, CustomStringConvertible {
 public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
     case targetMissing(String)
     case targetNotADirectory(String)
+    /// A merge source that does not exist.
+    case sourceMissing(String)
+    /// A folder that is neither a journal nor a shared board (no `replicas/`), and not empty:
+    /// most likely a mistyped path. `--create` makes it a board (targets only).
+    case notABoard(String, isSource: Bool)
     case rsyncMissing
     case rsyncFailed(command: String, status: Int32, output: String)
     case sameJournal(String)
@@ -38,7 +43,13 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .targetMissing(let path):
-            return "\(path) does not exist; create the folder first if it is a new shared board (mkdir -p \(path))"
+            return "\(path) does not exist; to start a new shared board there, run again with --create"
+        case .sourceMissing(let path):
+            return "\(path) does not exist (a merge source must be a journal or a shared board folder)"
+        case .notABoard(let path, let isSource):
+            return isSource
+                ? "\(path) is neither a journal nor a shared board folder (no replicas/ in it): nothing to merge from"
+                : "\(path) is not a shared board folder (no replicas/ in it, and it is not empty); to start a board there anyway, run again with --create"
         case .targetNotADirectory(let path): return "\(path) is not a directory"
         case .rsyncMissing: return "rsync is not installed (apt-get install rsync)"
         case .rsyncFailed(let command, let status, let output):

@@ -35,11 +35,30 @@ struct DirectoryTransport: Transport {
     var replicasPath: String { root + "/replicas" }
     var localFolder: String? { replicasPath }
 
-    init(root: String, create: Bool) throws(SyncError) {
-        guard FileSystem.exists(root) else { throw .targetMissing(root) }
+    /// What the folder is used as: a sync target (written to; created or adopted only when
+    /// asked) or a merge source (read only, never created).
+    enum Role {
+        case target(create: Bool)
+        case source
+    }
+
+    init(root: String, role: Role) throws(SyncError) {
+        let isSource: Bool
+        if case .source = role { isSource = true } else { isSource = false }
+        var create = false
+        if case .target(let asked) = role { create = asked }
+        if !FileSystem.exists(root) {
+            guard create else { throw isSource ? .sourceMissing(root) : .targetMissing(root) }
+            do throws(IOError) { try FileSystem.createDirectory(root) } catch { throw .io(error.description) }
+        }
         guard FileSystem.isDirectory(root) else { throw .targetNotADirectory(root) }
+        // A board has `replicas/` (a symlink there is reported by `list()`); an empty folder
+        // is a board nobody has written to yet. Anything else is likely a mistyped path.
+        let isBoard = FileSystem.linkStatus(root + "/replicas").map { $0.kind == .directory || $0.kind == .symlink } ?? false
+        let isEmpty = (try? FileSystem.list(root))?.isEmpty ?? false
+        if !isBoard && !(isEmpty && !isSource) && !create { throw .notABoard(root, isSource: isSource) }
         self.root = root
-        if create {
+        if !isSource {
             do throws(IOError) {
                 _ = try DirectoryHandle.open("replicas", beneath: root, create: true)
             } catch {
@@ -118,12 +137,16 @@ struct RsyncTransport: Transport {
         var mkpath = false
     }
 
-    init(remote: String, rsh: String?, staging: String) throws(SyncError) {
+    /// Whether a remote that is not a board yet may become one (`--create`).
+    let create: Bool
+
+    init(remote: String, rsh: String?, staging: String, create: Bool = false) throws(SyncError) {
         var base = remote
         while base.hasSuffix("/") && base.count > 1 { base.removeLast() }
         self.remote = base
         self.rsh = rsh
         self.staging = staging
+        self.create = create
         capabilities = try Self.probe()
     }
 
@@ -156,11 +179,31 @@ struct RsyncTransport: Transport {
         let result: (status: Int32, output: String)
         do { result = try Self.run(arguments) } catch { throw .rsyncMissing }
         if result.status != 0 {
-            // A board nobody has pushed to yet has no replicas/ folder.
-            if result.output.contains("No such file or directory") && result.status == 23 { return TreeListing() }
+            // No replicas/ folder: an empty folder is a board nobody has pushed to yet; a
+            // missing or non-empty one is a mistyped path unless `--create` says otherwise.
+            if result.output.contains("No such file or directory") && result.status == 23 {
+                try checkIsNewBoard()
+                return TreeListing()
+            }
             throw .rsyncFailed(command: "rsync " + arguments.joined(separator: " "), status: result.status, output: result.output)
         }
         return Self.parseListing(result.output, remote: remoteReplicas)
+    }
+
+    private func checkIsNewBoard() throws(SyncError) {
+        guard !create else { return }
+        let arguments = common + ["--list-only", remote + "/"]
+        let result: (status: Int32, output: String)
+        do { result = try Self.run(arguments) } catch { throw .rsyncMissing }
+        if result.status != 0 {
+            if result.output.contains("No such file or directory") { throw .targetMissing(remote) }
+            throw .rsyncFailed(command: "rsync " + arguments.joined(separator: " "), status: result.status, output: result.output)
+        }
+        let entries = result.output.split(separator: "\n").filter { line in
+            let fields = line.split(separator: " ", maxSplits: 4, omittingEmptySubsequences: true)
+            return fields.count == 5 && fields[4] != "."
+        }
+        if !entries.isEmpty { throw .notABoard(remote, isSource: false) }
     }
 
     static func parseListing(_ output: String, remote: String) -> TreeListing {

@@ -358,6 +358,9 @@ class Campaign:
         self.step_log = collections.deque(maxlen=20)
         self.step_cmds = []
         self.canary_culprit = None
+        self.seq_cache = {}          # (journal path, replica) -> highest seq `log` showed since the last command on it
+        self.cmd_count = collections.Counter()
+        self.cmd_time = collections.Counter()
         self.passed = 0
         self.failed = 0
         self.failures_by_check = collections.Counter()
@@ -376,11 +379,17 @@ class Campaign:
     # -- running commands ----------------------------------------------------------------------
 
     def start(self, args, chunks=None, pause=0.0):
+        if "-C" in args:  # the journal may change: forget what we knew of its seqs
+            path = args[args.index("-C") + 1]
+            for key in [k for k in self.seq_cache if k[0] == path]:
+                del self.seq_cache[key]
         return Proc([self.bin] + args, self.cwd, self.env, chunks, pause)
 
     def finish(self, proc, kill_after=None):
         r = proc.wait(self.a.timeout, kill_after)
         self.step_cmds.append(r)
+        self.cmd_count[r.argv[1]] += 1
+        self.cmd_time[r.argv[1]] += r.seconds
         if self.canary_culprit is None and self.canary_written():
             self.canary_culprit = r
         return r
@@ -514,6 +523,7 @@ class Campaign:
         r = self.run(["log", "-C", m.path, "--replica", rid])
         if r.rc == 64 and not r.out.strip() and "replica" in r.err:
             self.ok()  # the filter matches no replica: this journal holds none of its events
+            self.seq_cache[(m.path, rid)] = 0
             return []
         if not self.check_process(r):
             return None
@@ -524,13 +534,15 @@ class Campaign:
             except ValueError:
                 self.fail("log", f"`journal log` printed a line that is not JSON: {line[:200]!r}", r)
                 return None
+        self.seq_cache[(m.path, rid)] = max((e.get("seq", 0) for e in events if e.get("replica") == rid), default=0)
         return events
 
     def max_seq(self, m, rid):
         if rid is None:
             return 0
-        events = self.log_events(m, rid)
-        return max((e.get("seq", 0) for e in events if e.get("replica") == rid), default=0) if events else 0
+        if (m.path, rid) not in self.seq_cache:
+            self.log_events(m, rid)
+        return self.seq_cache.get((m.path, rid), 0)
 
     def record(self, m, kill=None, no_seal=None, concurrent_with=None, n=None):
         """Records n events into m; returns the Result. kill: seconds after which to SIGKILL."""
@@ -1494,6 +1506,8 @@ class Campaign:
         print(f"machines: {len(self.machines)} ({self.stats['copies']} made by cp -a, "
               f"{self.stats['machines retired']} retired)")
         print(f"acknowledged events: {self.stats['events acknowledged']} recorded, {self.acked_checked} presence checks")
+        print(f"commands: {sum(self.cmd_count.values())}; " + ", ".join(
+            f"{k} {v} ({self.cmd_time[k]:.0f} s)" for k, v in self.cmd_count.most_common()))
         print(f"kills: {self.stats['records killed']} records, {self.stats['syncs killed']} syncs (SIGKILL)")
         unwedged = self.stats["leftovers of the product's own removed to unwedge a journal"]
         if unwedged:

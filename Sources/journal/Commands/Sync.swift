@@ -28,6 +28,8 @@ extension JournalCommand {
         var via: Via = .auto
         @Flag(help: "Do not seal the open segment first (publish only what is already sealed).")
         var noSeal = false
+        @Flag(help: "Start a new shared board at TARGET even if it is missing or holds other files.")
+        var create = false
         @Flag(help: "Print the reconcile report as one JSON object.") var json = false
 
         func run() throws {
@@ -40,7 +42,7 @@ extension JournalCommand {
                 case .rsync: parsed = .rsync(target)
                 }
                 try printReport(json: json, label: "sync", journal: journal) { engine throws(SyncError) in
-                    try engine.sync(parsed, rsh: rsh, seal: !noSeal)
+                    try engine.sync(parsed, rsh: rsh, seal: !noSeal, create: create)
                 }
             }
         }
@@ -103,8 +105,13 @@ private func printReport(
     } catch {
         progress.finish()
         // Another sync on this journal is "locked", like another writer: try again later.
-        if case .busy = error { throw CLIError(error.description, code: CLIError.locked) }
-        throw CLIError(error.description, code: CLIError.ioError)
+        switch error {
+        case .busy: throw CLIError(error.description, code: CLIError.locked)
+        // A path that names no board is a usage mistake, not an I/O failure.
+        case .targetMissing, .sourceMissing, .notABoard, .targetNotADirectory, .sameJournal:
+            throw CLIError(error.description, code: 64)
+        default: throw CLIError(error.description, code: CLIError.ioError)
+        }
     }
     progress.finish()
     Terminal.write(json ? report.json : report.text)
