@@ -63,14 +63,14 @@ extension ReconcileReport {
         var lines: [String] = []
         if let sealed { lines.append("sealed the open segment as \(sealed)") }
         if let sealSkipped { lines.append("note: \(sealSkipped)") }
-        lines.append("\(target): imported \(imported.count) segment(s), published \(published.count) segment(s)"
+        lines.append("\(target): imported \(counted(imported.count, "segment")), published \(counted(published.count, "segment"))"
             + (nothingNew ? " (nothing new)" : ""))
         for state in replicas.sorted(by: { $0.replica < $1.replica }) {
-            var line = "  replica \(state.replica.hex.prefix(12))…  \(state.segments) segment(s), seq \(describe(state.ranges))"
+            var line = "  replica \(state.replica.hex.prefix(12))…  \(counted(state.segments, "segment")), seq \(describe(state.ranges))"
             if state.imported > 0 { line += ", +\(state.imported) imported" }
             if state.published > 0 { line += ", +\(state.published) published" }
-            if state.duplicateSegments > 0 { line += ", \(state.duplicateSegments) duplicate file(s)" }
-            if state.duplicateEvents > 0 { line += ", \(state.duplicateEvents) duplicate event(s) absorbed" }
+            if state.duplicateSegments > 0 { line += ", \(counted(state.duplicateSegments, "duplicate file"))" }
+            if state.duplicateEvents > 0 { line += ", \(counted(state.duplicateEvents, "duplicate event")) absorbed" }
             if !state.gaps.isEmpty { line += ", MISSING seq \(describe(state.gaps))" }
             if !state.forks.isEmpty { line += ", FORKED seq \(state.forks.prefix(5).map(String.init).joined(separator: ","))" + (state.forks.count > 5 ? "…" : "") }
             lines.append(line)
@@ -106,15 +106,24 @@ extension ReconcileReport {
     }
 }
 
-func describe(_ ranges: [ClosedRange<UInt64>]) -> String {
-    if ranges.isEmpty { return "none" }
-    return ranges.map { $0.lowerBound == $0.upperBound ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" }
-        .joined(separator: ",")
+/// Seq ranges as every command spells them: `1...5,9`, and in JSON `[[1,5],[9,9]]`.
+public enum SeqRanges {
+    public static func text(_ ranges: [ClosedRange<UInt64>]) -> String {
+        if ranges.isEmpty { return "none" }
+        return ranges.map { $0.lowerBound == $0.upperBound ? "\($0.lowerBound)" : "\($0.lowerBound)...\($0.upperBound)" }
+            .joined(separator: ",")
+    }
+
+    public static func json(_ ranges: [ClosedRange<UInt64>]) -> String {
+        "[" + ranges.map { "[\($0.lowerBound),\($0.upperBound)]" }.joined(separator: ",") + "]"
+    }
 }
 
-func rangesJSON(_ ranges: [ClosedRange<UInt64>]) -> String {
-    "[" + ranges.map { "[\($0.lowerBound),\($0.upperBound)]" }.joined(separator: ",") + "]"
-}
+func describe(_ ranges: [ClosedRange<UInt64>]) -> String { SeqRanges.text(ranges) }
+func rangesJSON(_ ranges: [ClosedRange<UInt64>]) -> String { SeqRanges.json(ranges) }
+
+/// "1 segment", "2 segments".
+func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
 
 public func problemJSON(_ problem: Problem) -> String {
     var fields = ["\"kind\":\"\(problem.kind.rawValue)\"", "\"file\":\(quoted(problem.file))"]

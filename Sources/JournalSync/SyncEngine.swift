@@ -47,6 +47,7 @@ public struct SyncEngine {
         defer { transport.finish() }
         try exchange(with: transport, key: target.description, publish: true, report: &report)
         report.seconds = ProcessInfoLite.monotonicSeconds() - started
+        LastSyncRecord.write(report, to: journal)
         return report
     }
 
@@ -66,6 +67,7 @@ public struct SyncEngine {
             }
         }
         report.seconds = ProcessInfoLite.monotonicSeconds() - started
+        LastSyncRecord.write(report, to: journal)
         return report
     }
 

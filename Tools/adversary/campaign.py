@@ -952,9 +952,21 @@ class Campaign:
         return out
 
     def replica_ids(self, root=None):
+        """Replica ids to plant under: those of the target and of the machines, except the ones
+        whose folder in the target is (a planted) symlink, through which we would write ourselves."""
         ids = [s[0] for s in real_segments(root)] if root else []
         ids += [identity(m.path) for m in self.live()]
-        return sorted(set(i for i in ids if i))
+        return sorted(set(i for i in ids if i and not (root and os.path.islink(os.path.join(root, "replicas", i)))))
+
+    def through_symlink(self, path):
+        """True if a folder on the way from the campaign folder to path is a symlink."""
+        rel = os.path.relpath(os.path.dirname(path), self.work)
+        here = self.work
+        for part in rel.split(os.sep):
+            here = os.path.join(here, part)
+            if os.path.islink(here):
+                return True
+        return False
 
     def looking_name(self, like, first=None, last=None):
         """A canonical-looking segment name in the format of a real one (whatever that is)."""
@@ -986,9 +998,9 @@ class Campaign:
         plant.dirs += made
 
     def plant_file(self, plant, path, data):
-        self.make_dirs(plant, os.path.dirname(path))
-        if os.path.lexists(path):
+        if self.through_symlink(path) or os.path.lexists(path):
             return False
+        self.make_dirs(plant, os.path.dirname(path))
         with open(path, "wb") as f:
             f.write(data)
         plant.paths.append((path, sha(data)))
@@ -1055,9 +1067,9 @@ class Campaign:
             rid = self.rng.choice(self.replica_ids(t))
             name = self.looking_name(self.rng.choice(real_segments(t) or [(0, None)])[1])
         link = os.path.join(t, "replicas", rid, name)
-        if os.path.lexists(link):
+        if os.path.lexists(link) or self.through_symlink(link):
             return [], "skipped"
-        os.makedirs(os.path.dirname(link), exist_ok=True)
+        self.make_dirs(p, os.path.dirname(link))
         os.symlink(os.path.join(self.canary_dir(p), name), link)
         p.paths.append((link, "symlink"))
         p.mentions += [name, rid]
@@ -1101,10 +1113,10 @@ class Campaign:
         segs = real_segments(t)
         name = self.looking_name(self.rng.choice(segs)[1] if segs else None)
         path = os.path.join(t, "replicas", rid, name)
-        if os.path.lexists(path):
+        if os.path.lexists(path) or self.through_symlink(path):
             return [], "skipped"
         p = self.new_plant("fifo", t)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self.make_dirs(p, os.path.dirname(path))
         os.mkfifo(path)
         p.paths.append((path, "fifo"))
         p.mentions.append(name)

@@ -1,41 +1,94 @@
 import ArgumentParser
-import JournalReplay
+import JournalFormat
 import JournalStorage
 import JournalSync
 
 extension JournalCommand {
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show what this journal holds per replica: seq ranges, gaps, forks, damage.",
+            abstract: "Show what this journal holds and whether anything is wrong.",
             discussion: """
-                Decodes every segment, so it also finds forks (one event id with two contents)
-                and damaged blocks.
+                Per replica (this journal's own marked): segments, seq ranges held, seqs
+                known to be missing, forks. Then damaged or quarantined data, events not
+                sealed yet, and the last sync that moved segments. Decodes every segment.
+                Exits 1 when something needs attention (damage, forks, missing seqs).
 
                 Example:
+                  journal status -C board
                   journal status -C board --json | jq '.replicas[] | select(.gaps != [])'
                 """)
 
         @OptionGroup var options: JournalOptions
-        @Flag(help: "Print the report as one JSON object (same shape as sync --json).") var json = false
+        @Flag(help: "Print one JSON object (keys documented in docs/SYNC.md).") var json = false
 
         func run() throws {
             try reportingErrors {
-                let journal = try options.open()
-                let set = SegmentSet.load(journal)
-                let replay = Replay.check(set)
-                var report = ReconcileReport(target: journal.root)
-                for summary in replay.replicas {
-                    let slot = report.state(summary.replica)
-                    report.replicas[slot].segments = set.members.filter { $0.replica == summary.replica && $0.scan.eventCount > 0 }.count
-                    report.replicas[slot].ranges = summary.ranges
-                    report.replicas[slot].gaps = summary.gaps
-                    report.replicas[slot].forks = replay.forks.filter { $0.replica == summary.replica }.map(\.seq)
-                }
-                report.rejected = replay.problems.filter { $0.kind != .ignored && $0.kind != .tornTail && $0.kind != .fork }
-                report.ignored = replay.problems.filter { $0.kind == .ignored }
-                Terminal.write(json ? report.json : report.text)
+                let status = try JournalStatus.of(try options.open())
+                Terminal.write(json ? Self.json(status) : Self.text(status))
                 Terminal.flush()
+                if !status.isHealthy { throw ExitCode(CLIError.problemsFound) }
             }
         }
+
+        static func text(_ status: JournalStatus) -> String {
+            var lines = ["journal \(status.journal): \(counted(status.replicas.count, "replica"))"]
+            for replica in status.replicas {
+                var line = "  \(replica.replica.hex.prefix(12))…" + (replica.isThisJournal ? " (this journal)" : "")
+                line += "  \(counted(replica.segments, "segment")), \(counted(replica.events, "event")), seq \(SeqRanges.text(replica.ranges))"
+                if !replica.gaps.isEmpty { line += "; MISSING seq \(SeqRanges.text(replica.gaps))" }
+                if !replica.forks.isEmpty { line += "; FORKED seq \(replica.forks.prefix(5).map(String.init).joined(separator: ","))" + (replica.forks.count > 5 ? "…" : "") }
+                lines.append(line)
+            }
+            if !status.replicas.contains(where: \.isThisJournal) {
+                lines.append("  \(status.replica.hex.prefix(12))… (this journal)  nothing sealed yet")
+            }
+            if status.unsealedEvents > 0 {
+                lines.append("unsealed: \(counted(status.unsealedEvents, "event")) in the open segment (sealed by the next record, sync or snapshot)")
+            }
+            if let last = status.lastSync {
+                lines.append("last sync that moved segments: \(UTCTime.text(millisecondsSince1970: last.millisecondsSince1970)) with \(last.target) (imported \(last.imported), published \(last.published))")
+            } else {
+                lines.append("last sync that moved segments: never")
+            }
+            for problem in status.problems { lines.append("problem: \(problem)") }
+            for problem in status.ignored { lines.append("ignored: \(problem.file): \(problem.reason)") }
+            lines.append(status.isHealthy ? "ok" : "needs attention: run `journal verify` for details")
+            return lines.joined(separator: "\n") + "\n"
+        }
+
+        static func json(_ status: JournalStatus) -> String {
+            let replicas = status.replicas.map { replica in
+                "{\"replica\":\"\(replica.replica.hex)\",\"thisJournal\":\(replica.isThisJournal),\"segments\":\(replica.segments),"
+                    + "\"events\":\(replica.events),\"ranges\":\(SeqRanges.json(replica.ranges)),\"gaps\":\(SeqRanges.json(replica.gaps)),"
+                    + "\"forks\":[\(replica.forks.map(String.init).joined(separator: ","))]}"
+            }
+            let last = status.lastSync.map { last in
+                "{\"target\":\(JSONText.quoted(last.target)),\"time\":\(last.millisecondsSince1970),\"imported\":\(last.imported),\"published\":\(last.published)}"
+            } ?? "null"
+            return "{\"journal\":\(JSONText.quoted(status.journal)),\"replica\":\"\(status.replica.hex)\",\"ok\":\(status.isHealthy),"
+                + "\"unsealedEvents\":\(status.unsealedEvents),\"replicas\":[\(replicas.joined(separator: ","))],"
+                + "\"lastSync\":\(last),\"problems\":[\(status.problems.map(problemJSON).joined(separator: ","))],"
+                + "\"ignored\":[\(status.ignored.map(problemJSON).joined(separator: ","))]}\n"
+        }
+    }
+}
+
+/// Milliseconds since 1970 as `YYYY-MM-DD HH:MM UTC` (days to civil date: H. Hinnant's algorithm).
+enum UTCTime {
+    static func text(millisecondsSince1970 ms: Int64) -> String {
+        let seconds = ms / 1000
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - days * 86_400
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthPrime = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthPrime + 2) / 5 + 1
+        let month = monthPrime < 10 ? monthPrime + 3 : monthPrime - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(year)-\(two(month))-\(two(day)) \(two(secondOfDay / 3600)):\(two(secondOfDay % 3600 / 60)) UTC"
     }
 }
