@@ -15,12 +15,16 @@ extension JournalCommand {
                 """)
 
         @OptionGroup var options: JournalOptions
+        @Flag(help: "Print one JSON object (keys: digest, events, points, strokes, visibleStrokes).")
+        var json = false
 
         func run() throws {
             try reportingErrors {
                 let (drawing, report) = Replay.load(try options.open())
                 reportProblems(report)
-                Terminal.write(drawing.digest + "\n")
+                Terminal.write(json
+                    ? "{\"digest\":\"\(drawing.digest)\",\"events\":\(report.eventCount),\"points\":\(report.pointCount),\"strokes\":\(drawing.strokes.count),\"visibleStrokes\":\(drawing.visibleStrokes.count)}\n"
+                    : drawing.digest + "\n")
                 Terminal.flush()
             }
         }

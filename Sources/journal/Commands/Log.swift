@@ -20,12 +20,15 @@ extension JournalCommand {
         @OptionGroup var options: JournalOptions
         @Option(help: "Only events of this replica (its 32 hex digits, or a unique prefix).")
         var replica: String?
-        @Option(help: "Only events about this stroke (UUID).") var stroke: String?
+        @Option(help: "Only events about this stroke (its UUID, or a unique prefix of it).")
+        var stroke: String?
         @Option(help: "Print at most this many events.") var limit: Int?
+        @Flag(help: "Accepted for symmetry: the output is already JSON, one event per line.")
+        var json = false
 
         func validate() throws {
-            if let stroke, StrokeID(uuidString: stroke) == nil {
-                throw ValidationError("--stroke must be a UUID, got \(stroke.debugDescription)")
+            if let stroke, stroke.isEmpty || !stroke.allSatisfy({ $0.isHexDigit || $0 == "-" }) {
+                throw ValidationError("--stroke must be a UUID or the start of one, got \(stroke.debugDescription)")
             }
             if let limit, limit < 0 { throw ValidationError("--limit must not be negative") }
         }
@@ -43,14 +46,24 @@ extension JournalCommand {
                     }
                     return matches[0]
                 }
-                let strokeFilter = stroke.flatMap { StrokeID(uuidString: $0) }
+                // A full UUID in any case; a prefix must name exactly one stroke of the journal.
+                let strokePrefix = stroke?.uppercased()
+                var matchedStrokes = Set<StrokeID>()
                 var report = ReplayReport()
                 report.problems = set.problems
                 var events: [Event] = []
                 Replay.forEachUniqueEvent(set, report: &report) { event in
                     if let replicaFilter, event.id.replica != replicaFilter { return }
-                    if let strokeFilter, event.payload.stroke != strokeFilter { return }
+                    if let strokePrefix {
+                        guard let id = event.payload.stroke, id.uuidString.hasPrefix(strokePrefix) else { return }
+                        matchedStrokes.insert(id)
+                    }
                     events.append(event)
+                }
+                if let stroke, matchedStrokes.count != 1 {
+                    throw CLIError(matchedStrokes.isEmpty
+                        ? "no stroke in this journal starts with \(stroke.debugDescription)"
+                        : "\(stroke.debugDescription) matches \(matchedStrokes.count) strokes; give more digits", code: 64)
                 }
                 reportProblems(report)
                 events.sort { $0.orderKey < $1.orderKey }

@@ -40,6 +40,8 @@ extension JournalCommand {
         var noSeal = false
         @Flag(help: "After each flush, print 'durable SEQ' on stdout: every event up to SEQ survives a crash.")
         var printDurable = false
+        @Flag(help: "Print the summary as one JSON object (keys: events, points, strokes, firstSeq, lastSeq, skipped, milliseconds).")
+        var json = false
 
         func validate() throws {
             guard flushEvery >= 1 else { throw ValidationError("--flush-every must be at least 1") }
@@ -119,7 +121,12 @@ extension JournalCommand {
                 if recorded == 0 { summary = "recorded nothing (no events in the input)" }
                 // After a bad line the error says what happened; "recorded nothing" would only
                 // contradict it.
-                if inputError == nil || recorded > 0 {
+                if json {
+                    let range = recorded > 0 ? "\"firstSeq\":\(firstSeq),\"lastSeq\":\(writer.nextSeq - 1)" : "\"firstSeq\":null,\"lastSeq\":null"
+                    Terminal.write("{\"events\":\(recorded),\"points\":\(counts.points),\"strokes\":\(counts.strokes.count),\(range),"
+                        + "\"skipped\":\(counts.skipped),\"milliseconds\":\(Int((seconds * 1000).rounded()))}\n")
+                    Terminal.flush()
+                } else if inputError == nil || recorded > 0 {
                     Terminal.write(summary + "\n")
                     Terminal.flush()
                 }

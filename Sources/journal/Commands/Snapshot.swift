@@ -1,4 +1,5 @@
 import ArgumentParser
+import JournalFormat
 import JournalPlatform
 import JournalReplay
 
@@ -18,6 +19,8 @@ extension JournalCommand {
                 """)
 
         @OptionGroup var options: JournalOptions
+        @Flag(help: "Print one JSON object (keys: path, bytes, events, milliseconds).")
+        var json = false
 
         func run() throws {
             try reportingErrors {
@@ -25,7 +28,9 @@ extension JournalCommand {
                 let started = ProcessInfoLite.monotonicSeconds()
                 let info = try SnapshotStore.create(journal)
                 let seconds = ProcessInfoLite.monotonicSeconds() - started
-                Terminal.write("snapshot of \(counted(info.events, "event")): \(info.path) (\(counted(info.bytes, "byte"))) in \(formatSeconds(seconds))\n")
+                Terminal.write(json
+                    ? "{\"path\":\(JSONText.quoted(info.path)),\"bytes\":\(info.bytes),\"events\":\(info.events),\"milliseconds\":\(Int((seconds * 1000).rounded()))}\n"
+                    : "snapshot of \(counted(info.events, "event")): \(info.path) (\(counted(info.bytes, "byte"))) in \(formatSeconds(seconds))\n")
                 Terminal.flush()
             }
         }

@@ -21,6 +21,8 @@ extension JournalCommand {
         @OptionGroup var options: JournalOptions
         @Flag(help: "Include hidden (undone, erased, cleared) strokes, with a \"visible\" flag.")
         var all = false
+        @Flag(help: "Accepted for symmetry: the output is already one JSON object.")
+        var json = false
 
         func run() throws {
             try reportingErrors {

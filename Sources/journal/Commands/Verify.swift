@@ -28,15 +28,19 @@ extension JournalCommand {
                 let report = Replay.check(set)
                 let problems = report.problems.filter { $0.kind != .tornTail }
                 let notes = report.problems.filter { $0.kind == .tornTail }
+                // Counted as `stats` counts them: sealed files, and the open segment if it holds events.
+                let sealed = set.members.filter(\.isSealed).count
+                let open = set.members.filter { !$0.isSealed && $0.scan.eventCount > 0 }.count
+                let segments = "\(sealed) sealed" + (open > 0 ? " + \(open) open" : "") + (sealed + open == 1 ? " segment" : " segments")
                 if json {
                     let items = problems.map(problemJSON).joined(separator: ",")
-                    Terminal.write("{\"clean\":\(problems.isEmpty),\"segments\":\(set.members.count),\"events\":\(report.eventCount),\"problems\":[\(items)]}\n")
+                    Terminal.write("{\"clean\":\(problems.isEmpty),\"segments\":\(sealed + open),\"sealedSegments\":\(sealed),\"openSegments\":\(open),\"events\":\(report.eventCount),\"problems\":[\(items)]}\n")
                 } else {
                     for problem in problems { Terminal.write("\(problem)\n") }
                     for note in notes { Terminal.write("note: \(note) (cut on next open)\n") }
                     Terminal.write(problems.isEmpty
-                        ? "clean: \(counted(set.members.count, "segment")), \(counted(report.eventCount, "event"))\n"
-                        : "\(counted(problems.count, "problem")) in \(counted(set.members.count, "segment"))\n")
+                        ? "clean: \(segments), \(counted(report.eventCount, "event"))\n"
+                        : "\(counted(problems.count, "problem")) in \(segments)\n")
                 }
                 Terminal.flush()
                 if !problems.isEmpty { throw ExitCode(CLIError.problemsFound) }
