@@ -2,20 +2,67 @@ import JournalFormat
 
 /// Draws a `Drawing` as an SVG picture.
 ///
-/// Only visible strokes are drawn, in the drawing's z-order (later strokes on top). Canvas
-/// units map 1:1 onto the `viewBox`. The SVG is a picture, not the data: coordinates are
-/// printed with at most two decimals, and a pen stroke whose pressure varies becomes a few
-/// polylines of different widths rather than one element per segment.
+/// Only visible strokes are drawn, in the drawing's z-order (later strokes on top). The
+/// picture is `width` × `height` pixels and shows `area` of the drawing (its `viewBox`), scaled
+/// to fit; without an area it shows every visible stroke (`contentBounds`). The SVG is a
+/// picture, not the data: coordinates are printed with at most two decimals, and a pen stroke
+/// whose pressure varies becomes a few polylines of different widths rather than one element
+/// per segment.
 public struct SVGRenderer {
+    /// A rectangle in drawing units.
+    public struct Area: Equatable, Sendable {
+        public var x: Double
+        public var y: Double
+        public var width: Double
+        public var height: Double
+
+        public init(x: Double, y: Double, width: Double, height: Double) {
+            self.x = x
+            self.y = y
+            self.width = width
+            self.height = height
+        }
+
+        public func contains(_ point: Drawing.Point) -> Bool {
+            point.x >= x && point.x <= x + width && point.y >= y && point.y <= y + height
+        }
+    }
+
     public var width: Double
     public var height: Double
     /// Fills the canvas first; `nil` (or a fully transparent colour) leaves it transparent.
     public var background: RGBA?
+    /// What part of the drawing to show; nil: all of it.
+    public var area: Area?
 
-    public init(width: Double = 1000, height: Double = 800, background: RGBA? = RGBA(rawValue: 0xFFFF_FFFF)) {
+    public init(width: Double = 1000, height: Double = 800, background: RGBA? = RGBA(rawValue: 0xFFFF_FFFF), area: Area? = nil) {
         self.width = width
         self.height = height
         self.background = background
+        self.area = area
+    }
+
+    /// The smallest area holding every visible stroke, with room for half the widest pen and
+    /// a 2% margin; a blank drawing gives the default 1000 × 800 canvas.
+    public static func contentBounds(_ drawing: Drawing) -> Area {
+        var minX = Double.infinity, minY = Double.infinity, maxX = -Double.infinity, maxY = -Double.infinity
+        var pen = 0.0
+        for stroke in drawing.visibleStrokes {
+            for (index, point) in stroke.points.enumerated() {
+                minX = min(minX, point.x); maxX = max(maxX, point.x)
+                minY = min(minY, point.y); maxY = max(maxY, point.y)
+                pen = max(pen, stroke.style(ofPoint: index).width)
+            }
+        }
+        guard minX <= maxX else { return Area(x: 0, y: 0, width: 1000, height: 800) }
+        let spanX = max(maxX - minX, 1), spanY = max(maxY - minY, 1)
+        let padX = pen / 2 + spanX * 0.02, padY = pen / 2 + spanY * 0.02
+        return Area(x: minX - padX, y: minY - padY, width: spanX + 2 * padX, height: spanY + 2 * padY)
+    }
+
+    /// Visible strokes with at least one point outside `area`: cut off in the picture.
+    public static func strokesOutside(_ area: Area, of drawing: Drawing) -> Int {
+        drawing.visibleStrokes.filter { stroke in stroke.points.contains { !area.contains($0) } }.count
     }
 
     /// Consecutive segments whose effective widths differ by less than this fraction share
@@ -29,14 +76,19 @@ public struct SVGRenderer {
 
         out.text(#"<?xml version="1.0" encoding="UTF-8"?>"#)
         out.newline()
+        let shown = area ?? Self.contentBounds(drawing)
         out.text(#"<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width=""#)
         out.number(width)
         out.text(#"" height=""#)
         out.number(height)
-        out.text(#"" viewBox="0 0 "#)
-        out.number(width)
+        out.text(#"" viewBox=""#)
+        out.number(shown.x)
         out.text(" ")
-        out.number(height)
+        out.number(shown.y)
+        out.text(" ")
+        out.number(shown.width)
+        out.text(" ")
+        out.number(shown.height)
         out.text(#"">"#)
         out.newline()
         out.text("<!-- ")
@@ -48,10 +100,14 @@ public struct SVGRenderer {
         out.newline()
 
         if let background, background.alpha > 0 {
-            out.text(#"<rect x="0" y="0" width=""#)
-            out.number(width)
+            out.text(#"<rect x=""#)
+            out.number(shown.x)
+            out.text(#"" y=""#)
+            out.number(shown.y)
+            out.text(#"" width=""#)
+            out.number(shown.width)
             out.text(#"" height=""#)
-            out.number(height)
+            out.number(shown.height)
             out.text(#"" fill=""#)
             out.color(background)
             out.text("\"")

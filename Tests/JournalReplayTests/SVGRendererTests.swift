@@ -48,6 +48,20 @@ private final class ElementCollector: NSObject, XMLParserDelegate {
             visible: visible, ended: true)
     }
 
+    static func number(_ value: Double) -> String {
+        let rounded = (value * 100).rounded() / 100
+        return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
+    }
+
+    @Test func strokesOutsideAGivenAreaAreCounted() {
+        let drawing = Drawing(strokes: [
+            Self.stroke(1, color: 0xFF00_00FF, points: [(0, 0), (100, 100)]),
+            Self.stroke(2, color: 0x00FF_0080, points: [(50, 50), (2000, 50)]),
+        ])
+        #expect(SVGRenderer.strokesOutside(.init(x: -10, y: -10, width: 300, height: 300), of: drawing) == 1)
+        #expect(SVGRenderer.strokesOutside(SVGRenderer.contentBounds(drawing), of: drawing) == 0)
+    }
+
     private func elements(_ svg: String, named name: String) -> [[String: String]] {
         ElementCollector.parse(svg).collector.elements.filter { $0.name == name }.map(\.attributes)
     }
@@ -63,7 +77,12 @@ private final class ElementCollector: NSObject, XMLParserDelegate {
         let root = try #require(collector.elements.first)
         #expect(root.name == "svg")
         #expect(root.attributes["xmlns"] == "http://www.w3.org/2000/svg")
-        #expect(root.attributes["viewBox"] == "0 0 640 480.5")
+        // Fitted to the strokes: x 0...500, y 0...400, padded by half the pen and 2%.
+        let fit = SVGRenderer.contentBounds(drawing)
+        #expect(fit.x < 0 && fit.y < 0 && fit.x + fit.width > 500 && fit.y + fit.height > 400)
+        #expect(root.attributes["viewBox"] == "\(Self.number(fit.x)) \(Self.number(fit.y)) \(Self.number(fit.width)) \(Self.number(fit.height))")
+        let given = SVGRenderer(width: 640, height: 480.5, area: .init(x: 0, y: 0, width: 640, height: 480.5)).render(drawing)
+        #expect(ElementCollector.parse(given).collector.elements.first?.attributes["viewBox"] == "0 0 640 480.5")
         #expect(root.attributes["width"] == "640")
         #expect(root.attributes["height"] == "480.5")
         #expect(collector.comments.contains { $0.contains("2 strokes") })

@@ -1,25 +1,46 @@
 import ArgumentParser
+import Foundation
+import JournalFormat
+import JournalIngest
 import JournalPlatform
 import JournalReplay
 
 extension JournalCommand {
     struct Render: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Draw the visible strokes into an SVG file.",
+            abstract: "Draw the visible strokes as a picture: SVG, or PNG to share.",
             discussion: """
-                Example:
-                  journal render board.svg -C board --width 1000 --height 800
+                The picture shows the whole drawing, scaled to fit, unless --area picks a
+                part of it (strokes reaching outside are cut, and the command says how many).
+                The format follows the file name: .png is rasterised with rsvg-convert
+                (librsvg; apt-get install librsvg2-bin), anything else is SVG.
+
+                Examples:
+                  journal render board.svg -C board
+                  journal render board.png -C board --width 1600 --background none
+                  journal render - -C board --area 0,0,800,600 > part.svg
                 """)
 
         @OptionGroup var options: JournalOptions
-        @Argument(help: "The SVG file to write ('-' for standard output).")
+        @Argument(help: "The file to write: .svg or .png ('-' for SVG on standard output).")
         var output: String
-        @Option(help: "Canvas width in drawing units.") var width: Double = 1000
-        @Option(help: "Canvas height in drawing units.") var height: Double = 800
+        @Option(help: "Picture width in pixels.") var width: Double = 1000
+        @Option(help: "Picture height in pixels (default: from the width and the area's shape).")
+        var height: Double?
+        @Option(help: ArgumentHelp("The part of the drawing to show, in drawing units (default: all of it).", valueName: "x,y,w,h"))
+        var area: String?
+        @Option(help: ArgumentHelp("Canvas colour: #RRGGBB, #RRGGBBAA, a colour name (white, yellow, …) or none.", valueName: "colour"))
+        var background: String = "#FFFFFF"
 
         func validate() throws {
-            guard width > 0, height > 0, width.isFinite, height.isFinite else {
+            guard width > 0, width.isFinite, height.map({ $0 > 0 && $0.isFinite }) ?? true else {
                 throw ValidationError("--width and --height must be positive numbers")
+            }
+            if let area, Self.parseArea(area) == nil {
+                throw ValidationError("--area must be x,y,width,height with a positive width and height, got \(area.debugDescription)")
+            }
+            if Self.parseColour(background) == nil {
+                throw ValidationError("--background must be #RRGGBB, #RRGGBBAA, a colour name (white, yellow, …) or none, got \(background.debugDescription)")
             }
         }
 
@@ -28,16 +49,42 @@ extension JournalCommand {
                 let journal = try options.open()
                 let (drawing, report) = Replay.load(journal)
                 reportProblems(report)
-                let svg = SVGRenderer(width: width, height: height).render(drawing)
+                let shown = area.flatMap(Self.parseArea) ?? SVGRenderer.contentBounds(drawing)
+                let pixelHeight = height ?? max(1, (width * shown.height / shown.width).rounded())
+                let renderer = SVGRenderer(width: width, height: pixelHeight, background: Self.parseColour(background) ?? nil, area: shown)
+                let text = renderer.render(drawing)
                 if output == "-" {
-                    Terminal.write(svg)
+                    Terminal.write(text)
                     Terminal.flush()
                     return
                 }
-                try writeImage(Array(svg.utf8), to: output)
-                Terminal.write("wrote \(output): \(drawing.visibleStrokes.count) strokes\n")
+                let svg = Array(text.utf8)
+                let isPNG = output.lowercased().hasSuffix(".png")
+                try writeImage(isPNG ? try PNGRasteriser.png(fromSVG: svg) : svg, to: output)
+                var message = "wrote \(output): \(counted(drawing.visibleStrokes.count, "stroke")), \(Int(width))×\(Int(pixelHeight)) px"
+                if area != nil {
+                    let cut = SVGRenderer.strokesOutside(shown, of: drawing)
+                    if cut > 0 { message += "; \(counted(cut, "stroke")) reach outside --area and are cut" }
+                }
+                Terminal.write(message + "\n")
                 Terminal.flush()
             }
+        }
+
+        static func parseArea(_ text: String) -> SVGRenderer.Area? {
+            let numbers = text.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+            guard numbers.count == 4, let x = numbers[0], let y = numbers[1], let w = numbers[2], let h = numbers[3],
+                  [x, y, w, h].allSatisfy(\.isFinite), w > 0, h > 0 else { return nil }
+            return SVGRenderer.Area(x: x, y: y, width: w, height: h)
+        }
+
+        /// `.some(nil)` for "none" (a transparent canvas); nil when the text is no colour.
+        static func parseColour(_ text: String) -> RGBA?? {
+            if text.lowercased() == "none" || text.lowercased() == "transparent" { return .some(nil) }
+            if text.hasPrefix("#"), text.count == 7 || text.count == 9, let value = UInt32(text.dropFirst(), radix: 16) {
+                return .some(RGBA(rawValue: text.count == 7 ? value << 8 | 0xFF : value))
+            }
+            return NamedColors.color(named: text.lowercased()).map { .some($0) }
         }
 
         /// A regular file (or a new one) is replaced atomically, so a reader never sees half a
