@@ -53,6 +53,14 @@ import Testing
                    stderr: String(decoding: errData, as: UTF8.self))
     }
 
+    /// A journal `board` in `temp` holding `sample` (8 events), as a person makes one.
+    func sampleBoard(_ temp: TemporaryDirectory) throws -> String {
+        let board = temp.path + "/board"
+        #expect(try journal(["init", board]).status == 0)
+        #expect(try journal(["record", "-C", board], stdin: Self.sample).status == 0)
+        return board
+    }
+
     static let sample = """
         {"type":"point","stroke":"6F1C2B9A-0B6D-4D9A-9E41-2A7F3C1D5E88","x":10.5,"y":20.25,"color":"#E53935FF","width":4,"pressure":0.5,"t":0}
         {"type":"point","stroke":"6F1C2B9A-0B6D-4D9A-9E41-2A7F3C1D5E88","x":12.5,"y":22.25,"color":"#E53935FF","width":4,"pressure":0.6,"t":0.008}

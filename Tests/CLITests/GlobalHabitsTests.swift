@@ -6,17 +6,11 @@ import Testing
 @Suite struct GlobalHabitsTests {
     let cli = CLITests()
 
-    func board(_ temp: TemporaryDirectory) throws -> String {
-        let board = temp.path + "/board"
-        #expect(try cli.journal(["init", board]).status == 0)
-        #expect(try cli.journal(["record", "-C", board], stdin: CLITests.sample).status == 0)
-        return board
-    }
 
     @Test func theJournalMayBeNamedBeforeTheCommandGluedOrNot() throws {
         let temp = TemporaryDirectory("cli-global")
         defer { temp.remove() }
-        let board = try board(temp)
+        let board = try cli.sampleBoard(temp)
         let expected = try cli.journal(["digest", "-C", board]).stdout
         #expect(expected.count == 65)
         for arguments in [["-C", board, "digest"], ["-C" + board, "digest"], ["--journal", board, "digest"],
@@ -33,7 +27,7 @@ import Testing
     @Test func theJournalIsFoundUpwardAndNeverNested() throws {
         let temp = TemporaryDirectory("cli-upward")
         defer { temp.remove() }
-        let board = try board(temp)
+        let board = try cli.sampleBoard(temp)
         let expected = try cli.journal(["digest", "-C", board]).stdout
         // Run from inside the journal's own folders, like git from a subdirectory.
         let inside = try cli.journal(["digest", "-C", board + "/replicas"])

@@ -20,12 +20,7 @@ import Testing
         return (process.terminationStatus, String(decoding: text, as: UTF8.self))
     }
 
-    func demoBoard(_ temp: TemporaryDirectory) throws -> String {
-        let board = temp.path + "/board"
-        #expect(try CLITests().journal(["init", board]).status == 0)
-        #expect(try CLITests().journal(["record", "-C", board], stdin: CLITests.sample).status == 0)
-        return board
-    }
+    func demoBoard(_ temp: TemporaryDirectory) throws -> String { try CLITests().sampleBoard(temp) }
 
     @Test(.enabled(if: FileManager.default.fileExists(atPath: "/dev/full"), "needs /dev/full"))
     func everyCommandThatWritesFailsOnAFullDevice() throws {

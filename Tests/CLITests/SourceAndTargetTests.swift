@@ -7,17 +7,11 @@ import Testing
 @Suite struct SourceAndTargetTests {
     let cli = CLITests()
 
-    func board(_ temp: TemporaryDirectory) throws -> String {
-        let board = temp.path + "/board"
-        #expect(try cli.journal(["init", board]).status == 0)
-        #expect(try cli.journal(["record", "-C", board], stdin: CLITests.sample).status == 0)
-        return board
-    }
 
     @Test func mergeRefusesWhatIsNotAJournalOrABoard() throws {
         let temp = TemporaryDirectory("merge-sources")
         defer { temp.remove() }
-        let board = try board(temp)
+        let board = try cli.sampleBoard(temp)
         let notABoard = temp.path + "/documents"
         try FileManager.default.createDirectory(atPath: notABoard, withIntermediateDirectories: true)
         FileManager.default.createFile(atPath: notABoard + "/letter.txt", contents: Data("hi".utf8))
@@ -34,7 +28,7 @@ import Testing
     @Test func syncStartsANewBoardOnlyWhenAsked() throws {
         let temp = TemporaryDirectory("sync-targets")
         defer { temp.remove() }
-        let board = try board(temp)
+        let board = try cli.sampleBoard(temp)
         let typo = temp.path + "/shraed"
         let missing = try cli.journal(["sync", "-C", board, typo])
         #expect(missing.status == 64 && missing.stderr.contains("--create"), "\(missing.stderr)")
@@ -59,7 +53,7 @@ import Testing
     func rsyncToAMistypedPathIsRefused() throws {
         let temp = TemporaryDirectory("sync-rsync-targets")
         defer { temp.remove() }
-        let board = try board(temp)
+        let board = try cli.sampleBoard(temp)
         let typo = temp.path + "/remote-typo"
         let refused = try cli.journal(["sync", "-C", board, "--via", "rsync", typo])
         #expect(refused.status == 64, "\(refused.stderr)")

@@ -126,16 +126,22 @@ import Testing
         #expect(FileSystem.linkStatus(folder + "/" + fifoName)?.kind == .other)
     }
 
-    @Test func aSegmentSwappedForAFIFOAfterListingIsRefusedWithoutBlocking() throws {
-        let temp = TemporaryDirectory("hostile-swap-fifo")
-        defer { temp.remove() }
-        var bob = try Machine(temp.path + "/bob", seed: 58)
+    /// Bob's first sealed segment, published to a fresh shared folder: what a swap attacks.
+    func publishedSegment(_ temp: TemporaryDirectory, seed: UInt64) throws
+        -> (shared: String, segment: JournalDirectory.SealedFile, listed: String) {
+        var bob = try Machine(temp.path + "/bob", seed: seed)
         try bob.draw(strokes: 2)
         let shared = temp.path + "/shared"
         try FileSystem.createDirectory(shared)
         _ = try SyncEngine(journal: bob.journal).sync(.directory(shared))
         let segment = bob.journal.listSealed().sealed[0]
-        let listed = shared + "/replicas/" + segment.replica.hex + "/" + segment.name.fileName
+        return (shared, segment, shared + "/replicas/" + segment.replica.hex + "/" + segment.name.fileName)
+    }
+
+    @Test func aSegmentSwappedForAFIFOAfterListingIsRefusedWithoutBlocking() throws {
+        let temp = TemporaryDirectory("hostile-swap-fifo")
+        defer { temp.remove() }
+        let (shared, segment, listed) = try publishedSegment(temp, seed: 58)
 
         let journal = try Machine(temp.path + "/alice", seed: 59).journal
         let result = Box<ReconcileReport>()
@@ -158,13 +164,7 @@ import Testing
     @Test func aSegmentSwappedForASymlinkAfterListingIsNotFollowed() throws {
         let temp = TemporaryDirectory("hostile-swap-link")
         defer { temp.remove() }
-        var bob = try Machine(temp.path + "/bob", seed: 60)
-        try bob.draw(strokes: 2)
-        let shared = temp.path + "/shared"
-        try FileSystem.createDirectory(shared)
-        _ = try SyncEngine(journal: bob.journal).sync(.directory(shared))
-        let segment = bob.journal.listSealed().sealed[0]
-        let listed = shared + "/replicas/" + segment.replica.hex + "/" + segment.name.fileName
+        let (shared, segment, listed) = try publishedSegment(temp, seed: 60)
         try copyFile(segment.path, temp.path + "/elsewhere.sjs")
 
         let alice = try Machine(temp.path + "/alice", seed: 61)
