@@ -1,5 +1,4 @@
 import JournalFormat
-import Foundation
 import JournalPlatform
 import JournalStorage
 
@@ -287,19 +286,11 @@ struct RsyncTransport: Transport {
     }
 
     /// Runs rsync with stdout and stderr merged; no shell in between.
-    static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["rsync"] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        if process.terminationStatus == 127 { throw SyncError.rsyncMissing }
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    static func run(_ arguments: [String]) throws(SyncError) -> (status: Int32, output: String) {
+        let result: ChildProcess.Result
+        do { result = try ChildProcess.run("rsync", arguments) } catch { throw .io("cannot run rsync: \(error)") }
+        if result.status == 127 { throw .rsyncMissing }
+        return (result.status, result.outputText)
     }
 }
 
