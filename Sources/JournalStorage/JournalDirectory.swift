@@ -43,6 +43,8 @@ public struct JournalDirectory: Sendable {
             try FileSystem.createDirectory(directory.replicasPath)
             try FileSystem.createDirectory(directory.localPath)
             try FileSystem.writeAtomically(Array((replica.hex + "\n").utf8), to: directory.identityPath)
+            // Anchored at once: a copy made before any writer opened this journal is a copy too.
+            try IdentityAnchor.record(directory)
             try FileSystem.syncDirectory(directory.root)
         } catch {
             throw .io(error)

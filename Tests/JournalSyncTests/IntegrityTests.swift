@@ -84,6 +84,21 @@ import Testing
         #expect(Replay.load(original).report.forks.isEmpty)
     }
 
+    @Test func aJournalCopiedBeforeItsFirstWriterIsStillACopy() throws {
+        let temp = TemporaryDirectory("integrity-copy-fresh")
+        defer { temp.remove() }
+        let original = try JournalDirectory.create(at: temp.path + "/j")
+        try copyTree(original.root, to: temp.path + "/j2")
+        let copy = try JournalDirectory.open(at: temp.path + "/j2")
+        let copied = try JournalWriter(directory: copy)
+        #expect(copied.recovery.identityChange != nil)
+        try copied.close()
+        let first = try JournalWriter(directory: original)
+        #expect(first.recovery.identityChange == nil)
+        try first.close()
+        #expect(try copy.identity() != original.identity())
+    }
+
     // MARK: Finding 2: a name identifies its bytes
 
     @Test func sealedNamesCarryTheSHA256OfTheirBytes() throws {
