@@ -125,7 +125,9 @@ public struct SyncEngine {
         // 1. Decide what to fetch, from names, sizes and the cache alone.
         var wanted: [TreeListing.File] = []
         for file in remote.files {
-            if let folder = transport.localFolder, AtomicCopy.isStale(file.name) {
+            // A merge source is read, never written, whatever it holds: only a sync target is
+            // cleaned of this machine's crashed copies.
+            if publish, let folder = transport.localFolder, AtomicCopy.isStale(file.name) {
                 // Left by a sync of this machine that crashed mid-copy: ours to clean up (through
                 // a handle, so that a folder swapped for a symlink is not followed).
                 try? DirectoryHandle.open(file.replica.hex, beneath: folder).removeFile(file.name)
@@ -200,7 +202,7 @@ public struct SyncEngine {
                     cache.store(.held(file.replica.hex + "/" + name.fileName), target: key, file: file, identity: fileIdentity)
                 case .rejected(var problem):
                     problem.file = shown(file)
-                    if let claimed, let folder = transport.localFolder,
+                    if publish, let claimed, let folder = transport.localFolder,
                        let aside = moveAsideDamagedCopy(file, name: claimed, problem: problem, folder: folder, readAs: fileIdentity) {
                         problem.reason += "; moved aside to \(aside) so that a machine holding the right bytes publishes them again"
                         report.rejected.append(problem)

@@ -203,6 +203,27 @@ import Testing
         #expect(repaired.ignored.contains { $0.file.contains(FileClassifier.damagedPrefix) })
     }
 
+    @Test func aMergeNeverWritesToItsSource() throws {
+        let temp = TemporaryDirectory("integrity-merge-source")
+        defer { temp.remove() }
+        var bob = try Machine(temp.path + "/bob", seed: 55)
+        let alice = try Machine(temp.path + "/alice", seed: 56)
+        try bob.draw(strokes: 3)
+        let file = try #require(bob.journal.listSealed().sealed.first)
+        let folder = bob.journal.replicaPath(file.replica)
+        // What a killed recorder of this host leaves, and a damaged copy nobody wrote for long.
+        try writeFile(folder + "/.tmp-" + file.name.fileName + "." + ProcessInfoLite.hostName + ".999999999.0123456789abcdef", [1, 2, 3])
+        var bytes = try FileSystem.readFile(file.path)
+        bytes[bytes.count / 2] ^= 0x08
+        let damaged = folder + "/" + SegmentName(firstSeq: 900, lastSeq: 900, contents: [9]).fileName
+        try writeFile(damaged, bytes)
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -600)], ofItemAtPath: damaged)
+        let before = snapshot(bob.journal.root)
+        let report = try SyncEngine(journal: alice.journal).merge(from: [bob.journal.root])
+        #expect(!report.imported.isEmpty && !report.rejected.isEmpty)
+        #expect(snapshot(bob.journal.root) == before, "merge changed its source")
+    }
+
     // MARK: Finding 7: one crafted file cannot exhaust clocks or seqs
 
     @Test func implausibleClocksAreQuarantinedAndWritersKeepRecording() throws {
