@@ -830,10 +830,12 @@ class Campaign:
         return [m], f"{m.name} rc={r.rc}"
 
     def do_copy(self):
-        src = self.pick()
         copies = [m for m in self.live() if m.copy_of is not None]
         if len(self.live()) >= self.a.max_machines and copies:
             self.retire(copies[0])
+        # Picked after retiring: a retired machine is never synced again, so recording into it
+        # would make its events unreachable by design, not by a fault of the product.
+        src = self.pick()
         name = "%s%d" % (src.name[0], len(self.machines) + 1)
         path = os.path.join(self.work, "machines", name)
         live = self.rng.random() < 0.25
