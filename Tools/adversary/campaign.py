@@ -807,11 +807,19 @@ class Campaign:
         r0 = self.rng.random()
         other = self.pick(exclude=m)
         src = other.path if (r0 < 0.6 and other) else (self.shared if r0 < 0.8 else self.rsync)
+        if not os.path.isdir(os.path.join(src, "replicas")):  # nothing published there yet: not a board
+            src = other.path if other else self.shared
         before = fingerprint(src)
         r = self.run(["merge", "-C", m.path, src] + (["--json"] if self.rng.random() < 0.3 else []))
         self.check_process(r, target=src)
-        if fingerprint(src) != before:
-            self.fail("confinement", f"`merge` changed its source {os.path.relpath(src, self.work)}", r)
+        after = fingerprint(src)
+        if after != before:
+            changes = ([f"+{p}" for p in sorted(set(after) - set(before))] +
+                       [f"-{p}" for p in sorted(set(before) - set(after))] +
+                       [f"~{p}" for p in sorted(set(before) & set(after)) if before[p] != after[p]])
+            self.fail("confinement", f"`merge` changed its source {os.path.relpath(src, self.work)}: "
+                                     f"{', '.join(changes[:6])}{' …' if len(changes) > 6 else ''}", r,
+                      signature="`merge` changed its source")
         else:
             self.ok()
         return [m], f"{m.name} from {os.path.relpath(src, self.work)} rc={r.rc}"
@@ -1034,6 +1042,10 @@ class Campaign:
         folder = os.path.join(t, "replicas", rid)
         if os.path.islink(folder):
             return [], "skipped (already a symlink)"
+        # Another plant inside this folder would be restored by path later, i.e. through the
+        # symlink into a canary (the campaign's own write, blamed on the product).
+        if any(path.startswith(folder + os.sep) for q in self.plants for path, _ in q.paths):
+            return [], "skipped (the folder holds another plant)"
         os.makedirs(os.path.dirname(folder), exist_ok=True)
         aside = os.path.join(self.aside, "p%d" % p.pid)
         if os.path.isdir(folder):
@@ -1312,6 +1324,8 @@ class Campaign:
         p.mentions.append(name)
 
         def restore(path=path, original=original, forged=sha(data)):
+            if os.path.realpath(os.path.dirname(path)) != os.path.abspath(os.path.dirname(path)):
+                return  # never write through a symlink ourselves
             if not os.path.lexists(path) or (os.path.isfile(path) and sha(read_bytes(path)) == forged):
                 write_atomically(path, original)
         p.restore.append(restore)
