@@ -41,7 +41,7 @@ public enum FormatV1 {
     }
 }
 
-/// The plausibility bound on clocks (docs/FORMAT.md §13.4). An honest writer gives each event
+/// The plausibility bound on clocks (docs/FORMAT.md §8.9). An honest writer gives each event
 /// a Lamport clock one above the largest it has seen, so no honest clock or seq exceeds the
 /// number of distinct events that exist. An event whose seq or Lamport clock exceeds
 /// `limit(distinctEvents:)` of the set it is read with is quarantined: reported, never

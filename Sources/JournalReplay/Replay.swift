@@ -35,7 +35,7 @@ public struct ReplayReport: Sendable {
     /// The snapshot this load wrote automatically, if it wrote one (callers say so).
     public var snapshotWritten: SnapshotStore.Info?
     /// Events left out because their seq or clock exceeds the plausibility bound
-    /// (`ClockBound`, docs/FORMAT.md §13.4): reported as problems, never applied.
+    /// (`ClockBound`, docs/FORMAT.md §8.9): reported as problems, never applied.
     public var quarantinedEvents = 0
     /// `forks` as a set, for constant-time checks while merging overlap groups.
     var forkSet = Set<EventID>()
@@ -409,7 +409,7 @@ struct ReplicaStream {
             report.quarantinedEvents += dropped
             report.problems.append(Problem(
                 .quarantined, file: file, offset: offset, replica: replica, seqRange: seqs.min()!...seqs.max()!,
-                reason: "\(dropped) event(s) whose seq or Lamport clock exceeds the plausibility bound \(plausibilityLimit) (docs/FORMAT.md §13.4); not applied"))
+                reason: "\(dropped) event(s) whose seq or Lamport clock exceeds the plausibility bound \(plausibilityLimit) (docs/FORMAT.md §8.9); not applied"))
         }
         return kept
     }

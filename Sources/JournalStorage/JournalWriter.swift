@@ -150,7 +150,7 @@ public final class JournalWriter {
 
     /// Raises the clock past events seen from other replicas (invariant 4), up to the
     /// plausibility bound: a clock beyond it belongs to an event replay quarantines, and
-    /// following it would let one crafted file exhaust this writer (docs/FORMAT.md §13.4).
+    /// following it would let one crafted file exhaust this writer (docs/FORMAT.md §8.9).
     public func observe(lamport: UInt64) {
         let limit = ClockBound.limit(distinctEvents: knownEventsAtOpen + appendedSinceOpen)
         let plausible = min(lamport, limit, FormatV1.maxLamport - 2)

@@ -17,7 +17,7 @@ public struct Problem: Error, Equatable, Sendable, CustomStringConvertible {
         /// The file could not be read at all (permissions, I/O error).
         case unreadable
         /// Valid bytes whose claims cannot be honest: events whose seq or Lamport clock jumps
-        /// past the plausibility bound (docs/FORMAT.md §13.4), or a segment of this journal's
+        /// past the plausibility bound (docs/FORMAT.md §8.9), or a segment of this journal's
         /// own replica that its writer never assigned. Reported, never applied.
         case quarantined
     }
