@@ -1,11 +1,17 @@
 // swift-tools-version:6.0
 // StrokeJournal: an event-sourced, zlib-compressed journal of drawing sessions.
 //
-// Layers, bottom to top (a lower layer never imports a higher one):
-//   CZlib ⟶ JournalPlatform (the only C/POSIX interop) ⟶ JournalFormat (pure model + codec)
-//   ⟶ JournalStorage (files, fsync, locks) ⟶ JournalReplay (fold to a drawing)
-//   ⟶ JournalSync (shared folders, rsync) ⟶ journal (the command-line tool). JournalIngest parses text input into events.
+// Layers, bottom to top (a lower layer never imports a higher one; docs/ARCHITECTURE.md):
+//   CZlib ⟶ JournalCompression (zlib, CRC-32)   JournalPlatform (POSIX files, processes)
+//   ⟶ JournalFormat (events and bytes, no I/O) ⟶ JournalStorage (files, fsync, locks)
+//   ⟶ JournalReplay (fold, digest, snapshots) ⟶ JournalSync (shared folders, rsync)
+//   ⟶ journal (the command-line tool). Beside them: JournalIngest (text lines to events),
+//   JournalRender (SVG), JournalSamples (the built-in demo session).
 import PackageDescription
+
+// Every module states the modules it uses: an import that its dependencies do not name
+// fails to build, and members are visible only where their module is imported (SE-0444).
+let strict: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibility")]
 
 let package = Package(
     name: "StrokeJournal",
@@ -24,49 +30,100 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-atomics", from: "1.2.0"),
     ],
     targets: [
-        // MARK: C interop
+        // MARK: C interop (the only modules that call C)
         .systemLibrary(
             name: "CZlib",
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
         ),
-        .target(name: "JournalPlatform", dependencies: ["CZlib", .product(name: "Atomics", package: "swift-atomics")]),
+        .target(name: "JournalCompression", dependencies: ["CZlib"], swiftSettings: strict),
+        .target(
+            name: "JournalPlatform",
+            dependencies: [.product(name: "Atomics", package: "swift-atomics")],
+            swiftSettings: strict),
 
         // MARK: Library layers
-        .target(name: "JournalFormat", dependencies: ["JournalPlatform"]),
+        .target(name: "JournalFormat", dependencies: ["JournalCompression"], swiftSettings: strict),
         .target(
             name: "JournalStorage",
-            dependencies: ["JournalFormat", "JournalPlatform", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: [
+                "JournalCompression", "JournalFormat", "JournalPlatform", .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict),
         .target(
             name: "JournalReplay",
-            dependencies: ["JournalFormat", "JournalStorage", .product(name: "Crypto", package: "swift-crypto")]),
-        .target(name: "JournalSync", dependencies: ["JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay"]),
-        .target(name: "JournalIngest", dependencies: ["JournalFormat"]),
+            dependencies: [
+                "JournalCompression", "JournalFormat", "JournalPlatform", "JournalStorage",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict),
+        .target(
+            name: "JournalSync",
+            dependencies: ["JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay"],
+            swiftSettings: strict),
+        .target(name: "JournalIngest", dependencies: ["JournalFormat", "JournalPlatform"], swiftSettings: strict),
+        .target(name: "JournalRender", dependencies: ["JournalFormat", "JournalReplay"], swiftSettings: strict),
+        .target(name: "JournalSamples", dependencies: ["JournalFormat"], swiftSettings: strict),
 
-        .target(name: "StrokeJournal", dependencies: ["JournalFormat", "JournalStorage", "JournalReplay", "JournalSync", "JournalIngest"]),
+        .target(
+            name: "StrokeJournal",
+            dependencies: [
+                "JournalFormat", "JournalStorage", "JournalReplay", "JournalSync", "JournalIngest", "JournalRender",
+                "JournalSamples",
+            ],
+            swiftSettings: strict),
 
         // MARK: Command-line tool
         .executableTarget(
             name: "journal",
             dependencies: [
-                "JournalStorage", "JournalReplay", "JournalSync", "JournalIngest",
+                "JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay", "JournalSync", "JournalIngest",
+                "JournalRender", "JournalSamples",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            swiftSettings: strict
         ),
 
         // MARK: Tests
         // Event generators and byte-damage helpers shared by the test targets.
-        .target(name: "JournalTestSupport", dependencies: ["JournalFormat", "JournalPlatform"], path: "Tests/Support"),
-        .testTarget(name: "JournalFormatTests", dependencies: ["JournalFormat", "JournalPlatform", "JournalTestSupport"]),
+        .target(
+            name: "JournalTestSupport", dependencies: ["JournalFormat", "JournalPlatform"], path: "Tests/Support",
+            swiftSettings: strict),
+        .testTarget(
+            name: "JournalFormatTests",
+            dependencies: ["JournalFormat", "JournalCompression", "JournalPlatform", "JournalTestSupport"],
+            swiftSettings: strict),
         .testTarget(
             name: "JournalStorageTests",
-            dependencies: ["JournalStorage", "JournalReplay", "JournalFormat", "JournalIngest", "JournalTestSupport"],
-            exclude: ["Golden"]),
-        .testTarget(name: "JournalReplayTests", dependencies: ["JournalReplay", "JournalStorage", "JournalFormat", "JournalTestSupport"]),
-        .testTarget(name: "JournalIngestTests", dependencies: ["JournalIngest", "JournalFormat", "JournalTestSupport"]),
-        .testTarget(name: "JournalSyncTests", dependencies: ["JournalSync", "JournalStorage", "JournalReplay", "JournalFormat", "JournalTestSupport"]),
-        .testTarget(name: "CLITests", dependencies: ["journal", "JournalTestSupport"]),
+            dependencies: [
+                "JournalStorage", "JournalReplay", "JournalFormat", "JournalCompression", "JournalPlatform", "JournalIngest",
+                "JournalTestSupport",
+            ],
+            exclude: ["Golden"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "JournalReplayTests",
+            dependencies: [
+                "JournalReplay", "JournalStorage", "JournalFormat", "JournalCompression", "JournalPlatform",
+                "JournalTestSupport",
+            ],
+            swiftSettings: strict),
+        .testTarget(
+            name: "JournalRenderTests",
+            dependencies: ["JournalRender", "JournalSamples", "JournalReplay", "JournalFormat", "JournalTestSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "JournalIngestTests", dependencies: ["JournalIngest", "JournalFormat", "JournalTestSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "JournalSyncTests",
+            dependencies: [
+                "JournalSync", "JournalStorage", "JournalReplay", "JournalFormat", "JournalCompression", "JournalPlatform",
+                "JournalTestSupport",
+            ],
+            swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["journal", "JournalTestSupport"], swiftSettings: strict),
         // Depends on the umbrella module only, as an app does.
-        .testTarget(name: "EmbeddingTests", dependencies: ["StrokeJournal"]),
+        .testTarget(name: "EmbeddingTests", dependencies: ["StrokeJournal"], swiftSettings: strict),
     ]
 )

@@ -12,8 +12,7 @@ public struct RGBA: Hashable, Sendable, CustomStringConvertible {
 
     /// `#RRGGBBAA`, uppercase: the canonical text form.
     public var hexString: String {
-        let digits = String(rawValue, radix: 16, uppercase: true)
-        return "#" + String(repeating: "0", count: 8 - digits.count) + digits
+        "#" + Hex.string(UInt64(rawValue), digits: 8, uppercase: true)
     }
     public var description: String { hexString }
 
@@ -23,13 +22,8 @@ public struct RGBA: Hashable, Sendable, CustomStringConvertible {
         guard utf8.first == UInt8(ascii: "#"), utf8.count == 7 || utf8.count == 9 else { return nil }
         var value: UInt32 = 0
         for unit in utf8.dropFirst() {
-            let nibble: UInt8
-            switch unit {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = unit - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = unit - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = unit - UInt8(ascii: "A") + 10
-            default: return nil
-            }
+            let nibble = Hex.digitValue(unit)
+            guard nibble != Hex.invalidDigit else { return nil }
             value = value << 4 | UInt32(nibble)
         }
         if utf8.count == 7 { value = value << 8 | 0xFF }

@@ -61,15 +61,9 @@ public enum ClockBound {
     /// The number of distinct event ids in per-replica seq ranges (overlaps counted once).
     public static func distinctEvents<Ranges: Sequence>(_ rangesByReplica: [Ranges]) -> UInt64
     where Ranges.Element == ClosedRange<UInt64> {
-        var total: UInt64 = 0
-        for ranges in rangesByReplica {
-            var next: UInt64 = 0
-            for range in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) {
-                let start = max(range.lowerBound, next)
-                if range.upperBound >= start { total &+= range.upperBound - start + 1 }
-                next = max(next, range.upperBound &+ 1)
-            }
+        rangesByReplica.reduce(0) { total, ranges in
+            let sum = total.addingReportingOverflow(SeqRanges(ranges).count)
+            return sum.overflow ? .max : sum.partialValue
         }
-        return total
     }
 }

@@ -33,19 +33,28 @@ public struct UUIDBits: Hashable, Comparable, Sendable {
 
     /// 32 lowercase hex digits, no dashes.
     public var compactHex: String {
-        hex(high, digits: 16) + hex(low, digits: 16)
+        Hex.string(high, digits: 16) + Hex.string(low, digits: 16)
     }
 
     /// `XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX`, uppercase (as Foundation's `UUID` prints).
     public var uuidString: String {
-        let digits = Array(compactHex.uppercased())
-        var result = ""
-        result.reserveCapacity(36)
-        for (index, character) in digits.enumerated() {
-            if index == 8 || index == 12 || index == 16 || index == 20 { result.append("-") }
-            result.append(character)
-        }
-        return result
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(36)
+        appendUUIDString(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the `uuidString` form as UTF-8, for encoders that build bytes.
+    public func appendUUIDString(to bytes: inout [UInt8]) {
+        Hex.append(high, digits: 8, uppercase: true, to: &bytes)
+        bytes.append(UInt8(ascii: "-"))
+        Hex.append(high << 32, digits: 4, uppercase: true, to: &bytes)
+        bytes.append(UInt8(ascii: "-"))
+        Hex.append(high << 48, digits: 4, uppercase: true, to: &bytes)
+        bytes.append(UInt8(ascii: "-"))
+        Hex.append(low, digits: 4, uppercase: true, to: &bytes)
+        bytes.append(UInt8(ascii: "-"))
+        Hex.append(low << 16, digits: 12, uppercase: true, to: &bytes)
     }
 
     /// Parses 32 hex digits, with or without the four dashes of the UUID layout.
@@ -59,7 +68,8 @@ public struct UUIDBits: Hashable, Comparable, Sendable {
                 guard [8, 13, 18, 23].contains(index), text.utf8.count == 36 else { return nil }
                 continue
             }
-            guard let nibble = hexValue(unit) else { return nil }
+            let nibble = Hex.digitValue(unit)
+            guard nibble != Hex.invalidDigit else { return nil }
             if count < 16 { high = high << 4 | UInt64(nibble) } else { low = low << 4 | UInt64(nibble) }
             count += 1
             if count > 32 { return nil }
@@ -130,18 +140,4 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
     public static func < (lhs: EventID, rhs: EventID) -> Bool {
         (lhs.replica, lhs.seq) < (rhs.replica, rhs.seq)
     }
-}
-
-private func hexValue(_ unit: UInt8) -> UInt8? {
-    switch unit {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): return unit - UInt8(ascii: "0")
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): return unit - UInt8(ascii: "a") + 10
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): return unit - UInt8(ascii: "A") + 10
-    default: return nil
-    }
-}
-
-private func hex(_ value: UInt64, digits: Int) -> String {
-    let text = String(value, radix: 16)
-    return String(repeating: "0", count: max(0, digits - text.count)) + text
 }

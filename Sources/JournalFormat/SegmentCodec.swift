@@ -1,4 +1,4 @@
-import JournalPlatform
+import JournalCompression
 
 /// The file header every segment starts with (docs/FORMAT.md, "File header").
 public struct SegmentHeader: Equatable, Sendable {
@@ -103,7 +103,7 @@ public enum SegmentFormatError: Error, Equatable, Sendable, CustomStringConverti
         case .badBlockMagic: return "no block starts here (bad block magic)"
         case .bound(let what): return "\(what) is outside the format's bounds"
         case .blockChecksum(let stored, let computed):
-            return "block checksum mismatch (stored \(hex32(stored)), computed \(hex32(computed)))"
+            return "block checksum mismatch (stored \(Hex.checksum(stored)), computed \(Hex.checksum(computed)))"
         case .inflate(let error): return "block body does not inflate: \(error)"
         case .body(let error): return "block body is malformed: \(error)"
         case .seqOutOfOrder(let expected, let found): return "block starts at seq \(found), expected \(expected)"
@@ -118,10 +118,6 @@ func littleEndian<T: FixedWidthInteger>(_ bytes: UnsafeRawBufferPointer, at offs
     return value
 }
 
-private func hex32(_ value: UInt32) -> String {
-    let digits = String(value, radix: 16)
-    return "0x" + String(repeating: "0", count: 8 - digits.count) + digits
-}
 
 /// Builds the bytes of segments: header plus framed, compressed, checksummed blocks.
 public enum SegmentEncoder {

@@ -4,17 +4,6 @@ import JournalFormat
 // counterpart accepts (`StrokeID(uuidString:)`, `RGBA(hexString:)`) — the tests check the
 // two agree — but reads raw bytes without building a `String` first.
 
-/// The value of one hex digit, or 0xFF.
-@inline(__always)
-func hexNibble(_ byte: UInt8) -> UInt8 {
-    switch byte {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte &- UInt8(ascii: "0")
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte &- UInt8(ascii: "a") &+ 10
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte &- UInt8(ascii: "A") &+ 10
-    default: return 0xFF
-    }
-}
-
 // MARK: Word-at-a-time helpers (SWAR). Words are read little-endian: the first byte is
 // the lowest.
 
@@ -52,7 +41,7 @@ func stringStopMask(_ word: UInt64) -> UInt64 {
 /// The value of eight hex digits packed in a word (first digit in the lowest byte), or nil
 /// when any byte is not `0-9`, `a-f` or `A-F`.
 @inline(__always)
-func hex8(_ word: UInt64) -> UInt64? {
+func parseHexWord(_ word: UInt64) -> UInt64? {
     guard word & bytesHigh == 0 else { return nil }
     // With every byte below 0x80, x + (0x80 - lo) sets bit 7 exactly when x >= lo, without
     // carrying into the next byte.
@@ -87,7 +76,7 @@ func parseStrokeID(_ base: UnsafePointer<UInt8>, count: Int) -> StrokeID? {
     } else {
         return nil
     }
-    guard let a = hex8(words.0), let b = hex8(words.1), let c = hex8(words.2), let d = hex8(words.3) else {
+    guard let a = parseHexWord(words.0), let b = parseHexWord(words.1), let c = parseHexWord(words.2), let d = parseHexWord(words.3) else {
         return nil
     }
     return StrokeID(UUIDBits(high: a << 32 | b, low: c << 32 | d))
@@ -105,7 +94,7 @@ func parseHexColor(_ base: UnsafePointer<UInt8>, count: Int) -> RGBA? {
     } else {
         return nil
     }
-    guard let value = hex8(word) else { return nil }
+    guard let value = parseHexWord(word) else { return nil }
     return RGBA(rawValue: UInt32(value))
 }
 

@@ -26,8 +26,8 @@ public enum CanonicalJSON {
         out.reserveCapacity(240)
         appendBody(event.payload, to: &out)
         append(#","replica":""#, to: &out)
-        appendHex(event.id.replica.bits.high, to: &out, uppercase: false)
-        appendHex(event.id.replica.bits.low, to: &out, uppercase: false)
+        Hex.append(event.id.replica.bits.high, digits: 16, uppercase: false, to: &out)
+        Hex.append(event.id.replica.bits.low, digits: 16, uppercase: false, to: &out)
         append(#"","seq":"#, to: &out)
         append(String(event.id.seq), to: &out)
         append(#","lamport":"#, to: &out)
@@ -43,7 +43,7 @@ public enum CanonicalJSON {
     /// infinities or NaN, so a non-finite value prints `null` (which `LineParser` refuses:
     /// payloads that pass `Payload.validate()` never hold one).
     public static func number(_ value: Double) -> String {
-        value.isFinite ? value.description : "null"
+        JSONText.number(value)
     }
 
     // MARK: Pieces
@@ -62,7 +62,7 @@ public enum CanonicalJSON {
         append(#","y":"#, to: &out)
         append(number(sample.y), to: &out)
         append(##","color":"#"##, to: &out)
-        appendHex(UInt64(sample.style.color.rawValue) << 32, to: &out, uppercase: true, digits: 8)
+        Hex.append(UInt64(sample.style.color.rawValue) << 32, digits: 8, uppercase: true, to: &out)
         append(#"","width":"#, to: &out)
         append(number(sample.style.width), to: &out)
         if let pressure = sample.pressure {
@@ -80,25 +80,7 @@ public enum CanonicalJSON {
         out.append(contentsOf: text.utf8)
     }
 
-    /// The top `digits` hex digits of `value`.
-    private static func appendHex(_ value: UInt64, to out: inout [UInt8], uppercase: Bool, digits: Int = 16) {
-        let letters = uppercase ? UInt8(ascii: "A") : UInt8(ascii: "a")
-        for index in 0..<digits {
-            let nibble = UInt8(truncatingIfNeeded: value >> UInt64(60 - 4 * index)) & 0xF
-            out.append(nibble < 10 ? UInt8(ascii: "0") + nibble : letters + nibble - 10)
-        }
-    }
-
-    /// `XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX`, uppercase.
     private static func appendUUID(_ bits: UUIDBits, to out: inout [UInt8]) {
-        appendHex(bits.high, to: &out, uppercase: true, digits: 8)
-        out.append(UInt8(ascii: "-"))
-        appendHex(bits.high << 32, to: &out, uppercase: true, digits: 4)
-        out.append(UInt8(ascii: "-"))
-        appendHex(bits.high << 48, to: &out, uppercase: true, digits: 4)
-        out.append(UInt8(ascii: "-"))
-        appendHex(bits.low, to: &out, uppercase: true, digits: 4)
-        out.append(UInt8(ascii: "-"))
-        appendHex(bits.low << 16, to: &out, uppercase: true, digits: 12)
+        bits.appendUUIDString(to: &out)
     }
 }

@@ -156,7 +156,7 @@ struct JSONScanner {
         guard index + 4 <= end else { throw error("invalid \\u escape at column \(index + 1)") }
         var value: UInt32 = 0
         for offset in 0..<4 {
-            let nibble = hexNibble(base[index + offset])
+            let nibble = Hex.digitValue(base[index + offset])
             guard nibble < 16 else { throw error("invalid \\u escape at column \(index + 1)") }
             value = value << 4 | UInt32(nibble)
         }

@@ -1,11 +1,5 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import JournalFormat
+import JournalPlatform
 
 /// Streams NDJSON from a file descriptor in large reads and parses it line by line.
 ///
@@ -30,9 +24,9 @@ public struct NDJSONReader {
     public init(
         path: String, maxLineLength: Int = LineParser.maxLineLength, readSize: Int = NDJSONReader.chunkSize
     ) throws(InputError) {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw InputError(source: path, line: 0, reason: "cannot open: \(systemError(errno))")
+        let descriptor: FileDescriptor
+        do { descriptor = try FileDescriptor.openForStreamingInput(path) } catch {
+            throw InputError(source: path, line: 0, reason: "cannot open: \(error.message)")
         }
         self.source = path
         self.maxLineLength = maxLineLength
@@ -46,7 +40,8 @@ public struct NDJSONReader {
     ) {
         self.source = name
         self.maxLineLength = maxLineLength
-        self.state = State(descriptor: fileDescriptor, owned: false, maxLineLength: maxLineLength, readSize: readSize)
+        self.state = State(
+            descriptor: .borrowed(fileDescriptor, name: name), owned: false, maxLineLength: maxLineLength, readSize: readSize)
     }
 
     /// The number of the last line read (0 before the first).
@@ -92,7 +87,7 @@ public struct NDJSONReader {
     /// The buffer and descriptor behind a reader.
     private final class State {
         var whenIdle: (() -> Void)?
-        let descriptor: Int32
+        let descriptor: FileDescriptor
         let owned: Bool
         let maxLineLength: Int
         let capacity: Int
@@ -107,7 +102,7 @@ public struct NDJSONReader {
         var discarding = false
         var lineNumber = 0
 
-        init(descriptor: Int32, owned: Bool, maxLineLength: Int, readSize: Int) {
+        init(descriptor: FileDescriptor, owned: Bool, maxLineLength: Int, readSize: Int) {
             self.descriptor = descriptor
             self.owned = owned
             self.maxLineLength = max(0, maxLineLength)
@@ -119,15 +114,15 @@ public struct NDJSONReader {
 
         deinit {
             buffer.deallocate()
-            if owned { _ = close(descriptor) }
+            if owned { descriptor.close() }
         }
 
         /// The next line's bytes (without "\n"), valid until the next call.
         func nextLine(source: String) throws(InputError) -> (number: Int, bytes: UnsafeRawBufferPointer)? {
             if discarding { try discardRestOfLine(source: source) }
             while true {
-                if scanned < end, let found = memchr(buffer + scanned, Int32(UInt8(ascii: "\n")), end - scanned) {
-                    let newline = buffer.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                if scanned < end, let offset = newlineOffset(from: scanned) {
+                    let newline = scanned + offset
                     let line = UnsafeRawBufferPointer(start: buffer + start, count: newline - start)
                     start = newline + 1
                     scanned = start
@@ -162,8 +157,8 @@ public struct NDJSONReader {
         /// Drops bytes through the next newline (or to the end of input).
         private func discardRestOfLine(source: String) throws(InputError) {
             while true {
-                if start < end, let found = memchr(buffer + start, Int32(UInt8(ascii: "\n")), end - start) {
-                    start = buffer.distance(to: found.assumingMemoryBound(to: UInt8.self)) + 1
+                if start < end, let offset = newlineOffset(from: start) {
+                    start += offset + 1
                     scanned = start
                     discarding = false
                     return
@@ -183,37 +178,27 @@ public struct NDJSONReader {
         private func fill(source: String) throws(InputError) {
             if start > 0 {
                 let pending = end - start
-                if pending > 0 { memmove(buffer, buffer + start, pending) }
+                if pending > 0 { UnsafeMutableRawPointer(buffer).copyMemory(from: buffer + start, byteCount: pending) }
                 end = pending
                 scanned -= start
                 start = 0
             }
             if let whenIdle {
-                var probe = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-                if poll(&probe, 1, 0) == 0 { whenIdle() }
+                if descriptor.wouldWaitToRead { whenIdle() }
             }
-            while true {
-                let count = read(descriptor, buffer + end, min(readSize, capacity - end))
-                if count > 0 {
-                    end += count
-                    return
-                }
-                if count == 0 {
-                    atEOF = true
-                    return
-                }
-                let code = errno
-                if code == EINTR { continue }
+            let count: Int
+            do { count = try descriptor.readSome(into: buffer + end, count: min(readSize, capacity - end)) } catch {
                 // Reported once; the input then ends, so a caller that skips errors stops.
                 atEOF = true
-                throw InputError(source: source, line: lineNumber + 1, reason: "read error: \(systemError(code))")
+                throw InputError(source: source, line: lineNumber + 1, reason: "read error: \(error.message)")
             }
+            if count == 0 { atEOF = true } else { end += count }
+        }
+
+        /// Where the next "\n" at or after `from` is, relative to `from`.
+        private func newlineOffset(from: Int) -> Int? {
+            ByteSearch.firstIndex(
+                of: UInt8(ascii: "\n"), in: UnsafeRawBufferPointer(start: buffer + from, count: end - from))
         }
     }
-}
-
-/// `strerror` text for an errno value.
-func systemError(_ code: Int32) -> String {
-    guard let text = strerror(code) else { return "error \(code)" }
-    return String(cString: text)
 }

@@ -400,6 +400,13 @@ enum SystemCall {
         return Glibc.write(fd, buffer, count)
         #endif
     }
+    static func read(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+        #if canImport(Darwin)
+        return Darwin.read(fd, buffer, count)
+        #else
+        return Glibc.read(fd, buffer, count)
+        #endif
+    }
     static func pread(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ offset: off_t) -> Int {
         #if canImport(Darwin)
         return Darwin.pread(fd, buffer, count, offset)

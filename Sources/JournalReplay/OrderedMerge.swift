@@ -65,6 +65,7 @@ struct OrderedMerge {
             while true {
                 let key = headKeys[replica]
                 if let bound, bound < key { push(replica); break }
+                assert(lastKey.map { $0 < key } ?? true, "ordered merge: events out of order")
                 lastKey = key
                 let more = state.apply(&heads[replica]!, key: key, nextKey: &headKeys[replica], report: &report)
                 if !more {
@@ -78,6 +79,7 @@ struct OrderedMerge {
             }
         }
         for stream in streams.compactMap({ $0 }) { report.replicas.append(stream.summary) }
+        state.checkInvariants()
         return state.finish()
     }
 
@@ -131,7 +133,17 @@ struct OrderedMerge {
             heap.swapAt(parent, smallest)
             parent = smallest
         }
+        checkHeapInvariant()
         return top
+    }
+
+    /// Debug builds only: every replica in the heap sorts no earlier than its parent.
+    private func checkHeapInvariant() {
+        #if DEBUG
+        for child in heap.indices.dropFirst() {
+            assert(!(key(of: heap[child]) < key(of: heap[(child - 1) / 2])), "ordered merge: heap order broken at \(child)")
+        }
+        #endif
     }
 }
 
@@ -180,6 +192,18 @@ struct OrderedFoldState {
     var styles: [Style] = []
     var styleIndex: [Style: UInt32] = [:]
     var latestClear: CompactKey?
+
+    /// Debug builds only: each stroke has one slot, one id and at most one creation entry,
+    /// and every style index points into `styles`.
+    func checkInvariants() {
+        #if DEBUG
+        assert(strokes.count == strokeIDs.count && slots.count == strokeIDs.count, "fold state: slot tables disagree")
+        for (slot, id) in strokeIDs.enumerated() { assert(slots[id] == Int32(slot), "fold state: slot of \(id) is wrong") }
+        assert(Set(creationOrder).count == creationOrder.count, "fold state: a stroke created twice")
+        assert(styleIndex.count == styles.count, "fold state: style tables disagree")
+        for stroke in strokes { assert(Int(stroke.style) < max(1, styles.count), "fold state: style index out of range") }
+        #endif
+    }
 
     /// Maps a block's stroke and style tables onto global slots, once per block.
     mutating func head(for columns: BlockColumns) -> Head {

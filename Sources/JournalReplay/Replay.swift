@@ -10,15 +10,7 @@ public struct ReplayReport: Sendable {
         /// Seq ranges held, merged and sorted.
         public var ranges: [ClosedRange<UInt64>] = []
         /// Holes between 1 and the highest seq held: known to be missing.
-        public var gaps: [ClosedRange<UInt64>] {
-            var result: [ClosedRange<UInt64>] = []
-            var next: UInt64 = 1
-            for range in ranges {
-                if range.lowerBound > next { result.append(next...(range.lowerBound - 1)) }
-                next = max(next, range.upperBound + 1)
-            }
-            return result
-        }
+        public var gaps: [ClosedRange<UInt64>] { SeqRanges(ranges).gaps() }
     }
 
     public var replicas: [ReplicaSummary] = []
@@ -89,9 +81,7 @@ public enum Replay {
                                  previous: Snapshot? = nil) -> Snapshot {
         var covered = previous?.covered ?? [:]
         for summary in report.replicas {
-            var ranges = covered[summary.replica] ?? []
-            ranges += summary.ranges
-            covered[summary.replica] = merged(ranges)
+            covered[summary.replica] = SeqRanges((covered[summary.replica] ?? []) + summary.ranges).ranges
         }
         var lastLamports: [ReplicaID: UInt64] = [:]
         for (index, replica) in replicas.enumerated() { lastLamports[replica] = merge.lastLamports[index] }
@@ -158,13 +148,13 @@ public enum Replay {
         }
         for summary in applied.replicas {
             var merged = summaries[summary.replica] ?? ReplayReport.ReplicaSummary(replica: summary.replica)
-            merged.ranges = Replay.merged(merged.ranges + summary.ranges)
+            merged.ranges = SeqRanges(merged.ranges + summary.ranges).ranges
             summaries[summary.replica] = merged
         }
         for member in set.members { summaries[member.replica]?.segments += 1 }
         report.replicas = summaries.keys.sorted().map { replica in
             var summary = summaries[replica]!
-            summary.events = summary.ranges.reduce(0) { $0 + Int($1.upperBound - $1.lowerBound + 1) }
+            summary.events = Int(clamping: SeqRanges(summary.ranges).count)
             return summary
         }
         var next = makeSnapshot(of: merge, set: set, replicas: replicas, report: applied, previous: snapshot)
@@ -173,18 +163,6 @@ public enum Replay {
         next.maxLamport = report.maxLamport
         next.duplicateEvents = report.duplicateEvents
         return (drawing, report, next)
-    }
-
-    static func merged(_ ranges: [ClosedRange<UInt64>]) -> [ClosedRange<UInt64>] {
-        var result: [ClosedRange<UInt64>] = []
-        for range in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) {
-            if let last = result.last, range.lowerBound <= last.upperBound + 1 {
-                result[result.count - 1] = last.lowerBound...max(last.upperBound, range.upperBound)
-            } else {
-                result.append(range)
-            }
-        }
-        return result
     }
 
     /// Decodes every block of every segment without folding: what `verify` and `status` need
@@ -261,6 +239,7 @@ struct ReplicaStream {
     private let blocks: [BlockRef]
     private var position = 0
     private(set) var summary: ReplayReport.ReplicaSummary
+    private var held = SeqRanges()
     /// Events up to this seq are already folded (a snapshot covers them): skip them.
     var skipThrough: UInt64 = 0
     /// Events whose seq or clock exceeds this are quarantined (`ClockBound`). It is the limit
@@ -422,11 +401,8 @@ struct ReplicaStream {
 
     private mutating func addRange(_ range: ClosedRange<UInt64>) {
         // Blocks arrive sorted by first seq, so only the last range can absorb this one.
-        if let last = summary.ranges.last, range.lowerBound <= last.upperBound + 1 {
-            summary.ranges[summary.ranges.count - 1] = last.lowerBound...max(last.upperBound, range.upperBound)
-        } else {
-            summary.ranges.append(range)
-        }
+        held.insert(range)
+        summary.ranges = held.ranges
     }
 }
 

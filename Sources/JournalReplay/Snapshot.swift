@@ -1,6 +1,7 @@
 import JournalFormat
 import JournalPlatform
 import JournalStorage
+import JournalCompression
 
 /// A snapshot ("baseline"): the folded state of a journal and exactly which events it covers,
 /// so that opening replays only the events it does not (docs/SYNC.md, "Snapshots").

@@ -58,7 +58,8 @@ public struct LocalIndex: Sendable {
             index.rebuilt = true
         }
         var changed = index.rebuilt
-        for file in directory.listSealed().sealed {
+        let listing = directory.listSealed().sealed
+        for file in listing {
             let key = Self.key(file.replica, file.name)
             if let known = stored[key], known.size == file.size {
                 index.entries[key] = known
@@ -69,10 +70,21 @@ public struct LocalIndex: Sendable {
             changed = true
         }
         if index.entries.count != stored.count { changed = true }
+        index.checkCoverage(of: listing)
         if changed && FileSystem.isDirectory(directory.localPath) {
             try? index.save(to: path)
         }
         return index
+    }
+
+    /// Debug builds only: the index holds exactly the sealed files listed, each under the
+    /// replica and name it was listed with.
+    func checkCoverage(of listing: [JournalDirectory.SealedFile]) {
+        #if DEBUG
+        let listed = Set(listing.map { Self.key($0.replica, $0.name) })
+        assert(Set(entries.keys) == listed, "local index: \(entries.count) entries for \(listed.count) listed files")
+        for (key, entry) in entries { assert(Self.key(entry.replica, entry.name) == key, "local index: entry under a wrong key") }
+        #endif
     }
 
     /// Records a segment this process has just written or imported and verified.

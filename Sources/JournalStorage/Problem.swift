@@ -41,6 +41,21 @@ public struct Problem: Error, Equatable, Sendable, CustomStringConvertible {
         self.reason = reason
     }
 
+    /// Stable keys (docs/SYNC.md): kind, file, offset?, replica?, firstSeq/lastSeq?, reason.
+    public var json: JSONObject {
+        var object = JSONObject()
+        object.add("kind", kind.rawValue)
+        object.add("file", file)
+        if let offset { object.add("offset", offset) }
+        if let replica { object.add("replica", replica.hex) }
+        if let seqRange {
+            object.add("firstSeq", seqRange.lowerBound)
+            object.add("lastSeq", seqRange.upperBound)
+        }
+        object.add("reason", reason)
+        return object
+    }
+
     public var description: String {
         var text = "\(file)"
         if let offset { text += " @\(offset)" }

@@ -37,47 +37,15 @@ public enum SegmentImporter {
         }
     }
 
-    /// The version 2 name of a complete, valid segment, or the problem that disqualifies it.
-    /// This is the one verdict on "is this sealed file what it claims": import, publish and
-    /// the local index all ask it.
+    /// The version 2 name of a complete, valid segment, or the problem that disqualifies it
+    /// (`SegmentVerdict` under the whole-file policy).
     public static func verify(
         _ scan: ScannedSegment, path: String, replica: ReplicaID, claimedName: SegmentName?
     ) -> Result<SegmentName, Problem> {
-        let claimedRange = claimedName.map { $0.firstSeq...$0.lastSeq }
-        if let problem = scan.problems.first {
-            // A canonical file that is a strict prefix of what its name promises: half-copied.
-            let short = scan.problemsAreOnlyAtTail && (problem.kind == .incomplete || problem.kind == .tornTail)
-            return .failure(Problem(short ? .incomplete : problem.kind, file: path, offset: problem.offset,
-                                    replica: replica, seqRange: problem.seqRange ?? claimedRange,
-                                    reason: short ? "incomplete copy (\(problem.reason)); not imported" : problem.reason))
-        }
-        guard let header = scan.header, let range = scan.seqRange else {
-            return .failure(Problem(.corrupt, file: path, replica: replica, seqRange: claimedRange, reason: "segment holds no events"))
-        }
-        guard header.replica == replica else {
-            return .failure(Problem(.corrupt, file: path, offset: 0, replica: header.replica, seqRange: range,
-                                    reason: "header names replica \(header.replica.hex) but the file is in the folder of \(replica.hex)"))
-        }
-        let name = SegmentName(firstSeq: range.lowerBound, lastSeq: range.upperBound, contents: scan.bytes)
-        if let claimedName {
-            let claimed = claimedName.firstSeq...claimedName.lastSeq
-            if range != claimed {
-                // Whole blocks of a prefix: a copy cut at a block boundary, still arriving.
-                let short = range.lowerBound == claimed.lowerBound && range.upperBound < claimed.upperBound
-                return .failure(Problem(short ? .incomplete : .corrupt, file: path, replica: replica, seqRange: range,
-                                        reason: short
-                                            ? "holds seq \(range.lowerBound)...\(range.upperBound) of the \(claimed.lowerBound)...\(claimed.upperBound) its name promises: an incomplete copy; not imported"
-                                            : "blocks hold seq \(range.lowerBound)...\(range.upperBound), the name says \(claimed.lowerBound)...\(claimed.upperBound)"))
-            }
-            let matches = claimedName.identifiesContents ? claimedName.check == name.check : claimedName.matches(scan.bytes)
-            guard matches else {
-                return .failure(Problem(.corrupt, file: path, replica: replica, seqRange: claimedRange,
-                                        reason: "its bytes do not match the \(claimedName.identifiesContents ? "SHA-256" : "CRC-32") in its name: a damaged or forged copy; not imported"))
-            }
-        }
-        // Decoding every block proves the bodies inflate and parse, not just that CRCs match.
-        if let problem = scan.verifyBodies().first { return .failure(problem) }
-        return .success(name)
+        let verdict = SegmentVerdict.judge(scan, path: path, replica: replica, claimedName: claimedName, policy: .wholeFile)
+        if let name = verdict.name, verdict.isValid { return .success(name) }
+        return .failure(verdict.problems.first
+            ?? Problem(.corrupt, file: path, replica: replica, reason: "segment holds no events"))
     }
 
     /// Reads and verifies a sealed file against its own name: what sync asks before it
@@ -109,12 +77,4 @@ public enum SegmentImporter {
                                      reason: "cannot write: \(error)" + (error.isSymbolicLink ? "; nothing written" : "")))
         }
     }
-}
-
-/// Temporaries of files written under a final name (`DirectoryHandle.writeNewFileAtomically`,
-/// `FileSystem.writeAtomically`) are named `.tmp-<name>.<host>.<pid>.<random>`: every reader
-/// skips them, and `isStale` tells which ones a crashed process of this machine left behind.
-public enum AtomicCopy {
-    /// A temporary of ours (this host) whose process is gone: safe to delete.
-    public static func isStale(_ name: String) -> Bool { FileSystem.isStaleTemporary(name) }
 }

@@ -1,6 +1,7 @@
 import Crypto
 import JournalFormat
 import JournalPlatform
+import JournalCompression
 
 /// The final, immutable name of a sealed segment: `<first>-<last>-<hash>.sjs`, with the seq
 /// range as 20 zero-padded decimal digits (so names sort by seq) and what identifies the
@@ -69,13 +70,13 @@ public struct SegmentName: Hashable, Comparable, Sendable, CustomStringConvertib
 
     public var checkText: String {
         switch check {
-        case .crc32(let crc): return Hex.pad(String(crc, radix: 16), 8)
-        case .sha256Prefix(let high, let low): return Hex.pad(String(high, radix: 16), 16) + Hex.pad(String(low, radix: 16), 16)
+        case .crc32(let crc): return Hex.string(UInt64(crc), digits: 8)
+        case .sha256Prefix(let high, let low): return Hex.string(high, digits: 16) + Hex.string(low, digits: 16)
         }
     }
 
     public var fileName: String {
-        Hex.pad(String(firstSeq), 20) + "-" + Hex.pad(String(lastSeq), 20) + "-" + checkText + "." + FormatV1.sealedExtension
+        decimal20(firstSeq) + "-" + decimal20(lastSeq) + "-" + checkText + "." + FormatV1.sealedExtension
     }
     public var description: String { fileName }
 
@@ -112,11 +113,8 @@ public struct SegmentName: Hashable, Comparable, Sendable, CustomStringConvertib
     }
 }
 
-/// Hex and decimal digit helpers for names.
-enum Hex {
-    static func pad(_ text: String, _ width: Int) -> String {
-        String(repeating: "0", count: max(0, width - text.count)) + text
-    }
-    static func isDecimalDigit(_ byte: UInt8) -> Bool { (48...57).contains(byte) }
-    static func isLowercaseHexDigit(_ byte: UInt8) -> Bool { (48...57).contains(byte) || (97...102).contains(byte) }
+/// Seqs in names are zero-padded to 20 decimal digits (UInt64's widest), so names sort by seq.
+private func decimal20(_ value: UInt64) -> String {
+    let digits = String(value)
+    return String(repeating: "0", count: 20 - digits.count) + digits
 }

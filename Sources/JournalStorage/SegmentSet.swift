@@ -48,32 +48,10 @@ public struct SegmentSet: Sendable {
     /// Scans one sealed file and checks that it is what its folder and name claim.
     public mutating func add(sealed file: JournalDirectory.SealedFile) {
         var scan = SegmentScanner.scan(path: file.path, sealed: true)
-        problems.append(contentsOf: scan.problems)
-        guard let header = scan.header else { return }
-        guard header.replica == file.replica else {
-            problems.append(Problem(
-                .corrupt, file: file.path, offset: 0, replica: header.replica,
-                reason: "header names replica \(header.replica.hex) but the file is in the folder of \(file.replica.hex); not loaded"))
-            return
-        }
-        if scan.blocks.isEmpty && scan.problems.isEmpty {
-            problems.append(Problem(.corrupt, file: file.path, replica: file.replica, seqRange: file.name.firstSeq...file.name.lastSeq,
-                                    reason: "a sealed segment with no blocks (its name promises seq \(file.name.firstSeq)...\(file.name.lastSeq))"))
-            return
-        }
-        if !file.name.matches(scan.bytes) {
-            problems.append(Problem(
-                scan.problemsAreOnlyAtTail && !scan.problems.isEmpty ? .incomplete : .corrupt,
-                file: file.path, replica: file.replica, seqRange: file.name.firstSeq...file.name.lastSeq,
-                reason: "file checksum does not match its name; only blocks with valid checksums are used"))
-        }
-        if let range = scan.seqRange, scan.problems.isEmpty,
-           range != file.name.firstSeq...file.name.lastSeq {
-            problems.append(Problem(
-                .corrupt, file: file.path, replica: file.replica, seqRange: range,
-                reason: "blocks hold seq \(range.lowerBound)...\(range.upperBound) but the name says \(file.name.firstSeq)...\(file.name.lastSeq); not loaded"))
-            scan.blocks = []
-        }
+        let verdict = SegmentVerdict.judge(scan, path: file.path, replica: file.replica, claimedName: file.name, policy: .salvageBlocks)
+        problems.append(contentsOf: verdict.problems)
+        guard !verdict.isRefused else { return }
+        scan.blocks = verdict.usableBlocks
         members.append(Member(scan: scan, replica: file.replica, name: file.name))
     }
 

@@ -66,12 +66,12 @@ extension ReconcileReport {
         lines.append("\(target): imported \(counted(imported.count, "segment")), published \(counted(published.count, "segment"))"
             + (nothingNew ? " (nothing new)" : ""))
         for state in replicas.sorted(by: { $0.replica < $1.replica }) {
-            var line = "  replica \(state.replica.hex.prefix(12))…  \(counted(state.segments, "segment")), seq \(describe(state.ranges))"
+            var line = "  replica \(state.replica.hex.prefix(12))…  \(counted(state.segments, "segment")), seq \(SeqRanges.text(state.ranges))"
             if state.imported > 0 { line += ", +\(state.imported) imported" }
             if state.published > 0 { line += ", +\(state.published) published" }
             if state.duplicateSegments > 0 { line += ", \(counted(state.duplicateSegments, "duplicate file"))" }
             if state.duplicateEvents > 0 { line += ", \(counted(state.duplicateEvents, "duplicate event")) absorbed" }
-            if !state.gaps.isEmpty { line += ", MISSING seq \(describe(state.gaps))" }
+            if !state.gaps.isEmpty { line += ", MISSING seq \(SeqRanges.text(state.gaps))" }
             if !state.forks.isEmpty { line += ", FORKED seq \(state.forks.prefix(5).map(String.init).joined(separator: ","))" + (state.forks.count > 5 ? "…" : "") }
             lines.append(line)
         }
@@ -83,56 +83,34 @@ extension ReconcileReport {
 
     /// Stable keys; arrays sorted; numbers plain. Documented in docs/SYNC.md.
     public var json: String {
-        var fields: [String] = []
-        fields.append("\"target\":\(quoted(target))")
-        fields.append("\"nothingNew\":\(nothingNew)")
-        fields.append("\"sealed\":" + (sealed.map(quoted) ?? "null"))
-        fields.append("\"sealSkipped\":" + (sealSkipped.map(quoted) ?? "null"))
-        fields.append("\"imported\":[" + imported.sorted().map(quoted).joined(separator: ",") + "]")
-        fields.append("\"published\":[" + published.sorted().map(quoted).joined(separator: ",") + "]")
-        let states = replicas.sorted { $0.replica < $1.replica }.map { state -> String in
-            "{\"replica\":\"\(state.replica.hex)\",\"segments\":\(state.segments),\"ranges\":\(rangesJSON(state.ranges)),"
-                + "\"gaps\":\(rangesJSON(state.gaps)),\"imported\":\(state.imported),\"published\":\(state.published),"
-                + "\"duplicateSegments\":\(state.duplicateSegments),\"duplicateEvents\":\(state.duplicateEvents),"
-                + "\"forks\":[\(state.forks.map(String.init).joined(separator: ","))]}"
-        }
-        fields.append("\"replicas\":[" + states.joined(separator: ",") + "]")
-        fields.append("\"rejected\":[" + rejected.map(problemJSON).joined(separator: ",") + "]")
-        fields.append("\"ignored\":[" + ignored.map(problemJSON).joined(separator: ",") + "]")
-        fields.append("\"notPublished\":[" + notPublished.map(problemJSON).joined(separator: ",") + "]")
-        fields.append("\"bytesRead\":\(bytesRead)")
-        fields.append("\"milliseconds\":\(Int((seconds * 1000).rounded()))")
-        return "{" + fields.joined(separator: ",") + "}\n"
+        var object = JSONObject()
+        object.add("target", target)
+        object.add("nothingNew", nothingNew)
+        object.add("sealed", sealed)
+        object.add("sealSkipped", sealSkipped)
+        object.add("imported", strings: imported.sorted())
+        object.add("published", strings: published.sorted())
+        object.add("replicas", objects: replicas.sorted { $0.replica < $1.replica }.map { state in
+            var entry = JSONObject()
+            entry.add("replica", state.replica.hex)
+            entry.add("segments", state.segments)
+            entry.add("ranges", raw: SeqRanges.json(state.ranges))
+            entry.add("gaps", raw: SeqRanges.json(state.gaps))
+            entry.add("imported", state.imported)
+            entry.add("published", state.published)
+            entry.add("duplicateSegments", state.duplicateSegments)
+            entry.add("duplicateEvents", state.duplicateEvents)
+            entry.add("forks", raw: JSONText.array(state.forks.map(String.init)))
+            return entry
+        })
+        object.add("rejected", objects: rejected.map(\.json))
+        object.add("ignored", objects: ignored.map(\.json))
+        object.add("notPublished", objects: notPublished.map(\.json))
+        object.add("bytesRead", bytesRead)
+        object.add("milliseconds", Int((seconds * 1000).rounded()))
+        return object.text + "\n"
     }
 }
-
-/// Seq ranges as every command spells them: `1...5,9`, and in JSON `[[1,5],[9,9]]`.
-public enum SeqRanges {
-    public static func text(_ ranges: [ClosedRange<UInt64>]) -> String {
-        if ranges.isEmpty { return "none" }
-        return ranges.map { $0.lowerBound == $0.upperBound ? "\($0.lowerBound)" : "\($0.lowerBound)...\($0.upperBound)" }
-            .joined(separator: ",")
-    }
-
-    public static func json(_ ranges: [ClosedRange<UInt64>]) -> String {
-        "[" + ranges.map { "[\($0.lowerBound),\($0.upperBound)]" }.joined(separator: ",") + "]"
-    }
-}
-
-func describe(_ ranges: [ClosedRange<UInt64>]) -> String { SeqRanges.text(ranges) }
-func rangesJSON(_ ranges: [ClosedRange<UInt64>]) -> String { SeqRanges.json(ranges) }
 
 /// "1 segment", "2 segments".
 func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
-
-public func problemJSON(_ problem: Problem) -> String {
-    var fields = ["\"kind\":\"\(problem.kind.rawValue)\"", "\"file\":\(quoted(problem.file))"]
-    if let offset = problem.offset { fields.append("\"offset\":\(offset)") }
-    if let replica = problem.replica { fields.append("\"replica\":\"\(replica.hex)\"") }
-    if let range = problem.seqRange { fields.append("\"firstSeq\":\(range.lowerBound),\"lastSeq\":\(range.upperBound)") }
-    fields.append("\"reason\":\(quoted(problem.reason))")
-    return "{" + fields.joined(separator: ",") + "}"
-}
-
-/// A JSON string literal (paths and messages may hold any character).
-public func quoted(_ text: String) -> String { JSONText.quoted(text) }

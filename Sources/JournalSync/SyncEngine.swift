@@ -262,25 +262,9 @@ public struct SyncEngine {
             let slot = report.state(replica)
             report.replicas[slot].segments = files.count
             let sorted = files.sorted { $0.name < $1.name }
-            var ranges: [ClosedRange<UInt64>] = []
-            for file in sorted {
-                let range = file.name.firstSeq...file.name.lastSeq
-                if let last = ranges.last, range.lowerBound <= last.upperBound + 1 {
-                    ranges[ranges.count - 1] = last.lowerBound...max(last.upperBound, range.upperBound)
-                } else {
-                    ranges.append(range)
-                }
-            }
-            report.replicas[slot].ranges = ranges
-            let known = max(ranges.last?.upperBound ?? 0, namedSeqMax[replica] ?? 0)
-            var gaps: [ClosedRange<UInt64>] = []
-            var next: UInt64 = 1
-            for range in ranges {
-                if range.lowerBound > next { gaps.append(next...(range.lowerBound - 1)) }
-                next = max(next, range.upperBound + 1)
-            }
-            if known >= next { gaps.append(next...known) }
-            report.replicas[slot].gaps = gaps
+            let held = SeqRanges(sorted.map { $0.name.firstSeq...$0.name.lastSeq })
+            report.replicas[slot].ranges = held.ranges
+            report.replicas[slot].gaps = held.gaps(through: max(held.highest ?? 0, namedSeqMax[replica] ?? 0))
 
             // Overlaps that involve a newly imported file: decode just those.
             let fresh = sorted.filter { importedKeys.contains(replica.hex + "/" + $0.name.fileName) }

@@ -3,6 +3,7 @@ import JournalFormat
 import JournalPlatform
 import JournalTestSupport
 import Testing
+import JournalCompression
 
 @Suite struct ZlibTests {
     @Test func rawDeflateRoundTrips() throws {

@@ -4,6 +4,7 @@ import JournalReplay
 import JournalStorage
 import JournalTestSupport
 import Testing
+import JournalCompression
 
 @Suite struct ReplayTests {
     /// Three replicas' interleaved sessions with undo/redo/erase/clear, as sealed segment bytes.

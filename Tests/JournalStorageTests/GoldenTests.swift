@@ -6,6 +6,7 @@ import Foundation
 import JournalStorage
 import JournalTestSupport
 import Testing
+import JournalCompression
 
 /// Golden vectors of format v1: segment bytes and the events they must decode to.
 /// Regenerate only on purpose: `RECORD_GOLDEN=1 swift test --filter GoldenTests` (the run then

@@ -6,6 +6,7 @@ import JournalStorage
 import JournalSync
 import JournalTestSupport
 import Testing
+import JournalCompression
 
 /// Regression tests for the adversarial review of issue 8: each names the finding it covers.
 /// Every one failed on the code before the fix.

@@ -6,6 +6,7 @@ import JournalStorage
 import JournalSync
 import JournalTestSupport
 import Testing
+import JournalCompression
 
 @Suite struct SyncTests {
     @Test func replicasConvergeThroughAFolderAndRsyncInAnyOrder() throws {

@@ -1,7 +1,9 @@
 import ArgumentParser
 import JournalFormat
 import JournalPlatform
+import JournalRender
 import JournalReplay
+import JournalSamples
 import JournalStorage
 
 extension JournalCommand {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import JournalFormat
 import JournalReplay
 
 extension JournalCommand {
@@ -23,10 +24,20 @@ extension JournalCommand {
                 let (drawing, report) = Replay.load(try options.open())
                 reportProblems(report)
                 Terminal.write(json
-                    ? "{\"digest\":\"\(drawing.digest)\",\"events\":\(report.eventCount),\"points\":\(report.pointCount),\"strokes\":\(drawing.strokes.count),\"visibleStrokes\":\(drawing.visibleStrokes.count)}\n"
+                    ? digestJSON(drawing, report)
                     : drawing.digest + "\n")
                 Terminal.flush()
             }
+        }
+
+        private func digestJSON(_ drawing: Drawing, _ report: ReplayReport) -> String {
+            var object = JSONObject()
+            object.add("digest", drawing.digest)
+            object.add("events", report.eventCount)
+            object.add("points", report.pointCount)
+            object.add("strokes", drawing.strokes.count)
+            object.add("visibleStrokes", drawing.visibleStrokes.count)
+            return object.text + "\n"
         }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import JournalFormat
 import JournalStorage
 
 extension JournalCommand {

@@ -122,9 +122,15 @@ extension JournalCommand {
                 // After a bad line the error says what happened; "recorded nothing" would only
                 // contradict it.
                 if json {
-                    let range = recorded > 0 ? "\"firstSeq\":\(firstSeq),\"lastSeq\":\(writer.nextSeq - 1)" : "\"firstSeq\":null,\"lastSeq\":null"
-                    Terminal.write("{\"events\":\(recorded),\"points\":\(counts.points),\"strokes\":\(counts.strokes.count),\(range),"
-                        + "\"skipped\":\(counts.skipped),\"milliseconds\":\(Int((seconds * 1000).rounded()))}\n")
+                    var object = JSONObject()
+                    object.add("events", recorded)
+                    object.add("points", counts.points)
+                    object.add("strokes", counts.strokes.count)
+                    object.add("firstSeq", recorded > 0 ? firstSeq : nil)
+                    object.add("lastSeq", recorded > 0 ? writer.nextSeq - 1 : nil)
+                    object.add("skipped", counts.skipped)
+                    object.add("milliseconds", Int((seconds * 1000).rounded()))
+                    Terminal.write(object.text + "\n")
                     Terminal.flush()
                 } else if inputError == nil || recorded > 0 {
                     Terminal.write(summary + "\n")

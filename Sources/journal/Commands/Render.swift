@@ -3,6 +3,7 @@ import Foundation
 import JournalFormat
 import JournalIngest
 import JournalPlatform
+import JournalRender
 import JournalReplay
 
 extension JournalCommand {

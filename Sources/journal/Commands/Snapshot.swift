@@ -29,10 +29,19 @@ extension JournalCommand {
                 let info = try SnapshotStore.create(journal)
                 let seconds = ProcessInfoLite.monotonicSeconds() - started
                 Terminal.write(json
-                    ? "{\"path\":\(JSONText.quoted(info.path)),\"bytes\":\(info.bytes),\"events\":\(info.events),\"milliseconds\":\(Int((seconds * 1000).rounded()))}\n"
+                    ? snapshotJSON(info, seconds: seconds)
                     : "snapshot of \(counted(info.events, "event")): \(info.path) (\(counted(info.bytes, "byte"))) in \(formatSeconds(seconds))\n")
                 Terminal.flush()
             }
+        }
+
+        private func snapshotJSON(_ info: SnapshotStore.Info, seconds: Double) -> String {
+            var object = JSONObject()
+            object.add("path", info.path)
+            object.add("bytes", info.bytes)
+            object.add("events", info.events)
+            object.add("milliseconds", Int((seconds * 1000).rounded()))
+            return object.text + "\n"
         }
     }
 }

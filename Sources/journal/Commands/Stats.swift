@@ -87,12 +87,23 @@ struct JournalStats {
     }
 
     var json: String {
-        "{\"replicas\":\(replicas),\"sealedSegments\":\(sealedSegments),\"openSegments\":\(openSegments),"
-            + "\"events\":\(events),\"points\":\(points),\"strokes\":\(strokes),\"visibleStrokes\":\(visibleStrokes),"
-            + "\"bytesOnDisk\":\(bytesOnDisk),\"bytesPerPoint\":\(CanonicalJSON.number(rounded(bytesPerPoint))),"
-            + "\"rawBlockBytes\":\(rawBlockBytes),\"compressedBlockBytes\":\(compressedBlockBytes),"
-            + "\"compressionRatio\":\(CanonicalJSON.number(rounded(compressionRatio))),"
-            + "\"duplicates\":\(duplicates),\"forks\":\(forks),\"problems\":\(problems)}\n"
+        var object = JSONObject()
+        object.add("replicas", replicas)
+        object.add("sealedSegments", sealedSegments)
+        object.add("openSegments", openSegments)
+        object.add("events", events)
+        object.add("points", points)
+        object.add("strokes", strokes)
+        object.add("visibleStrokes", visibleStrokes)
+        object.add("bytesOnDisk", bytesOnDisk)
+        object.add("bytesPerPoint", rounded(bytesPerPoint))
+        object.add("rawBlockBytes", rawBlockBytes)
+        object.add("compressedBlockBytes", compressedBlockBytes)
+        object.add("compressionRatio", rounded(compressionRatio))
+        object.add("duplicates", duplicates)
+        object.add("forks", forks)
+        object.add("problems", problems)
+        return object.text + "\n"
     }
 
     private func rounded(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }

@@ -57,18 +57,35 @@ extension JournalCommand {
         }
 
         static func json(_ status: JournalStatus) -> String {
-            let replicas = status.replicas.map { replica in
-                "{\"replica\":\"\(replica.replica.hex)\",\"thisJournal\":\(replica.isThisJournal),\"segments\":\(replica.segments),"
-                    + "\"events\":\(replica.events),\"ranges\":\(SeqRanges.json(replica.ranges)),\"gaps\":\(SeqRanges.json(replica.gaps)),"
-                    + "\"forks\":[\(replica.forks.map(String.init).joined(separator: ","))]}"
+            var object = JSONObject()
+            object.add("journal", status.journal)
+            object.add("replica", status.replica.hex)
+            object.add("ok", status.isHealthy)
+            object.add("unsealedEvents", status.unsealedEvents)
+            object.add("replicas", objects: status.replicas.map { replica in
+                var entry = JSONObject()
+                entry.add("replica", replica.replica.hex)
+                entry.add("thisJournal", replica.isThisJournal)
+                entry.add("segments", replica.segments)
+                entry.add("events", replica.events)
+                entry.add("ranges", raw: SeqRanges.json(replica.ranges))
+                entry.add("gaps", raw: SeqRanges.json(replica.gaps))
+                entry.add("forks", raw: JSONText.array(replica.forks.map(String.init)))
+                return entry
+            })
+            if let last = status.lastSync {
+                var entry = JSONObject()
+                entry.add("target", last.target)
+                entry.add("time", last.millisecondsSince1970)
+                entry.add("imported", last.imported)
+                entry.add("published", last.published)
+                object.add("lastSync", raw: entry.text)
+            } else {
+                object.add("lastSync", raw: "null")
             }
-            let last = status.lastSync.map { last in
-                "{\"target\":\(JSONText.quoted(last.target)),\"time\":\(last.millisecondsSince1970),\"imported\":\(last.imported),\"published\":\(last.published)}"
-            } ?? "null"
-            return "{\"journal\":\(JSONText.quoted(status.journal)),\"replica\":\"\(status.replica.hex)\",\"ok\":\(status.isHealthy),"
-                + "\"unsealedEvents\":\(status.unsealedEvents),\"replicas\":[\(replicas.joined(separator: ","))],"
-                + "\"lastSync\":\(last),\"problems\":[\(status.problems.map(problemJSON).joined(separator: ","))],"
-                + "\"ignored\":[\(status.ignored.map(problemJSON).joined(separator: ","))]}\n"
+            object.add("problems", objects: status.problems.map(\.json))
+            object.add("ignored", objects: status.ignored.map(\.json))
+            return object.text + "\n"
         }
     }
 }

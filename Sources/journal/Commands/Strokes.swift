@@ -1,6 +1,8 @@
 import ArgumentParser
+import JournalFormat
 import JournalIngest
 import JournalReplay
+import JournalStorage
 
 extension JournalCommand {
     struct Strokes: ParsableCommand {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import JournalFormat
 import JournalIngest
 import JournalReplay
 import JournalStorage
@@ -33,8 +34,14 @@ extension JournalCommand {
                 let open = set.members.filter { !$0.isSealed && $0.scan.eventCount > 0 }.count
                 let segments = "\(sealed) sealed" + (open > 0 ? " + \(open) open" : "") + (sealed + open == 1 ? " segment" : " segments")
                 if json {
-                    let items = problems.map(problemJSON).joined(separator: ",")
-                    Terminal.write("{\"clean\":\(problems.isEmpty),\"segments\":\(sealed + open),\"sealedSegments\":\(sealed),\"openSegments\":\(open),\"events\":\(report.eventCount),\"problems\":[\(items)]}\n")
+                    var object = JSONObject()
+                    object.add("clean", problems.isEmpty)
+                    object.add("segments", sealed + open)
+                    object.add("sealedSegments", sealed)
+                    object.add("openSegments", open)
+                    object.add("events", report.eventCount)
+                    object.add("problems", objects: problems.map(\.json))
+                    Terminal.write(object.text + "\n")
                 } else {
                     for problem in problems { Terminal.write("\(problem)\n") }
                     for note in notes { Terminal.write("note: \(note) (cut on next open)\n") }

@@ -1,4 +1,5 @@
 import JournalFormat
+import JournalSamples
 import Testing
 
 @testable import JournalReplay

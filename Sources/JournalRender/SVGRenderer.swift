@@ -1,4 +1,5 @@
 import JournalFormat
+import JournalReplay
 
 /// Draws a `Drawing` as an SVG picture.
 ///

@@ -1,8 +1,9 @@
 import Foundation
 import JournalFormat
+import JournalReplay
 import Testing
 
-@testable import JournalReplay
+@testable import JournalRender
 
 #if canImport(FoundationXML)
 import FoundationXML
