@@ -60,12 +60,12 @@ public struct BlockFrame: Equatable, Sendable {
         let firstSeq = littleEndian(bytes, at: 16, as: UInt64.self)
         let maxLamport = littleEndian(bytes, at: 24, as: UInt64.self)
         let checksum = littleEndian(bytes, at: 32, as: UInt32.self)
-        guard raw <= FormatV1.maxRawBlockSize else { throw .bound("raw length \(raw)") }
-        guard compressed <= FormatV1.maxCompressedBlockSize else { throw .bound("compressed length \(compressed)") }
+        guard raw <= FormatV1.maxRawBlockSize else { throw .outOfBounds(.rawLength, UInt64(raw)) }
+        guard compressed <= FormatV1.maxCompressedBlockSize else { throw .outOfBounds(.compressedLength, UInt64(compressed)) }
         guard count >= 1, count <= FormatV1.maxEventsPerBlock, count <= raw else {
-            throw .bound("event count \(count)")
+            throw .outOfBounds(.eventCount, UInt64(count))
         }
-        guard firstSeq >= 1, firstSeq < FormatV1.maxSeq - UInt64(count) else { throw .bound("first seq \(firstSeq)") }
+        guard firstSeq >= 1, firstSeq < FormatV1.maxSeq - UInt64(count) else { throw .outOfBounds(.firstSeq, firstSeq) }
         return BlockFrame(
             compressedLength: compressed, rawLength: raw, eventCount: count, firstSeq: firstSeq,
             maxLamport: maxLamport, checksum: checksum)
@@ -78,6 +78,14 @@ public struct BlockFrame: Equatable, Sendable {
     }
 }
 
+/// The block header fields a reader checks against the format's bounds.
+public enum BlockField: String, Sendable {
+    case rawLength = "raw length"
+    case compressedLength = "compressed length"
+    case eventCount = "event count"
+    case firstSeq = "first seq"
+}
+
 public enum SegmentFormatError: Error, Equatable, Sendable, CustomStringConvertible {
     case truncatedHeader(available: Int)
     case badMagic
@@ -86,7 +94,8 @@ public enum SegmentFormatError: Error, Equatable, Sendable, CustomStringConverti
     case badHeaderLength(UInt16)
     case truncatedBlock
     case badBlockMagic
-    case bound(String)
+    /// A block header field beyond what the format allows (FORMAT.md §4): the field, the value.
+    case outOfBounds(BlockField, UInt64)
     case blockChecksum(stored: UInt32, computed: UInt32)
     case inflate(ZlibError)
     case body(DecodeError)
@@ -101,7 +110,7 @@ public enum SegmentFormatError: Error, Equatable, Sendable, CustomStringConverti
         case .badHeaderLength(let length): return "unexpected header length \(length)"
         case .truncatedBlock: return "block is cut short"
         case .badBlockMagic: return "no block starts here (bad block magic)"
-        case .bound(let what): return "\(what) is outside the format's bounds"
+        case .outOfBounds(let field, let value): return "\(field.rawValue) \(value) is outside the format's bounds"
         case .blockChecksum(let stored, let computed):
             return "block checksum mismatch (stored \(Hex.checksum(stored)), computed \(Hex.checksum(computed)))"
         case .inflate(let error): return "block body does not inflate: \(error)"

@@ -15,7 +15,8 @@ public enum JournalError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Bytes in the middle of the open segment are damaged while later blocks are intact:
     /// not a crash tail, so the writer refuses to cut acknowledged data.
     case openSegmentCorrupt(Problem)
-    case exhausted(String)
+    /// The replica's seq or Lamport clock reached the format's bound (2^62): no event can follow.
+    case clockExhausted(seq: UInt64, lamport: UInt64)
     case closed
     /// An earlier write or fsync failed; what it covered was never acknowledged.
     case writerFailed(IOError)
@@ -37,7 +38,8 @@ public enum JournalError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidEvent(let error): return "event refused: \(error)"
         case .openSegmentCorrupt(let problem):
             return "the open segment is damaged before its last block: \(problem); run `journal verify` and keep a copy before repairing"
-        case .exhausted(let what): return what
+        case .clockExhausted(let seq, let lamport):
+            return "seq (\(seq)) or Lamport clock (\(lamport)) reached the format's bound 2^62; this replica can record no more events (start a new journal)"
         case .closed: return "the writer is closed"
         case .sealFailed(let error, let needed, let available):
             let free = available.map { ", \(megabytes($0)) free" } ?? ""

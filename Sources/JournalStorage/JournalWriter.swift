@@ -131,7 +131,7 @@ public final class JournalWriter {
         if let failure { throw .writerFailed(failure) }
         do { try payload.validate() } catch { throw .invalidEvent(error) }
         guard nextSeq < FormatV1.maxSeq, clock + 1 < FormatV1.maxLamport else {
-            throw .exhausted("seq or lamport clock reached the format's bound 2^62")
+            throw .clockExhausted(seq: nextSeq, lamport: clock)
         }
         let now = ProcessInfoLite.wallClockMilliseconds()
         if pending.isEmpty { pendingSince = now }

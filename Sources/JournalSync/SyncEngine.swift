@@ -212,7 +212,7 @@ public struct SyncEngine {
                     if problem.kind != .unreadable { cache.store(.rejected(problem.kind, problem.reason), target: key, file: file, identity: fileIdentity) }
                 }
             }
-            do throws(IOError) { try index.save(journal) } catch { throw .io("cannot save the local index: \(error)") }
+            do throws(IOError) { try index.save(journal) } catch { throw .io(error, doing: "cannot save the local index") }
         }
 
         // 3. Publish what the target lacks, each file verified now, against its name (invariant
@@ -351,7 +351,7 @@ struct SyncLock {
     static func acquire(_ journal: JournalDirectory, waitingUpTo seconds: Double) throws(SyncError) -> SyncLock {
         let path = journal.localPath + "/sync.lock"
         let descriptor: FileDescriptor
-        do { descriptor = try FileDescriptor.open(path, .readWrite) } catch { throw .io("cannot open \(path): \(error)") }
+        do { descriptor = try FileDescriptor.open(path, .readWrite) } catch { throw .io(error, doing: "cannot open \(path)") }
         let deadline = ProcessInfoLite.monotonicSeconds() + seconds
         while true {
             do throws(IOError) {
@@ -360,7 +360,7 @@ struct SyncLock {
             } catch {
                 guard error.isWouldBlock else {
                     descriptor.close()
-                    throw .io("cannot lock \(path): \(error)")
+                    throw .io(error, doing: "cannot lock \(path)")
                 }
                 guard ProcessInfoLite.monotonicSeconds() < deadline else {
                     let holder = (try? descriptor.read(count: 64, at: 0)).map { String(decoding: $0, as: UTF8.self) } ?? ""
@@ -380,7 +380,7 @@ struct SyncLock {
                 try descriptor.writeAll(Array(text.utf8))
             } catch {
                 descriptor.close()
-                throw .io("cannot write \(path): \(error)")
+                throw .io(error, doing: "cannot write \(path)")
             }
         }
         return SyncLock(descriptor: descriptor)

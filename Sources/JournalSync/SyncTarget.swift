@@ -1,3 +1,5 @@
+import JournalPlatform
+
 /// Where `journal sync` sends and fetches segments.
 public enum SyncTarget: Equatable, Sendable, CustomStringConvertible {
     /// A mounted folder: NFS, Syncthing/Dropbox folder, USB stick. Holds `replicas/`.
@@ -38,7 +40,8 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
     case sameJournal(String)
     /// Another sync or merge holds this journal's `local/sync.lock` (its pid, if it said).
     case busy(pid: Int32?)
-    case io(String)
+    /// A system call failed: its error (operation, path, errno) and what sync was doing.
+    case io(IOError, doing: String?)
 
     public var description: String {
         switch self {
@@ -56,7 +59,7 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
             return "rsync failed with exit status \(status): \(output.split(separator: "\n").prefix(3).joined(separator: " / ")) [\(command)]"
         case .sameJournal(let path): return "\(path) is this journal itself"
         case .busy(let pid): return "another sync is running on this journal (pid \(pid.map(String.init) ?? "unknown"))"
-        case .io(let message): return message
+        case .io(let error, let doing): return doing.map { "\($0): \(error)" } ?? error.description
         }
     }
 }

@@ -48,7 +48,7 @@ struct DirectoryTransport: Transport {
         if case .target(let asked) = role { create = asked }
         if !FileSystem.exists(root) {
             guard create else { throw isSource ? .sourceMissing(root) : .targetMissing(root) }
-            do throws(IOError) { try FileSystem.createDirectory(root) } catch { throw .io(error.description) }
+            do throws(IOError) { try FileSystem.createDirectory(root) } catch { throw .io(error, doing: nil) }
         }
         guard FileSystem.isDirectory(root) else { throw .targetNotADirectory(root) }
         // A board has `replicas/` (a symlink there is reported by `list()`); an empty folder
@@ -62,7 +62,7 @@ struct DirectoryTransport: Transport {
                 _ = try DirectoryHandle.open("replicas", beneath: root, create: true)
             } catch {
                 // A symlinked `replicas/` is reported by `list()` and refused by `publish()`.
-                if !error.isSymbolicLink { throw .io(error.description) }
+                if !error.isSymbolicLink { throw .io(error, doing: nil) }
             }
         }
     }
@@ -81,7 +81,7 @@ struct DirectoryTransport: Transport {
         do throws(IOError) {
             replicas = try DirectoryHandle.open("replicas", beneath: root, create: true)
         } catch {
-            guard error.isSymbolicLink else { throw .io("cannot publish to \(root): \(error)") }
+            guard error.isSymbolicLink else { throw .io(error, doing: "cannot publish to \(root)") }
             outcome.refused.append(Problem(.ignored, file: replicasPath, reason: refusal))
             return outcome
         }
@@ -113,7 +113,7 @@ struct DirectoryTransport: Transport {
             } catch {
                 // Someone published it meanwhile: same name, hence same bytes.
                 if error.isExists { continue }
-                throw .io("cannot publish \(relative) to \(root): \(error)")
+                throw .io(error, doing: "cannot publish \(relative) to \(root)")
             }
         }
         return outcome
@@ -245,7 +245,7 @@ struct RsyncTransport: Transport {
             let text = files.map(\.relativePath).joined(separator: "\n") + "\n"
             try FileSystem.writeAtomically(Array(text.utf8), to: list)
         } catch {
-            throw .io("cannot prepare the staging folder \(staging): \(error)")
+            throw .io(error, doing: "cannot prepare the staging folder \(staging)")
         }
         let arguments = common + ["--size-only", "--max-size=\(SegmentScanner.maxSegmentFileSize)",
                                   "--files-from=" + list, remoteReplicas, staging + "/"]
@@ -266,7 +266,7 @@ struct RsyncTransport: Transport {
             let text = relativePaths.joined(separator: "\n") + "\n"
             try FileSystem.writeAtomically(Array(text.utf8), to: list)
         } catch {
-            throw .io("cannot prepare the staging folder \(staging): \(error)")
+            throw .io(error, doing: "cannot prepare the staging folder \(staging)")
         }
         // --ignore-existing: a segment already there is never replaced; no --inplace, no --delete.
         var arguments = common + ["--ignore-existing", "--files-from=" + list]
@@ -288,7 +288,7 @@ struct RsyncTransport: Transport {
     /// Runs rsync with stdout and stderr merged; no shell in between.
     static func run(_ arguments: [String]) throws(SyncError) -> (status: Int32, output: String) {
         let result: ChildProcess.Result
-        do { result = try ChildProcess.run("rsync", arguments) } catch { throw .io("cannot run rsync: \(error)") }
+        do { result = try ChildProcess.run("rsync", arguments) } catch { throw .io(error, doing: "cannot run rsync") }
         if result.status == 127 { throw .rsyncMissing }
         return (result.status, result.outputText)
     }

@@ -5,6 +5,7 @@ import JournalRender
 import JournalReplay
 import JournalSamples
 import JournalStorage
+import JournalSync
 
 extension JournalCommand {
     struct Demo: ParsableCommand {
@@ -42,16 +43,11 @@ extension JournalCommand {
                     totalEvents += payloads.count
                     Terminal.write("  \(name): recorded \(payloads.count) events as replica \(writer.replica.hex.prefix(8))…\n")
                 }
-                var imported = 0
-                for index in sessions.indices {
-                    let name = index < names.count ? names[index] : "machine-\(index + 1)"
-                    let machine = JournalDirectory(root: root + "/machines/" + name)
-                    for file in machine.listSealed().sealed {
-                        let outcome = SegmentImporter.importSegment(
-                            at: file.path, replica: file.replica, claimedName: file.name, intoReplicas: board.replicasPath)
-                        if case .imported = outcome { imported += 1 }
-                    }
+                // The same merge `journal merge` runs: verified imports, nothing written to the sources.
+                let machines = sessions.indices.map { index in
+                    root + "/machines/" + (index < names.count ? names[index] : "machine-\(index + 1)")
                 }
+                let imported = try SyncEngine(journal: board).merge(from: machines).imported.count
                 let set = SegmentSet.load(board)
                 let (drawing, _) = Replay.replay(set)
                 let svgPath = root + "/board.svg"
