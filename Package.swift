@@ -28,6 +28,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
         // Atomic access to the clock a sync shares with a running writer (local/clock).
         .package(url: "https://github.com/apple/swift-atomics", from: "1.2.0"),
+        // Typed errno and the descriptor calls it wraps (read, write, pread, ftruncate, close).
+        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
     ],
     targets: [
         // MARK: C interop (the only modules that call C)
@@ -39,7 +41,9 @@ let package = Package(
         .target(name: "JournalCompression", dependencies: ["CZlib"], swiftSettings: strict),
         .target(
             name: "JournalPlatform",
-            dependencies: [.product(name: "Atomics", package: "swift-atomics")],
+            dependencies: [
+                .product(name: "Atomics", package: "swift-atomics"), .product(name: "SystemPackage", package: "swift-system"),
+            ],
             swiftSettings: strict),
 
         // MARK: Library layers

@@ -25,7 +25,7 @@ public final class DirectoryHandle: Sendable {
         self.path = path
     }
 
-    deinit { _ = SystemCall.close(descriptor) }
+    deinit { SystemCall.close(descriptor) }
 
     /// Opens a folder by path. `followingSymlink: false` refuses a symlink at the last
     /// component (earlier components, chosen by whoever gave the path, are followed).
@@ -82,7 +82,7 @@ public final class DirectoryHandle: Sendable {
         guard copy >= 0 else { throw IOError("list", path: path, code: errno) }
         guard let stream = fdopendir(copy) else {
             let code = errno
-            _ = SystemCall.close(copy)
+            SystemCall.close(copy)
             throw IOError("list", path: path, code: code)
         }
         defer { closedir(stream) }
@@ -230,7 +230,7 @@ extension ProcessInfoLite {
             guard opened >= 0 else { return false }
             if opened != fd {
                 guard dup2(opened, fd) == fd else { return false }
-                _ = SystemCall.close(opened)
+                SystemCall.close(opened)
             }
         }
         return true

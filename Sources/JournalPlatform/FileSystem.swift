@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SystemPackage
 
 /// A failed system call, with the path and operation a person needs to act on it.
 public struct IOError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -20,14 +21,27 @@ public struct IOError: Error, Equatable, Sendable, CustomStringConvertible {
         self.reason = reason
     }
 
+    /// A failure swift-system reported: its `Errno`, kept as the cause.
+    public init(_ operation: String, path: String, errno: Errno) {
+        self.init(operation, path: path, code: errno.rawValue)
+    }
+
+    /// Any error a swift-system call threw (they throw `Errno`, untyped).
+    static func system(_ operation: String, path: String, _ error: any Error) -> IOError {
+        IOError(operation, path: path, code: (error as? Errno)?.rawValue ?? Errno.ioError.rawValue)
+    }
+
+    /// The cause, as swift-system's typed errno.
+    public var errno: Errno { Errno(rawValue: code) }
+
     public static let symbolicLinkReason = "symbolic link: never followed"
     public static let notRegularFileReason = "not a regular file"
 
     public var message: String { reason ?? String(cString: strerror(code)) }
     public var description: String { "\(operation) \(path): \(message)" }
-    public var isWouldBlock: Bool { code == EWOULDBLOCK || code == EAGAIN }
-    public var isNotFound: Bool { code == ENOENT }
-    public var isExists: Bool { code == EEXIST }
+    public var isWouldBlock: Bool { errno == .wouldBlock || errno == .resourceTemporarilyUnavailable }
+    public var isNotFound: Bool { errno == .noSuchFileOrDirectory }
+    public var isExists: Bool { errno == .fileExists }
     /// A symlink where a file or folder was expected: refused, never followed.
     public var isSymbolicLink: Bool { reason == Self.symbolicLinkReason }
     /// A FIFO, device or socket (or a folder) where a regular file was expected.
@@ -70,11 +84,11 @@ public struct FileDescriptor: Sendable {
         var info = stat()
         guard fstat(fd, &info) == 0 else {
             let code = errno
-            _ = SystemCall.close(fd)
+            SystemCall.close(fd)
             throw IOError("stat", path: displayPath, code: code)
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
-            _ = SystemCall.close(fd)
+            SystemCall.close(fd)
             throw IOError("open", path: displayPath, code: EINVAL, reason: IOError.notRegularFileReason)
         }
         // Back to blocking I/O: O_NONBLOCK was only there so that the open itself cannot hang.
@@ -85,26 +99,23 @@ public struct FileDescriptor: Sendable {
         return FileDescriptor(rawValue: fd, path: displayPath)
     }
 
+    /// The same descriptor as swift-system sees it: reads, writes and closes go through it,
+    /// which retries interrupted calls and reports a typed `Errno`.
+    var system: SystemPackage.FileDescriptor { SystemPackage.FileDescriptor(rawValue: rawValue) }
+
     public func close() {
-        _ = SystemCall.close(rawValue)
+        try? system.close()
     }
 
     /// Writes every byte, retrying short writes.
     public func writeAll(_ bytes: UnsafeRawBufferPointer) throws(IOError) {
-        var offset = 0
         if let code = FaultInjection.fault(.write, path) {
             // A failing write may still have written part of the buffer (ENOSPC mid-way): do
             // that, so that tests see the torn bytes a real failure can leave.
-            _ = SystemCall.write(rawValue, bytes.baseAddress!, bytes.count / 2)
+            _ = try? system.writeAll(UnsafeRawBufferPointer(rebasing: bytes[0..<(bytes.count / 2)]))
             throw IOError("write", path: path, code: code)
         }
-        while offset < bytes.count {
-            let written = retryingInterrupts {
-                SystemCall.write(rawValue, bytes.baseAddress! + offset, bytes.count - offset)
-            }
-            guard written > 0 else { throw IOError("write", path: path, code: written < 0 ? errno : EIO) }
-            offset += written
-        }
+        do { try system.writeAll(bytes) } catch { throw .system("write", path: path, error) }
     }
 
     public func writeAll(_ bytes: [UInt8]) throws(IOError) {
@@ -122,10 +133,13 @@ public struct FileDescriptor: Sendable {
         var failure: IOError?
         result.withUnsafeMutableBytes { buffer in
             while filled < count {
-                let got = retryingInterrupts {
-                    SystemCall.pread(rawValue, buffer.baseAddress! + filled, count - filled, off_t(offset) + off_t(filled))
+                let got: Int
+                do {
+                    got = try system.read(fromAbsoluteOffset: offset + Int64(filled), into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
+                } catch {
+                    failure = .system("read", path: path, error)
+                    return
                 }
-                if got < 0 { failure = IOError("read", path: path, code: errno); return }
                 if got == 0 { break }
                 filled += got
             }
@@ -151,9 +165,7 @@ public struct FileDescriptor: Sendable {
 
     public func truncate(to length: Int64) throws(IOError) {
         try FaultInjection.check(.truncate, path)
-        guard retryingInterrupts({ ftruncate(rawValue, off_t(length)) }) == 0 else {
-            throw IOError("truncate", path: path, code: errno)
-        }
+        do { try system.resize(to: length) } catch { throw .system("truncate", path: path, error) }
     }
 
     public func seekToEnd() throws(IOError) {
@@ -226,6 +238,14 @@ public enum FileSystem {
     }
 
     /// The last component of a path (`parent(of:)`'s complement).
+    /// `base` with `components` appended, by swift-system's `FilePath`: one separator between
+    /// parts, and a leading "/" in a component never escapes `base`.
+    public static func join(_ base: String, _ components: String...) -> String {
+        var path = FilePath(base)
+        for component in components { path.append(component) }
+        return path.string
+    }
+
     public static func lastComponent(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return path }
         return String(path[path.index(after: slash)...])
@@ -252,7 +272,7 @@ public enum FileSystem {
         try FaultInjection.check(.syncDirectory, path)
         let fd = retryingInterrupts { Glibc_open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0) }
         guard fd >= 0 else { throw IOError("open", path: path, code: errno) }
-        defer { _ = SystemCall.close(fd) }
+        defer { SystemCall.close(fd) }
         guard fsync(fd) == 0 else { throw IOError("fsync", path: path, code: errno) }
     }
 
@@ -385,34 +405,10 @@ func symlinkAware(_ error: IOError, directory: Int32, name: String) -> IOError {
     return IOError(error.operation, path: error.path, code: ELOOP, reason: IOError.symbolicLinkReason)
 }
 
+/// The calls swift-system does not wrap, named apart from `FileDescriptor`'s members.
 enum SystemCall {
-    static func close(_ fd: Int32) -> Int32 {
-        #if canImport(Darwin)
-        return Darwin.close(fd)
-        #else
-        return Glibc.close(fd)
-        #endif
-    }
-    static func write(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
-        #if canImport(Darwin)
-        return Darwin.write(fd, buffer, count)
-        #else
-        return Glibc.write(fd, buffer, count)
-        #endif
-    }
-    static func read(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
-        #if canImport(Darwin)
-        return Darwin.read(fd, buffer, count)
-        #else
-        return Glibc.read(fd, buffer, count)
-        #endif
-    }
-    static func pread(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ offset: off_t) -> Int {
-        #if canImport(Darwin)
-        return Darwin.pread(fd, buffer, count, offset)
-        #else
-        return Glibc.pread(fd, buffer, count, offset)
-        #endif
+    static func close(_ fd: Int32) {
+        try? SystemPackage.FileDescriptor(rawValue: fd).close()
     }
     static func rename(_ from: String, _ to: String) -> Int32 {
         #if canImport(Darwin)

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SystemPackage
 
 extension FileDescriptor {
     /// A descriptor someone else opened (standard input, a pipe they hand over), named for
@@ -22,9 +23,9 @@ extension FileDescriptor {
     /// Reads what is available, up to `count` bytes (`read(2)`, interrupted calls retried);
     /// 0 only at the end of the input.
     public func readSome(into buffer: UnsafeMutableRawPointer, count: Int) throws(IOError) -> Int {
-        let got = retryingInterrupts { SystemCall.read(rawValue, buffer, count) }
-        guard got >= 0 else { throw IOError("read", path: path, code: errno) }
-        return got
+        do { return try system.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: count)) } catch {
+            throw .system("read", path: path, error)
+        }
     }
 
     /// Whether a read now would wait (a pipe its writer has not filled yet).

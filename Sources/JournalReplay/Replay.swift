@@ -87,7 +87,7 @@ public enum Replay {
         for (index, replica) in replicas.enumerated() { lastLamports[replica] = merge.lastLamports[index] }
         var names = previous?.sealedNames ?? []
         for member in set.members {
-            if let name = member.name { names.insert(member.replica.hex + "/" + name.fileName) }
+            if let name = member.name { names.insert(name.relativePath(in: member.replica)) }
         }
         return Snapshot(replicas: replicas, covered: covered, lastLamports: lastLamports, sealedNames: names,
                         lastKey: merge.lastKey, eventCount: report.eventCount, pointCount: report.pointCount,
@@ -102,7 +102,7 @@ public enum Replay {
         // Every segment it folded must still be here: a removed or damaged file changes the
         // event set, and only a full replay says what the drawing of the new set is.
         let present = Set(set.members.compactMap { member in
-            member.name.map { member.replica.hex + "/" + $0.fileName }
+            member.name.map { $0.relativePath(in: member.replica) }
         })
         guard snapshot.sealedNames.isSubset(of: present), set.problems.allSatisfy({ $0.kind == .tornTail || $0.kind == .ignored }) else {
             return nil

@@ -25,9 +25,9 @@ public struct JournalDirectory: Sendable {
     public var openSegmentPath: String { localPath + "/open.sjo" }
     /// Local cache of folded states (JournalReplay's `SnapshotStore`).
     public var snapshotsPath: String { localPath + "/snapshots" }
-    public func replicaPath(_ replica: ReplicaID) -> String { replicasPath + "/" + replica.hex }
+    public func replicaPath(_ replica: ReplicaID) -> String { FileSystem.join(replicasPath, replica.hex) }
     public func segmentPath(_ replica: ReplicaID, _ name: SegmentName) -> String {
-        replicaPath(replica) + "/" + name.fileName
+        FileSystem.join(replicaPath(replica), name.fileName)
     }
 
     public var isJournal: Bool { FileSystem.exists(identityPath) }
@@ -105,7 +105,7 @@ public struct JournalDirectory: Sendable {
         let tree = TreeListing.scan(replicasPath: replicasPath)
         var listing = Listing(sealed: [], ignored: tree.ignored)
         for file in tree.files {
-            let path = replicasPath + "/" + file.relativePath
+            let path = FileSystem.join(replicasPath, file.relativePath)
             switch file.classification {
             case .segment(let name):
                 listing.sealed.append(SealedFile(replica: file.replica, name: name, path: path, size: file.size))

@@ -17,7 +17,7 @@ extension JournalDirectory {
 
     /// `path` made absolute against the current directory, with `.` and `..` resolved by name.
     static func absolute(_ path: String) -> String {
-        let joined = path.hasPrefix("/") ? path : FileSystem.currentDirectory + "/" + path
+        let joined = path.hasPrefix("/") ? path : FileSystem.join(FileSystem.currentDirectory, path)
         var parts: [Substring] = []
         for part in joined.split(separator: "/") {
             if part == "." || part.isEmpty { continue }

@@ -237,7 +237,7 @@ public final class JournalWriter {
         bytes += SegmentEncoder.blocks(smallRun[...])
         let name = SegmentName(firstSeq: range.lowerBound, lastSeq: range.upperBound, contents: bytes)
         let folder = directory.replicaPath(replica)
-        let finalPath = folder + "/" + name.fileName
+        let finalPath = FileSystem.join(folder, name.fileName)
         var index = LocalIndex.refresh(directory)
         do {
             // Writing the sealed copy touches nothing the open segment holds: if it fails,
@@ -463,7 +463,7 @@ public final class JournalWriter {
         // Fixed-name temporaries of versions before unique temporaries: harmless now, but
         // clutter. Only a writer (this one holds the lock) ever wrote them.
         for leftover in ["index.tmp", "replica.tmp", "open.sjo.new", "sync-cache.tmp", "snapshots/latest.sjsnap.tmp"] {
-            try? FileSystem.remove(directory.localPath + "/" + leftover)
+            try? FileSystem.remove(FileSystem.join(directory.localPath, leftover))
         }
         let folder = directory.replicaPath(replica)
         guard let entries = try? FileSystem.list(folder) else { return }
@@ -471,7 +471,7 @@ public final class JournalWriter {
         // else seals here); `.tmp-<name>.<host>.<pid>[.<random>]` is a crashed process's.
         for entry in entries where entry.kind == .file
             && ((entry.name.hasPrefix(".tmp-") && entry.name.hasSuffix(".sjs")) || AtomicCopy.isStale(entry.name)) {
-            try? FileSystem.remove(folder + "/" + entry.name)
+            try? FileSystem.remove(FileSystem.join(folder, entry.name))
         }
     }
 }

@@ -45,7 +45,7 @@ public struct LocalIndex: Sendable {
         entries[Self.key(replica, name)] != nil
     }
 
-    static func key(_ replica: ReplicaID, _ name: SegmentName) -> String { replica.hex + "/" + name.fileName }
+    static func key(_ replica: ReplicaID, _ name: SegmentName) -> String { name.relativePath(in: replica) }
 
     /// Loads the index, reconciles it with the directory listing, and saves it if it changed.
     public static func refresh(_ directory: JournalDirectory) -> LocalIndex {

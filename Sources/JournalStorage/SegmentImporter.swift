@@ -23,7 +23,7 @@ public enum SegmentImporter {
         guardOwn: OwnReplicaGuard? = nil, sharedClock: SharedCounter? = nil
     ) -> Outcome {
         if let claimedName, claimedName.identifiesContents,
-           FileSystem.exists(replicasPath + "/" + replica.hex + "/" + claimedName.fileName) {
+           FileSystem.exists(FileSystem.join(replicasPath, claimedName.relativePath(in: replica))) {
             return .alreadyPresent(claimedName)
         }
         let scan = SegmentScanner.scan(path: path, sealed: true)
@@ -59,13 +59,13 @@ public enum SegmentImporter {
     }
 
     static func write(_ scan: ScannedSegment, name: SegmentName, replica: ReplicaID, replicasPath: String) -> Outcome {
-        let target = replicasPath + "/" + replica.hex + "/" + name.fileName
+        let target = FileSystem.join(replicasPath, name.relativePath(in: replica))
         do throws(IOError) {
             // `replicas` and `replicas/<id>` are opened without following symlinks (a journal
             // folder may itself be a synced folder): a symlink planted at either is refused and
             // nothing is written through it (invariant 8).
             let folder = try DirectoryHandle.open(
-                FileSystem.lastComponent(of: replicasPath) + "/" + replica.hex,
+                FileSystem.join(FileSystem.lastComponent(of: replicasPath), replica.hex),
                 beneath: FileSystem.parent(of: replicasPath), create: true)
             if folder.kind(of: name.fileName) != nil { return .alreadyPresent(name) }
             try folder.writeNewFileAtomically(name: name.fileName, bytes: scan.bytes)

@@ -106,6 +106,10 @@ public struct SegmentName: Hashable, Comparable, Sendable, CustomStringConvertib
         }
     }
 
+    /// `<replica>/<file name>`: where the file sits below `replicas/` in every journal and
+    /// shared folder, and its key in the index, caches and reports ("/" whatever the system).
+    public func relativePath(in replica: ReplicaID) -> String { replica.hex + "/" + fileName }
+
     public static func < (lhs: SegmentName, rhs: SegmentName) -> Bool {
         (lhs.firstSeq, lhs.lastSeq) != (rhs.firstSeq, rhs.lastSeq)
             ? (lhs.firstSeq, lhs.lastSeq) < (rhs.firstSeq, rhs.lastSeq)

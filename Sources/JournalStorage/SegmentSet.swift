@@ -26,7 +26,7 @@ public struct SegmentSet: Sendable {
         set.problems.append(contentsOf: listing.ignored)
         var seen = Set<String>()
         for file in listing.sealed {
-            let key = file.replica.hex + "/" + file.name.fileName
+            let key = file.name.relativePath(in: file.replica)
             if !seen.insert(key).inserted { set.duplicateFiles += 1; continue }
             set.add(sealed: file)
         }

@@ -45,7 +45,7 @@ public struct TreeListing: Sendable {
             return listing
         }
         for entry in top {
-            let folder = replicasPath + "/" + entry.name
+            let folder = FileSystem.join(replicasPath, entry.name)
             guard entry.kind == .directory, let replica = ReplicaID(hex: entry.name) else {
                 let reason: String
                 if entry.kind == .symlink { reason = "symbolic link: never followed" }
@@ -62,11 +62,11 @@ public struct TreeListing: Sendable {
                 continue
             }
             for child in children {
-                let path = folder + "/" + child.name
+                let path = FileSystem.join(folder, child.name)
                 let classification = FileClassifier.classify(child.name)
                 switch child.kind {
                 case .file:
-                    listing.files.append(File(replica: replica, relativePath: entry.name + "/" + child.name, name: child.name,
+                    listing.files.append(File(replica: replica, relativePath: FileSystem.join(entry.name, child.name), name: child.name,
                                               size: child.size, modified: child.modified, classification: classification))
                 case .symlink:
                     listing.ignored.append(Problem(.ignored, file: path, replica: replica, reason: "symbolic link: never followed"))

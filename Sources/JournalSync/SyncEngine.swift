@@ -87,7 +87,7 @@ public struct SyncEngine {
             let writer = try JournalWriter(directory: journal)
             let name = try writer.seal()
             try writer.close()
-            if let name { report.sealed = writer.replica.hex + "/" + name.fileName }
+            if let name { report.sealed = name.relativePath(in: writer.replica) }
         } catch {
             switch error {
             case .locked(_, let holder):
@@ -118,7 +118,7 @@ public struct SyncEngine {
 
         /// What tells a target file's bytes apart, where the transport can see it.
         func identity(_ file: TreeListing.File) -> FileIdentity? {
-            transport.localFolder.flatMap { FileIdentity.of($0 + "/" + file.relativePath) }
+            transport.localFolder.flatMap { FileIdentity.of(FileSystem.join($0, file.relativePath)) }
         }
         cache.prune(target: key, listed: Set(remote.files.map(\.relativePath)))
 
@@ -193,13 +193,13 @@ public struct SyncEngine {
                 switch outcome {
                 case .imported(let name, let entry):
                     index.add(entry)
-                    let canonical = file.replica.hex + "/" + name.fileName
+                    let canonical = name.relativePath(in: file.replica)
                     report.imported.append(canonical)
                     report.replicas[report.state(file.replica)].imported += 1
                     if claimed?.identifiesContents != true { cache.store(.held(canonical), target: key, file: file, identity: fileIdentity) }
                 case .alreadyPresent(let name):
                     report.replicas[report.state(file.replica)].duplicateSegments += 1
-                    cache.store(.held(file.replica.hex + "/" + name.fileName), target: key, file: file, identity: fileIdentity)
+                    cache.store(.held(name.relativePath(in: file.replica)), target: key, file: file, identity: fileIdentity)
                 case .rejected(var problem):
                     problem.file = shown(file)
                     if publish, let claimed, let folder = transport.localFolder,
@@ -227,7 +227,7 @@ public struct SyncEngine {
             for file in localNow.files {
                 guard case .segment(let name) = file.classification, name.identifiesContents,
                       !remoteKeys.contains(file.relativePath) else { continue }
-                let path = journal.replicasPath + "/" + file.relativePath
+                let path = FileSystem.join(journal.replicasPath, file.relativePath)
                 report.bytesRead += file.size
                 if let problem = SegmentImporter.verifyFile(at: path, replica: file.replica, name: name) {
                     report.rejected.append(Problem(problem.kind, file: path, offset: problem.offset, replica: file.replica,
@@ -267,7 +267,7 @@ public struct SyncEngine {
             report.replicas[slot].gaps = held.gaps(through: max(held.highest ?? 0, namedSeqMax[replica] ?? 0))
 
             // Overlaps that involve a newly imported file: decode just those.
-            let fresh = sorted.filter { importedKeys.contains(replica.hex + "/" + $0.name.fileName) }
+            let fresh = sorted.filter { importedKeys.contains($0.name.relativePath(in: replica)) }
             let freshNames = Set(fresh.map(\.name))
             func overlap(_ a: JournalDirectory.SealedFile, _ b: JournalDirectory.SealedFile) -> Bool {
                 a.name != b.name && a.name.firstSeq <= b.name.lastSeq && b.name.firstSeq <= a.name.lastSeq
@@ -301,14 +301,14 @@ public struct SyncEngine {
         _ file: TreeListing.File, name: SegmentName, problem: Problem, folder: String, readAs: FileIdentity?
     ) -> String? {
         guard name.identifiesContents, problem.kind == .corrupt, let readAs else { return nil }
-        let path = folder + "/" + file.relativePath
+        let path = FileSystem.join(folder, file.relativePath)
         let ageNanoseconds = ProcessInfoLite.wallClockMilliseconds() * 1_000_000 - file.modified
         guard ageNanoseconds > 60_000_000_000, FileIdentity.of(path) == readAs else { return nil }
         let aside = FileClassifier.damagedPrefix + file.name + "." + ProcessInfoLite.hostName + "." + String(ProcessInfoLite.processID)
-        let target = folder + "/" + file.replica.hex + "/" + aside
+        let target = FileSystem.join(folder, file.replica.hex, aside)
         do throws(IOError) {
             try FileSystem.rename(path, to: target)
-            try FileSystem.syncDirectory(folder + "/" + file.replica.hex)
+            try FileSystem.syncDirectory(FileSystem.join(folder, file.replica.hex))
         } catch {
             return nil
         }
@@ -329,14 +329,14 @@ public struct SyncEngine {
             } else {
                 stale = false
             }
-            if stale { removeTree(journal.localPath + "/" + entry.name) }
+            if stale { removeTree(FileSystem.join(journal.localPath, entry.name)) }
         }
         guard let folders = try? FileSystem.list(journal.replicasPath) else { return }
         for folder in folders where folder.kind == .directory {
-            let path = journal.replicasPath + "/" + folder.name
+            let path = FileSystem.join(journal.replicasPath, folder.name)
             guard let files = try? FileSystem.list(path) else { continue }
             for file in files where file.kind == .file && AtomicCopy.isStale(file.name) {
-                try? FileSystem.remove(path + "/" + file.name)
+                try? FileSystem.remove(FileSystem.join(path, file.name))
             }
         }
     }

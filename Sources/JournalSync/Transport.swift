@@ -70,7 +70,7 @@ struct DirectoryTransport: Transport {
     func list() throws(SyncError) -> TreeListing { TreeListing.scan(replicasPath: replicasPath) }
 
     func fetch(_ files: [TreeListing.File]) throws(SyncError) -> [String: String] {
-        Dictionary(uniqueKeysWithValues: files.map { ($0.relativePath, replicasPath + "/" + $0.relativePath) })
+        Dictionary(uniqueKeysWithValues: files.map { ($0.relativePath, FileSystem.join(replicasPath, $0.relativePath)) })
     }
 
     func publish(_ relativePaths: [String], from localReplicas: String) throws(SyncError) -> PublishOutcome {
@@ -101,13 +101,13 @@ struct DirectoryTransport: Transport {
                     } catch {
                         guard error.isSymbolicLink else { throw error }
                         refusedFolders.insert(parts[0])
-                        outcome.refused.append(Problem(.ignored, file: replicasPath + "/" + parts[0],
+                        outcome.refused.append(Problem(.ignored, file: FileSystem.join(replicasPath, String(parts[0])),
                                                        replica: ReplicaID(hex: parts[0]), reason: refusal))
                         continue
                     }
                     folders[parts[0]] = folder
                 }
-                let bytes = try FileSystem.readFile(localReplicas + "/" + relative)
+                let bytes = try FileSystem.readFile(FileSystem.join(localReplicas, relative))
                 try folder.writeNewFileAtomically(name: parts[1], bytes: bytes)
                 outcome.sent.append(relative)
             } catch {
@@ -255,7 +255,7 @@ struct RsyncTransport: Transport {
         guard result.status == 0 || result.status == 23 || result.status == 24 else {
             throw .rsyncFailed(command: "rsync " + arguments.joined(separator: " "), status: result.status, output: result.output)
         }
-        return Dictionary(uniqueKeysWithValues: files.map { ($0.relativePath, staging + "/" + $0.relativePath) })
+        return Dictionary(uniqueKeysWithValues: files.map { ($0.relativePath, FileSystem.join(staging, $0.relativePath)) })
     }
 
     func publish(_ relativePaths: [String], from localReplicas: String) throws(SyncError) -> PublishOutcome {
@@ -297,7 +297,7 @@ struct RsyncTransport: Transport {
 func removeTree(_ path: String) {
     guard let kind = FileSystem.linkStatus(path)?.kind else { return }
     if kind == .directory, let entries = try? FileSystem.list(path) {
-        for entry in entries { removeTree(path + "/" + entry.name) }
+        for entry in entries { removeTree(FileSystem.join(path, entry.name)) }
         try? FileSystem.removeDirectory(path)
     } else {
         try? FileSystem.remove(path)
