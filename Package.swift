@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 // StrokeJournal: an event-sourced, zlib-compressed journal of drawing sessions.
 //
 // Layers, bottom to top (a lower layer never imports a higher one; docs/ARCHITECTURE.md):
@@ -30,6 +30,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-atomics", from: "1.2.0"),
         // Typed errno and the descriptor calls it wraps (read, write, pread, ftruncate, close).
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+        // Child processes (rsync, rsvg-convert); without its Foundation trait, so the library
+        // still links no Foundation.
+        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.0", traits: []),
     ],
     targets: [
         // MARK: C interop (the only modules that call C)
@@ -43,6 +46,7 @@ let package = Package(
             name: "JournalPlatform",
             dependencies: [
                 .product(name: "Atomics", package: "swift-atomics"), .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
             ],
             swiftSettings: strict),
 

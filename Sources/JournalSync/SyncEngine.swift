@@ -26,7 +26,7 @@ public struct SyncEngine {
     /// Seals what is recorded, publishes what the target lacks, imports what we lack.
     /// The target must be a shared board (it has `replicas/`) or an empty folder; `create`
     /// makes a missing or other folder a board (a mistyped path must not start a new board).
-    public func sync(_ target: SyncTarget, rsh: String? = nil, seal: Bool = true, create: Bool = false) throws(SyncError) -> ReconcileReport {
+    public func sync(_ target: SyncTarget, rsh: String? = nil, seal: Bool = true, create: Bool = false) async throws(SyncError) -> ReconcileReport {
         let started = ProcessInfoLite.monotonicSeconds()
         let lock = try SyncLock.acquire(journal, waitingUpTo: lockWaitSeconds)
         defer { lock.release() }
@@ -40,19 +40,19 @@ public struct SyncEngine {
         case .rsync(let remote):
             // Per process: even a sync that does not hold the lock (an older version) never
             // shares, or deletes, another's staging folder.
-            transport = try RsyncTransport(remote: remote, rsh: rsh,
+            transport = try await RsyncTransport(remote: remote, rsh: rsh,
                                            staging: journal.localPath + "/staging-" + String(ProcessInfoLite.processID),
                                            create: create)
         }
         defer { transport.finish() }
-        try exchange(with: transport, key: target.description, publish: true, report: &report)
+        try await exchange(with: transport, key: target.description, publish: true, report: &report)
         report.seconds = ProcessInfoLite.monotonicSeconds() - started
         LastSyncRecord.write(report, to: journal)
         return report
     }
 
     /// Imports every valid sealed segment from other journals or shared folders.
-    public func merge(from sources: [String]) throws(SyncError) -> ReconcileReport {
+    public func merge(from sources: [String]) async throws(SyncError) -> ReconcileReport {
         let started = ProcessInfoLite.monotonicSeconds()
         let lock = try SyncLock.acquire(journal, waitingUpTo: lockWaitSeconds)
         defer { lock.release() }
@@ -60,9 +60,9 @@ public struct SyncEngine {
         for source in sources {
             try refuseSelf(source)
             let transport = try DirectoryTransport(root: source, role: .source)
-            try exchange(with: transport, key: source, publish: false, report: &report)
-            if let size = FileSystem.linkStatus(source + "/local/open.sjo")?.size, size > Int64(FormatV1.fileHeaderSize) {
-                report.ignored.append(Problem(.ignored, file: source + "/local/open.sjo",
+            try await exchange(with: transport, key: source, publish: false, report: &report)
+            if let size = FileSystem.linkStatus(FileSystem.join(source, "local/open.sjo"))?.size, size > Int64(FormatV1.fileHeaderSize) {
+                report.ignored.append(Problem(.ignored, file: FileSystem.join(source, "local/open.sjo"),
                                               reason: "unsealed events of that journal's writer: run `journal sync` or `record` there to seal them"))
             }
         }
@@ -98,7 +98,7 @@ public struct SyncEngine {
         }
     }
 
-    private func exchange(with transport: Transport, key: String, publish: Bool, report: inout ReconcileReport) throws(SyncError) {
+    private func exchange(with transport: Transport, key: String, publish: Bool, report: inout ReconcileReport) async throws(SyncError) {
         removeOwnTemporaries()
         report.rejected += journal.upgradeLegacyNames()
         var index = LocalIndex.refresh(journal)
@@ -110,7 +110,7 @@ public struct SyncEngine {
         let localKeys = local.segmentKeys
         let localSizes = Dictionary(local.files.map { ($0.relativePath, $0.size) }, uniquingKeysWith: { first, _ in first })
         progress?("listing \(key)")
-        let remote = try transport.list()
+        let remote = try await transport.list()
         report.ignored += remote.ignored
         var namedSeqMax: [ReplicaID: UInt64] = [:]
         /// How a target file is named in the report.
@@ -174,7 +174,7 @@ public struct SyncEngine {
         // 2. Fetch and import, verifying every byte before it lands under a final name.
         if !wanted.isEmpty {
             progress?("fetching \(wanted.count) segment(s)")
-            let paths = try transport.fetch(wanted)
+            let paths = try await transport.fetch(wanted)
             for (number, file) in wanted.enumerated() {
                 progress?("importing \(number + 1)/\(wanted.count)")
                 guard let path = paths[file.relativePath], FileSystem.exists(path) else {
@@ -239,7 +239,7 @@ public struct SyncEngine {
             }
             if !outgoing.isEmpty {
                 progress?("publishing \(outgoing.count) segment(s)")
-                let outcome = try transport.publish(outgoing, from: journal.replicasPath)
+                let outcome = try await transport.publish(outgoing, from: journal.replicasPath)
                 report.published += outcome.sent
                 report.notPublished += outcome.refused
                 for relative in outcome.sent {

@@ -6,11 +6,11 @@ import JournalStorage
 /// overwrite a file on either side and never follow symlinks.
 protocol Transport {
     /// The target's `replicas/` tree, by name and size only.
-    func list() throws(SyncError) -> TreeListing
+    func list() async throws(SyncError) -> TreeListing
     /// Makes the given target files readable locally; returns a local path per relative path.
-    func fetch(_ files: [TreeListing.File]) throws(SyncError) -> [String: String]
+    func fetch(_ files: [TreeListing.File]) async throws(SyncError) -> [String: String]
     /// Sends local segment files (relative paths under the local `replicas/`) to the target.
-    func publish(_ relativePaths: [String], from localReplicas: String) throws(SyncError) -> PublishOutcome
+    func publish(_ relativePaths: [String], from localReplicas: String) async throws(SyncError) -> PublishOutcome
     func finish()
     /// The target's `replicas/` folder when it is a local path this process may clean.
     var localFolder: String? { get }
@@ -67,13 +67,13 @@ struct DirectoryTransport: Transport {
         }
     }
 
-    func list() throws(SyncError) -> TreeListing { TreeListing.scan(replicasPath: replicasPath) }
+    func list() async throws(SyncError) -> TreeListing { TreeListing.scan(replicasPath: replicasPath) }
 
-    func fetch(_ files: [TreeListing.File]) throws(SyncError) -> [String: String] {
+    func fetch(_ files: [TreeListing.File]) async throws(SyncError) -> [String: String] {
         Dictionary(uniqueKeysWithValues: files.map { ($0.relativePath, FileSystem.join(replicasPath, $0.relativePath)) })
     }
 
-    func publish(_ relativePaths: [String], from localReplicas: String) throws(SyncError) -> PublishOutcome {
+    func publish(_ relativePaths: [String], from localReplicas: String) async throws(SyncError) -> PublishOutcome {
         var outcome = PublishOutcome()
         guard !relativePaths.isEmpty else { return outcome }
         let refusal = IOError.symbolicLinkReason + "; nothing published there"
@@ -139,22 +139,22 @@ struct RsyncTransport: Transport {
     /// Whether a remote that is not a board yet may become one (`--create`).
     let create: Bool
 
-    init(remote: String, rsh: String?, staging: String, create: Bool = false) throws(SyncError) {
+    init(remote: String, rsh: String?, staging: String, create: Bool = false) async throws(SyncError) {
         var base = remote
         while base.hasSuffix("/") && base.count > 1 { base.removeLast() }
         self.remote = base
         self.rsh = rsh
         self.staging = staging
         self.create = create
-        capabilities = try Self.probe()
+        capabilities = try await Self.probe()
     }
 
-    static func probe() throws(SyncError) -> Capabilities {
-        let result: (status: Int32, output: String)
-        do { result = try run(["--version"]) } catch { throw .rsyncMissing }
+    static func probe() async throws(SyncError) -> Capabilities {
+        let result: ChildProcess.Result
+        do { result = try await run(["--version"]) } catch { throw .rsyncMissing }
         guard result.status == 0 else { throw .rsyncMissing }
         // "rsync  version 3.2.7  protocol version 31"
-        let words = result.output.split(whereSeparator: { $0 == " " || $0 == "\n" })
+        let words = result.outputText.split(whereSeparator: { $0 == " " || $0 == "\n" })
         var capabilities = Capabilities()
         if let index = words.firstIndex(of: "version"), index + 1 < words.count {
             let parts = words[index + 1].split(separator: ".").compactMap { Int($0) }
@@ -173,32 +173,32 @@ struct RsyncTransport: Transport {
         return arguments
     }
 
-    func list() throws(SyncError) -> TreeListing {
+    func list() async throws(SyncError) -> TreeListing {
         let arguments = common + ["--list-only", remoteReplicas]
-        let result: (status: Int32, output: String)
-        do { result = try Self.run(arguments) } catch { throw .rsyncMissing }
+        let result: ChildProcess.Result
+        do { result = try await Self.run(arguments) } catch { throw .rsyncMissing }
         if result.status != 0 {
             // No replicas/ folder: an empty folder is a board nobody has pushed to yet; a
             // missing or non-empty one is a mistyped path unless `--create` says otherwise.
-            if result.output.contains("No such file or directory") && result.status == 23 {
-                try checkIsNewBoard()
+            if result.messages.contains("No such file or directory") && result.status == 23 {
+                try await checkIsNewBoard()
                 return TreeListing()
             }
-            throw .rsyncFailed(command: "rsync " + arguments.joined(separator: " "), status: result.status, output: result.output)
+            throw .rsyncFailed(command: "rsync " + arguments.joined(separator: " "), status: result.status, output: result.messages)
         }
-        return Self.parseListing(result.output, remote: remoteReplicas)
+        return Self.parseListing(result.outputText, remote: remoteReplicas)
     }
 
-    private func checkIsNewBoard() throws(SyncError) {
+    private func checkIsNewBoard() async throws(SyncError) {
         guard !create else { return }
         let arguments = common + ["--list-only", remote + "/"]
-        let result: (status: Int32, output: String)
-        do { result = try Self.run(arguments) } catch { throw .rsyncMissing }
+        let result: ChildProcess.Result
+        do { result = try await Self.run(arguments) } catch { throw .rsyncMissing }
         if result.status != 0 {
-            if result.output.contains("No such file or directory") { throw .targetMissing(remote) }
-            throw .rsyncFailed(command: "rsync " + arguments.joined(separator: " "), status: result.status, output: result.output)
+            if result.messages.contains("No such file or directory") { throw .targetMissing(remote) }
+            throw .rsyncFailed(command: "rsync " + arguments.joined(separator: " "), status: result.status, output: result.messages)
         }
-        let entries = result.output.split(separator: "\n").filter { line in
+        let entries = result.outputText.split(separator: "\n").filter { line in
             let fields = line.split(separator: " ", maxSplits: 4, omittingEmptySubsequences: true)
             return fields.count == 5 && fields[4] != "."
         }
@@ -237,7 +237,7 @@ struct RsyncTransport: Transport {
         return listing
     }
 
-    func fetch(_ files: [TreeListing.File]) throws(SyncError) -> [String: String] {
+    func fetch(_ files: [TreeListing.File]) async throws(SyncError) -> [String: String] {
         guard !files.isEmpty else { return [:] }
         let list = staging + "/.files-from"
         do throws(IOError) {
@@ -249,16 +249,16 @@ struct RsyncTransport: Transport {
         }
         let arguments = common + ["--size-only", "--max-size=\(SegmentScanner.maxSegmentFileSize)",
                                   "--files-from=" + list, remoteReplicas, staging + "/"]
-        let result: (status: Int32, output: String)
-        do { result = try Self.run(arguments) } catch { throw .rsyncMissing }
+        let result: ChildProcess.Result
+        do { result = try await Self.run(arguments) } catch { throw .rsyncMissing }
         // 23/24: some files vanished or could not be read; what did arrive is still verified.
         guard result.status == 0 || result.status == 23 || result.status == 24 else {
-            throw .rsyncFailed(command: "rsync " + arguments.joined(separator: " "), status: result.status, output: result.output)
+            throw .rsyncFailed(command: "rsync " + arguments.joined(separator: " "), status: result.status, output: result.messages)
         }
         return Dictionary(uniqueKeysWithValues: files.map { ($0.relativePath, FileSystem.join(staging, $0.relativePath)) })
     }
 
-    func publish(_ relativePaths: [String], from localReplicas: String) throws(SyncError) -> PublishOutcome {
+    func publish(_ relativePaths: [String], from localReplicas: String) async throws(SyncError) -> PublishOutcome {
         guard !relativePaths.isEmpty else { return PublishOutcome() }
         let list = staging + "/.push-list"
         do throws(IOError) {
@@ -273,10 +273,10 @@ struct RsyncTransport: Transport {
         if capabilities.fsync { arguments.append("--fsync") }
         if capabilities.mkpath { arguments.append("--mkpath") }
         arguments += [localReplicas + "/", remoteReplicas]
-        let result: (status: Int32, output: String)
-        do { result = try Self.run(arguments) } catch { throw .rsyncMissing }
+        let result: ChildProcess.Result
+        do { result = try await Self.run(arguments) } catch { throw .rsyncMissing }
         guard result.status == 0 else {
-            throw .rsyncFailed(command: "rsync " + arguments.joined(separator: " "), status: result.status, output: result.output)
+            throw .rsyncFailed(command: "rsync " + arguments.joined(separator: " "), status: result.status, output: result.messages)
         }
         return PublishOutcome(sent: relativePaths)
     }
@@ -285,12 +285,12 @@ struct RsyncTransport: Transport {
         removeTree(staging)
     }
 
-    /// Runs rsync with stdout and stderr merged; no shell in between.
-    static func run(_ arguments: [String]) throws(SyncError) -> (status: Int32, output: String) {
+    /// Runs rsync; no shell in between.
+    static func run(_ arguments: [String]) async throws(SyncError) -> ChildProcess.Result {
         let result: ChildProcess.Result
-        do { result = try ChildProcess.run("rsync", arguments) } catch { throw .io(error, doing: "cannot run rsync") }
+        do { result = try await ChildProcess.run("rsync", arguments) } catch { throw .io(error, doing: "cannot run rsync") }
         if result.status == 127 { throw .rsyncMissing }
-        return (result.status, result.outputText)
+        return result
     }
 }
 

@@ -5,7 +5,7 @@ import JournalPlatform
 let journalVersion = "0.4.0"
 
 @main
-struct JournalCommand: ParsableCommand {
+struct JournalCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "journal",
         abstract: "Record, merge and inspect collaborative drawing sessions.",
@@ -30,7 +30,7 @@ struct JournalCommand: ParsableCommand {
     /// 2 closed, the journal's own files would get those numbers and output meant for the
     /// terminal would be written into them. Then the arguments git users type are rewritten
     /// (`GlobalArguments`).
-    static func main() {
+    static func main() async {
         guard ProcessInfoLite.guardStandardDescriptors() else { Self.exit(withError: ExitCode(71)) }
         let commands = configuration.subcommands.map { $0._commandName }
         switch GlobalArguments.rewrite(Array(CommandLine.arguments.dropFirst()), commands: commands) {
@@ -40,7 +40,7 @@ struct JournalCommand: ParsableCommand {
             ProcessInfoLite.terminate(status: 64)
         case .run(let arguments, let journal):
             if let journal { ProcessInfoLite.setEnvironment("JOURNAL_DIR", journal) }
-            main(arguments)
+            await main(arguments)
         }
     }
 }

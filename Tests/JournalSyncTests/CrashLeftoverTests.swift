@@ -10,7 +10,7 @@ import Testing
 /// (`local/index.tmp`, `replica.tmp`, `latest.sjsnap.tmp`, `sync-cache.tmp`, staging
 /// `.files-from.tmp`), so one left by `kill -9` made every later write fail "File exists".
 @Suite struct CrashLeftoverTests {
-    @Test func leftoversOfAKilledProcessWedgeNeitherRecordNorSnapshotNorSync() throws {
+    @Test func leftoversOfAKilledProcessWedgeNeitherRecordNorSnapshotNorSync() async throws {
         let temp = TemporaryDirectory("leftovers")
         defer { temp.remove() }
         var alice = try Machine(temp.path + "/alice", seed: 41)
@@ -19,7 +19,7 @@ import Testing
         try bob.draw(strokes: 2)
         let shared = temp.path + "/shared"
         try FileSystem.createDirectory(shared)
-        _ = try SyncEngine(journal: bob.journal).sync(.directory(shared))
+        _ = try await SyncEngine(journal: bob.journal).sync(.directory(shared))
         _ = try SnapshotStore.create(alice.journal)
 
         // What a kill -9 mid-write leaves: the old fixed names, and unique temporaries of a
@@ -35,7 +35,7 @@ import Testing
 
         try alice.draw(strokes: 2)                      // record: open, flush, seal, index
         _ = try SnapshotStore.create(alice.journal)     // snapshot
-        let report = try SyncEngine(journal: alice.journal).sync(.directory(shared))  // sync
+        let report = try await SyncEngine(journal: alice.journal).sync(.directory(shared))  // sync
         #expect(report.imported.count == 1 && report.rejected.isEmpty)
         #expect(report.published.count == 2)
         #expect(alice.digest == Replay.replay(SegmentSet.load(alice.journal)).drawing.digest)

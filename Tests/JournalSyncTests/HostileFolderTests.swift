@@ -10,6 +10,7 @@ import JournalReplay
 import JournalStorage
 import JournalSync
 import JournalTestSupport
+import Synchronization
 import Testing
 
 /// A shared folder is hostile (issue 8): whoever can write there can plant symlinks and FIFOs,
@@ -21,7 +22,7 @@ import Testing
 
     // MARK: Finding 5: writes through a symlink
 
-    @Test func publishingRefusesASymlinkedReplicaFolderOfTheTarget() throws {
+    @Test func publishingRefusesASymlinkedReplicaFolderOfTheTarget() async throws {
         let temp = TemporaryDirectory("hostile-publish")
         defer { temp.remove() }
         var alice = try Machine(temp.path + "/alice", seed: 51)
@@ -33,7 +34,7 @@ import Testing
         try FileSystem.createDirectory(outside)
         try FileSystem.symlink(outside, at: shared + "/replicas/" + replica.hex)
 
-        let report = try SyncEngine(journal: alice.journal).sync(.directory(shared))
+        let report = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
         #expect(contents(outside).isEmpty, "a segment was written through the symlink: \(contents(outside))")
         #expect(report.published.isEmpty)
         let refused = report.notPublished.map(\.description)
@@ -44,7 +45,7 @@ import Testing
         #expect(FileSystem.linkStatus(shared + "/replicas/" + replica.hex)?.kind == .symlink)
     }
 
-    @Test func publishingRefusesASymlinkedReplicasFolder() throws {
+    @Test func publishingRefusesASymlinkedReplicasFolder() async throws {
         let temp = TemporaryDirectory("hostile-replicas")
         defer { temp.remove() }
         var alice = try Machine(temp.path + "/alice", seed: 52)
@@ -55,7 +56,7 @@ import Testing
         try FileSystem.createDirectory(outside)
         try FileSystem.symlink(outside, at: shared + "/replicas")
 
-        let report = try SyncEngine(journal: alice.journal).sync(.directory(shared))
+        let report = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
         #expect(contents(outside).isEmpty, "written through the symlinked replicas/: \(contents(outside))")
         #expect(report.published.isEmpty)
         #expect(report.notPublished.map(\.file) == [shared + "/replicas"])
@@ -66,21 +67,21 @@ import Testing
         try bob.draw(strokes: 2)
         let bobFolder = temp.path + "/bob-folder"
         try FileSystem.createDirectory(bobFolder)
-        _ = try SyncEngine(journal: bob.journal).sync(.directory(bobFolder))
+        _ = try await SyncEngine(journal: bob.journal).sync(.directory(bobFolder))
         try FileSystem.removeDirectory(outside)
         try FileSystem.symlink(bobFolder + "/replicas", at: outside)
-        let merged = try SyncEngine(journal: alice.journal).merge(from: [shared])
+        let merged = try await SyncEngine(journal: alice.journal).merge(from: [shared])
         #expect(merged.imported.isEmpty)
     }
 
-    @Test func importingRefusesASymlinkedReplicaFolderOfTheLocalJournal() throws {
+    @Test func importingRefusesASymlinkedReplicaFolderOfTheLocalJournal() async throws {
         let temp = TemporaryDirectory("hostile-import")
         defer { temp.remove() }
         var bob = try Machine(temp.path + "/bob", seed: 54)
         try bob.draw(strokes: 3)
         let shared = temp.path + "/shared"
         try FileSystem.createDirectory(shared)
-        _ = try SyncEngine(journal: bob.journal).sync(.directory(shared))
+        _ = try await SyncEngine(journal: bob.journal).sync(.directory(shared))
 
         // The journal folder is itself a synced folder: someone planted replicas/<bob> -> outside.
         let alice = try Machine(temp.path + "/alice", seed: 55)
@@ -88,7 +89,7 @@ import Testing
         try FileSystem.createDirectory(outside)
         try FileSystem.symlink(outside, at: alice.journal.replicasPath + "/" + (try bob.journal.identity()).hex)
 
-        let report = try SyncEngine(journal: alice.journal).sync(.directory(shared))
+        let report = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
         #expect(contents(outside).isEmpty, "imported through the symlink: \(contents(outside))")
         #expect(report.imported.isEmpty)
         #expect(!report.rejected.isEmpty)
@@ -98,7 +99,7 @@ import Testing
 
     // MARK: Finding 6: FIFOs and symlinks under segment names
 
-    @Test func aFIFOAndASymlinkUnderSegmentNamesAreReportedAndSyncFinishes() throws {
+    @Test func aFIFOAndASymlinkUnderSegmentNamesAreReportedAndSyncFinishes() async throws {
         let temp = TemporaryDirectory("hostile-fifo")
         defer { temp.remove() }
         var bob = try Machine(temp.path + "/bob", seed: 56)
@@ -114,8 +115,8 @@ import Testing
         let journal = try Machine(temp.path + "/alice", seed: 57).journal
         let shared = temp.path + "/shared"
         let result = Box<ReconcileReport>()
-        let finished = finishes(within: 10, unblock: { unblockFIFO(folder + "/" + fifoName) }) {
-            result.value = try? SyncEngine(journal: journal).sync(.directory(shared))
+        let finished = await finishes(within: 10, unblock: { unblockFIFO(folder + "/" + fifoName) }) {
+            result.value = try? await SyncEngine(journal: journal).sync(.directory(shared))
         }
         #expect(finished, "sync blocked on the FIFO")
         let report = try #require(result.value)
@@ -127,32 +128,32 @@ import Testing
     }
 
     /// Bob's first sealed segment, published to a fresh shared folder: what a swap attacks.
-    func publishedSegment(_ temp: TemporaryDirectory, seed: UInt64) throws
+    func publishedSegment(_ temp: TemporaryDirectory, seed: UInt64) async throws
         -> (shared: String, segment: JournalDirectory.SealedFile, listed: String) {
         var bob = try Machine(temp.path + "/bob", seed: seed)
         try bob.draw(strokes: 2)
         let shared = temp.path + "/shared"
         try FileSystem.createDirectory(shared)
-        _ = try SyncEngine(journal: bob.journal).sync(.directory(shared))
+        _ = try await SyncEngine(journal: bob.journal).sync(.directory(shared))
         let segment = bob.journal.listSealed().sealed[0]
         return (shared, segment, shared + "/replicas/" + segment.replica.hex + "/" + segment.name.fileName)
     }
 
-    @Test func aSegmentSwappedForAFIFOAfterListingIsRefusedWithoutBlocking() throws {
+    @Test func aSegmentSwappedForAFIFOAfterListingIsRefusedWithoutBlocking() async throws {
         let temp = TemporaryDirectory("hostile-swap-fifo")
         defer { temp.remove() }
-        let (shared, segment, listed) = try publishedSegment(temp, seed: 58)
+        let (shared, segment, listed) = try await publishedSegment(temp, seed: 58)
 
         let journal = try Machine(temp.path + "/alice", seed: 59).journal
         let result = Box<ReconcileReport>()
-        let finished = finishes(within: 10, unblock: { unblockFIFO(listed) }) {
+        let finished = await finishes(within: 10, unblock: { unblockFIFO(listed) }) {
             // Between the listing and the reads, the listed segment becomes a FIFO.
             let engine = SyncEngine(journal: journal) { step in
                 guard step.hasPrefix("fetching") else { return }
                 try? FileSystem.remove(listed)
                 _ = mkfifo(listed, 0o644)
             }
-            result.value = try? engine.sync(.directory(shared))
+            result.value = try? await engine.sync(.directory(shared))
         }
         #expect(finished, "sync blocked opening a FIFO that replaced a listed segment")
         let report = try #require(result.value)
@@ -161,10 +162,10 @@ import Testing
         #expect(report.rejected.first?.reason.contains("not a regular file") == true, "\(report.rejected)")
     }
 
-    @Test func aSegmentSwappedForASymlinkAfterListingIsNotFollowed() throws {
+    @Test func aSegmentSwappedForASymlinkAfterListingIsNotFollowed() async throws {
         let temp = TemporaryDirectory("hostile-swap-link")
         defer { temp.remove() }
-        let (shared, segment, listed) = try publishedSegment(temp, seed: 60)
+        let (shared, segment, listed) = try await publishedSegment(temp, seed: 60)
         try copyFile(segment.path, temp.path + "/elsewhere.sjs")
 
         let alice = try Machine(temp.path + "/alice", seed: 61)
@@ -173,7 +174,7 @@ import Testing
             try? FileSystem.remove(listed)
             try? FileSystem.symlink(temp.path + "/elsewhere.sjs", at: listed)
         }
-        let report = try engine.sync(.directory(shared))
+        let report = try await engine.sync(.directory(shared))
         #expect(report.imported.isEmpty, "read a file outside the shared folder through a symlink")
         #expect(report.rejected.first?.reason.contains("symbolic link: never followed") == true, "\(report.rejected)")
         #expect(alice.journal.listSealed().sealed.filter { $0.replica == segment.replica }.isEmpty)
@@ -185,18 +186,33 @@ final class Box<T>: @unchecked Sendable {
     var value: T?
 }
 
-/// Runs `body` on its own thread. If it has not finished within `seconds`, calls `unblock` (so
-/// that a build that hangs fails the test instead of the whole run) and waits for it.
-func finishes(within seconds: Double, unblock: @escaping @Sendable () -> Void, _ body: @escaping @Sendable () -> Void) -> Bool {
+/// Runs `body` in a task of its own. If it has not finished within `seconds` of starting,
+/// calls `unblock` (so that a build that hangs fails the test instead of the whole run) and
+/// waits for it. The watchdog is a thread, not a task: a `body` blocked in a system call
+/// holds a thread of the shared pool, which other tests also use.
+func finishes(
+    within seconds: Double, unblock: @escaping @Sendable () -> Void, _ body: @escaping @Sendable () async -> Void
+) async -> Bool {
+    let state = WatchdogState()
+    await Task.detached {
+        Thread {
+            guard !state.done.wait(timeout: .now() + seconds).isSuccess else { return }
+            state.fired.withLock { $0 = true }
+            unblock()
+        }.start()
+        await body()
+        state.done.signal()
+    }.value
+    return !state.fired.withLock { $0 }
+}
+
+final class WatchdogState: Sendable {
     let done = DispatchSemaphore(value: 0)
-    Thread {
-        body()
-        done.signal()
-    }.start()
-    if done.wait(timeout: .now() + seconds) == .success { return true }
-    unblock()
-    done.wait()
-    return false
+    let fired = Mutex(false)
+}
+
+extension DispatchTimeoutResult {
+    var isSuccess: Bool { self == .success }
 }
 
 /// Lets a reader blocked opening the FIFO at `path` go on: a writer opens it and closes it.

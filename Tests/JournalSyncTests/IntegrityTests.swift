@@ -13,7 +13,7 @@ import JournalCompression
 @Suite struct IntegrityTests {
     // MARK: Finding 1: acknowledged events outrank what other files claim
 
-    @Test func aForeignSegmentOfOurReplicaAboveOurSeqsNeitherEntersNorDiscardsUnsealedEvents() throws {
+    @Test func aForeignSegmentOfOurReplicaAboveOurSeqsNeitherEntersNorDiscardsUnsealedEvents() async throws {
         let temp = TemporaryDirectory("integrity-own")
         defer { temp.remove() }
         let journal = try JournalDirectory.create(at: temp.path + "/j")
@@ -23,7 +23,7 @@ import JournalCompression
 
         // A valid segment of this journal's own replica at seq 999...1000, offered by a folder.
         let forged = try plantSegment(in: temp.path + "/elsewhere", replica: replica, firstSeq: 999, count: 2, lamport: 1)
-        let report = try SyncEngine(journal: journal).merge(from: [temp.path + "/elsewhere"])
+        let report = try await SyncEngine(journal: journal).merge(from: [temp.path + "/elsewhere"])
         #expect(report.imported.isEmpty)
         #expect(report.rejected.contains { $0.kind == .quarantined && $0.file.hasSuffix(forged.fileName) })
 
@@ -37,7 +37,7 @@ import JournalCompression
         #expect(seqs.isSuperset(of: Set(1...5)))
     }
 
-    @Test func aCopiedJournalFolderTakesANewIdentityAndTheOriginalLosesNothing() throws {
+    @Test func aCopiedJournalFolderTakesANewIdentityAndTheOriginalLosesNothing() async throws {
         let temp = TemporaryDirectory("integrity-copy")
         defer { temp.remove() }
         let original = try JournalDirectory.create(at: temp.path + "/j")
@@ -61,14 +61,14 @@ import JournalCompression
         #expect(try copy.identity() == change.current)
         for event in EventGenerator(seed: 6, replica: change.current).strokeEvents(points: 3) { try copyWriter.append(event.payload) }
         try copyWriter.close()
-        _ = try SyncEngine(journal: copy).sync(.directory(shared))
+        _ = try await SyncEngine(journal: copy).sync(.directory(shared))
 
         // The original acknowledges 5 more, syncs (importing the copy's seal of its events),
         // and is killed before sealing.
         for event in pen.stroke(points: 4) { try recorder!.append(event.payload) }
         try recorder!.flush()
         #expect(recorder!.durableSeq == 15)
-        _ = try SyncEngine(journal: original).sync(.directory(shared))
+        _ = try await SyncEngine(journal: original).sync(.directory(shared))
         // kill -9: the recorder never seals; its descriptors and lock go with it.
         recorder = nil
         let reopened = try JournalWriter(directory: original)
@@ -79,8 +79,8 @@ import JournalCompression
         #expect(Set(held.map(\.id.seq)) == Set(1...15))
 
         // Both converge, and the copy wrote nothing under the original's id beyond its seal.
-        _ = try SyncEngine(journal: original).sync(.directory(shared))
-        _ = try SyncEngine(journal: copy).sync(.directory(shared))
+        _ = try await SyncEngine(journal: original).sync(.directory(shared))
+        _ = try await SyncEngine(journal: copy).sync(.directory(shared))
         #expect(Replay.load(original).drawing.digest == Replay.load(copy).drawing.digest)
         #expect(Replay.load(original).report.forks.isEmpty)
     }
@@ -117,7 +117,7 @@ import JournalCompression
         #expect(!file.name.matches(flipped))
     }
 
-    @Test func aForgedFileUnderAnHonestNameIsNeverImportedAndAVersion1NameIsOnlyAClaim() throws {
+    @Test func aForgedFileUnderAnHonestNameIsNeverImportedAndAVersion1NameIsOnlyAClaim() async throws {
         let temp = TemporaryDirectory("integrity-forged")
         defer { temp.remove() }
         var alice = try Machine(temp.path + "/alice", seed: 41)
@@ -130,7 +130,7 @@ import JournalCompression
         // Version 2: the forgery under the honest name, in a folder a new machine syncs from.
         let forgedShare = temp.path + "/forged-share"
         try writeFile(forgedShare + "/replicas/" + honest.replica.hex + "/" + honest.name.fileName, forgedBytes)
-        let report = try SyncEngine(journal: carol.journal).sync(.directory(forgedShare))
+        let report = try await SyncEngine(journal: carol.journal).sync(.directory(forgedShare))
         #expect(report.imported.isEmpty)
         #expect(report.rejected.contains { $0.reason.contains("SHA-256") })
 
@@ -141,17 +141,17 @@ import JournalCompression
         try writeFile(alice.journal.segmentPath(honest.replica, legacyName), honestBytes)
         let share = temp.path + "/share"
         try writeFile(share + "/replicas/" + honest.replica.hex + "/" + legacyName.fileName, forgedBytes)
-        _ = try SyncEngine(journal: alice.journal).sync(.directory(share))
+        _ = try await SyncEngine(journal: alice.journal).sync(.directory(share))
         // Alice now holds it by content and published it under the name that proves it.
         #expect(FileSystem.exists(share + "/replicas/" + honest.replica.hex + "/" + honest.name.fileName))
         #expect(!FileSystem.exists(alice.journal.segmentPath(honest.replica, legacyName)))
-        _ = try SyncEngine(journal: carol.journal).sync(.directory(share))
+        _ = try await SyncEngine(journal: carol.journal).sync(.directory(share))
         #expect(carol.digest == alice.digest)
     }
 
     // MARK: Finding 3: a damaged local file is never published
 
-    @Test func aDamagedLocalSegmentOfTheSameSizeIsNotPublished() throws {
+    @Test func aDamagedLocalSegmentOfTheSameSizeIsNotPublished() async throws {
         let temp = TemporaryDirectory("integrity-damaged")
         defer { temp.remove() }
         var alice = try Machine(temp.path + "/alice", seed: 51)
@@ -164,13 +164,13 @@ import JournalCompression
         try writeFile(file.path, bytes)
         let shared = temp.path + "/shared"
         try FileSystem.createDirectory(shared)
-        let report = try SyncEngine(journal: alice.journal).sync(.directory(shared))
+        let report = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
         #expect(report.published.isEmpty)
         #expect(!FileSystem.exists(shared + "/replicas/" + file.replica.hex + "/" + file.name.fileName))
         #expect(report.rejected.contains { $0.reason.contains("not published") })
     }
 
-    @Test func aDamagedSharedCopyIsMovedAsideAndRepublishedByItsHolder() throws {
+    @Test func aDamagedSharedCopyIsMovedAsideAndRepublishedByItsHolder() async throws {
         let temp = TemporaryDirectory("integrity-repair")
         defer { temp.remove() }
         var alice = try Machine(temp.path + "/alice", seed: 53)
@@ -178,7 +178,7 @@ import JournalCompression
         try alice.draw(strokes: 5)
         let shared = temp.path + "/shared"
         try FileSystem.createDirectory(shared)
-        _ = try SyncEngine(journal: alice.journal).sync(.directory(shared))
+        _ = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
         let file = try #require(alice.journal.listSealed().sealed.first)
         let sharedPath = shared + "/replicas/" + file.replica.hex + "/" + file.name.fileName
         // The shared copy is damaged in place (a disk error, a careless tool), same size.
@@ -189,22 +189,22 @@ import JournalCompression
         handle.close()
 
         // Written a moment ago: it may still be in the hands of another tool, so it stays.
-        let fresh = try SyncEngine(journal: bob.journal).sync(.directory(shared))
+        let fresh = try await SyncEngine(journal: bob.journal).sync(.directory(shared))
         #expect(fresh.imported.isEmpty && FileSystem.exists(sharedPath))
         // A minute later it is moved aside, and Alice, who holds the name, publishes it again.
         try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -120)], ofItemAtPath: sharedPath)
-        let moved = try SyncEngine(journal: bob.journal).sync(.directory(shared))
+        let moved = try await SyncEngine(journal: bob.journal).sync(.directory(shared))
         #expect(moved.rejected.contains { $0.reason.contains("moved aside") })
         #expect(!FileSystem.exists(sharedPath))
-        let republished = try SyncEngine(journal: alice.journal).sync(.directory(shared))
+        let republished = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
         #expect(republished.published.contains(file.replica.hex + "/" + file.name.fileName))
-        let repaired = try SyncEngine(journal: bob.journal).sync(.directory(shared))
+        let repaired = try await SyncEngine(journal: bob.journal).sync(.directory(shared))
         #expect(repaired.imported.count == 1)
         #expect(bob.digest == alice.digest)
         #expect(repaired.ignored.contains { $0.file.contains(FileClassifier.damagedPrefix) })
     }
 
-    @Test func aMergeNeverWritesToItsSource() throws {
+    @Test func aMergeNeverWritesToItsSource() async throws {
         let temp = TemporaryDirectory("integrity-merge-source")
         defer { temp.remove() }
         var bob = try Machine(temp.path + "/bob", seed: 55)
@@ -220,14 +220,14 @@ import JournalCompression
         try writeFile(damaged, bytes)
         try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -600)], ofItemAtPath: damaged)
         let before = snapshot(bob.journal.root)
-        let report = try SyncEngine(journal: alice.journal).merge(from: [bob.journal.root])
+        let report = try await SyncEngine(journal: alice.journal).merge(from: [bob.journal.root])
         #expect(!report.imported.isEmpty && !report.rejected.isEmpty)
         #expect(snapshot(bob.journal.root) == before, "merge changed its source")
     }
 
     // MARK: Finding 7: one crafted file cannot exhaust clocks or seqs
 
-    @Test func implausibleClocksAreQuarantinedAndWritersKeepRecording() throws {
+    @Test func implausibleClocksAreQuarantinedAndWritersKeepRecording() async throws {
         let temp = TemporaryDirectory("integrity-clock")
         defer { temp.remove() }
         let victim = try JournalDirectory.create(at: temp.path + "/victim")
@@ -245,7 +245,7 @@ import JournalCompression
         try writeSegment(in: shared, replica: attacker, events: [clear])
 
         for journal in [victim, bystander] {
-            _ = try SyncEngine(journal: journal).sync(.directory(shared))
+            _ = try await SyncEngine(journal: journal).sync(.directory(shared))
             let writer = try JournalWriter(directory: journal)
             var pen = EventGenerator(seed: 9, replica: writer.replica)
             for event in pen.stroke(points: 2_000) { try writer.append(event.payload) }
@@ -296,7 +296,7 @@ import JournalCompression
 
     // MARK: Finding 9: causality across replicas
 
-    @Test func aWriterOpensWithAClockAboveEveryReplicasEvents() throws {
+    @Test func aWriterOpensWithAClockAboveEveryReplicasEvents() async throws {
         let temp = TemporaryDirectory("integrity-causality-open")
         defer { temp.remove() }
         let journal = try JournalDirectory.create(at: temp.path + "/j")
@@ -305,7 +305,7 @@ import JournalCompression
         var events = pen.stroke(points: 30)
         events = events.map { var event = $0; event.lamport += 500; return event }
         try writeSegment(in: temp.path + "/peer", replica: other, events: events)
-        _ = try SyncEngine(journal: journal).merge(from: [temp.path + "/peer"])
+        _ = try await SyncEngine(journal: journal).merge(from: [temp.path + "/peer"])
         let writer = try JournalWriter(directory: journal)
         #expect(writer.clock >= events.last!.lamport)
         try writer.append(.clear)
@@ -313,7 +313,7 @@ import JournalCompression
         #expect(Replay.load(journal).drawing.visibleStrokes.isEmpty)
     }
 
-    @Test func aRunningWriterSeesWhatAConcurrentSyncImports() throws {
+    @Test func aRunningWriterSeesWhatAConcurrentSyncImports() async throws {
         let temp = TemporaryDirectory("integrity-causality-running")
         defer { temp.remove() }
         let journal = try JournalDirectory.create(at: temp.path + "/j")
@@ -327,7 +327,7 @@ import JournalCompression
         var events: [Event] = []
         while events.count < 500 { events += pen.stroke(points: 49) }
         try writeSegment(in: temp.path + "/peer", replica: other, events: events)
-        _ = try SyncEngine(journal: journal).merge(from: [temp.path + "/peer"])
+        _ = try await SyncEngine(journal: journal).merge(from: [temp.path + "/peer"])
         // The next event the recorder takes must follow all of them: a clear hides them.
         try writer.append(.clear)
         try writer.close()
@@ -338,7 +338,7 @@ import JournalCompression
 
     // MARK: Findings 10 and 11: cached verdicts follow the bytes, and the cache is bounded
 
-    @Test func aRepairedCopyWithTheSameSizeAndMtimeIsReadAgain() throws {
+    @Test func aRepairedCopyWithTheSameSizeAndMtimeIsReadAgain() async throws {
         let temp = TemporaryDirectory("integrity-cache")
         defer { temp.remove() }
         var alice = try Machine(temp.path + "/alice", seed: 61)
@@ -352,19 +352,19 @@ import JournalCompression
         let target = shared + "/replicas/" + file.replica.hex + "/" + file.name.fileName
         try writeFile(target, bad)
         let stamp = try FileManager.default.attributesOfItem(atPath: target)[.modificationDate] as! Date
-        let first = try SyncEngine(journal: bob.journal).sync(.directory(shared))
+        let first = try await SyncEngine(journal: bob.journal).sync(.directory(shared))
         #expect(first.imported.isEmpty && !first.rejected.isEmpty)
         // Repaired in place, size and mtime preserved (cp -p, rsync -a).
         let handle = try FileDescriptor.open(target, .readWrite)
         try handle.writeAll(good)
         handle.close()
         try FileManager.default.setAttributes([.modificationDate: stamp], ofItemAtPath: target)
-        let second = try SyncEngine(journal: bob.journal).sync(.directory(shared))
+        let second = try await SyncEngine(journal: bob.journal).sync(.directory(shared))
         #expect(second.imported.count == 1)
         #expect(bob.digest == alice.digest)
     }
 
-    @Test func cacheEntriesOfVanishedFilesArePruned() throws {
+    @Test func cacheEntriesOfVanishedFilesArePruned() async throws {
         let temp = TemporaryDirectory("integrity-cache-prune")
         defer { temp.remove() }
         let bob = try Machine(temp.path + "/bob", seed: 72)
@@ -373,18 +373,18 @@ import JournalCompression
         for index in 0..<300 {
             try writeFile(shared + "/replicas/\(replica.hex)/junk\(index).sync-conflict-20260101-000000-ABCDEF.sjs", Array("junk \(index)".utf8))
         }
-        _ = try SyncEngine(journal: bob.journal).sync(.directory(shared))
+        _ = try await SyncEngine(journal: bob.journal).sync(.directory(shared))
         let cachePath = bob.journal.localPath + "/sync-cache"
         let full = try FileSystem.readFile(cachePath).count
         #expect(full > 300 * 40)
         for index in 0..<300 { try FileSystem.remove(shared + "/replicas/\(replica.hex)/junk\(index).sync-conflict-20260101-000000-ABCDEF.sjs") }
-        _ = try SyncEngine(journal: bob.journal).sync(.directory(shared))
+        _ = try await SyncEngine(journal: bob.journal).sync(.directory(shared))
         #expect(try FileSystem.readFile(cachePath).count < 100)
     }
 
     // MARK: Finding 12: sync while a recorder seals never calls our own segments corrupt
 
-    @Test func syncingWhileARecorderSealsReportsNoFalseCorruption() throws {
+    @Test func syncingWhileARecorderSealsReportsNoFalseCorruption() async throws {
         let temp = TemporaryDirectory("integrity-seal-race")
         defer { temp.remove() }
         let journal = try JournalDirectory.create(at: temp.path + "/j")
@@ -408,12 +408,12 @@ import JournalCompression
         recorder.start()
         var falseAlarms: [Problem] = []
         repeat {
-            let report = try SyncEngine(journal: journal).sync(.directory(shared), seal: false)
+            let report = try await SyncEngine(journal: journal).sync(.directory(shared), seal: false)
             falseAlarms += report.rejected.filter { $0.file.hasPrefix(journal.root) }
         } while !done.isSet
         #expect(falseAlarms.isEmpty, "\(falseAlarms)")
         #expect(done.failure == nil)
-        _ = try SyncEngine(journal: journal).sync(.directory(shared))
+        _ = try await SyncEngine(journal: journal).sync(.directory(shared))
         #expect(Replay.load(journal).report.eventCount == 1_200)
     }
 

@@ -119,7 +119,7 @@ func shell(_ executable: String, _ arguments: [String]) throws -> String {
 @Suite(.serialized) struct RsyncOverSSHTests {
     @Test(.enabled(if: hasRsync() && LocalSSHServer.toolsInstalled,
                    "needs rsync, sshd, ssh and ssh-keygen (apt-get install rsync openssh-server)"))
-    func twoLaptopsConvergeThroughAnSSHServer() throws {
+    func twoLaptopsConvergeThroughAnSSHServer() async throws {
         let (started, reason) = LocalSSHServer.start()
         // The tools are here, so an sshd that does not start is a failure.
         let server = try #require(started, "could not start a local sshd: \(reason ?? "unknown")")
@@ -133,16 +133,16 @@ func shell(_ executable: String, _ arguments: [String]) throws -> String {
         var bob = try Machine(temp.path + "/bob", seed: 22)
         try alice.draw(strokes: 8)
         try bob.draw(strokes: 5)
-        let first = try SyncEngine(journal: alice.journal).sync(remote, rsh: server.rsh)
+        let first = try await SyncEngine(journal: alice.journal).sync(remote, rsh: server.rsh)
         #expect(first.published.count == 1)
-        let bobSync = try SyncEngine(journal: bob.journal).sync(remote, rsh: server.rsh)
+        let bobSync = try await SyncEngine(journal: bob.journal).sync(remote, rsh: server.rsh)
         #expect(bobSync.imported.count == 1 && bobSync.published.count == 1)
         try alice.draw(strokes: 2)
-        let again = try SyncEngine(journal: alice.journal).sync(remote, rsh: server.rsh)
+        let again = try await SyncEngine(journal: alice.journal).sync(remote, rsh: server.rsh)
         #expect(again.imported.count == 1 && again.published.count == 1)
-        _ = try SyncEngine(journal: bob.journal).sync(remote, rsh: server.rsh)
+        _ = try await SyncEngine(journal: bob.journal).sync(remote, rsh: server.rsh)
         #expect(alice.digest == bob.digest)
-        let quiet = try SyncEngine(journal: bob.journal).sync(remote, rsh: server.rsh)
+        let quiet = try await SyncEngine(journal: bob.journal).sync(remote, rsh: server.rsh)
         #expect(quiet.nothingNew && quiet.bytesRead == 0)
         // The server's folder holds exactly the canonical segments, nothing half-written.
         let onServer = TreeListing.scan(replicasPath: remoteFolder + "/replicas")
@@ -152,12 +152,12 @@ func shell(_ executable: String, _ arguments: [String]) throws -> String {
 
     @Test(.enabled(if: hasRsync() && FileManager.default.isExecutableFile(atPath: LocalSSHServer.ssh),
                    "needs rsync and ssh (apt-get install rsync openssh-client)"))
-    func aBadRemoteIsAClearError() throws {
+    func aBadRemoteIsAClearError() async throws {
         let temp = TemporaryDirectory("ssh-bad")
         defer { temp.remove() }
         let alice = try Machine(temp.path + "/alice", seed: 23)
-        #expect {
-            _ = try SyncEngine(journal: alice.journal).sync(.rsync("nobody@127.0.0.1:/nowhere"), rsh: "ssh -p 1 -o BatchMode=yes -o ConnectTimeout=2")
+        await #expect {
+            _ = try await SyncEngine(journal: alice.journal).sync(.rsync("nobody@127.0.0.1:/nowhere"), rsh: "ssh -p 1 -o BatchMode=yes -o ConnectTimeout=2")
         } throws: { error in
             guard let error = error as? SyncError, case .rsyncFailed(_, let status, _) = error else { return false }
             return status != 0

@@ -11,38 +11,48 @@ import Testing
 /// used to delete each other's `local/staging` mid-import.
 @Suite struct SyncLockTests {
     /// Bob's segments on an rsync board, and Alice, who lacks them.
-    func scenario(_ temp: TemporaryDirectory, seed: UInt64) throws -> (alice: Machine, bob: Machine, board: String) {
+    func scenario(_ temp: TemporaryDirectory, seed: UInt64) async throws -> (alice: Machine, bob: Machine, board: String) {
         var bob = try Machine(temp.path + "/bob", seed: seed)
         try bob.draw(strokes: 3)
         try bob.draw(strokes: 3)
         let board = temp.path + "/board"
         try FileSystem.createDirectory(board)
-        _ = try SyncEngine(journal: bob.journal).sync(.rsync(board))
+        _ = try await SyncEngine(journal: bob.journal).sync(.rsync(board))
         return (try Machine(temp.path + "/alice", seed: seed + 1), bob, board)
     }
 
-    @Test func aSecondSyncDuringAnRsyncImportWaitsAndThenSaysWhoHoldsTheJournal() throws {
+    @Test func aSecondSyncDuringAnRsyncImportWaitsAndThenSaysWhoHoldsTheJournal() async throws {
         guard hasRsync() else {
             Issue.record("rsync is not installed: .ci/run installs it (apt-get install rsync)")
             return
         }
         let temp = TemporaryDirectory("sync-lock")
         defer { temp.remove() }
-        let (alice, bob, board) = try scenario(temp, seed: 131)
+        let (alice, bob, board) = try await scenario(temp, seed: 131)
         // While the first sync imports from its staging folder, a second one starts on the
         // same journal (run right here: flock excludes two descriptors of one process too).
-        var second: Result<ReconcileReport, SyncError>?
-        var secondSeconds = 0.0
-        var first = SyncEngine(journal: alice.journal)
+        // The first sync's progress callback starts the second one and waits for it, so the
+        // second runs while the first holds the lock, whatever the timing.
+        let outcome = Box<(Result<ReconcileReport, SyncError>, Double)>()
+        let journal = alice.journal
+        var first = SyncEngine(journal: journal)
         first.progress = { step in
-            guard step.hasPrefix("importing 1/"), second == nil else { return }
-            var engine = SyncEngine(journal: alice.journal)
-            engine.lockWaitSeconds = 0.5
-            let started = ProcessInfoLite.monotonicSeconds()
-            do throws(SyncError) { second = .success(try engine.sync(.rsync(board))) } catch { second = .failure(error) }
-            secondSeconds = ProcessInfoLite.monotonicSeconds() - started
+            guard step.hasPrefix("importing 1/"), outcome.value == nil else { return }
+            let done = DispatchSemaphore(value: 0)
+            Task.detached {
+                var engine = SyncEngine(journal: journal)
+                engine.lockWaitSeconds = 0.5
+                let started = ProcessInfoLite.monotonicSeconds()
+                let result: Result<ReconcileReport, SyncError>
+                do throws(SyncError) { result = .success(try await engine.sync(.rsync(board))) } catch { result = .failure(error) }
+                outcome.value = (result, ProcessInfoLite.monotonicSeconds() - started)
+                done.signal()
+            }
+            if done.wait(timeout: .now() + 20) == .timedOut { Issue.record("the second sync never finished") }
         }
-        let report = try first.sync(.rsync(board))
+        var second: Result<ReconcileReport, SyncError>? { outcome.value?.0 }
+        var secondSeconds: Double { outcome.value?.1 ?? 0 }
+        let report = try await first.sync(.rsync(board))
         #expect(report.rejected.isEmpty, "the first sync lost files under its feet: \(report.rejected)")
         #expect(report.imported.count == 2)
         #expect(alice.digest == bob.digest)
@@ -57,30 +67,28 @@ import Testing
         #expect(!(try FileSystem.list(alice.journal.localPath)).contains { $0.name.hasPrefix("staging") })
     }
 
-    @Test func twoConcurrentRsyncSyncsBothSucceedOrTheSecondIsTold() throws {
+    @Test func twoConcurrentRsyncSyncsBothSucceedOrTheSecondIsTold() async throws {
         guard hasRsync() else {
             Issue.record("rsync is not installed: .ci/run installs it (apt-get install rsync)")
             return
         }
         let temp = TemporaryDirectory("sync-lock-threads")
         defer { temp.remove() }
-        let (alice, bob, board) = try scenario(temp, seed: 133)
+        let (alice, bob, board) = try await scenario(temp, seed: 133)
         let journal = alice.journal
-        let results = [Box<Result<ReconcileReport, SyncError>>(), Box<Result<ReconcileReport, SyncError>>()]
-        let group = DispatchGroup()
-        for box in results {
-            group.enter()
-            Thread {
-                do throws(SyncError) { box.value = .success(try SyncEngine(journal: journal).sync(.rsync(board))) } catch {
-                    box.value = .failure(error)
+        let results = await withTaskGroup(of: Result<ReconcileReport, SyncError>.self) { group in
+            for _ in 0..<2 {
+                group.addTask {
+                    do throws(SyncError) { return .success(try await SyncEngine(journal: journal).sync(.rsync(board))) } catch {
+                        return .failure(error)
+                    }
                 }
-                group.leave()
-            }.start()
+            }
+            return await group.reduce(into: []) { $0.append($1) }
         }
-        group.wait()
         var imported = 0
-        for box in results {
-            switch box.value {
+        for result in results.map(Optional.some) {
+            switch result {
             case .success(let report)?:
                 #expect(report.rejected.isEmpty, "\(report.rejected)")
                 imported += report.imported.count
@@ -94,7 +102,7 @@ import Testing
         #expect(alice.digest == bob.digest)
     }
 
-    @Test func aHeldLockIsReportedWithTheHoldersPid() throws {
+    @Test func aHeldLockIsReportedWithTheHoldersPid() async throws {
         let temp = TemporaryDirectory("sync-lock-held")
         defer { temp.remove() }
         let alice = try Machine(temp.path + "/alice", seed: 135)
@@ -106,13 +114,13 @@ import Testing
         try holder.writeAll(Array("pid 4242\n".utf8))
         var engine = SyncEngine(journal: alice.journal)
         engine.lockWaitSeconds = 0.2
-        #expect(throws: SyncError.busy(pid: 4242)) { try engine.sync(.directory(shared)) }
-        #expect(throws: SyncError.busy(pid: 4242)) { try engine.merge(from: [shared]) }
+        await #expect(throws: SyncError.busy(pid: 4242)) { try await engine.sync(.directory(shared)) }
+        await #expect(throws: SyncError.busy(pid: 4242)) { try await engine.merge(from: [shared]) }
         holder.close()
-        #expect(throws: Never.self) { try engine.sync(.directory(shared)) }
+        await #expect(throws: Never.self) { try await engine.sync(.directory(shared)) }
     }
 
-    @Test func onlyStagingFoldersOfDeadProcessesAreRemoved() throws {
+    @Test func onlyStagingFoldersOfDeadProcessesAreRemoved() async throws {
         let temp = TemporaryDirectory("sync-staging")
         defer { temp.remove() }
         let alice = try Machine(temp.path + "/alice", seed: 137)
@@ -124,7 +132,7 @@ import Testing
             try FileSystem.createDirectory(local + "/" + name + "/" + String(repeating: "a", count: 32))
             try FileSystem.writeAtomically(Array("x\n".utf8), to: local + "/" + name + "/.files-from")
         }
-        _ = try SyncEngine(journal: alice.journal).sync(.directory(shared))
+        _ = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
         let left = try FileSystem.list(local).map(\.name).filter { $0.hasPrefix("staging") }
         #expect(left == ["staging-1"])
     }

@@ -9,7 +9,7 @@ import Testing
 import JournalCompression
 
 @Suite struct SyncTests {
-    @Test func replicasConvergeThroughAFolderAndRsyncInAnyOrder() throws {
+    @Test func replicasConvergeThroughAFolderAndRsyncInAnyOrder() async throws {
         guard hasRsync() else {
             Issue.record("rsync is not installed: .ci/run installs it (apt-get install rsync)")
             return
@@ -30,7 +30,7 @@ import JournalCompression
                     try machines[who].draw(strokes: Int.random(in: 1...4, using: &random))
                 } else {
                     let target = targets.randomElement(using: &random)!
-                    _ = try SyncEngine(journal: machines[who].journal).sync(target)
+                    _ = try await SyncEngine(journal: machines[who].journal).sync(target)
                 }
             }
             // A duplicate delivery: one segment copied again under a Syncthing conflict name.
@@ -40,13 +40,13 @@ import JournalCompression
             // Everyone syncs with both targets until nothing moves.
             for _ in 0..<3 {
                 for machine in machines {
-                    for target in targets { _ = try SyncEngine(journal: machine.journal).sync(target) }
+                    for target in targets { _ = try await SyncEngine(journal: machine.journal).sync(target) }
                 }
             }
             let digests = Set(machines.map(\.digest))
             #expect(digests.count == 1, "seed \(seed)")
             let merged = try JournalDirectory.create(at: temp.path + "/merged")
-            let report = try SyncEngine(journal: merged).merge(from: machines.map(\.journal.root))
+            let report = try await SyncEngine(journal: merged).merge(from: machines.map(\.journal.root))
             #expect(report.rejected.isEmpty)
             #expect(Replay.load(merged).drawing.digest == digests.first)
             let (_, replay) = Replay.load(machines[1].journal)
@@ -57,7 +57,7 @@ import JournalCompression
         }
     }
 
-    @Test func aSecondSyncReadsNothingAndChangesNothing() throws {
+    @Test func aSecondSyncReadsNothingAndChangesNothing() async throws {
         let temp = TemporaryDirectory("idempotent")
         defer { temp.remove() }
         var alice = try Machine(temp.path + "/alice", seed: 1)
@@ -66,14 +66,14 @@ import JournalCompression
         try FileSystem.createDirectory(folder)
         try alice.draw(strokes: 5)
         try bob.draw(strokes: 5)
-        _ = try SyncEngine(journal: alice.journal).sync(.directory(folder))
-        _ = try SyncEngine(journal: bob.journal).sync(.directory(folder))
-        _ = try SyncEngine(journal: alice.journal).sync(.directory(folder))
+        _ = try await SyncEngine(journal: alice.journal).sync(.directory(folder))
+        _ = try await SyncEngine(journal: bob.journal).sync(.directory(folder))
+        _ = try await SyncEngine(journal: alice.journal).sync(.directory(folder))
         // Some foreign clutter, which must be reported each time but never touched.
         try copyFile(bob.journal.listSealed().sealed[0].path, folder + "/replicas/" + bob.journal.listSealed().sealed[0].replica.hex + "/.syncthing.x.sjs.tmp")
-        _ = try SyncEngine(journal: alice.journal).sync(.directory(folder))
+        _ = try await SyncEngine(journal: alice.journal).sync(.directory(folder))
         let before = (snapshot(folder), snapshot(alice.journal.root))
-        let second = try SyncEngine(journal: alice.journal).sync(.directory(folder))
+        let second = try await SyncEngine(journal: alice.journal).sync(.directory(folder))
         #expect(second.nothingNew)
         #expect(second.bytesRead == 0)
         #expect(second.ignored.count == 1)
@@ -82,7 +82,7 @@ import JournalCompression
         #expect(alice.digest == bob.digest)
     }
 
-    @Test func aHalfCopiedSegmentIsReportedThenImportedWhenComplete() throws {
+    @Test func aHalfCopiedSegmentIsReportedThenImportedWhenComplete() async throws {
         let temp = TemporaryDirectory("halfcopy")
         defer { temp.remove() }
         var alice = try Machine(temp.path + "/alice", seed: 3)
@@ -96,20 +96,20 @@ import JournalCompression
         for _ in 0..<12 {
             let cut = Int.random(in: 0..<size, using: &random)
             try copyFile(segment.path, target, truncatedTo: cut)
-            let report = try SyncEngine(journal: bob.journal).sync(.directory(folder))
+            let report = try await SyncEngine(journal: bob.journal).sync(.directory(folder))
             #expect(report.imported.isEmpty, "cut at \(cut)")
             #expect(report.rejected.count == 1, "cut at \(cut)")
             #expect(report.rejected.first?.kind == .incomplete || report.rejected.first?.kind == .corrupt, "cut at \(cut)")
             #expect(bob.journal.listSealed().sealed.isEmpty)
         }
         try copyFile(segment.path, target)
-        let report = try SyncEngine(journal: bob.journal).sync(.directory(folder))
+        let report = try await SyncEngine(journal: bob.journal).sync(.directory(folder))
         #expect(report.imported.count == 1)
         #expect(report.rejected.isEmpty)
         #expect(bob.digest == alice.digest)
     }
 
-    @Test func temporariesAreIgnoredAndConflictCopiesAreReadAsSegments() throws {
+    @Test func temporariesAreIgnoredAndConflictCopiesAreReadAsSegments() async throws {
         let temp = TemporaryDirectory("foreign")
         defer { temp.remove() }
         var alice = try Machine(temp.path + "/alice", seed: 6)
@@ -127,7 +127,7 @@ import JournalCompression
         for name in foreign { try copyFile(segment.path, folder + "/" + name, truncatedTo: 10) }
         try FileSystem.createDirectory(folder + "/.~tmp~")
         try FileSystem.createDirectory(folder + "/.rsync-partial")
-        let report = try SyncEngine(journal: bob.journal).sync(.directory(temp.path + "/shared"))
+        let report = try await SyncEngine(journal: bob.journal).sync(.directory(temp.path + "/shared"))
         #expect(report.imported.count == 1)
         #expect(report.rejected.isEmpty)
         #expect(report.ignored.count == foreign.count + 2)
@@ -137,11 +137,11 @@ import JournalCompression
         #expect(TreeListing.scan(replicasPath: bob.journal.replicasPath).files.count == 1)
         // …and the canonical name goes out to the folder, beside the conflict copies.
         #expect(report.published == [segment.replica.hex + "/" + segment.name.fileName])
-        let again = try SyncEngine(journal: bob.journal).sync(.directory(temp.path + "/shared"))
+        let again = try await SyncEngine(journal: bob.journal).sync(.directory(temp.path + "/shared"))
         #expect(again.imported.isEmpty && again.bytesRead == 0)
     }
 
-    @Test func hostileEntriesAreReportedAndNeverFollowed() throws {
+    @Test func hostileEntriesAreReportedAndNeverFollowed() async throws {
         let temp = TemporaryDirectory("hostile")
         defer { temp.remove() }
         var alice = try Machine(temp.path + "/alice", seed: 8)
@@ -164,7 +164,7 @@ import JournalCompression
         let descriptor = try FileDescriptor.open(huge, .createNew)
         try descriptor.truncate(to: SegmentScanner.maxSegmentFileSize + 1)
         descriptor.close()
-        let report = try SyncEngine(journal: bob.journal).sync(.directory(shared), seal: false)
+        let report = try await SyncEngine(journal: bob.journal).sync(.directory(shared), seal: false)
         #expect(report.imported.isEmpty)
         #expect(report.ignored.contains { $0.reason.contains("symbolic link") && $0.file.hasSuffix(segment.name.fileName) })
         #expect(report.ignored.contains { $0.reason.contains("symbolic link") && $0.file.hasSuffix(String(repeating: "a", count: 32)) })
@@ -175,7 +175,7 @@ import JournalCompression
         #expect(SegmentSet.load(bob.journal).members.allSatisfy { $0.scan.eventCount == 0 })
     }
 
-    @Test func rsyncNeverOverwritesAnExistingSegment() throws {
+    @Test func rsyncNeverOverwritesAnExistingSegment() async throws {
         guard hasRsync() else {
             Issue.record("rsync is not installed: .ci/run installs it (apt-get install rsync)")
             return
@@ -190,13 +190,13 @@ import JournalCompression
         // The remote already has a (damaged) file under that name: rsync must leave it alone.
         let there = remote + "/replicas/" + segment.replica.hex + "/" + segment.name.fileName
         try copyFile(segment.path, there, truncatedTo: 40)
-        let report = try SyncEngine(journal: alice.journal).sync(.rsync(remote))
+        let report = try await SyncEngine(journal: alice.journal).sync(.rsync(remote))
         #expect(report.published.isEmpty)
         #expect(try FileSystem.readFile(there).count == 40)
         #expect(report.rejected.first?.kind == .incomplete)
     }
 
-    @Test func mergeIntoANewJournalAndTheGapsItSees() throws {
+    @Test func mergeIntoANewJournalAndTheGapsItSees() async throws {
         let temp = TemporaryDirectory("merge")
         defer { temp.remove() }
         var alice = try Machine(temp.path + "/alice", seed: 11)
@@ -211,17 +211,17 @@ import JournalCompression
             try copyFile(file.path, backup + "/replicas/" + file.replica.hex + "/" + file.name.fileName)
         }
         let merged = try JournalDirectory.create(at: temp.path + "/merged")
-        let report = try SyncEngine(journal: merged).merge(from: [backup])
+        let report = try await SyncEngine(journal: merged).merge(from: [backup])
         #expect(report.imported.count == 2)
         let state = report.replicas.first!
         #expect(state.gaps == [sealed[1].name.firstSeq...sealed[1].name.lastSeq])
-        _ = try SyncEngine(journal: merged).merge(from: [alice.journal.root])
+        _ = try await SyncEngine(journal: merged).merge(from: [alice.journal.root])
         #expect(Replay.load(merged).drawing.digest == alice.digest)
     }
 
     /// Someone forges a segment in a replica's folder that reuses its seqs with other
     /// contents: reported as forks by seq, resolved the same way everywhere, never silent.
-    @Test func forgedEventsOfAnotherReplicaAreReportedAsForks() throws {
+    @Test func forgedEventsOfAnotherReplicaAreReportedAsForks() async throws {
         let temp = TemporaryDirectory("forged")
         defer { temp.remove() }
         var alice = try Machine(temp.path + "/alice", seed: 31)
@@ -240,9 +240,9 @@ import JournalCompression
         let shared = temp.path + "/shared"
         try FileSystem.createDirectory(shared + "/replicas/" + segment.replica.hex)
         try FileSystem.writeAtomically(forged, to: shared + "/replicas/" + segment.replica.hex + "/" + name.fileName)
-        let aliceSync = try SyncEngine(journal: alice.journal).sync(.directory(shared))
+        let aliceSync = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
         #expect(aliceSync.replicas.first { $0.replica == segment.replica }?.forks.isEmpty == false)
-        let report = try SyncEngine(journal: bob.journal).sync(.directory(shared))
+        let report = try await SyncEngine(journal: bob.journal).sync(.directory(shared))
         #expect(report.replicas.first { $0.replica == segment.replica }?.forks.isEmpty == false)
         #expect(alice.digest == bob.digest)
         let (_, replay) = Replay.load(bob.journal)

@@ -8,7 +8,7 @@ import JournalStorage
 import JournalSync
 
 extension JournalCommand {
-    struct Demo: ParsableCommand {
+    struct Demo: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Record a built-in session from three machines, merge it, and render it.",
             discussion: """
@@ -24,8 +24,8 @@ extension JournalCommand {
         @Argument(help: "Where to put the demo (must not exist yet).")
         var directory: String?
 
-        func run() throws {
-            try reportingErrors {
+        func run() async throws {
+            try await reportingErrors {
                 let root = try chooseDirectory()
                 try FileSystem.createDirectory(root)
                 let started = ProcessInfoLite.monotonicSeconds()
@@ -47,7 +47,7 @@ extension JournalCommand {
                 let machines = sessions.indices.map { index in
                     root + "/machines/" + (index < names.count ? names[index] : "machine-\(index + 1)")
                 }
-                let imported = try SyncEngine(journal: board).merge(from: machines).imported.count
+                let imported = try await SyncEngine(journal: board).merge(from: machines).imported.count
                 let set = SegmentSet.load(board)
                 let (drawing, _) = Replay.replay(set)
                 let svgPath = root + "/board.svg"

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import JournalFormat
 import JournalIngest
 import JournalPlatform
@@ -7,7 +6,7 @@ import JournalRender
 import JournalReplay
 
 extension JournalCommand {
-    struct Render: ParsableCommand {
+    struct Render: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Draw the visible strokes as a picture: SVG, or PNG to share.",
             discussion: """
@@ -45,8 +44,8 @@ extension JournalCommand {
             }
         }
 
-        func run() throws {
-            try reportingErrors {
+        func run() async throws {
+            try await reportingErrors {
                 let journal = try options.open()
                 let (drawing, report) = Replay.load(journal)
                 reportProblems(report)
@@ -61,7 +60,7 @@ extension JournalCommand {
                 }
                 let svg = Array(text.utf8)
                 let isPNG = output.lowercased().hasSuffix(".png")
-                try writeImage(isPNG ? try PNGRasteriser.png(fromSVG: svg) : svg, to: output)
+                try writeImage(isPNG ? try await PNGRasteriser.png(fromSVG: svg) : svg, to: output)
                 var message = "wrote \(output): \(counted(drawing.visibleStrokes.count, "stroke")), \(Int(width))×\(Int(pixelHeight)) px"
                 if area != nil {
                     let cut = SVGRenderer.strokesOutside(shown, of: drawing)
@@ -73,7 +72,9 @@ extension JournalCommand {
         }
 
         static func parseArea(_ text: String) -> SVGRenderer.Area? {
-            let numbers = text.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+            let numbers = text.split(separator: ",").map { part in
+                Double(String(part.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()))
+            }
             guard numbers.count == 4, let x = numbers[0], let y = numbers[1], let w = numbers[2], let h = numbers[3],
                   [x, y, w, h].allSatisfy(\.isFinite), w > 0, h > 0 else { return nil }
             return SVGRenderer.Area(x: x, y: y, width: w, height: h)

@@ -3,7 +3,7 @@ import JournalStorage
 import JournalSync
 
 extension JournalCommand {
-    struct Sync: ParsableCommand {
+    struct Sync: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Two-way sync with a shared folder or an rsync remote.",
             discussion: """
@@ -32,8 +32,8 @@ extension JournalCommand {
         var create = false
         @Flag(help: "Print the reconcile report as one JSON object.") var json = false
 
-        func run() throws {
-            try reportingErrors {
+        func run() async throws {
+            try await reportingErrors {
                 let journal = try options.open()
                 let parsed: SyncTarget
                 switch via {
@@ -41,8 +41,8 @@ extension JournalCommand {
                 case .folder: parsed = .directory(target)
                 case .rsync: parsed = .rsync(target)
                 }
-                try printReport(json: json, label: "sync", journal: journal) { engine throws(SyncError) in
-                    try engine.sync(parsed, rsh: rsh, seal: !noSeal, create: create)
+                try await printReport(json: json, label: "sync", journal: journal) { engine async throws(SyncError) in
+                    try await engine.sync(parsed, rsh: rsh, seal: !noSeal, create: create)
                 }
             }
         }
@@ -52,7 +52,7 @@ extension JournalCommand {
         case auto, folder, rsync
     }
 
-    struct Merge: ParsableCommand {
+    struct Merge: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Import every valid segment from other journals or shared folders.",
             discussion: """
@@ -75,8 +75,8 @@ extension JournalCommand {
             guard !sources.isEmpty else { throw ValidationError("give at least one SOURCE to merge from") }
         }
 
-        func run() throws {
-            try reportingErrors {
+        func run() async throws {
+            try await reportingErrors {
                 let journal: JournalDirectory
                 if let into {
                     journal = JournalDirectory(root: into).isJournal
@@ -84,8 +84,8 @@ extension JournalCommand {
                 } else {
                     journal = try options.open()
                 }
-                try printReport(json: json, label: "merge", journal: journal) { engine throws(SyncError) in
-                    try engine.merge(from: sources)
+                try await printReport(json: json, label: "merge", journal: journal) { engine async throws(SyncError) in
+                    try await engine.merge(from: sources)
                 }
             }
         }
@@ -95,13 +95,13 @@ extension JournalCommand {
 /// Runs a sync or merge with a progress line on a terminal, then prints its report.
 private func printReport(
     json: Bool, label: String, journal: JournalDirectory,
-    _ operation: (SyncEngine) throws(SyncError) -> ReconcileReport
-) throws {
+    _ operation: (SyncEngine) async throws(SyncError) -> ReconcileReport
+) async throws {
     var progress = Progress(label)
     let engine = SyncEngine(journal: journal) { progress.update($0) }
     let report: ReconcileReport
     do throws(SyncError) {
-        report = try operation(engine)
+        report = try await operation(engine)
     } catch {
         progress.finish()
         // Another sync on this journal is "locked", like another writer: try again later.

@@ -47,25 +47,36 @@ extension ParsableCommand {
 
 /// Runs `body`, turning the library's typed errors into a message and an exit code.
 func reportingErrors<T>(_ body: () throws -> T) throws -> T {
-    do {
-        return try body()
-    } catch let error as CLIError {
+    do { return try body() } catch { throw exitCode(reporting: error) }
+}
+
+/// `reportingErrors` for commands that wait on child processes (sync, merge, demo).
+func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
+    do { return try await body() } catch { throw exitCode(reporting: error) }
+}
+
+/// Prints what went wrong as one line on stderr; the exit code it calls for.
+private func exitCode(reporting error: any Error) -> any Error {
+    do { throw error } catch let error as CLIError {
         Terminal.standardError("journal: \(error.message)\n")
-        throw ExitCode(error.code)
+        return ExitCode(error.code)
     } catch let error as JournalError {
         let cli = CLIError(error)
         Terminal.standardError("journal: \(cli.message)\n")
-        throw ExitCode(cli.code)
+        return ExitCode(cli.code)
     } catch let error as InputError {
         let cli = CLIError(error)
         Terminal.standardError("journal: \(cli.message)\n")
-        throw ExitCode(cli.code)
+        return ExitCode(cli.code)
     } catch let error as IOError {
         Terminal.standardError("journal: \(error)\n")
-        throw ExitCode(CLIError.ioError)
+        return ExitCode(CLIError.ioError)
     } catch let error as SnapshotError {
         Terminal.standardError("journal: \(error)\n")
-        if case .io = error { throw ExitCode(CLIError.ioError) }
-        throw ExitCode(CLIError.problemsFound)
+        if case .io = error { return ExitCode(CLIError.ioError) }
+        return ExitCode(CLIError.problemsFound)
+    } catch {
+        // ExitCode and argument-parser's own errors pass through unchanged.
+        return error
     }
 }
