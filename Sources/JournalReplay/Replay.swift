@@ -32,6 +32,10 @@ public struct ReplayReport: Sendable {
     public var maxLamport: UInt64 = 0
     /// Events taken from a snapshot instead of being replayed (0: a full replay).
     public var eventsFromSnapshot = 0
+    /// The drawing's digest (`Drawing.digest`) when it is already known: the snapshot this
+    /// load started from held it and nothing was applied on top, or this load computed it to
+    /// write a snapshot. Nil means "compute it if you need it".
+    public var digest: String?
     /// The snapshot this load wrote automatically, if it wrote one (callers say so).
     public var snapshotWritten: SnapshotStore.Info?
     /// Events left out because their seq or clock exceeds the plausibility bound
@@ -57,23 +61,33 @@ public enum Replay {
     ) -> (drawing: Drawing, report: ReplayReport) {
         let set = preloaded ?? SegmentSet.load(directory)
         guard useSnapshots else { return replay(set) }
-        if let snapshot = SnapshotStore.newest(directory),
+        if let snapshot = SnapshotStore.newest(directory, for: set),
            let (drawing, report, next) = continueFrom(snapshot, set: set) {
             let fresh = next.eventCount - snapshot.eventCount
             var report = report
-            if fresh >= SnapshotStore.automaticThreshold && fresh * 4 >= next.eventCount {
+            if fresh == 0 {
+                // Nothing applied: the drawing is the snapshot's state, whose digest it holds.
+                report.digest = snapshot.digest
+            } else if fresh >= SnapshotStore.automaticThreshold && fresh * 4 >= next.eventCount {
+                var next = next
+                next.digest = drawing.digest
+                report.digest = next.digest
                 report.snapshotWritten = try? SnapshotStore.write(next, to: directory, atMost: SnapshotStore.automaticSizeLimit(set))
             }
             return (drawing, report)
         }
         var report = ReplayReport()
         report.problems = set.problems
-        if let snapshot = fullSnapshot(set, report: &report) {
+        if var snapshot = fullSnapshot(set, report: &report) {
+            let drawing = snapshot.state.finish()
             // A quarantined event may become plausible as the set grows: a snapshot would hide it.
             if snapshot.eventCount >= SnapshotStore.automaticThreshold && snapshot.forks.isEmpty && report.quarantinedEvents == 0 {
+                // The snapshot stores the digest; the caller most likely prints it too.
+                snapshot.digest = drawing.digest
+                report.digest = snapshot.digest
                 report.snapshotWritten = try? SnapshotStore.write(snapshot, to: directory, atMost: SnapshotStore.automaticSizeLimit(set))
             }
-            return (snapshot.state.finish(), report)
+            return (drawing, report)
         }
         return replay(set)
     }

@@ -22,9 +22,10 @@ extension JournalCommand {
             try reportingErrors {
                 let (drawing, report) = Replay.load(try options.open())
                 reportProblems(report)
+                let digest = report.digest ?? drawing.digest
                 Terminal.write(json
-                    ? "{\"digest\":\"\(drawing.digest)\",\"events\":\(report.eventCount),\"points\":\(report.pointCount),\"strokes\":\(drawing.strokes.count),\"visibleStrokes\":\(drawing.visibleStrokes.count)}\n"
-                    : drawing.digest + "\n")
+                    ? "{\"digest\":\"\(digest)\",\"events\":\(report.eventCount),\"points\":\(report.pointCount),\"strokes\":\(drawing.strokes.count),\"visibleStrokes\":\(drawing.strokes.reduce(0) { $0 + ($1.visible ? 1 : 0) })}\n"
+                    : digest + "\n")
                 Terminal.flush()
             }
         }
