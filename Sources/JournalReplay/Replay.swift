@@ -122,6 +122,29 @@ public enum Replay {
     /// Applies to `snapshot` the events of `set` it does not cover; nil when that would not
     /// give exactly the full replay (a late or re-delivered event), so the caller replays all.
     static func continueFrom(_ snapshot: Snapshot, set: SegmentSet) -> (Drawing, ReplayReport, Snapshot)? {
+        guard let (fresh, skipThrough) = rest(of: set, after: snapshot) else { return nil }
+        return continueFrom(snapshot, set: set, fresh: fresh, skipThrough: skipThrough)
+    }
+
+    /// The digest `load(directory)` would report, when the newest snapshot holds it and covers
+    /// every event of the journal: then the drawing is the snapshot's and nothing needs
+    /// decoding. Nil otherwise (then load and hash). The problems are those `load` reports.
+    public static func cachedDigest(_ directory: JournalDirectory) -> (digest: String, problems: [Problem])? {
+        let set = SegmentSet.load(directory)
+        guard let snapshot = SnapshotStore.newest(directory, for: set, headerOnly: true), let digest = snapshot.digest,
+              let (fresh, skipThrough) = rest(of: set, after: snapshot)
+        else { return nil }
+        // Exactly the blocks `continueFrom` would skip unread (ReplicaStream: a block whose
+        // last seq is within `skipThrough`); any other block may hold an event to apply.
+        for member in fresh.members {
+            for block in member.scan.blocks where block.frame.lastSeq > skipThrough[member.replica] ?? 0 { return nil }
+        }
+        return (digest, set.problems)
+    }
+
+    /// What of `set` a snapshot does not hold, or nil when continuing from it would not give
+    /// exactly the full replay (the rules of docs/SYNC.md, "Snapshots").
+    static func rest(of set: SegmentSet, after snapshot: Snapshot) -> (fresh: SegmentSet, skipThrough: [ReplicaID: UInt64])? {
         guard snapshot.forks.isEmpty else { return nil }
         // Every segment it folded must still be here: a removed or damaged file changes the
         // event set, and only a full replay says what the drawing of the new set is.
@@ -146,6 +169,12 @@ public enum Replay {
             }
             fresh.members.append(member)
         }
+        return (fresh, skipThrough)
+    }
+
+    private static func continueFrom(
+        _ snapshot: Snapshot, set: SegmentSet, fresh: SegmentSet, skipThrough: [ReplicaID: UInt64]
+    ) -> (Drawing, ReplayReport, Snapshot)? {
         let replicas = Array(Set(snapshot.replicas + fresh.replicas)).sorted()
         let map = snapshot.replicas.map { UInt32(replicas.firstIndex(of: $0)!) }
         var state = snapshot.state

@@ -110,7 +110,11 @@ struct Snapshot {
     /// Decodes a snapshot, or nil if anything about it is off. `maxPoints` bounds what the
     /// decoder may allocate (invariant 8): a snapshot cannot hold more points than the journal
     /// has events, and bit-packed points of width 0 take no bytes, so the file size is no bound.
-    static func decode(_ bytes: [UInt8], maxPoints: Int? = nil) -> Snapshot? {
+    ///
+    /// `headerOnly` checks and reads the header (coverage, names, keys, digest: all under the
+    /// header's CRC) and leaves `state` empty: enough to tell whether the snapshot covers a
+    /// journal exactly, never enough to continue from.
+    static func decode(_ bytes: [UInt8], maxPoints: Int? = nil, headerOnly: Bool = false) -> Snapshot? {
         let prefix = magic.count + 4
         guard bytes.count >= prefix + 4, Array(bytes.prefix(magic.count)) == magic else { return nil }
         return bytes.withUnsafeBytes { buffer -> Snapshot? in
@@ -194,6 +198,11 @@ struct Snapshot {
                       lastKey.map({ Int($0.replica) < replicaCount }) ?? true,
                       zip(replicas, replicas.dropFirst()).allSatisfy({ $0 < $1 })
                 else { return nil }
+                if headerOnly {
+                    return Snapshot(replicas: replicas, covered: covered, lastLamports: lastLamports, sealedNames: names,
+                                    lastKey: lastKey, eventCount: eventCount, pointCount: pointCount, maxLamport: maxLamport,
+                                    duplicateEvents: duplicates, forks: forks, state: OrderedFoldState(), digest: digest)
+                }
 
                 let decoded = ParallelResults<SnapshotChunks.Decoded>(count: chunks.count)
                 let whole = UnsafeRawBufferPointer(buffer)
@@ -622,7 +631,7 @@ enum PackedReals {
                 let integer = (order == 2 ? previous &+ delta : previous) &+ residual
                 delta = integer &- previous
                 previous = integer
-                hold((head + index) * stride, integer)
+                hold((head &+ index) &* stride, integer)
             }
         } else {
             let mask: UInt64 = (1 << UInt64(width)) &- 1
@@ -638,15 +647,17 @@ enum PackedReals {
                     for offset in 0..<(bytes - byte) { word |= UInt64(packed[byte + offset]) << UInt64(8 * offset) }
                 }
                 let residual = unzig((word >> UInt64(bit & 7)) & mask)
-                bit += Int(width)
+                bit &+= Int(width)
                 let integer = (order == 2 ? previous &+ delta : previous) &+ residual
                 delta = integer &- previous
                 previous = integer
-                hold((head + index) * stride, integer)
+                hold((head &+ index) &* stride, integer)
             }
         }
-        for index in 0..<count {
-            target[index * stride] = Double(Int64(bitPattern: target[index * stride].bitPattern)) / divisor
+        var slot = target
+        for _ in 0..<count {
+            slot.pointee = Double(Int64(bitPattern: slot.pointee.bitPattern)) / divisor
+            slot += stride
         }
         let exceptionCount = try reader.readCount(minimumItemSize: 9, what: "exception")
         guard exceptionCount <= count else { throw .malformed(offset: reader.offset, reason: "exception count") }
@@ -740,12 +751,12 @@ public enum SnapshotStore {
 
     /// The snapshot, if there is a valid one of this version. It can hold no more points than
     /// `set` has events, which bounds what decoding it may allocate.
-    static func newest(_ directory: JournalDirectory, for set: SegmentSet) -> Snapshot? {
+    static func newest(_ directory: JournalDirectory, for set: SegmentSet, headerOnly: Bool = false) -> Snapshot? {
         guard let bytes = try? FileSystem.readFile(folder(directory) + "/latest.sjsnap") else { return nil }
         let events = set.members.reduce(0) { total, member in
             member.scan.blocks.reduce(total) { $0 + $1.frame.eventCount }
         }
-        return Snapshot.decode(bytes, maxPoints: events)
+        return Snapshot.decode(bytes, maxPoints: events, headerOnly: headerOnly)
     }
 }
 

@@ -166,10 +166,13 @@ import Testing
         try SnapshotStore.create(journal)
         let cached = Replay.load(journal)
         #expect(cached.report.eventsFromSnapshot > 0)
-        #expect(cached.report.digest == Replay.load(journal, useSnapshots: false).drawing.digest)
+        let full = Replay.load(journal, useSnapshots: false).drawing.digest
+        #expect(cached.report.digest == full)
+        #expect(Replay.cachedDigest(journal)?.digest == full)
         try record(2)
         let moved = Replay.load(journal)
         #expect(moved.report.eventsFromSnapshot > 0 && moved.report.digest == nil)
+        #expect(Replay.cachedDigest(journal) == nil, "events beyond the snapshot: hash the drawing")
         #expect(moved.drawing.digest == Replay.load(journal, useSnapshots: false).drawing.digest)
     }
 }

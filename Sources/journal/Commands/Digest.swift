@@ -20,7 +20,17 @@ extension JournalCommand {
 
         func run() throws {
             try reportingErrors {
-                let (drawing, report) = Replay.load(try options.open())
+                let journal = try options.open()
+                if !json, let cached = Replay.cachedDigest(journal) {
+                    // The snapshot covers every event: its digest is the drawing's, unhashed.
+                    var report = ReplayReport()
+                    report.problems = cached.problems
+                    reportProblems(report)
+                    Terminal.write(cached.digest + "\n")
+                    Terminal.flush()
+                    return
+                }
+                let (drawing, report) = Replay.load(journal)
                 reportProblems(report)
                 let digest = report.digest ?? drawing.digest
                 Terminal.write(json

@@ -60,6 +60,8 @@ enum DrawingJSON {
     ) -> String {
         let hashing = known == nil ? DigestTask(computeDigest) : nil
         let lanes = 4
+        // Reused from batch to batch: fresh buffers would page-fault in every time.
+        let results = ParallelBytes(count: lanes)
         var start = 0
         while start < strokes.count {
             // About 64k points per lane: a few MB of text each, so memory stays bounded.
@@ -73,10 +75,10 @@ enum DrawingJSON {
                 }
                 bounds.append(end)
             }
-            let results = ParallelBytes(count: lanes)
             let laneBounds = bounds
             DispatchQueue.concurrentPerform(iterations: lanes) { lane in
-                var bytes: [UInt8] = []
+                var bytes = results.take(lane)
+                bytes.removeAll(keepingCapacity: true)
                 let range = laneBounds[lane]..<laneBounds[lane + 1]
                 bytes.reserveCapacity(range.reduce(0) { $0 + 40 + strokes[$1].points.count * 64 })
                 for index in range {
@@ -147,6 +149,11 @@ private final class ParallelBytes: @unchecked Sendable {
     }
     func set(_ index: Int, _ bytes: [UInt8]) { slots[index] = bytes }
     func get(_ index: Int) -> [UInt8] { slots[index] }
+    func take(_ index: Int) -> [UInt8] {
+        let bytes = slots[index]
+        slots[index] = []
+        return bytes
+    }
 }
 
 /// Hashes the drawing on another thread while the caller formats it.
