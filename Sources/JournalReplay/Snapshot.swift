@@ -633,25 +633,56 @@ enum PackedReals {
                 previous = integer
                 hold((head &+ index) &* stride, integer)
             }
-        } else {
-            let mask: UInt64 = (1 << UInt64(width)) &- 1
-            let bytes = packed.count
-            var bit = 0
+        } else if width == 0 {
+            // Every residual is 0: the values follow the prediction exactly.
             for index in 0..<rest {
-                let byte = bit >> 3
-                var word: UInt64
-                if byte + 8 <= bytes {
-                    word = UInt64(littleEndian: packed.loadUnaligned(fromByteOffset: byte, as: UInt64.self))
-                } else {
-                    word = 0
-                    for offset in 0..<(bytes - byte) { word |= UInt64(packed[byte + offset]) << UInt64(8 * offset) }
-                }
-                let residual = unzig((word >> UInt64(bit & 7)) & mask)
-                bit &+= Int(width)
-                let integer = (order == 2 ? previous &+ delta : previous) &+ residual
+                let integer = order == 2 ? previous &+ delta : previous
                 delta = integer &- previous
                 previous = integer
                 hold((head &+ index) &* stride, integer)
+            }
+        } else {
+            let bits = Int(width)
+            let mask: UInt64 = (1 << UInt64(width)) &- 1
+            let bytes = packed.count
+            var bit = 0
+            var slot = target + head &* stride
+            // Values whose 8-byte window lies inside the packed bytes need no bounds check:
+            // the hot loop, one unaligned load per value, specialised per predictor order.
+            let unchecked = bytes >= 8 ? min(rest, ((bytes - 8) * 8 + 7) / bits + 1) : 0
+            if unchecked > 0, let base = packed.baseAddress {
+                if order == 2 {
+                    for _ in 0..<unchecked {
+                        let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: bit &>> 3, as: UInt64.self))
+                        let integer = previous &+ delta &+ unzig((word &>> UInt64(bit & 7)) & mask)
+                        delta = integer &- previous
+                        previous = integer
+                        slot.pointee = Double(bitPattern: UInt64(bitPattern: integer))
+                        slot += stride
+                        bit &+= bits
+                    }
+                } else {
+                    for _ in 0..<unchecked {
+                        let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: bit &>> 3, as: UInt64.self))
+                        previous = previous &+ unzig((word &>> UInt64(bit & 7)) & mask)
+                        slot.pointee = Double(bitPattern: UInt64(bitPattern: previous))
+                        slot += stride
+                        bit &+= bits
+                    }
+                    delta = 0
+                }
+            }
+            for _ in unchecked..<rest {
+                let byte = bit >> 3
+                var word: UInt64 = 0
+                for offset in 0..<min(8, bytes - byte) { word |= UInt64(packed[byte + offset]) << UInt64(8 * offset) }
+                let residual = unzig((word >> UInt64(bit & 7)) & mask)
+                bit &+= bits
+                let integer = (order == 2 ? previous &+ delta : previous) &+ residual
+                delta = integer &- previous
+                previous = integer
+                slot.pointee = Double(bitPattern: UInt64(bitPattern: integer))
+                slot += stride
             }
         }
         var slot = target
