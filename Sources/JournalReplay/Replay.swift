@@ -24,6 +24,10 @@ public struct ReplayReport: Sendable {
     public var maxLamport: UInt64 = 0
     /// Events taken from a snapshot instead of being replayed (0: a full replay).
     public var eventsFromSnapshot = 0
+    /// The drawing's digest (`Drawing.digest`) when it is already known: the snapshot this
+    /// load started from held it and nothing was applied on top, or this load computed it to
+    /// write a snapshot. Nil means "compute it if you need it".
+    public var digest: String?
     /// The snapshot this load wrote automatically, if it wrote one (callers say so).
     public var snapshotWritten: SnapshotStore.Info?
     /// Events left out because their seq or clock exceeds the plausibility bound
@@ -49,23 +53,33 @@ public enum Replay {
     ) -> (drawing: Drawing, report: ReplayReport) {
         let set = preloaded ?? SegmentSet.load(directory)
         guard useSnapshots else { return replay(set) }
-        if let snapshot = SnapshotStore.newest(directory),
+        if let snapshot = SnapshotStore.newest(directory, for: set),
            let (drawing, report, next) = continueFrom(snapshot, set: set) {
             let fresh = next.eventCount - snapshot.eventCount
             var report = report
-            if fresh >= SnapshotStore.automaticThreshold && fresh * 4 >= next.eventCount {
+            if fresh == 0 {
+                // Nothing applied: the drawing is the snapshot's state, whose digest it holds.
+                report.digest = snapshot.digest
+            } else if fresh >= SnapshotStore.automaticThreshold && fresh * 4 >= next.eventCount {
+                var next = next
+                next.digest = drawing.digest
+                report.digest = next.digest
                 report.snapshotWritten = try? SnapshotStore.write(next, to: directory, atMost: SnapshotStore.automaticSizeLimit(set))
             }
             return (drawing, report)
         }
         var report = ReplayReport()
         report.problems = set.problems
-        if let snapshot = fullSnapshot(set, report: &report) {
+        if var snapshot = fullSnapshot(set, report: &report) {
+            let drawing = snapshot.state.finish()
             // A quarantined event may become plausible as the set grows: a snapshot would hide it.
             if snapshot.eventCount >= SnapshotStore.automaticThreshold && snapshot.forks.isEmpty && report.quarantinedEvents == 0 {
+                // The snapshot stores the digest; the caller most likely prints it too.
+                snapshot.digest = drawing.digest
+                report.digest = snapshot.digest
                 report.snapshotWritten = try? SnapshotStore.write(snapshot, to: directory, atMost: SnapshotStore.automaticSizeLimit(set))
             }
-            return (snapshot.state.finish(), report)
+            return (drawing, report)
         }
         return replay(set)
     }
@@ -98,6 +112,29 @@ public enum Replay {
     /// Applies to `snapshot` the events of `set` it does not cover; nil when that would not
     /// give exactly the full replay (a late or re-delivered event), so the caller replays all.
     static func continueFrom(_ snapshot: Snapshot, set: SegmentSet) -> (Drawing, ReplayReport, Snapshot)? {
+        guard let (fresh, skipThrough) = rest(of: set, after: snapshot) else { return nil }
+        return continueFrom(snapshot, set: set, fresh: fresh, skipThrough: skipThrough)
+    }
+
+    /// The digest `load(directory)` would report, when the newest snapshot holds it and covers
+    /// every event of the journal: then the drawing is the snapshot's and nothing needs
+    /// decoding. Nil otherwise (then load and hash). The problems are those `load` reports.
+    public static func cachedDigest(_ directory: JournalDirectory) -> (digest: String, problems: [Problem])? {
+        let set = SegmentSet.load(directory)
+        guard let snapshot = SnapshotStore.newest(directory, for: set, headerOnly: true), let digest = snapshot.digest,
+              let (fresh, skipThrough) = rest(of: set, after: snapshot)
+        else { return nil }
+        // Exactly the blocks `continueFrom` would skip unread (ReplicaStream: a block whose
+        // last seq is within `skipThrough`); any other block may hold an event to apply.
+        for member in fresh.members {
+            for block in member.scan.blocks where block.frame.lastSeq > skipThrough[member.replica] ?? 0 { return nil }
+        }
+        return (digest, set.problems)
+    }
+
+    /// What of `set` a snapshot does not hold, or nil when continuing from it would not give
+    /// exactly the full replay (the rules of docs/SYNC.md, "Snapshots").
+    static func rest(of set: SegmentSet, after snapshot: Snapshot) -> (fresh: SegmentSet, skipThrough: [ReplicaID: UInt64])? {
         guard snapshot.forks.isEmpty else { return nil }
         // Every segment it folded must still be here: a removed or damaged file changes the
         // event set, and only a full replay says what the drawing of the new set is.
@@ -122,6 +159,12 @@ public enum Replay {
             }
             fresh.members.append(member)
         }
+        return (fresh, skipThrough)
+    }
+
+    private static func continueFrom(
+        _ snapshot: Snapshot, set: SegmentSet, fresh: SegmentSet, skipThrough: [ReplicaID: UInt64]
+    ) -> (Drawing, ReplayReport, Snapshot)? {
         let replicas = Array(Set(snapshot.replicas + fresh.replicas)).sorted()
         let map = snapshot.replicas.map { UInt32(replicas.firstIndex(of: $0)!) }
         var state = snapshot.state

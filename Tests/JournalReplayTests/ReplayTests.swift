@@ -275,6 +275,11 @@ import JournalCompression
                 let fast = Replay.load(journal, useSnapshots: true)
                 #expect(fast.drawing == full.drawing, "seed \(seed) step \(step)")
                 #expect(fast.drawing.digest == full.drawing.digest)
+                #expect(fast.report.digest == nil || fast.report.digest == full.drawing.digest)
+                if let cached = Replay.cachedDigest(journal) {
+                    #expect(cached.digest == full.drawing.digest, "seed \(seed) step \(step)")
+                    #expect(fast.report.eventsFromSnapshot == full.report.eventCount, "a cached digest only when nothing is left to apply")
+                }
                 #expect(fast.report.eventCount == full.report.eventCount)
                 #expect(fast.report.replicas.map(\.ranges) == full.report.replicas.map(\.ranges))
                 #expect(full.report.eventsFromSnapshot == 0)
@@ -305,6 +310,7 @@ import JournalCompression
         let fast = Replay.load(journal, useSnapshots: true)
         #expect(fast.drawing == full.drawing)
         #expect(fast.report.eventsFromSnapshot == 0, "a late event must force a full replay")
+        #expect(Replay.cachedDigest(journal) == nil)
         #expect(fast.report.duplicateEvents == full.report.duplicateEvents && full.report.duplicateEvents == 10)
     }
 
@@ -320,6 +326,7 @@ import JournalCompression
         let fast = Replay.load(journal, useSnapshots: true)
         #expect(fast.report.eventsFromSnapshot == 0)
         #expect(fast.drawing == Replay.load(journal, useSnapshots: false).drawing)
+        #expect(Replay.cachedDigest(journal) == nil, "a removed segment changes the drawing: never the stored digest")
     }
 
     @Test func aDamagedSnapshotNeverChangesTheDrawing() throws {

@@ -21,22 +21,33 @@ extension JournalCommand {
 
         func run() throws {
             try reportingErrors {
-                let (drawing, report) = Replay.load(try options.open())
+                let journal = try options.open()
+                if !json, let cached = Replay.cachedDigest(journal) {
+                    // The snapshot covers every event: its digest is the drawing's, unhashed.
+                    var report = ReplayReport()
+                    report.problems = cached.problems
+                    reportProblems(report)
+                    Terminal.write(cached.digest + "\n")
+                    Terminal.flush()
+                    return
+                }
+                let (drawing, report) = Replay.load(journal)
                 reportProblems(report)
+                let digest = report.digest ?? drawing.digest
                 Terminal.write(json
-                    ? digestJSON(drawing, report)
-                    : drawing.digest + "\n")
+                    ? digestJSON(digest, drawing, report)
+                    : digest + "\n")
                 Terminal.flush()
             }
         }
 
-        private func digestJSON(_ drawing: Drawing, _ report: ReplayReport) -> String {
+        private func digestJSON(_ digest: String, _ drawing: Drawing, _ report: ReplayReport) -> String {
             var object = JSONObject()
-            object.add("digest", drawing.digest)
+            object.add("digest", digest)
             object.add("events", report.eventCount)
             object.add("points", report.pointCount)
             object.add("strokes", drawing.strokes.count)
-            object.add("visibleStrokes", drawing.visibleStrokes.count)
+            object.add("visibleStrokes", drawing.strokes.reduce(0) { $0 + ($1.visible ? 1 : 0) })
             return object.text + "\n"
         }
     }

@@ -19,11 +19,26 @@ enum Terminal {
         if buffer.count >= 1 << 16 { flush() }
     }
 
+    /// Writes a large buffer at once, after what is buffered (no copy into the buffer).
+    static func writeDirectly(_ bytes: [UInt8]) {
+        if bytes.count < 1 << 16 {
+            buffer.append(contentsOf: bytes)
+            if buffer.count >= 1 << 16 { flush() }
+            return
+        }
+        flush()
+        writeOut(bytes)
+    }
+
     static func flush() {
         guard !buffer.isEmpty else { return }
         defer { buffer.removeAll(keepingCapacity: true) }
+        writeOut(buffer)
+    }
+
+    private static func writeOut(_ bytes: [UInt8]) {
         do throws(IOError) {
-            try FileDescriptor.standardOutput.writeAll(buffer)
+            try FileDescriptor.standardOutput.writeAll(bytes)
         } catch {
             if FileDescriptor.isBrokenPipe(error) { ProcessInfoLite.terminate(status: 141) }
             buffer.removeAll()

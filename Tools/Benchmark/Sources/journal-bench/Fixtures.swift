@@ -137,8 +137,6 @@ struct Fixtures {
     /// order, as new strokes drawn after opening a shared board do.
     func ensureExtraSegment() throws -> (replica: ReplicaID, path: String) {
         try ensureLibrary()
-        let replica = try JournalDirectory(root: journals[0]).identity()
-        let folder = "/replicas/" + replica.hex
         if !Files.exists(m0Plus + "/local/replica") {
             try Files.removeTree(m0Plus)
             try Files.copyTree(journals[0], to: m0Plus)
@@ -149,6 +147,10 @@ struct Fixtures {
             }
             try recordWithLibrary(workload.extraInput, into: try JournalDirectory.open(at: m0Plus))
         }
+        // A copied journal never writes as the replica it was copied from (invariant 9): the
+        // copy records under an identity of its own, so look in that replica's folder.
+        let replica = try JournalDirectory(root: m0Plus).identity()
+        let folder = "/replicas/" + replica.hex
         let before = Set(Files.list(journals[0] + folder))
         let added = Files.list(m0Plus + folder).filter { $0.hasSuffix(".sjs") && !$0.hasPrefix(".") && !before.contains($0) }
         guard added.count == 1 else { throw BenchError("expected one new segment in \(m0Plus + folder), found \(added.count)") }

@@ -21,6 +21,7 @@ enum RowName: String, CaseIterable {
     case mergeReconstruct
     case sync
     case snapshotOpen
+    case cliRead
     case ndjsonPlain
     case ndjsonDeflate
     case bareInflate
@@ -73,6 +74,7 @@ struct RowRunner {
         case .mergeReconstruct: return try mergeReconstruct()
         case .sync: return try sync()
         case .snapshotOpen: return try snapshotOpen()
+        case .cliRead: return try cliRead()
         case .ndjsonPlain: return try ndjsonPlain()
         case .ndjsonDeflate: return try ndjsonDeflate()
         case .bareInflate: return try bareInflate()
@@ -296,6 +298,64 @@ struct RowRunner {
         return output
     }
 
+    /// What a person at a terminal waits for, through the CLI on a copy of the merged journal:
+    /// `journal strokes -C copy > file` and `journal digest -C copy`, each the second open (the
+    /// first, timed apart, writes the automatic snapshot), against `gzip -dc` of the NDJSON
+    /// inputs gzipped whole (level 6, cached) into a file, timed in the same runs.
+    func cliRead() throws -> RowOutput {
+        guard let binary = journalBinary, Files.exists(binary) else {
+            throw BenchError("no journal binary (pass --journal-binary)")
+        }
+        try fixtures.ensureMerged()
+        let scratch = fixtures.scratch("cliread")
+        let sink = scratch + "-out.json"
+        let gunzipSink = scratch + "-out.ndjson"
+        try Files.removeTree(scratch)
+        try Files.copyTree(fixtures.merged, to: scratch)
+        let cache = fixtures.root + "/ndjson-gzip"
+        try Files.makeDirectories(cache)
+        var gzipped: [String] = []
+        for (index, input) in workload.inputs.enumerated() {
+            let path = cache + "/replica-\(index).ndjson.gz"
+            if !Files.exists(path) {
+                try Spawn.check(["sh", "-c", "gzip -6 -c \"$1\" > \"$2.tmp\" && mv \"$2.tmp\" \"$2\"", "sh", input, path])
+            }
+            gzipped.append(path)
+        }
+        var output = RowOutput()
+        let (_, firstStrokes) = try Clock.time { try Spawn.check([binary, "strokes", "-C", scratch], stdout: .file(sink)) }
+        var gunzip: [Double] = []
+        var digests: [Double] = []
+        var digestsWithout: [Double] = []
+        for _ in 0..<repeats {
+            try output.time(children: true) { try Spawn.check([binary, "strokes", "-C", scratch], stdout: .file(sink)) }
+            gunzip.append(try Clock.time {
+                try Spawn.check(["sh", "-c", "exec gzip -dc \"$@\"", "sh"] + gzipped, stdout: .file(gunzipSink))
+            }.1)
+            digests.append(try Clock.time { try Spawn.check([binary, "digest", "-C", scratch], stdout: .discard) }.1)
+        }
+        let snapshotPath = scratch + "/local/snapshots/latest.sjsnap"
+        let snapshotBytes = Files.size(snapshotPath)
+        for _ in 0..<max(1, repeats / 2) {
+            // Without a snapshot: the open replays everything (and writes a new snapshot).
+            try Files.removeTree(scratch + "/local/snapshots")
+            digestsWithout.append(try Clock.time { try Spawn.check([binary, "digest", "-C", scratch], stdout: .discard) }.1)
+        }
+        output.extra["outputBytes"] = .int(Files.size(sink))
+        output.extra["gunzipBytes"] = .int(Files.size(gunzipSink))
+        try Files.removeTree(scratch)
+        try Files.removeTree(sink)
+        try Files.removeTree(gunzipSink)
+        output.extra["firstStrokesSeconds"] = .seconds([firstStrokes])
+        output.extra["gunzipSeconds"] = .seconds(gunzip)
+        output.extra["digestSeconds"] = .seconds(digests)
+        output.extra["digestNoSnapshotSeconds"] = .seconds(digestsWithout)
+        output.extra["snapshotBytes"] = .int(snapshotBytes)
+        output.extra["strokesVsGunzip"] = .number(median(output.seconds) / median(gunzip), decimals: 3)
+        output.extra["digestVsGunzip"] = .number(median(digests) / median(gunzip), decimals: 3)
+        return output
+    }
+
     /// Snapshot the merged journal, add the +1% segment, then `Replay.load(dir, useSnapshots:)`
     /// with and without snapshots.
     func snapshotOpen() throws -> RowOutput {
@@ -320,6 +380,7 @@ struct RowRunner {
             Dictionary(uniqueKeysWithValues: Files.walk(scratch + "/local").filter { $0.contains("snap") }.map { ($0, Files.size($0)) })
         }
         let snapshotsBefore = snapshotFiles()
+        let journalBytes = sealedBytes([scratch])
         var rewritten = false
         for _ in 0..<repeats {
             let (fromSnapshot, snapshotSeconds, snapshotCPU) = timedSnapshotLoad(directory, useSnapshots: true)
@@ -335,6 +396,8 @@ struct RowRunner {
         output.extra["fullReplaySeconds"] = .seconds(full)
         output.extra["createSeconds"] = .seconds([createSeconds])
         output.extra["snapshotBytes"] = .int(snapshotsBefore.values.reduce(0, +))
+        output.extra["journalBytes"] = .int(journalBytes)
+        output.extra["snapshotVsJournalBytes"] = .number(Double(snapshotsBefore.values.reduce(0, +)) / Double(max(journalBytes, 1)), decimals: 3)
         output.extra["snapshotRewrittenByLoad"] = .bool(rewritten)
         output.extra["speedup"] = .number(median(full) / median(output.seconds), decimals: 2)
         output.extra["digestsEqual"] = .bool(digestsEqual)

@@ -98,7 +98,7 @@ final class Suite {
 
         let order: [RowName] = [
             .processBaseline, .recordLibrary, .prepare, .parse, .parseLines, .append, .cliRecord, .mergeReconstruct, .sync,
-            .snapshotOpen, .ndjsonPlain, .ndjsonDeflate, .bareInflate, .bareDeflate, .plainRead, .digestCheck,
+            .snapshotOpen, .cliRead, .ndjsonPlain, .ndjsonDeflate, .bareInflate, .bareDeflate, .plainRead, .digestCheck,
         ]
         for row in order where row == .prepare || wanted(row) {
             let outcome = runChild(row)
@@ -119,7 +119,7 @@ final class Suite {
 
     func runChild(_ row: RowName, input: String? = nil, label: String? = nil) -> ChildResult {
         var arguments = [Paths.executable, "row", row.rawValue, "--workload", workload.dir, "--repeat", String(options.repeats)]
-        if row == .cliRecord { arguments += ["--journal-binary", journalBinary] }
+        if row == .cliRecord || row == .cliRead { arguments += ["--journal-binary", journalBinary] }
         if let input { arguments += ["--input", input] }
         let load = Machine.load
         log("row \(label ?? row.rawValue)… (load average \(fixed(load.oneMinute, 2)))")
@@ -221,6 +221,8 @@ final class Suite {
         let rss = merge.peakRSSBytes.map(Double.init)
         let append = result(.append).double("pointsPerSecond")
         let speedup = snapshot.double("speedup")
+        let snapshotBytes = snapshot.double("snapshotVsJournalBytes")
+        let cliRead = result(.cliRead)
         return [
             Target(key: "bytesPerPoint", text: "≤ 2.5 B/pt", value: bpp, met: bpp.map { $0 <= 2.5 }),
             Target(key: "mergeReconstructSeconds", text: "≤ 0.25 s", value: merge.median, met: merge.median.map { $0 <= 0.25 }),
@@ -229,6 +231,10 @@ final class Suite {
             Target(key: "cliRecordSeconds", text: "≤ 3 s", value: result(.cliRecord).median, met: result(.cliRecord).median.map { $0 <= 3 }),
             Target(key: "appendPointsPerSecond", text: "≥ 5 M pt/s", value: append, met: append.map { $0 >= 5e6 }),
             Target(key: "snapshotSpeedup", text: "≥ 25× faster", value: speedup, met: speedup.map { $0 >= 25 }),
+            Target(key: "snapshotVsJournalBytes", text: "≤ 2× the segments", value: snapshotBytes, met: snapshotBytes.map { $0 <= 2 }),
+            Target(key: "cliStrokesSeconds", text: "≤ 0.35 s", value: cliRead.median, met: cliRead.median.map { $0 <= 0.35 }),
+            Target(key: "cliDigestSeconds", text: "≤ 0.15 s", value: cliRead.median("digestSeconds"),
+                   met: cliRead.median("digestSeconds").map { $0 <= 0.15 }),
         ]
     }
 
@@ -259,6 +265,9 @@ final class Suite {
             ("syncIncrementalVsFull", divide(sync.median("incrementalSeconds"), sync.median)),
             ("syncNoopVsFull", divide(sync.median("noopSeconds"), sync.median)),
             ("snapshotSpeedup", result(.snapshotOpen).double("speedup")),
+            ("snapshotVsJournalBytes", result(.snapshotOpen).double("snapshotVsJournalBytes")),
+            ("cliStrokesVsGunzip", result(.cliRead).double("strokesVsGunzip")),
+            ("cliDigestVsGunzip", result(.cliRead).double("digestVsGunzip")),
             ("bareDeflateVsBareInflate", divide(result(.bareDeflate).median, result(.bareInflate).median)),
         ]
     }
@@ -355,9 +364,18 @@ final class Suite {
             timed("open from snapshot (+1% since)", .snapshotOpen,
                   derived: "\(formatRatio(snapshot.double("speedup"))) faster than useSnapshots: false (\(formatSeconds(snapshot.median("fullReplaySeconds"))))",
                   target: target("snapshotSpeedup"))
+            value("snapshot size", derived: "\(formatBytes(snapshot.int("snapshotBytes"))) = \(formatRatio(snapshot.double("snapshotVsJournalBytes"))) the segments (\(formatBytes(snapshot.int("journalBytes"))))",
+                  target: target("snapshotVsJournalBytes"))
         } else {
             value("open from snapshot", derived: snapshot.string("status") ?? snapshot.error ?? "n/a", target: target("snapshotSpeedup"))
         }
+        let cliRead = result(.cliRead)
+        timed("`journal strokes > file` (2nd open)", .cliRead,
+              derived: cliRead.ok ? "\(formatRatio(cliRead.double("strokesVsGunzip"))) `gzip -dc` of the NDJSON.gz (\(formatSeconds(cliRead.median("gunzipSeconds")))); \(formatBytes(cliRead.int("outputBytes"))) out; 1st open \(formatSeconds(cliRead.median("firstStrokesSeconds")))" : "",
+              target: target("cliStrokesSeconds"))
+        series("`journal digest` (snapshot valid)", .cliRead, "digestSeconds",
+               derived: "\(formatRatio(cliRead.double("digestVsGunzip"))) `gzip -dc`", target: target("cliDigestSeconds"))
+        series("`journal digest` (no snapshot)", .cliRead, "digestNoSnapshotSeconds", derived: "full replay + hash + writes the snapshot")
 
         table.section("baselines a user would write instead (same events)")
         let plain = result(.ndjsonPlain)

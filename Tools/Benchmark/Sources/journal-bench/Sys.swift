@@ -72,7 +72,7 @@ enum Resources {
 
 /// Child processes through `posix_spawnp`.
 enum Spawn {
-    enum Output { case inherit, capture, discard }
+    enum Output: Equatable { case inherit, capture, discard, file(String) }
 
     struct Result {
         var status: Int32
@@ -95,6 +95,8 @@ enum Spawn {
             posix_spawn_file_actions_addclose(&actions, pipeEnds[1])
         } else if stdout == .discard {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        } else if case .file(let path) = stdout {
+            posix_spawn_file_actions_addopen(&actions, 1, path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         }
         if devNull { posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0) }
 
