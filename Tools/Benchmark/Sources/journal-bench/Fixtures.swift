@@ -168,6 +168,6 @@ struct Fixtures {
 func publish(_ journals: [String], to shared: String) throws {
     try Files.makeDirectories(shared)
     for journal in journals {
-        _ = try SyncEngine(journal: JournalDirectory(root: journal)).sync(.directory(shared))
+        _ = try syncBlocking(JournalDirectory(root: journal), .directory(shared))
     }
 }

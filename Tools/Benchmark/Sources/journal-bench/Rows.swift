@@ -272,15 +272,15 @@ struct RowRunner {
             for (source, target) in zip(fixtures.journals, machines) { try Files.copyTree(source, to: target) }
             let shared = scratch + "/shared"
             try publish(machines, to: shared)
-            let laptop = SyncEngine(journal: try JournalDirectory.create(at: scratch + "/laptop"))
+            let laptop = try JournalDirectory.create(at: scratch + "/laptop")
 
-            let first = try output.time { try laptop.sync(.directory(shared)) }
+            let first = try output.time { try syncBlocking(laptop, .directory(shared)) }
             // Replica 0 syncs (seeing everyone's strokes), draws +1%, and syncs again.
             try publish([machines[0]], to: shared)
             try recordWithLibrary(workload.extraInput, into: try JournalDirectory.open(at: machines[0]))
             try publish([machines[0]], to: shared)
-            let (plus, plusSeconds) = try Clock.time { try laptop.sync(.directory(shared)) }
-            let (again, noopSeconds) = try Clock.time { try laptop.sync(.directory(shared)) }
+            let (plus, plusSeconds) = try Clock.time { try syncBlocking(laptop, .directory(shared)) }
+            let (again, noopSeconds) = try Clock.time { try syncBlocking(laptop, .directory(shared)) }
 
             incremental.append(plusSeconds)
             noop.append(noopSeconds)
@@ -691,8 +691,8 @@ struct RowRunner {
             summary = run.summary
 
             try publish(journals, to: scratch + "/shared")
-            let laptop = SyncEngine(journal: try JournalDirectory.create(at: scratch + "/laptop"))
-            let (_, syncSeconds) = try Clock.time { try laptop.sync(.directory(scratch + "/shared")) }
+            let laptop = try JournalDirectory.create(at: scratch + "/laptop")
+            let (_, syncSeconds) = try Clock.time { try syncBlocking(laptop, .directory(scratch + "/shared")) }
             syncs.append(syncSeconds)
         }
         try Files.removeTree(scratch)

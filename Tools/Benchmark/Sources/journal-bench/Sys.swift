@@ -1,3 +1,5 @@
+import StrokeJournal
+import Dispatch
 // The few POSIX calls the harness needs: clocks, peak RSS, child processes, files.
 // No Foundation: it would add to the peak RSS every row reports.
 #if canImport(Glibc)
@@ -354,4 +356,25 @@ extension StringProtocol {
         while let last = text.last, last == " " || last == "\t" || last == "\n" { text.removeLast() }
         return String(text)
     }
+}
+
+/// Syncs `journal` with `target` from the harness's synchronous rows. The library's sync is
+/// `async` (it waits on rsync); the rows run on the main thread, which is not one of the
+/// concurrency pool's, so blocking it here cannot starve the task it waits for.
+func syncBlocking(_ journal: JournalDirectory, _ target: SyncTarget) throws -> ReconcileReport {
+    let done = DispatchSemaphore(value: 0)
+    let outcome = Outcome()
+    Task.detached {
+        do { outcome.result = .success(try await SyncEngine(journal: journal).sync(target)) } catch {
+            outcome.result = .failure(error)
+        }
+        done.signal()
+    }
+    done.wait()
+    return try outcome.result!.get()
+}
+
+/// Written by the task before it signals, read after the wait: the semaphore orders them.
+private final class Outcome: @unchecked Sendable {
+    var result: Result<ReconcileReport, any Error>?
 }

@@ -1,0 +1,49 @@
+import Dispatch
+import JournalFormat
+import JournalStorage
+
+/// Decodes a replica's next block on another core while the merge folds the current one:
+/// inflating and decoding are a third of replay, and the fold never waits for them unless it
+/// runs ahead. At most one block per replica is decoded ahead, so memory stays bounded.
+final class Prefetcher: @unchecked Sendable {
+    // Touched by the background decode only between `start()` and the matching `wait()`.
+    private var stream: ReplicaStream
+    private var result: (columns: BlockColumns?, report: ReplayReport)?
+    private let ready = DispatchSemaphore(value: 0)
+    private var inFlight = false
+
+    init(_ stream: ReplicaStream) { self.stream = stream }
+
+    private func start() {
+        inFlight = true
+        DispatchQueue.global().async {
+            var report = ReplayReport()
+            let columns = self.stream.next(report: &report)
+            self.result = (columns, report)
+            self.ready.signal()
+        }
+    }
+
+    /// The next batch, merging what decoding it reported into `report`.
+    func next(report: inout ReplayReport) -> BlockColumns? {
+        if !inFlight { start() }
+        ready.wait()
+        inFlight = false
+        guard let (columns, found) = result else { return nil }
+        result = nil
+        report.problems += found.problems
+        report.duplicateEvents += found.duplicateEvents
+        report.quarantinedEvents += found.quarantinedEvents
+        for fork in found.forks where report.forkSet.insert(fork).inserted { report.forks.append(fork) }
+        if columns != nil { start() }
+        return columns
+    }
+
+    var summary: ReplayReport.ReplicaSummary {
+        if inFlight {
+            ready.wait()
+            inFlight = false
+        }
+        return stream.summary
+    }
+}

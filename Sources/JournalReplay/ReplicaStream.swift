@@ -1,0 +1,186 @@
+import JournalFormat
+import JournalStorage
+
+/// One replica's distinct events in seq order, as decoded blocks.
+///
+/// Blocks whose seq ranges overlap (the same events in two segments: a conflict copy, a
+/// re-cut segment, a fork) form a group that is merged event by event: identical copies are
+/// counted as duplicates, different ones as forks (the canonical lesser kept). Memory follows
+/// one block, or the distinct events of one group, never the journal.
+struct ReplicaStream {
+    struct BlockRef {
+        var member: Int
+        var block: ScannedBlock
+    }
+
+    let set: SegmentSet
+    let replica: ReplicaID
+    private let blocks: [BlockRef]
+    private var position = 0
+    private(set) var summary: ReplayReport.ReplicaSummary
+    private var held = SeqRanges()
+    /// Events up to this seq are already folded (a snapshot covers them): skip them.
+    var skipThrough: UInt64 = 0
+    /// Events whose seq or clock exceeds this are quarantined (`ClockBound`). It is the limit
+    /// of the whole set being replayed, which may be larger than `set` (a snapshot's rest).
+    let plausibilityLimit: UInt64
+
+    init(set: SegmentSet, replica: ReplicaID, plausibilityLimit: UInt64) {
+        self.set = set
+        self.replica = replica
+        self.plausibilityLimit = plausibilityLimit
+        var refs: [BlockRef] = []
+        var summary = ReplayReport.ReplicaSummary(replica: replica)
+        for (index, member) in set.members.enumerated() where member.replica == replica {
+            summary.segments += 1
+            for block in member.scan.blocks { refs.append(BlockRef(member: index, block: block)) }
+        }
+        blocks = refs.sorted {
+            ($0.block.frame.firstSeq, $0.block.frame.lastSeq) < ($1.block.frame.firstSeq, $1.block.frame.lastSeq)
+        }
+        self.summary = summary
+    }
+
+    mutating func next(report: inout ReplayReport) -> BlockColumns? {
+        if !queued.isEmpty { return queued.removeFirst() }
+        while position < blocks.count {
+            var end = position + 1
+            var reach = blocks[position].block.frame.lastSeq
+            while end < blocks.count && blocks[end].block.frame.firstSeq <= reach {
+                reach = max(reach, blocks[end].block.frame.lastSeq)
+                end += 1
+            }
+            let group = blocks[position..<end]
+            position = end
+            if reach <= skipThrough { continue }
+            if group.count == 1 {
+                if var columns = decode(group.first!, report: &report) {
+                    addRange(group.first!.block.seqRange)
+                    if columns.firstSeq <= skipThrough {
+                        let events = columns.events(replica: replica)
+                        columns = BlockColumns(events: events[Int(skipThrough - columns.firstSeq + 1)...])
+                    }
+                    if isPlausible(columns) {
+                        summary.events += columns.count
+                        return columns
+                    }
+                    let ref = group.first!
+                    let kept = screened(columns.events(replica: replica), file: set.members[ref.member].scan.path,
+                                        offset: Int64(ref.block.offset), report: &report)
+                    summary.events += kept.count
+                    if let first = batches(of: kept) { return first }
+                }
+                continue
+            }
+            if let merged = mergeGroup(group, report: &report) { return merged }
+        }
+        return nil
+    }
+
+    private func decode(_ ref: BlockRef, report: inout ReplayReport) -> BlockColumns? {
+        let member = set.members[ref.member]
+        let frame = ref.block.frame
+        let result: Result<BlockColumns, SegmentFormatError> = member.scan.bytes.withUnsafeBytes { buffer in
+            let frameBytes = UnsafeRawBufferPointer(rebasing: buffer[ref.block.offset..<ref.block.offset + frame.totalLength])
+            do throws(SegmentFormatError) {
+                return .success(try BlockDecoder.columns(frame: frame, frameBytes: frameBytes))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch result {
+        case .success(let columns): return columns
+        case .failure(let error):
+            report.problems.append(Problem(
+                .corrupt, file: member.scan.path, offset: Int64(ref.block.offset), replica: replica,
+                seqRange: ref.block.seqRange, reason: error.description))
+            return nil
+        }
+    }
+
+    /// Distinct events of overlapping blocks, re-packed as one dense run per contiguous range.
+    private mutating func mergeGroup(_ group: ArraySlice<BlockRef>, report: inout ReplayReport) -> BlockColumns? {
+        var variants: [UInt64: Event] = [:]
+        for ref in group {
+            // Overlapping copies are merged in memory; a crafted set of small files can claim
+            // millions of overlapping events, so the merge is bounded (invariant 8).
+            guard variants.count + ref.block.frame.eventCount <= Self.maxOverlapEvents else {
+                report.problems.append(Problem(
+                    .ignored, file: set.members[ref.member].scan.path, offset: Int64(ref.block.offset), replica: replica,
+                    seqRange: ref.block.seqRange,
+                    reason: "more than \(Self.maxOverlapEvents) overlapping events in one group of copies; block not merged"))
+                continue
+            }
+            guard let columns = decode(ref, report: &report) else { continue }
+            addRange(ref.block.seqRange)
+            for event in columns.events(replica: replica) {
+                guard let existing = variants[event.id.seq] else {
+                    variants[event.id.seq] = event
+                    continue
+                }
+                if existing == event {
+                    report.duplicateEvents += 1
+                } else {
+                    if report.forkSet.insert(event.id).inserted {
+                        report.forks.append(event.id)
+                        report.problems.append(Problem(
+                            .fork, file: set.members[ref.member].scan.path, offset: Int64(ref.block.offset),
+                            replica: replica, seqRange: event.id.seq...event.id.seq,
+                            reason: "event \(event.id) exists with different contents; the canonical lesser one is kept"))
+                    }
+                    if EventOrdering.canonicalLess(event, existing) { variants[event.id.seq] = event }
+                }
+            }
+        }
+        guard !variants.isEmpty else { return nil }
+        let first = group.first!
+        let events = screened(variants.keys.sorted().map { variants[$0]! }, file: set.members[first.member].scan.path,
+                              offset: Int64(first.block.offset), report: &report)
+        summary.events += events.count
+        return batches(of: events)
+    }
+
+    /// Hands distinct events out as batches like any block's. Their seqs may have holes (a
+    /// damaged block, a quarantined event) and a batch needs dense seqs, so it splits at holes:
+    /// returns the first batch and queues the rest.
+    private mutating func batches(of events: [Event]) -> BlockColumns? {
+        var runs: [[Event]] = []
+        for event in events {
+            if let last = runs.last?.last, last.id.seq + 1 == event.id.seq { runs[runs.count - 1].append(event) } else { runs.append([event]) }
+        }
+        guard let first = runs.first else { return nil }
+        queued += runs.dropFirst().map { BlockColumns(events: $0[...]) }
+        return BlockColumns(events: first[...])
+    }
+
+    private func isPlausible(_ columns: BlockColumns) -> Bool {
+        columns.count == 0 || (columns.firstSeq + UInt64(columns.count - 1) <= plausibilityLimit
+            && columns.lamports.allSatisfy { $0 <= plausibilityLimit })
+    }
+
+    /// The events within the plausibility bound; the others are reported, never applied.
+    private func screened(_ events: [Event], file: String, offset: Int64, report: inout ReplayReport) -> [Event] {
+        let kept = events.filter { $0.id.seq <= plausibilityLimit && $0.lamport <= plausibilityLimit }
+        let dropped = events.count - kept.count
+        if dropped > 0 {
+            let seqs = events.filter { $0.id.seq > plausibilityLimit || $0.lamport > plausibilityLimit }.map(\.id.seq)
+            report.quarantinedEvents += dropped
+            report.problems.append(Problem(
+                .quarantined, file: file, offset: offset, replica: replica, seqRange: seqs.min()!...seqs.max()!,
+                reason: "\(dropped) event(s) whose seq or Lamport clock exceeds the plausibility bound \(plausibilityLimit) (docs/FORMAT.md §8.9); not applied"))
+        }
+        return kept
+    }
+
+    /// The most distinct events one group of overlapping blocks may hold in memory.
+    static let maxOverlapEvents = 4_000_000
+
+    /// Batches of a merged group not yet handed out (a group with holes gives several).
+    private var queued: [BlockColumns] = []
+
+    private mutating func addRange(_ range: ClosedRange<UInt64>) {
+        // Blocks arrive sorted by first seq, so only the last range can absorb this one.
+        held.insert(range)
+        summary.ranges = held.ranges
+    }
+}

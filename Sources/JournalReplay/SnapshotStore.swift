@@ -1,0 +1,74 @@
+import Dispatch
+import JournalFormat
+import JournalPlatform
+import JournalStorage
+import JournalCompression
+
+/// Where snapshots live and when they are taken.
+public enum SnapshotStore {
+    /// Automatic policy: after a replay, a new snapshot is written when at least this many
+    /// events were replayed beyond the newest snapshot and they are at least a quarter of the
+    /// journal. Small journals replay fast enough without one.
+    public static let automaticThreshold = 100_000
+
+    public struct Info: Sendable, Equatable {
+        public var path: String
+        public var bytes: Int
+        public var events: Int
+    }
+
+    static func folder(_ directory: JournalDirectory) -> String { directory.snapshotsPath }
+
+    /// Replays the whole journal and writes a snapshot of it.
+    @discardableResult
+    public static func create(_ directory: JournalDirectory) throws(SnapshotError) -> Info {
+        let set = SegmentSet.load(directory)
+        var report = ReplayReport()
+        report.problems = set.problems
+        guard let snapshot = Replay.fullSnapshot(set, report: &report) else {
+            throw .clocksOutOfOrder(path: directory.root)
+        }
+        // Quarantined events may become plausible as the journal grows; a snapshot would
+        // keep hiding them.
+        guard report.quarantinedEvents == 0 else { throw .quarantinedEvents(path: directory.root, count: report.quarantinedEvents) }
+        do { return try write(snapshot, to: directory) } catch { throw .io(error) }
+    }
+
+    /// An automatic snapshot is a cache nobody asked for: it may take at most twice the room
+    /// of the segments it saves replaying, or it is not written (`journal snapshot` writes one
+    /// of any size on request).
+    static func automaticSizeLimit(_ set: SegmentSet) -> Int { Int(set.totalBytes) * 2 }
+
+    /// Writes the snapshot; nil when it would be larger than `atMost` bytes.
+    static func write(_ snapshot: Snapshot, to directory: JournalDirectory, atMost limit: Int) throws(IOError) -> Info? {
+        var snapshot = snapshot
+        if snapshot.digest == nil { snapshot.digest = snapshot.state.finish().digest }
+        let bytes = snapshot.encoded()
+        guard bytes.count <= limit else { return nil }
+        return try write(bytes: bytes, events: snapshot.eventCount, to: directory)
+    }
+
+    static func write(_ snapshot: Snapshot, to directory: JournalDirectory) throws(IOError) -> Info {
+        var snapshot = snapshot
+        if snapshot.digest == nil { snapshot.digest = snapshot.state.finish().digest }
+        return try write(bytes: snapshot.encoded(), events: snapshot.eventCount, to: directory)
+    }
+
+    private static func write(bytes: [UInt8], events: Int, to directory: JournalDirectory) throws(IOError) -> Info {
+        let folder = Self.folder(directory)
+        try FileSystem.createDirectory(folder)
+        let path = folder + "/latest.sjsnap"
+        try FileSystem.writeAtomically(bytes, to: path)
+        return Info(path: path, bytes: bytes.count, events: events)
+    }
+
+    /// The snapshot, if there is a valid one of this version. It can hold no more points than
+    /// `set` has events, which bounds what decoding it may allocate.
+    static func newest(_ directory: JournalDirectory, for set: SegmentSet, headerOnly: Bool = false) -> Snapshot? {
+        guard let bytes = try? FileSystem.readFile(folder(directory) + "/latest.sjsnap") else { return nil }
+        let events = set.members.reduce(0) { total, member in
+            member.scan.blocks.reduce(total) { $0 + $1.frame.eventCount }
+        }
+        return Snapshot.decode(bytes, maxPoints: events, headerOnly: headerOnly)
+    }
+}
