@@ -150,6 +150,14 @@ public enum SegmentEncoder {
         return frame(compressed: compressed, rawCount: raw.count, eventCount: eventCount, firstSeq: firstSeq, maxLamport: maxLamport)
     }
 
+    /// The raw body of a block, for a caller that compresses it itself. Called from another
+    /// module, `BlockCodec.encode` runs unspecialised (generic over the collection: an
+    /// iterator, 120-byte event copies and allocations per event in the profile); from here
+    /// it is specialised for `ArraySlice<Event>`.
+    public static func body(_ events: ArraySlice<Event>) -> [UInt8] {
+        BlockCodec.encode(events)
+    }
+
     /// Frames a body compressed by the caller (any raw DEFLATE stream of `rawCount` bytes).
     public static func frame(
         compressed: [UInt8], rawCount: Int, eventCount: Int, firstSeq: UInt64, maxLamport: UInt64

@@ -128,7 +128,7 @@ final class SegmentSink: @unchecked Sendable {
     /// body need not wait for the first (`RawDeflate.compressPiece`). The frame is an
     /// ordinary one; its stream differs from a single call's only around the seam.
     static func block(_ events: ArraySlice<Event>, level: Int32) -> [UInt8] {
-        let body = BlockCodec.encode(events)
+        let body = SegmentEncoder.body(events)
         var maxLamport: UInt64 = 0
         for event in events where event.lamport > maxLamport { maxLamport = event.lamport }
         let firstSeq = events[events.startIndex].id.seq
