@@ -152,10 +152,26 @@ public enum SegmentEncoder {
             // Deflate of an in-memory buffer fails only if zlib cannot allocate its state.
             preconditionFailure("zlib deflate failed: \(error)")
         }
+        return frame(compressed: compressed, rawCount: raw.count, eventCount: eventCount, firstSeq: firstSeq, maxLamport: maxLamport)
+    }
+
+    /// The raw body of a block, for a caller that compresses it itself. Called from another
+    /// module, `BlockCodec.encode` runs unspecialised (generic over the collection: an
+    /// iterator, 120-byte event copies and allocations per event in the profile); from here
+    /// it is specialised for `ArraySlice<Event>`.
+    public static func body(_ events: ArraySlice<Event>) -> [UInt8] {
+        BlockCodec.encode(events)
+    }
+
+    /// Frames a body compressed by the caller (any raw DEFLATE stream of `rawCount` bytes).
+    public static func frame(
+        compressed: [UInt8], rawCount: Int, eventCount: Int, firstSeq: UInt64, maxLamport: UInt64
+    ) -> [UInt8] {
+        precondition(rawCount <= FormatV1.maxRawBlockSize, "block body over the format bound: split it")
         var out = ByteWriter(capacity: FormatV1.blockHeaderSize + compressed.count)
         out.append(contentsOf: FormatV1.blockMagic)
         out.appendLE(UInt32(compressed.count))
-        out.appendLE(UInt32(raw.count))
+        out.appendLE(UInt32(rawCount))
         out.appendLE(UInt32(eventCount))
         out.appendLE(firstSeq)
         out.appendLE(maxLamport)

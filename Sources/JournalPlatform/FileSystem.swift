@@ -478,9 +478,45 @@ package enum FaultInjection {
     /// Returns an errno (e.g. `EIO`, `ENOSPC`) to fail the operation, nil to let it run.
     @TaskLocal package static var hook: (@Sendable (Operation, String) -> Int32?)? = nil
 
+    /// Runs `body` with `hook` in force on this thread: how work a test's task hands to a
+    /// Dispatch thread (the writer's background flush) keeps the test's hook. A task-local
+    /// cannot be bound there (the runtime has no task to bind it to), and running the work
+    /// as a task instead could starve the cooperative pool the test itself blocks.
+    package static func withThreadHook<T>(
+        _ hook: (@Sendable (Operation, String) -> Int32?)?, _ body: () throws -> T
+    ) rethrows -> T {
+        guard let hook else { return try body() }
+        let box = Unmanaged.passRetained(HookBox(hook))
+        let previous = pthread_getspecific(threadHookKey)
+        pthread_setspecific(threadHookKey, box.toOpaque())
+        defer {
+            pthread_setspecific(threadHookKey, previous)
+            box.release()
+        }
+        return try body()
+    }
+
+    /// The hook in force: the task's, else the one `withThreadHook` set on this thread.
+    package static var current: (@Sendable (Operation, String) -> Int32?)? {
+        if let hook { return hook }
+        guard let raw = pthread_getspecific(threadHookKey) else { return nil }
+        return Unmanaged<HookBox>.fromOpaque(raw).takeUnretainedValue().hook
+    }
+
+    private final class HookBox {
+        let hook: @Sendable (Operation, String) -> Int32?
+        init(_ hook: @escaping @Sendable (Operation, String) -> Int32?) { self.hook = hook }
+    }
+
+    private static let threadHookKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
     @inline(__always)
     static func fault(_ operation: Operation, _ path: String) -> Int32? {
-        guard let hook else { return nil }
+        guard let hook = current else { return nil }
         return hook(operation, path)
     }
 

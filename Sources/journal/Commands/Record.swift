@@ -81,18 +81,22 @@ extension JournalCommand {
                     // A quiet producer must not leave events waiting in memory: flush while
                     // waiting for input. A failure here resurfaces on the next append.
                     reader.whenIdle = { try? writer.flush() }
+                    // One buffer for every line's payloads: an array per line costs an
+                    // allocation per pen point.
+                    var payloads: [Payload] = []
                     while true {
-                        let item: (line: Int, payloads: [Payload])?
+                        payloads.removeAll(keepingCapacity: true)
+                        let line: Int?
                         do throws(InputError) {
-                            item = try reader.next()
+                            line = try reader.next(appendingTo: &payloads)
                         } catch {
                             guard skipInvalid else { inputError = error; break inputs }
                             counts.skipped += 1
                             if counts.skipped <= 10 { Terminal.standardError("journal: skipped \(error)\n") }
                             continue
                         }
-                        guard let item else { break }
-                        for payload in item.payloads {
+                        guard line != nil else { break }
+                        for payload in payloads {
                             try writer.append(payload)
                             counts.add(payload)
                         }

@@ -204,14 +204,20 @@ struct RowRunner {
     }
 
     /// `journal record -C mI replica-I.ndjson` for each file, one after the other, into
-    /// journals made by `journal init` (not timed).
+    /// journals made by `journal init` (not timed). Each run is followed by `gzip -1 -c` of the
+    /// same files to /dev/null (`gzip1Seconds`), so that the two share the machine's load:
+    /// the ratio is what a user compares against ("is recording cheaper than gzipping it?").
     func cliRecord() throws -> RowOutput {
         guard let binary = journalBinary, Files.exists(binary) else {
             throw BenchError("no journal binary (pass --journal-binary)")
         }
         let scratch = fixtures.scratch("cli")
         var output = RowOutput()
+        var gzipRuns: [Double] = []
         for _ in 0..<repeats {
+            gzipRuns.append(try Clock.time {
+                for input in workload.inputs { try Spawn.check(["gzip", "-1", "-c", input], stdout: .discard) }
+            }.1)
             try Files.removeTree(scratch)
             try Files.makeDirectories(scratch)
             for index in workload.inputs.indices {
@@ -228,6 +234,7 @@ struct RowRunner {
         output.extra["binaryModified"] = .int(Files.modified(binary))
         output.extra["sealedBytes"] = .int(sealedBytes(roots))
         output.extra["cliPeakRSSBytes"] = .int(Resources.childrenPeakRSSBytes())
+        output.extra["gzip1Seconds"] = .seconds(gzipRuns)
         try Files.removeTree(scratch)
         return output
     }

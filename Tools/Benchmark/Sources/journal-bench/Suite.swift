@@ -213,6 +213,13 @@ final class Suite {
         return merge / inflate
     }
 
+    /// `journal record` of the workload ÷ `gzip -1` of the same files, timed in the same row.
+    var cliVsGzip: Double? {
+        let cli = result(.cliRecord)
+        guard let record = cli.median, let gzip = cli.median("gzip1Seconds"), gzip > 0 else { return nil }
+        return record / gzip
+    }
+
     var targets: [Target] {
         let record = result(.recordLibrary)
         let merge = result(.mergeReconstruct)
@@ -229,6 +236,7 @@ final class Suite {
             Target(key: "mergeReconstructVsBareInflate", text: "≤ 2× bare inflate", value: mergeVsInflate, met: mergeVsInflate.map { $0 <= 2 }),
             Target(key: "mergeReconstructPeakRSSBytes", text: "≤ 150 MB", value: rss, met: rss.map { $0 <= 150e6 }),
             Target(key: "cliRecordSeconds", text: "≤ 3 s", value: result(.cliRecord).median, met: result(.cliRecord).median.map { $0 <= 3 }),
+            Target(key: "cliRecordVsGzip1", text: "≤ 0.6× gzip -1", value: cliVsGzip, met: cliVsGzip.map { $0 <= 0.6 }),
             Target(key: "appendPointsPerSecond", text: "≥ 5 M pt/s", value: append, met: append.map { $0 >= 5e6 }),
             Target(key: "snapshotSpeedup", text: "≥ 25× faster", value: speedup, met: speedup.map { $0 >= 25 }),
             Target(key: "snapshotVsJournalBytes", text: "≤ 2× the segments", value: snapshotBytes, met: snapshotBytes.map { $0 <= 2 }),
@@ -256,6 +264,7 @@ final class Suite {
         }
         return [
             ("mergeReconstructVsBareInflate", mergeVsInflate),
+            ("cliRecordVsGzip1", cliVsGzip),
             ("mergeReconstructVsPlainRead", divide(merge.median, result(.plainRead).median)),
             ("recordLibraryVsParse", divide(record.median, result(.parse).median)),
             ("ndjsonPlainBytesVsJournal", divide(plain.double("bytesPerPoint"), record.double("bytesPerPoint"))),
@@ -348,6 +357,8 @@ final class Suite {
         timed("`journal record` CLI (4 files)", .cliRecord,
               derived: cli.ok ? "peak RSS: the CLI's" : "",
               rss: cli.int("cliPeakRSSBytes"), target: target("cliRecordSeconds"))
+        series("`gzip -1 -c` of the same files (same row)", .cliRecord, "gzip1Seconds",
+               derived: cliVsGzip.map { "record ÷ gzip -1: " + formatRatio($0) } ?? "", target: target("cliRecordVsGzip1"))
         let merge = result(.mergeReconstruct)
         timed("merge + reconstruct", .mergeReconstruct,
               derived: merge.ok ? "load \(formatSeconds(merge.median("loadSeconds"))); \(formatRatio(mergeVsInflate)) bare inflate" : "",

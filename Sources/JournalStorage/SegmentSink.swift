@@ -1,0 +1,247 @@
+import Dispatch
+import JournalCompression
+import JournalFormat
+import JournalPlatform
+
+/// What making one batch durable did, handed from the background to the appending thread.
+struct DurableOutcome: Sendable {
+    /// Every event up to this seq is fsynced (nil: nothing new became durable).
+    var durableSeq: UInt64?
+    /// The sink's failure after the batch (a failed write poisons it).
+    var failure: IOError?
+    /// Set when a seal was tried: its problem, or nil once it succeeded.
+    var sealProblem: SealProblem?
+    var error: JournalError?
+    /// Events in the open segment after the batch, and the count at which it is sealed.
+    var openSegmentEvents = 0
+    var sealDueAt = 0
+
+    struct SealProblem: Sendable { var value: JournalError? }
+}
+
+/// One batch in the background. `outcome` is written before `done` is signalled and read
+/// only after `done.wait()` returned: the semaphore orders the two accesses, so they never
+/// overlap, which is what makes the unchecked Sendable safe.
+final class DurableJob: @unchecked Sendable {
+    let done = DispatchSemaphore(value: 0)
+    var outcome = DurableOutcome()
+}
+
+/// The second half of a body being deflated. `piece` is written before `done` is signalled
+/// and read only after `done.wait()`: never at the same time, hence the unchecked Sendable.
+final class PieceJob: @unchecked Sendable {
+    let done = DispatchSemaphore(value: 0)
+    var piece: [UInt8]?
+}
+
+/// The writer's files: the open segment, its blocks, sealing.
+///
+/// Used by one thread at a time, never by two at once: by the writer's thread while no batch
+/// is in flight, and by the background job of the one batch in flight otherwise. The writer
+/// hands it over with `DispatchQueue.async` (which orders everything before the hand-off
+/// before the job) and takes it back with `DurableJob.done.wait()` (which orders everything
+/// the job did before what follows the wait); it touches nothing here in between (see
+/// `JournalWriter.inFlight`). That ownership protocol is why the unchecked Sendable is safe.
+final class SegmentSink: @unchecked Sendable {
+    let directory: JournalDirectory
+    var replica: ReplicaID
+    let options: WriterOptions
+    var openSegment: FileDescriptor?
+    var openSegmentEvents = 0
+    /// Set by the first failed write, fsync or rename: after it, the open segment may end in
+    /// a torn block, so appending more could bury it mid-file. Every later call refuses until
+    /// the journal is reopened, which cuts the torn tail (what SQLite and LevelDB do).
+    var failure: IOError?
+    /// After a failed automatic seal, the open segment's event count at which to try again.
+    var nextSealAttempt = 0
+
+    /// The open segment's event count at which a flush seals it.
+    var sealDueAt: Int { max(options.sealEveryEvents, nextSealAttempt) }
+
+    init(directory: JournalDirectory, replica: ReplicaID, options: WriterOptions) {
+        self.directory = directory
+        self.replica = replica
+        self.options = options
+    }
+
+    func closeFiles() {
+        openSegment?.close()
+        openSegment = nil
+    }
+
+    /// Appends `batch` as blocks and fsyncs; then, if asked, seals once the open segment
+    /// is full. Never throws: the outcome carries what the writer reports.
+    func makeDurable(_ batch: [Event], sealIfDue: Bool) -> DurableOutcome {
+        var outcome = DurableOutcome()
+        do throws(JournalError) {
+            if !batch.isEmpty {
+                try writeBlocks(batch)
+                outcome.durableSeq = batch[batch.count - 1].id.seq
+            }
+            if sealIfDue && openSegmentEvents >= sealDueAt {
+                // What was appended is durable now; a seal that cannot be written (a full disk)
+                // must not stop recording: the open segment keeps growing and sealing is retried.
+                do {
+                    try seal()
+                    outcome.sealProblem = .init(value: nil)
+                    nextSealAttempt = 0
+                } catch {
+                    guard case .sealFailed = error else { throw error }
+                    outcome.sealProblem = .init(value: error)
+                    nextSealAttempt = openSegmentEvents + max(1, options.sealEveryEvents / 8)
+                }
+            }
+        } catch {
+            outcome.error = error
+        }
+        outcome.failure = failure
+        outcome.openSegmentEvents = openSegmentEvents
+        outcome.sealDueAt = sealDueAt
+        return outcome
+    }
+
+    private func writeBlocks(_ batch: [Event]) throws(JournalError) {
+        if let failure { throw .writerFailed(failure) }
+        guard let openSegment else { throw .closed }
+        var start = 0
+        while start < batch.count {
+            let end = min(start + FormatV1.sealedBlockTargetEvents, batch.count)
+            // A large block is written at the sealing level, so that sealing can copy it as is.
+            let level = end - start >= FormatV1.sealedBlockMinimumEvents ? SegmentEncoder.compressionLevel : options.openBlockCompressionLevel
+            let block = Self.block(batch[start..<end], level: level)
+            do { try openSegment.writeAll(block) } catch { throw poison(error) }
+            start = end
+        }
+        do { try openSegment.sync() } catch { throw poison(error) }
+        openSegmentEvents += batch.count
+    }
+
+    /// Bodies at least this large are deflated in two halves at once.
+    static let parallelDeflateMinimum = 128 * 1024
+    /// The level of a halved body that would otherwise get the sealing level 6. Measured on
+    /// the standard session (docs/PERFORMANCE.md): halves at level 5 take 0.58× the CPU of
+    /// level 6 and are as small as one level-6 stream was (2.128 B/pt; halves at level 6:
+    /// 2.102). Deflate is most of a bulk flush's cost, and the 2.15 B/pt budget allows it.
+    static let halvedSealingLevel: Int32 = 5
+
+    /// One block frame, like `SegmentEncoder.block`, but a large body is deflated in two
+    /// halves on two cores: level 6 is most of a flush's cost, and the second half of the
+    /// body need not wait for the first (`RawDeflate.compressPiece`). The frame is an
+    /// ordinary one; its stream differs from a single call's only around the seam.
+    static func block(_ events: ArraySlice<Event>, level: Int32) -> [UInt8] {
+        let body = SegmentEncoder.body(events)
+        var maxLamport: UInt64 = 0
+        for event in events where event.lamport > maxLamport { maxLamport = event.lamport }
+        let firstSeq = events[events.startIndex].id.seq
+        guard body.count >= parallelDeflateMinimum else {
+            return SegmentEncoder.frame(body: body, eventCount: events.count, firstSeq: firstSeq, maxLamport: maxLamport, level: level)
+        }
+        let half = body.count / 2
+        let level = level == SegmentEncoder.compressionLevel ? halvedSealingLevel : level
+        let second = PieceJob()
+        DispatchQueue.global().async {
+            second.piece = body.withUnsafeBytes { try? RawDeflate.compressPiece($0, range: half..<body.count, level: level) }
+            second.done.signal()
+        }
+        let first = body.withUnsafeBytes { try? RawDeflate.compressPiece($0, range: 0..<half, level: level) }
+        second.done.wait()
+        guard let first, let rest = second.piece else {
+            // Deflate of an in-memory buffer fails only if zlib cannot allocate its state.
+            preconditionFailure("zlib deflate failed")
+        }
+        return SegmentEncoder.frame(compressed: first + rest, rawCount: body.count, eventCount: events.count,
+                                    firstSeq: firstSeq, maxLamport: maxLamport)
+    }
+
+    /// Moves the open segment's events (all written already) into a sealed, immutable segment.
+    @discardableResult
+    func seal() throws(JournalError) -> SegmentName? {
+        if let failure { throw .writerFailed(failure) }
+        guard openSegmentEvents > 0 else { return nil }
+        let scan = SegmentScanner.scan(path: directory.openSegmentPath, sealed: false)
+        guard scan.problems.isEmpty, let range = scan.seqRange, let header = scan.header, header.replica == replica else {
+            throw .openSegmentCorrupt(scan.problems.first
+                ?? Problem(.corrupt, file: directory.openSegmentPath, reason: "no events to seal"))
+        }
+        // Large blocks were already compressed at the sealing level when flushed: copy them.
+        // Runs of small blocks (frequent flushes) are re-encoded into large ones.
+        var bytes = header.encoded()
+        var smallRun: [Event] = []
+        for block in scan.blocks {
+            if block.frame.eventCount >= FormatV1.sealedBlockMinimumEvents {
+                bytes += SegmentEncoder.blocks(smallRun[...])
+                smallRun.removeAll()
+                bytes += scan.bytes[block.offset..<(block.offset + block.frame.totalLength)]
+                continue
+            }
+            let decoded = scan.bytes.withUnsafeBytes { buffer -> Result<[Event], SegmentFormatError> in
+                let frameBytes = UnsafeRawBufferPointer(rebasing: buffer[block.offset..<(block.offset + block.frame.totalLength)])
+                do throws(SegmentFormatError) {
+                    return .success(try BlockDecoder.events(frame: block.frame, frameBytes: frameBytes, replica: replica))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            switch decoded {
+            case .success(let events): smallRun += events
+            case .failure(let error):
+                throw .openSegmentCorrupt(Problem(.corrupt, file: directory.openSegmentPath, offset: Int64(block.offset),
+                                                  replica: replica, seqRange: block.seqRange, reason: error.description))
+            }
+        }
+        bytes += SegmentEncoder.blocks(smallRun[...])
+        let name = SegmentName(firstSeq: range.lowerBound, lastSeq: range.upperBound, contents: bytes)
+        let folder = directory.replicaPath(replica)
+        let finalPath = FileSystem.join(folder, name.fileName)
+        var index = LocalIndex.refresh(directory)
+        do {
+            // Writing the sealed copy touches nothing the open segment holds: if it fails,
+            // every event is still durable there and the writer can go on appending.
+            if !FileSystem.isDirectory(folder) {
+                try FileSystem.createDirectory(folder)
+                try FileSystem.syncDirectory(directory.replicasPath)
+            }
+            try FileSystem.writeAtomically(bytes, to: finalPath)
+        } catch {
+            throw .sealFailed(error, neededBytes: Int64(bytes.count), available: FileSystem.availableBytes(directory.root))
+        }
+        do {
+            try resetOpenSegment()
+            index.add(LocalIndex.Entry(replica: replica, name: name, size: Int64(bytes.count), eventCount: scan.eventCount,
+                                       maxLamport: scan.maxLamport, valid: true))
+            try index.save(directory)
+        } catch {
+            throw poison(error)
+        }
+        return name
+    }
+
+    func poison(_ error: IOError) -> JournalError {
+        if failure == nil { failure = error }
+        return .io(error)
+    }
+
+    func createOpenSegment() throws(IOError) {
+        try FileSystem.createDirectory(directory.localPath)
+        let descriptor = try FileDescriptor.open(directory.openSegmentPath, .readWrite)
+        try descriptor.truncate(to: 0)
+        try descriptor.writeAll(SegmentHeader(replica: replica).encoded())
+        try descriptor.sync()
+        try FileSystem.syncDirectory(directory.localPath)
+        openSegment = descriptor
+        openSegmentEvents = 0
+    }
+
+    /// Replaces the open segment by an empty one atomically, so that a crash leaves either the
+    /// old (already sealed, discarded on next open) or the new file.
+    func resetOpenSegment() throws(IOError) {
+        openSegment?.close()
+        openSegment = nil
+        try FileSystem.writeAtomically(SegmentHeader(replica: replica).encoded(), to: directory.openSegmentPath)
+        let descriptor = try FileDescriptor.open(directory.openSegmentPath, .readWrite)
+        try descriptor.seekToEnd()
+        openSegment = descriptor
+        openSegmentEvents = 0
+    }
+
+}
