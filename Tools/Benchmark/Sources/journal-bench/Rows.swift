@@ -1,3 +1,4 @@
+import JournalCompression
 import JournalFormat
 import JournalIngest
 import JournalPlatform

@@ -14,6 +14,7 @@
 //      deflated into a well-formed segment and must come back identical through the scanner;
 //   4. `SegmentHeader.decode` and `BlockFrame.decodeHeader` on the bytes (and the frame at 32).
 import JournalFormat
+import JournalCompression
 import JournalPlatform
 import JournalStorage
 
