@@ -1,5 +1,6 @@
 import Dispatch
 import JournalFormat
+import JournalPlatform
 import JournalStorage
 
 /// Decodes a replica's next block on another core while the merge folds the current one:
@@ -16,7 +17,8 @@ final class Prefetcher: @unchecked Sendable {
 
     private func start() {
         inFlight = true
-        DispatchQueue.global().async {
+        // A leaf job on the shared worker thread (`WorkerThread` says why not Dispatch).
+        WorkerThread.shared.submit {
             var report = ReplayReport()
             let columns = self.stream.next(report: &report)
             self.result = (columns, report)

@@ -99,6 +99,8 @@ public final class JournalWriter {
     /// The open segment and sealing. Touched by this thread only while `inFlight` is nil.
     private let sink: SegmentSink
     /// The batch being made durable in the background, if any.
+    /// Where batches become durable, one at a time, off the appending thread.
+    private let background = WorkerThread()
     private var inFlight: DurableJob?
     /// `sink.failure` as of the last collected batch (the sink itself may be busy).
     private var failure: IOError?
@@ -143,6 +145,7 @@ public final class JournalWriter {
         // The lock must outlive any write in flight: another writer could otherwise open the
         // journal while this one still appends to its open segment.
         inFlight?.done.wait()
+        background.stop()
         sink.closeFiles()
         lock?.close()
     }
@@ -194,8 +197,8 @@ public final class JournalWriter {
         // Tests fail operations through a hook bound to their task; the background thread
         // has no task, so it carries the caller's hook on the thread instead.
         let hook = FaultInjection.current
-        // A Dispatch thread, not the cooperative pool: the job blocks in write and fsync.
-        DispatchQueue.global().async {
+        // The writer's own thread (`WorkerThread` says why not Dispatch or the pool).
+        background.submit {
             job.outcome = FaultInjection.withThreadHook(hook) { sink.makeDurable(batch, sealIfDue: true) }
             job.done.signal()
         }
@@ -274,6 +277,7 @@ public final class JournalWriter {
     public func close() throws(JournalError) {
         guard lock != nil else { return }
         collect()
+        defer { background.stop() }
         if let failure {
             // Nothing more can be made durable; release the lock so that a reopen recovers.
             sink.closeFiles()

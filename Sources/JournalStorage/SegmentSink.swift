@@ -139,7 +139,8 @@ final class SegmentSink: @unchecked Sendable {
         let half = body.count / 2
         let level = level == SegmentEncoder.compressionLevel ? halvedSealingLevel : level
         let second = PieceJob()
-        DispatchQueue.global().async {
+        // A leaf job (it waits on nothing), so one shared thread serves every writer.
+        WorkerThread.shared.submit {
             second.piece = body.withUnsafeBytes { try? RawDeflate.compressPiece($0, range: half..<body.count, level: level) }
             second.done.signal()
         }

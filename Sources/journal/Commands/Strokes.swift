@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import JournalFormat
 import JournalIngest
+import JournalPlatform
 import JournalReplay
 import JournalStorage
 
@@ -163,7 +164,7 @@ private final class DigestTask: @unchecked Sendable {
     private var result = ""
     private let done = DispatchSemaphore(value: 0)
     init(_ compute: @escaping @Sendable () -> String) {
-        DispatchQueue.global().async {
+        WorkerThread.shared.submit {
             self.result = compute()
             self.done.signal()
         }
