@@ -16,17 +16,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 work=${1:-$here/.build-bench}
 runs=${2:-5}
-shared_bench=${SHARED_BENCH:-$here/../shared/bench}
-mkdir -p "$work"
-work=$(cd "$work" && pwd)
-
-(cd "$here" && swift build -c release --product journal >/dev/null)
-J="$here/.build/release/journal"
-
-session="$work/std-session"
-if [ ! -f "$session/replica-3.ndjson" ]; then
-    python3 "$shared_bench/gen_session.py" --replicas 4 --strokes 2500 --points 200 --seed 1 --out "$session"
-fi
+source "$here/Tools/bench/standard-workload.sh"
 gz="$work/std-session-gz"
 mkdir -p "$gz"
 for i in 0 1 2 3; do
