@@ -63,14 +63,14 @@ extension ReconcileReport {
         var lines: [String] = []
         if let sealed { lines.append("sealed the open segment as \(sealed)") }
         if let sealSkipped { lines.append("note: \(sealSkipped)") }
-        lines.append("\(target): imported \(counted(imported.count, "segment")), published \(counted(published.count, "segment"))"
+        lines.append("\(target): imported \(Wording.counted(imported.count, "segment")), published \(Wording.counted(published.count, "segment"))"
             + (nothingNew ? " (nothing new)" : ""))
         for state in replicas.sorted(by: { $0.replica < $1.replica }) {
-            var line = "  replica \(state.replica.hex.prefix(12))…  \(counted(state.segments, "segment")), seq \(SeqRanges.text(state.ranges))"
+            var line = "  replica \(state.replica.hex.prefix(12))…  \(Wording.counted(state.segments, "segment")), seq \(SeqRanges.text(state.ranges))"
             if state.imported > 0 { line += ", +\(state.imported) imported" }
             if state.published > 0 { line += ", +\(state.published) published" }
-            if state.duplicateSegments > 0 { line += ", \(counted(state.duplicateSegments, "duplicate file"))" }
-            if state.duplicateEvents > 0 { line += ", \(counted(state.duplicateEvents, "duplicate event")) absorbed" }
+            if state.duplicateSegments > 0 { line += ", \(Wording.counted(state.duplicateSegments, "duplicate file"))" }
+            if state.duplicateEvents > 0 { line += ", \(Wording.counted(state.duplicateEvents, "duplicate event")) absorbed" }
             if !state.gaps.isEmpty { line += ", MISSING seq \(SeqRanges.text(state.gaps))" }
             if !state.forks.isEmpty { line += ", FORKED seq \(state.forks.prefix(5).map(String.init).joined(separator: ","))" + (state.forks.count > 5 ? "…" : "") }
             lines.append(line)
@@ -111,6 +111,3 @@ extension ReconcileReport {
         return object.text + "\n"
     }
 }
-
-/// "1 segment", "2 segments".
-func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }

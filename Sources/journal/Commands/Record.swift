@@ -104,7 +104,7 @@ extension JournalCommand {
                             Terminal.standardError("journal: warning: \(problem)\n")
                             warnedAboutSeal = true
                         }
-                        progress.update(counted(counts.events, "event"))
+                        progress.update(Wording.counted(counts.events, "event"))
                     }
                 }
                 progress.finish()
@@ -119,9 +119,9 @@ extension JournalCommand {
                 }
                 let seconds = ProcessInfoLite.monotonicSeconds() - started
                 let recorded = writer.nextSeq - firstSeq
-                var summary = "recorded \(counted(recorded, "event")) (\(counted(counts.points, "point")), \(counted(counts.strokes.count, "stroke")))"
+                var summary = "recorded \(Wording.counted(recorded, "event")) (\(Wording.counted(counts.points, "point")), \(Wording.counted(counts.strokes.count, "stroke")))"
                 summary += " as seq \(firstSeq)...\(writer.nextSeq - 1) in \(formatSeconds(seconds))"
-                if counts.skipped > 0 { summary += "; skipped \(counted(counts.skipped, "invalid line"))" }
+                if counts.skipped > 0 { summary += "; skipped \(Wording.counted(counts.skipped, "invalid line"))" }
                 if recorded == 0 { summary = "recorded nothing (no events in the input)" }
                 // After a bad line the error says what happened; "recorded nothing" would only
                 // contradict it.

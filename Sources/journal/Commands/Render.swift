@@ -61,10 +61,10 @@ extension JournalCommand {
                 let svg = Array(text.utf8)
                 let isPNG = output.lowercased().hasSuffix(".png")
                 try writeImage(isPNG ? try await PNGRasteriser.png(fromSVG: svg) : svg, to: output)
-                var message = "wrote \(output): \(counted(drawing.visibleStrokes.count, "stroke")), \(Int(width))×\(Int(pixelHeight)) px"
+                var message = "wrote \(output): \(Wording.counted(drawing.visibleStrokes.count, "stroke")), \(Int(width))×\(Int(pixelHeight)) px"
                 if area != nil {
                     let cut = SVGRenderer.strokesOutside(shown, of: drawing)
-                    if cut > 0 { message += "; \(counted(cut, "stroke")) reach outside --area and are cut" }
+                    if cut > 0 { message += "; \(Wording.counted(cut, "stroke")) reach outside --area and are cut" }
                 }
                 Terminal.write(message + "\n")
                 Terminal.flush()

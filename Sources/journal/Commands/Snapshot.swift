@@ -30,7 +30,7 @@ extension JournalCommand {
                 let seconds = ProcessInfoLite.monotonicSeconds() - started
                 Terminal.write(json
                     ? snapshotJSON(info, seconds: seconds)
-                    : "snapshot of \(counted(info.events, "event")): \(info.path) (\(counted(info.bytes, "byte"))) in \(formatSeconds(seconds))\n")
+                    : "snapshot of \(Wording.counted(info.events, "event")): \(info.path) (\(Wording.counted(info.bytes, "byte"))) in \(formatSeconds(seconds))\n")
                 Terminal.flush()
             }
         }

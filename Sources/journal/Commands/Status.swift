@@ -31,10 +31,10 @@ extension JournalCommand {
         }
 
         static func text(_ status: JournalStatus) -> String {
-            var lines = ["journal \(status.journal): \(counted(status.replicas.count, "replica"))"]
+            var lines = ["journal \(status.journal): \(Wording.counted(status.replicas.count, "replica"))"]
             for replica in status.replicas {
                 var line = "  \(replica.replica.hex.prefix(12))…" + (replica.isThisJournal ? " (this journal)" : "")
-                line += "  \(counted(replica.segments, "segment")), \(counted(replica.events, "event")), seq \(SeqRanges.text(replica.ranges))"
+                line += "  \(Wording.counted(replica.segments, "segment")), \(Wording.counted(replica.events, "event")), seq \(SeqRanges.text(replica.ranges))"
                 if !replica.gaps.isEmpty { line += "; MISSING seq \(SeqRanges.text(replica.gaps))" }
                 if !replica.forks.isEmpty { line += "; FORKED seq \(replica.forks.prefix(5).map(String.init).joined(separator: ","))" + (replica.forks.count > 5 ? "…" : "") }
                 lines.append(line)
@@ -43,7 +43,7 @@ extension JournalCommand {
                 lines.append("  \(status.replica.hex.prefix(12))… (this journal)  nothing sealed yet")
             }
             if status.unsealedEvents > 0 {
-                lines.append("unsealed: \(counted(status.unsealedEvents, "event")) in the open segment (sealed by the next record, sync or snapshot)")
+                lines.append("unsealed: \(Wording.counted(status.unsealedEvents, "event")) in the open segment (sealed by the next record, sync or snapshot)")
             }
             if let last = status.lastSync {
                 lines.append("last sync that moved segments: \(UTCTime.text(millisecondsSince1970: last.millisecondsSince1970)) with \(last.target) (imported \(last.imported), published \(last.published))")

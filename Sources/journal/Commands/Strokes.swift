@@ -181,6 +181,6 @@ func reportProblems(_ report: ReplayReport) {
         Terminal.standardError("journal: warning: \(problem)\n")
     }
     if let snapshot = report.snapshotWritten {
-        Terminal.standardError("journal: wrote a snapshot of \(counted(snapshot.events, "event")) (\(counted(snapshot.bytes, "byte"))) to \(snapshot.path), so that the next open replays less; delete it any time\n")
+        Terminal.standardError("journal: wrote a snapshot of \(Wording.counted(snapshot.events, "event")) (\(Wording.counted(snapshot.bytes, "byte"))) to \(snapshot.path), so that the next open replays less; delete it any time\n")
     }
 }

@@ -46,8 +46,8 @@ extension JournalCommand {
                     for problem in problems { Terminal.write("\(problem)\n") }
                     for note in notes { Terminal.write("note: \(note) (cut on next open)\n") }
                     Terminal.write(problems.isEmpty
-                        ? "clean: \(segments), \(counted(report.eventCount, "event"))\n"
-                        : "\(counted(problems.count, "problem")) in \(segments)\n")
+                        ? "clean: \(segments), \(Wording.counted(report.eventCount, "event"))\n"
+                        : "\(Wording.counted(problems.count, "problem")) in \(segments)\n")
                 }
                 Terminal.flush()
                 if !problems.isEmpty { throw ExitCode(CLIError.problemsFound) }

@@ -77,8 +77,3 @@ struct Progress {
         Terminal.standardError("\r\u{1B}[2K")
     }
 }
-
-/// "1 event", "2 events": counts as a person writes them.
-func counted(_ count: some BinaryInteger, _ noun: String, plural: String? = nil) -> String {
-    "\(count) " + (count == 1 ? noun : plural ?? noun + "s")
-}
