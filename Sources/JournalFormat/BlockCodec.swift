@@ -353,7 +353,7 @@ struct RealColumnBuilder {
     }
 
     func write(to out: inout ByteWriter, strokeCount: Int) {
-        let scale = Self.chooseScale(values)
+        let scale = RealGrid.smallestScale(values)
         out.append(scale)
         out.append(order)
         var predictors = [Predictor](repeating: Predictor(), count: strokeCount)
@@ -378,24 +378,6 @@ struct RealColumnBuilder {
             out.appendLE(values[index].bitPattern)
             previous = index
         }
-    }
-
-    /// The smallest scale at which the most values are exact: each value's own smallest
-    /// exact scale, maximised over the column.
-    static func chooseScale(_ values: [Double]) -> UInt8 {
-        var scale: UInt8 = 0
-        for value in values {
-            if RealGrid.integer(value, scale: scale) != nil { continue }
-            var candidate = scale + 1
-            while candidate <= FormatV1.maxDecimalScale {
-                if RealGrid.integer(value, scale: candidate) != nil {
-                    scale = candidate
-                    break
-                }
-                candidate += 1
-            }
-        }
-        return scale
     }
 }
 
@@ -463,6 +445,25 @@ struct Predictor {
 }
 
 public enum RealGrid {
+    /// The smallest scale at which the most values are exact: each value's own smallest exact
+    /// scale (at most `FormatV1.maxDecimalScale`), maximised over the column. Values no scale
+    /// reproduces are left to exceptions. Block columns and snapshots both choose with it.
+    public static func smallestScale(_ values: [Double]) -> UInt8 {
+        var scale: UInt8 = 0
+        for value in values {
+            if integer(value, scale: scale) != nil { continue }
+            var candidate = scale + 1
+            while candidate <= FormatV1.maxDecimalScale {
+                if integer(value, scale: candidate) != nil {
+                    scale = candidate
+                    break
+                }
+                candidate += 1
+            }
+        }
+        return scale
+    }
+
     /// The integer n with n / 10^scale == value bit for bit, if there is one within ±2^53.
     @inline(__always)
     public static func integer(_ value: Double, scale: UInt8) -> Int64? {

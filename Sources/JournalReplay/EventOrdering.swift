@@ -1,5 +1,4 @@
 import JournalFormat
-import JournalStorage
 
 /// A total order on event contents, used only to pick one variant of a forked event id the
 /// same way on every machine: envelope first, then payload fields by bit pattern.

@@ -1,6 +1,4 @@
-import Dispatch
 import JournalFormat
-import JournalStorage
 
 /// The current decoded block of one replica and where the merge is in it.
 struct Head {

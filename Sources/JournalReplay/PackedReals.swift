@@ -1,8 +1,4 @@
-import Dispatch
 import JournalFormat
-import JournalPlatform
-import JournalStorage
-import JournalCompression
 
 /// A column of Doubles on a decimal grid (value = n / 10^scale, the smallest scale that makes
 /// every value of the column exact, like the block codec's real columns), predicted from the
@@ -16,14 +12,7 @@ import JournalCompression
 enum PackedReals {
     static func write(_ values: [Double], order: UInt8, to out: inout ByteWriter) {
         guard !values.isEmpty else { return }
-        var scale: UInt8 = 0
-        for value in values where RealGrid.integer(value, scale: scale) == nil {
-            var candidate = scale + 1
-            while candidate <= FormatV1.maxDecimalScale {
-                if RealGrid.integer(value, scale: candidate) != nil { scale = candidate; break }
-                candidate += 1
-            }
-        }
+        let scale = RealGrid.smallestScale(values)
         var residuals = [UInt64](repeating: 0, count: values.count)
         var exceptions: [Int] = []
         var previous: Int64 = 0, delta: Int64 = 0

@@ -1,9 +1,3 @@
-import Dispatch
-import JournalFormat
-import JournalPlatform
-import JournalStorage
-import JournalCompression
-
 /// One result slot per parallel task: each task writes only its own index, so no lock.
 final class ParallelResults<T>: @unchecked Sendable {
     private let slots: UnsafeMutablePointer<T?>

@@ -1,7 +1,6 @@
 import Dispatch
 import JournalFormat
 import JournalPlatform
-import JournalStorage
 
 /// Decodes a replica's next block on another core while the merge folds the current one:
 /// inflating and decoding are a third of replay, and the fold never waits for them unless it

@@ -1,8 +1,6 @@
 import Dispatch
-import JournalFormat
-import JournalPlatform
-import JournalStorage
 import JournalCompression
+import JournalFormat
 
 /// A snapshot ("baseline"): the folded state of a journal and exactly which events it covers,
 /// so that opening replays only the events it does not (docs/SYNC.md, "Snapshots").

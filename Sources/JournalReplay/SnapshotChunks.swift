@@ -1,8 +1,4 @@
-import Dispatch
 import JournalFormat
-import JournalPlatform
-import JournalStorage
-import JournalCompression
 
 /// The strokes of a snapshot in chunks of consecutive slots, each encoded on its own so that
 /// opening decodes them on every core.

@@ -1,8 +1,4 @@
-import Dispatch
-import JournalFormat
 import JournalPlatform
-import JournalStorage
-import JournalCompression
 
 /// Why `journal snapshot` could not take one.
 public enum SnapshotError: Error, Equatable, Sendable, CustomStringConvertible {

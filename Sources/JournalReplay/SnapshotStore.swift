@@ -1,8 +1,6 @@
-import Dispatch
 import JournalFormat
 import JournalPlatform
 import JournalStorage
-import JournalCompression
 
 /// Where snapshots live and when they are taken.
 public enum SnapshotStore {
