@@ -73,7 +73,7 @@ public struct SegmentVerdict: Sendable {
             var problems = scan.problems
             var usable = scan.blocks
             if let claimedName {
-                if !claimedName.matches(scan.bytes) {
+                if !Self.bytesMatch(claimedName, scan: scan, name: name) {
                     problems.append(Problem(
                         scan.problemsAreOnlyAtTail && !scan.problems.isEmpty ? .incomplete : .corrupt,
                         file: path, replica: replica, seqRange: claimedRange,
@@ -91,6 +91,12 @@ public struct SegmentVerdict: Sendable {
         }
     }
 
+    /// Whether the file's bytes are the ones `claimed` names. A version 2 name is compared with
+    /// the hash `name` already holds, so the file is hashed once.
+    private static func bytesMatch(_ claimed: SegmentName, scan: ScannedSegment, name: SegmentName) -> Bool {
+        claimed.identifiesContents ? claimed.check == name.check : claimed.matches(scan.bytes)
+    }
+
     /// Whether a complete, undamaged file is the one its name claims: same seqs, same bytes.
     private static func mismatch(
         _ scan: ScannedSegment, path: String, replica: ReplicaID, claimedName: SegmentName, name: SegmentName,
@@ -105,8 +111,7 @@ public struct SegmentVerdict: Sendable {
                                ? "holds seq \(range.lowerBound)...\(range.upperBound) of the \(claimed.lowerBound)...\(claimed.upperBound) its name promises: an incomplete copy; not imported"
                                : "blocks hold seq \(range.lowerBound)...\(range.upperBound), the name says \(claimed.lowerBound)...\(claimed.upperBound)")
         }
-        let matches = claimedName.identifiesContents ? claimedName.check == name.check : claimedName.matches(scan.bytes)
-        guard matches else {
+        guard bytesMatch(claimedName, scan: scan, name: name) else {
             return Problem(.corrupt, file: path, replica: replica, seqRange: claimed,
                            reason: "its bytes do not match the \(claimedName.identifiesContents ? "SHA-256" : "CRC-32") in its name: a damaged or forged copy; not imported")
         }
