@@ -7,7 +7,11 @@
 public enum BlockCodec {
     // MARK: Encoding
 
-    public static func encode(_ events: some Collection<Event>) -> [UInt8] {
+    /// `version`: 1 or 2 (FormatVersion.readable); v2 codes references as differences and
+    /// real columns with `RealColumnEncoderV2`.
+    public static func encode(_ events: some Collection<Event>, version: UInt16 = FormatVersion.current) -> [UInt8] {
+        precondition(FormatVersion.readable.contains(version), "no encoder for format version \(version)")
+        let differences = version >= FormatV2.version
         var strokeIndex: [StrokeID: UInt32] = [:]
         var strokes: [StrokeID] = []
         var styleIndex: [Style: UInt32] = [:]
@@ -28,6 +32,8 @@ public enum BlockCodec {
         var previousWall: Int64 = 0
         var lastStroke: (id: StrokeID, ref: UInt32)?
         var lastStyle: (style: Style, ref: UInt32)?
+        var previousStrokeRef: UInt32 = 0
+        var previousStyleRef: UInt32 = 0
         for event in events {
             kinds.append(event.payload.kind.rawValue)
             lamports.appendZigZag(Int64(bitPattern: event.lamport &- previousLamport &- 1))
@@ -48,7 +54,12 @@ public enum BlockCodec {
                 strokes.append(stroke)
             }
             lastStroke = (stroke, strokeRef)
-            strokeRefs.appendVarint(UInt64(strokeRef))
+            if differences {
+                strokeRefs.appendZigZag(Int64(strokeRef) - Int64(previousStrokeRef))
+                previousStrokeRef = strokeRef
+            } else {
+                strokeRefs.appendVarint(UInt64(strokeRef))
+            }
 
             guard case .point(let sample) = event.payload else { continue }
             let styleRef: UInt32
@@ -62,7 +73,12 @@ public enum BlockCodec {
                 styles.append(sample.style)
             }
             lastStyle = (sample.style, styleRef)
-            styleRefs.appendVarint(UInt64(styleRef))
+            if differences {
+                styleRefs.appendZigZag(Int64(styleRef) - Int64(previousStyleRef))
+                previousStyleRef = styleRef
+            } else {
+                styleRefs.appendVarint(UInt64(styleRef))
+            }
             flags.append((sample.pressure != nil ? 1 : 0) | (sample.t != nil ? 2 : 0))
             xs.append(sample.x, stroke: strokeRef)
             ys.append(sample.y, stroke: strokeRef)
@@ -84,10 +100,13 @@ public enum BlockCodec {
         out.append(contentsOf: strokeRefs.bytes)
         out.append(contentsOf: styleRefs.bytes)
         out.append(contentsOf: flags.bytes)
-        xs.write(to: &out, strokeCount: strokes.count)
-        ys.write(to: &out, strokeCount: strokes.count)
-        pressures.write(to: &out, strokeCount: strokes.count)
-        times.write(to: &out, strokeCount: strokes.count)
+        for column in [xs, ys, pressures, times] {
+            if differences {
+                RealColumnEncoderV2(values: column.values, strokes: column.strokes, strokeCount: strokes.count).write(to: &out)
+            } else {
+                column.write(to: &out, strokeCount: strokes.count)
+            }
+        }
         return out.bytes
     }
 
@@ -95,16 +114,21 @@ public enum BlockCodec {
 
     /// Decodes a block body into events named `(replica, firstSeq + i)`.
     public static func decode(
-        _ raw: UnsafeRawBufferPointer, replica: ReplicaID, firstSeq: UInt64, eventCount: Int
+        _ raw: UnsafeRawBufferPointer, replica: ReplicaID, firstSeq: UInt64, eventCount: Int,
+        version: UInt16 = FormatVersion.current
     ) throws(DecodeError) -> [Event] {
-        try decodeColumns(raw, firstSeq: firstSeq, eventCount: eventCount).events(replica: replica)
+        try decodeColumns(raw, firstSeq: firstSeq, eventCount: eventCount, version: version).events(replica: replica)
     }
 
     /// Decodes a block body into its columns, without building one value per event: what
     /// replay folds from directly.
     public static func decodeColumns(
-        _ raw: UnsafeRawBufferPointer, firstSeq: UInt64, eventCount: Int
+        _ raw: UnsafeRawBufferPointer, firstSeq: UInt64, eventCount: Int, version: UInt16 = FormatVersion.current
     ) throws(DecodeError) -> BlockColumns {
+        guard FormatVersion.readable.contains(version) else {
+            throw .malformed(offset: 0, reason: "no block body decoder for format version \(version)")
+        }
+        let differences = version >= FormatV2.version
         var reader = ByteReader(raw)
         let strokeCount = try reader.readCount(minimumItemSize: 16, what: "stroke table")
         var strokes: [StrokeID] = []
@@ -157,18 +181,36 @@ public enum BlockCodec {
         }
         // Stroke refs are stored for non-clear events only; spread them per event.
         var strokeRefs = [UInt32](repeating: 0, count: eventCount)
+        var previousStrokeRef: Int64 = 0
         for index in 0..<eventCount where kinds[index] != .clear {
             let start = reader.offset
-            let ref = try reader.readVarint()
+            let ref: UInt64
+            if differences {
+                let (sum, overflow) = previousStrokeRef.addingReportingOverflow(try reader.readZigZag())
+                guard !overflow, sum >= 0 else { throw .malformed(offset: start, reason: "stroke reference below 0") }
+                ref = UInt64(sum)
+                previousStrokeRef = sum
+            } else {
+                ref = try reader.readVarint()
+            }
             guard ref < UInt64(strokeCount) else {
                 throw .malformed(offset: start, reason: "stroke reference \(ref) beyond table of \(strokeCount)")
             }
             strokeRefs[index] = UInt32(ref)
         }
         var styleRefs = [UInt32](repeating: 0, count: pointCount)
+        var previousStyleRef: Int64 = 0
         for index in 0..<pointCount {
             let start = reader.offset
-            let ref = try reader.readVarint()
+            let ref: UInt64
+            if differences {
+                let (sum, overflow) = previousStyleRef.addingReportingOverflow(try reader.readZigZag())
+                guard !overflow, sum >= 0 else { throw .malformed(offset: start, reason: "style reference below 0") }
+                ref = UInt64(sum)
+                previousStyleRef = sum
+            } else {
+                ref = try reader.readVarint()
+            }
             guard ref < UInt64(styleCount) else {
                 throw .malformed(offset: start, reason: "style reference \(ref) beyond table of \(styleCount)")
             }
@@ -200,10 +242,15 @@ public enum BlockCodec {
             if pointFlags[pointCursor] & 2 != 0 { timeStrokes.append(ref) }
             pointCursor += 1
         }
-        let xs = try RealColumnDecoder.decode(&reader, strokes: pointStrokes, strokeCount: strokeCount)
-        let ys = try RealColumnDecoder.decode(&reader, strokes: pointStrokes, strokeCount: strokeCount)
-        let pressureValues = try RealColumnDecoder.decode(&reader, strokes: pressureStrokes, strokeCount: strokeCount)
-        let timeValues = try RealColumnDecoder.decode(&reader, strokes: timeStrokes, strokeCount: strokeCount)
+        func column(_ strokes: [UInt32]) throws(DecodeError) -> [Double] {
+            differences
+                ? try RealColumnDecoderV2.decode(&reader, strokes: strokes, strokeCount: strokeCount)
+                : try RealColumnDecoder.decode(&reader, strokes: strokes, strokeCount: strokeCount)
+        }
+        let xs = try column(pointStrokes)
+        let ys = try column(pointStrokes)
+        let pressureValues = try column(pressureStrokes)
+        let timeValues = try column(timeStrokes)
         guard reader.isAtEnd else {
             throw .malformed(offset: reader.offset, reason: "\(reader.remaining) unexpected bytes after the last column")
         }
@@ -448,13 +495,14 @@ public enum RealGrid {
     /// The smallest scale at which the most values are exact: each value's own smallest exact
     /// scale (at most `FormatV1.maxDecimalScale`), maximised over the column. Values no scale
     /// reproduces are left to exceptions. Block columns and snapshots both choose with it.
-    public static func smallestScale(_ values: [Double]) -> UInt8 {
+    /// `narrow`: the grid of float32 values, `Float(n / 10^scale)` (format v2).
+    public static func smallestScale(_ values: [Double], narrow: Bool = false) -> UInt8 {
         var scale: UInt8 = 0
         for value in values {
-            if integer(value, scale: scale) != nil { continue }
+            if integer(value, scale: scale, narrow: narrow) != nil { continue }
             var candidate = scale + 1
             while candidate <= FormatV1.maxDecimalScale {
-                if integer(value, scale: candidate) != nil {
+                if integer(value, scale: candidate, narrow: narrow) != nil {
                     scale = candidate
                     break
                 }
@@ -466,12 +514,13 @@ public enum RealGrid {
 
     /// The integer n with n / 10^scale == value bit for bit, if there is one within ±2^53.
     @inline(__always)
-    public static func integer(_ value: Double, scale: UInt8) -> Int64? {
+    public static func integer(_ value: Double, scale: UInt8, narrow: Bool = false) -> Int64? {
         let power = FormatV1.powersOfTen[Int(scale)]
         let scaled = (value * power).rounded()
         guard scaled.magnitude < Double(FormatV1.gridLimit) else { return nil }
         let integer = Int64(scaled)
-        guard (Double(integer) / power).bitPattern == value.bitPattern else { return nil }
+        let onGrid = Double(integer) / power
+        guard (narrow ? Double(Float(onGrid)) : onGrid).bitPattern == value.bitPattern else { return nil }
         return integer
     }
 }

@@ -67,3 +67,41 @@ public enum ClockBound {
         }
     }
 }
+
+/// What format version 2 changes (docs/FORMAT.md §14): block bodies code stroke and style
+/// references as differences and real columns with `RealColumnV2`. Files, frames, names and
+/// every other constant are those of `FormatV1`.
+public enum FormatV2 {
+    public static let version: UInt16 = 2
+
+    /// Grid codes of a v2 real column: 0...9 decimal (`n / 10^code`), `thirds` (`n / 3`),
+    /// `binaryBase + k` for k in 1...30 (`n / 2^k`), and the two ordered bit-pattern grids.
+    public static let thirds: UInt8 = 16
+    public static let binaryBase: UInt8 = 32
+    public static let maxBinaryExponent: UInt8 = 30
+    /// Grid codes whose integers are order-preserving float32 / binary64 bit patterns.
+    public static let ordered32: UInt8 = 64
+    public static let ordered64: UInt8 = 65
+
+    /// Bounds on a stroke's fine exponent (value = m * 2^e): from the smallest subnormal's
+    /// exponent up to where 2^62 * 2^e is still finite.
+    public static let minFineExponent = -1074
+    public static let maxFineExponent = 960
+    /// Fine multipliers and scaled bases stay below 2^62 in magnitude.
+    public static let fineLimit: Int64 = 1 << 62
+
+    public static func divisor(grid code: UInt8) -> Double? {
+        switch code {
+        case 0...FormatV1.maxDecimalScale: return FormatV1.powersOfTen[Int(code)]
+        case thirds: return 3
+        case (binaryBase + 1)...(binaryBase + maxBinaryExponent): return Double(1 << Int(code - binaryBase))
+        default: return nil
+        }
+    }
+}
+
+/// The versions this build reads, and the one it writes into new segments.
+public enum FormatVersion {
+    public static let readable: ClosedRange<UInt16> = FormatV1.version...FormatV2.version
+    public static let current: UInt16 = FormatV2.version
+}

@@ -5,7 +5,7 @@ public struct SegmentHeader: Equatable, Sendable {
     public var version: UInt16
     public var replica: ReplicaID
 
-    public init(replica: ReplicaID, version: UInt16 = FormatV1.version) {
+    public init(replica: ReplicaID, version: UInt16 = FormatVersion.current) {
         self.version = version
         self.replica = replica
     }
@@ -31,7 +31,7 @@ public struct SegmentHeader: Equatable, Sendable {
         let storedCRC = littleEndian(bytes, at: 28, as: UInt32.self)
         let computed = CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<28]))
         guard storedCRC == computed else { throw .headerChecksum }
-        guard version == FormatV1.version else { throw .unsupportedVersion(version) }
+        guard FormatVersion.readable.contains(version) else { throw .unsupportedVersion(version) }
         guard headerLength == UInt16(FormatV1.fileHeaderSize) else { throw .badHeaderLength(headerLength) }
         return SegmentHeader(replica: ReplicaID(UUIDBits(bytes: bytes[12..<28])), version: version)
     }
@@ -45,13 +45,18 @@ public struct BlockFrame: Equatable, Sendable {
     public var firstSeq: UInt64
     public var maxLamport: UInt64
     public var checksum: UInt32
+    /// The format version of the segment the frame is in (its file header's): how its body
+    /// is coded. Not stored in the frame.
+    public var version: UInt16 = FormatVersion.current
 
     public var lastSeq: UInt64 { firstSeq + UInt64(eventCount) - 1 }
     public var totalLength: Int { FormatV1.blockHeaderSize + compressedLength }
 
     /// Reads and bounds-checks a frame header; the checksum is verified separately, once
     /// the body is in hand.
-    public static func decodeHeader(_ bytes: UnsafeRawBufferPointer) throws(SegmentFormatError) -> BlockFrame {
+    public static func decodeHeader(
+        _ bytes: UnsafeRawBufferPointer, version: UInt16 = FormatVersion.current
+    ) throws(SegmentFormatError) -> BlockFrame {
         guard bytes.count >= FormatV1.blockHeaderSize else { throw .truncatedBlock }
         guard Array(bytes[0..<4]) == FormatV1.blockMagic else { throw .badBlockMagic }
         let compressed = Int(littleEndian(bytes, at: 4, as: UInt32.self))
@@ -68,7 +73,7 @@ public struct BlockFrame: Equatable, Sendable {
         guard firstSeq >= 1, firstSeq < FormatV1.maxSeq - UInt64(count) else { throw .outOfBounds(.firstSeq, firstSeq) }
         return BlockFrame(
             compressedLength: compressed, rawLength: raw, eventCount: count, firstSeq: firstSeq,
-            maxLamport: maxLamport, checksum: checksum)
+            maxLamport: maxLamport, checksum: checksum, version: version)
     }
 
     /// CRC-32 over the 32 header bytes before the checksum field, then the compressed body.
@@ -106,7 +111,8 @@ public enum SegmentFormatError: Error, Equatable, Sendable, CustomStringConverti
         case .truncatedHeader(let available): return "file header is cut short (\(available) of \(FormatV1.fileHeaderSize) bytes)"
         case .badMagic: return "not a StrokeJournal segment (bad magic)"
         case .headerChecksum: return "file header checksum mismatch"
-        case .unsupportedVersion(let version): return "unsupported format version \(version) (this build reads version \(FormatV1.version))"
+        case .unsupportedVersion(let version):
+            return "unsupported format version \(version) (this build reads versions \(FormatVersion.readable.lowerBound) to \(FormatVersion.readable.upperBound))"
         case .badHeaderLength(let length): return "unexpected header length \(length)"
         case .truncatedBlock: return "block is cut short"
         case .badBlockMagic: return "no block starts here (bad block magic)"
@@ -134,9 +140,11 @@ public enum SegmentEncoder {
     public static let compressionLevel: Int32 = 6
 
     /// One complete block frame (header + raw-DEFLATE body) for a dense run of events.
-    public static func block(_ events: ArraySlice<Event>, level: Int32 = compressionLevel) -> [UInt8] {
+    public static func block(
+        _ events: ArraySlice<Event>, level: Int32 = compressionLevel, version: UInt16 = FormatVersion.current
+    ) -> [UInt8] {
         precondition(!events.isEmpty, "a block holds at least one event")
-        return frame(body: BlockCodec.encode(events), eventCount: events.count, firstSeq: events.first!.id.seq,
+        return frame(body: BlockCodec.encode(events, version: version), eventCount: events.count, firstSeq: events.first!.id.seq,
                      maxLamport: events.map(\.lamport).max()!, level: level)
     }
 
@@ -159,8 +167,8 @@ public enum SegmentEncoder {
     /// module, `BlockCodec.encode` runs unspecialised (generic over the collection: an
     /// iterator, 120-byte event copies and allocations per event in the profile); from here
     /// it is specialised for `ArraySlice<Event>`.
-    public static func body(_ events: ArraySlice<Event>) -> [UInt8] {
-        BlockCodec.encode(events)
+    public static func body(_ events: ArraySlice<Event>, version: UInt16 = FormatVersion.current) -> [UInt8] {
+        BlockCodec.encode(events, version: version)
     }
 
     /// Frames a body compressed by the caller (any raw DEFLATE stream of `rawCount` bytes).
@@ -186,20 +194,23 @@ public enum SegmentEncoder {
 
     /// A whole sealed segment: the header, then blocks of at most `targetEvents` events each.
     public static func segment(
-        replica: ReplicaID, events: [Event], targetEvents: Int = FormatV1.sealedBlockTargetEvents
+        replica: ReplicaID, events: [Event], targetEvents: Int = FormatV1.sealedBlockTargetEvents,
+        version: UInt16 = FormatVersion.current
     ) -> [UInt8] {
-        SegmentHeader(replica: replica).encoded() + blocks(events[...], targetEvents: targetEvents)
+        SegmentHeader(replica: replica, version: version).encoded()
+            + blocks(events[...], targetEvents: targetEvents, version: version)
     }
 
     /// Consecutive blocks of at most `targetEvents` events each.
     public static func blocks(
-        _ events: ArraySlice<Event>, targetEvents: Int = FormatV1.sealedBlockTargetEvents, level: Int32 = compressionLevel
+        _ events: ArraySlice<Event>, targetEvents: Int = FormatV1.sealedBlockTargetEvents, level: Int32 = compressionLevel,
+        version: UInt16 = FormatVersion.current
     ) -> [UInt8] {
         var out: [UInt8] = []
         var start = events.startIndex
         while start < events.endIndex {
             let end = min(start + targetEvents, events.endIndex)
-            out.append(contentsOf: block(events[start..<end], level: level))
+            out.append(contentsOf: block(events[start..<end], level: level, version: version))
             start = end
         }
         return out
@@ -244,7 +255,8 @@ public enum BlockDecoder {
         var result: Result<BlockColumns, DecodeError> = .failure(.malformed(offset: 0, reason: "not decoded"))
         raw.withUnsafeBytes { buffer in
             do throws(DecodeError) {
-                let columns = try BlockCodec.decodeColumns(buffer, firstSeq: frame.firstSeq, eventCount: frame.eventCount)
+                let columns = try BlockCodec.decodeColumns(
+                    buffer, firstSeq: frame.firstSeq, eventCount: frame.eventCount, version: frame.version)
                 // A checksum proves the bytes are what some writer wrote, not that the writer
                 // was honest: refuse values no writer of ours produces.
                 try columns.validate()

@@ -393,6 +393,7 @@ public final class JournalWriter {
                         throw .io(error)
                     }
                     sink.openSegmentEvents = scan.eventCount
+                    sink.openSegmentVersion = scan.header?.version ?? FormatVersion.current
                     sealedLastSeq = max(sealedLastSeq, scan.seqRange?.upperBound ?? 0)
                 }
             }

@@ -128,7 +128,7 @@ public enum SegmentScanner {
             }
 
             while offset < buffer.count {
-                let outcome = checkFrame(buffer, at: offset)
+                let outcome = checkFrame(buffer, at: offset, version: result.header?.version ?? FormatVersion.current)
                 switch outcome {
                 case .valid(let frame):
                     if let expected = expectedSeq, gapAllowed ? frame.firstSeq < expected : frame.firstSeq != expected {
@@ -143,7 +143,7 @@ public enum SegmentScanner {
                     }
                     offset += frame.totalLength
                 case .invalid(let error, let claimed):
-                    let next = resynchronize(buffer, from: offset + 1)
+                    let next = resynchronize(buffer, from: offset + 1, version: result.header?.version ?? FormatVersion.current)
                     let truncated = next == nil && isShortness(error)
                     report(truncated ? shortKind : .corrupt, error.description, at: offset, seqs: claimed)
                     gapAllowed = true
@@ -160,11 +160,11 @@ public enum SegmentScanner {
         case invalid(SegmentFormatError, claimed: ClosedRange<UInt64>?)
     }
 
-    private static func checkFrame(_ buffer: UnsafeRawBufferPointer, at offset: Int) -> FrameCheck {
+    private static func checkFrame(_ buffer: UnsafeRawBufferPointer, at offset: Int, version: UInt16) -> FrameCheck {
         let remaining = UnsafeRawBufferPointer(rebasing: buffer[offset...])
         let frame: BlockFrame
         do throws(SegmentFormatError) {
-            frame = try BlockFrame.decodeHeader(remaining)
+            frame = try BlockFrame.decodeHeader(remaining, version: version)
         } catch {
             return .invalid(error, claimed: nil)
         }
@@ -188,13 +188,13 @@ public enum SegmentScanner {
 
     /// The offset of the next frame that is whole and whose checksum matches, if any: lets a
     /// reader keep the blocks after a damaged one.
-    private static func resynchronize(_ buffer: UnsafeRawBufferPointer, from start: Int) -> Int? {
+    private static func resynchronize(_ buffer: UnsafeRawBufferPointer, from start: Int, version: UInt16) -> Int? {
         let magic = FormatV1.blockMagic
         var offset = start
         while offset + FormatV1.blockHeaderSize <= buffer.count {
             if buffer[offset] == magic[0] && buffer[offset + 1] == magic[1]
                 && buffer[offset + 2] == magic[2] && buffer[offset + 3] == magic[3],
-               case .valid = checkFrame(buffer, at: offset) {
+               case .valid = checkFrame(buffer, at: offset, version: version) {
                 return offset
             }
             offset += 1

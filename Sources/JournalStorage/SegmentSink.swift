@@ -48,6 +48,9 @@ final class SegmentSink: @unchecked Sendable {
     let options: WriterOptions
     var openSegment: FileDescriptor?
     var openSegmentEvents = 0
+    /// The format version of the open segment: new ones get the current version; one a
+    /// previous build left keeps its own until it is sealed (a file has one version).
+    var openSegmentVersion = FormatVersion.current
     /// Set by the first failed write, fsync or rename: after it, the open segment may end in
     /// a torn block, so appending more could bury it mid-file. Every later call refuses until
     /// the journal is reopened, which cuts the torn tail (what SQLite and LevelDB do).
@@ -108,7 +111,7 @@ final class SegmentSink: @unchecked Sendable {
             let end = min(start + FormatV1.sealedBlockTargetEvents, batch.count)
             // A large block is written at the sealing level, so that sealing can copy it as is.
             let level = end - start >= FormatV1.sealedBlockMinimumEvents ? SegmentEncoder.compressionLevel : options.openBlockCompressionLevel
-            let block = Self.block(batch[start..<end], level: level)
+            let block = Self.block(batch[start..<end], level: level, version: openSegmentVersion)
             do { try openSegment.writeAll(block) } catch { throw poison(error) }
             start = end
         }
@@ -128,8 +131,8 @@ final class SegmentSink: @unchecked Sendable {
     /// halves on two cores: level 6 is most of a flush's cost, and the second half of the
     /// body need not wait for the first (`RawDeflate.compressPiece`). The frame is an
     /// ordinary one; its stream differs from a single call's only around the seam.
-    static func block(_ events: ArraySlice<Event>, level: Int32) -> [UInt8] {
-        let body = SegmentEncoder.body(events)
+    static func block(_ events: ArraySlice<Event>, level: Int32, version: UInt16) -> [UInt8] {
+        let body = SegmentEncoder.body(events, version: version)
         var maxLamport: UInt64 = 0
         for event in events where event.lamport > maxLamport { maxLamport = event.lamport }
         let firstSeq = events[events.startIndex].id.seq
@@ -170,7 +173,7 @@ final class SegmentSink: @unchecked Sendable {
         var smallRun: [Event] = []
         for block in scan.blocks {
             if block.frame.eventCount >= FormatV1.sealedBlockMinimumEvents {
-                bytes += SegmentEncoder.blocks(smallRun[...])
+                bytes += SegmentEncoder.blocks(smallRun[...], version: header.version)
                 smallRun.removeAll()
                 bytes += scan.bytes[block.offset..<(block.offset + block.frame.totalLength)]
                 continue
@@ -190,7 +193,7 @@ final class SegmentSink: @unchecked Sendable {
                                                   replica: replica, seqRange: block.seqRange, reason: error.description))
             }
         }
-        bytes += SegmentEncoder.blocks(smallRun[...])
+        bytes += SegmentEncoder.blocks(smallRun[...], version: header.version)
         let name = SegmentName(firstSeq: range.lowerBound, lastSeq: range.upperBound, contents: bytes)
         let folder = directory.replicaPath(replica)
         let finalPath = FileSystem.join(folder, name.fileName)
@@ -231,6 +234,7 @@ final class SegmentSink: @unchecked Sendable {
         try FileSystem.syncDirectory(directory.localPath)
         openSegment = descriptor
         openSegmentEvents = 0
+        openSegmentVersion = FormatVersion.current
     }
 
     /// Replaces the open segment by an empty one atomically, so that a crash leaves either the
@@ -243,6 +247,7 @@ final class SegmentSink: @unchecked Sendable {
         try descriptor.seekToEnd()
         openSegment = descriptor
         openSegmentEvents = 0
+        openSegmentVersion = FormatVersion.current
     }
 
 }

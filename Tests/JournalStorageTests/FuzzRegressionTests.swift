@@ -66,6 +66,11 @@ import Testing
         }
     }
 
+    /// Seeds named `body-v2-*` are version 2 bodies; the older `body-*` seeds version 1.
+    static func bodyVersion(_ name: String) -> UInt16 {
+        name.hasPrefix("body-v2-") ? FormatV2.version : FormatV1.version
+    }
+
     /// The `body-*` seeds are real block bodies (first byte: the event count, as the harness
     /// maps it): they must decode, or the harness would start from nothing.
     @Test func bodySeedsDecode() throws {
@@ -75,7 +80,8 @@ import Testing
             let count = Self.eventCount(fromTag: bytes[0])
             let result = bytes.withUnsafeBytes { raw in
                 Result { () throws(DecodeError) in
-                    try BlockCodec.decodeColumns(UnsafeRawBufferPointer(rebasing: raw[1...]), firstSeq: 1, eventCount: count)
+                    try BlockCodec.decodeColumns(UnsafeRawBufferPointer(rebasing: raw[1...]), firstSeq: 1, eventCount: count,
+                                                 version: Self.bodyVersion(name))
                 }
             }
             guard case .success(let columns) = result else {
@@ -107,22 +113,24 @@ import Testing
 
         if let tag = bytes.first {
             let count = eventCount(fromTag: tag)
-            let result = bytes.withUnsafeBytes { raw in
-                Result { () throws(DecodeError) -> BlockColumns in
-                    let columns = try BlockCodec.decodeColumns(
-                        UnsafeRawBufferPointer(rebasing: raw[1...]), firstSeq: 1, eventCount: count)
-                    try columns.validate()
-                    return columns
-                }
-            }
-            if case .success(let columns) = result, count >= 1, count <= FormatV1.maxEventsPerBlock {
-                let events = columns.events(replica: replica)
-                let again = BlockCodec.encode(events).withUnsafeBytes { raw in
-                    Result { () throws(DecodeError) in
-                        try BlockCodec.decode(raw, replica: replica, firstSeq: 1, eventCount: count)
+            for version in FormatVersion.readable {
+                let result = bytes.withUnsafeBytes { raw in
+                    Result { () throws(DecodeError) -> BlockColumns in
+                        let columns = try BlockCodec.decodeColumns(
+                            UnsafeRawBufferPointer(rebasing: raw[1...]), firstSeq: 1, eventCount: count, version: version)
+                        try columns.validate()
+                        return columns
                     }
                 }
-                #expect((try? again.get()) == events, "\(name): the body does not survive a re-encoding")
+                if case .success(let columns) = result, count >= 1, count <= FormatV1.maxEventsPerBlock {
+                    let events = columns.events(replica: replica)
+                    let again = BlockCodec.encode(events, version: version).withUnsafeBytes { raw in
+                        Result { () throws(DecodeError) in
+                            try BlockCodec.decode(raw, replica: replica, firstSeq: 1, eventCount: count, version: version)
+                        }
+                    }
+                    #expect((try? again.get()) == events, "\(name) v\(version): the body does not survive a re-encoding")
+                }
             }
         }
 

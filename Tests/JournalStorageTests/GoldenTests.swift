@@ -8,14 +8,15 @@ import JournalTestSupport
 import Testing
 import JournalCompression
 
-/// Golden vectors of format v1: segment bytes and the events they must decode to.
+/// Golden vectors of formats v1 and v2: segment bytes and the events they must decode to.
 /// Regenerate only on purpose: `RECORD_GOLDEN=1 swift test --filter GoldenTests` (the run then
 /// fails, so a recording can never pass unnoticed). A new format version gets a new folder.
 @Suite struct GoldenTests {
-    static let folder: String = {
+    static func folder(_ version: UInt16) -> String {
         let file = #filePath
-        return String(file[..<file.lastIndex(of: "/")!]) + "/Golden/v1"
-    }()
+        return String(file[..<file.lastIndex(of: "/")!]) + "/Golden/v\(version)"
+    }
+    static let folder = folder(1)
 
     /// Every event kind, optional fields present and absent, values on and off the grid.
     static func vectorEvents() -> [Event] {
@@ -50,23 +51,47 @@ import JournalCompression
         events.map { CanonicalJSON.line(for: $0) + "\n" }.joined()
     }
 
-    @Test func goldenSegmentDecodesToItsEvents() throws {
+    /// Device-like values, one model per block, so that v2's grids and fine units are all in
+    /// a vector (`segment-b`, v2 only). Compared with the recorded lines, not regenerated:
+    /// the models use sin and cos, whose last bits may differ between C libraries.
+    static func deviceVectorEvents() -> [Event] {
+        let replica = ReplicaID(hex: "00112233445566778899aabbccddeeff")!
+        var events: [Event] = []
+        for (index, model) in DeviceModel.allCases.enumerated() {
+            events += model.session(seed: UInt64(index), strokes: 2, points: 24)
+        }
+        return events.enumerated().map { index, event in
+            Event(id: EventID(replica: replica, seq: UInt64(index + 1)), lamport: UInt64(index + 1),
+                  wallTime: 1_790_000_000_000 + Int64(index / 7), payload: event.payload)
+        }
+    }
+
+    @Test(arguments: [FormatV1.version, FormatV2.version])
+    func goldenSegmentDecodesToItsEvents(version: UInt16) throws {
         let events = Self.vectorEvents()
-        let segmentPath = Self.folder + "/segment-a.sjs"
-        let expectedPath = Self.folder + "/segment-a.expected.ndjson"
+        let folder = Self.folder(version)
+        let segmentPath = folder + "/segment-a.sjs"
+        let expectedPath = folder + "/segment-a.expected.ndjson"
         if ProcessInfoLite.environment("RECORD_GOLDEN") != nil {
             // Two blocks, so that the vector covers block chaining too.
-            let bytes = SegmentEncoder.segment(replica: events[0].id.replica, events: events, targetEvents: 7)
-            try FileSystem.createDirectory(Self.folder)
+            let bytes = SegmentEncoder.segment(replica: events[0].id.replica, events: events, targetEvents: 7, version: version)
+            try FileSystem.createDirectory(folder)
             try FileSystem.writeAtomically(bytes, to: segmentPath)
             let lines = Array(Self.expectedLines(events).utf8)
             try FileSystem.writeAtomically(lines, to: expectedPath)
-            Issue.record("golden vectors recorded in \(Self.folder); rerun without RECORD_GOLDEN")
+            if version >= FormatV2.version {
+                let device = Self.deviceVectorEvents()
+                try FileSystem.writeAtomically(
+                    SegmentEncoder.segment(replica: device[0].id.replica, events: device, targetEvents: 50, version: version),
+                    to: folder + "/segment-b.sjs")
+                try FileSystem.writeAtomically(Array(Self.expectedLines(device).utf8), to: folder + "/segment-b.expected.ndjson")
+            }
+            Issue.record("golden vectors recorded in \(folder); rerun without RECORD_GOLDEN")
             return
         }
         let scan = SegmentScanner.scan(path: segmentPath, sealed: true)
         #expect(scan.problems.isEmpty)
-        #expect(scan.header?.version == 1)
+        #expect(scan.header?.version == version)
         #expect(scan.blocks.count == 2)
         let (decoded, problems) = scan.allEvents()
         #expect(problems.isEmpty)
@@ -75,10 +100,36 @@ import JournalCompression
         #expect(Self.expectedLines(decoded) == expected)
     }
 
+    @Test func goldenDeviceSegmentOfVersionTwo() throws {
+        let folder = Self.folder(FormatV2.version)
+        let scan = SegmentScanner.scan(path: folder + "/segment-b.sjs", sealed: true)
+        #expect(scan.problems.isEmpty)
+        #expect(scan.header?.version == FormatV2.version)
+        let (decoded, problems) = scan.allEvents()
+        #expect(problems.isEmpty)
+        #expect(decoded.count == DeviceModel.allCases.count * 2 * 25)
+        let expected = String(decoding: try FileSystem.readFile(folder + "/segment-b.expected.ndjson"), as: UTF8.self)
+        #expect(Self.expectedLines(decoded) == expected)
+        // Re-encoding what it holds gives its bodies again: the encoder's choices must not drift.
+        let bodies = try scan.blocks.map { block in
+            try scan.bytes.withUnsafeBytes { buffer in
+                try RawDeflate.decompress(
+                    UnsafeRawBufferPointer(rebasing: buffer[(block.offset + FormatV1.blockHeaderSize)..<(block.offset + block.frame.totalLength)]),
+                    expectedCount: block.frame.rawLength)
+            }
+        }
+        var start = 0
+        for (index, block) in scan.blocks.enumerated() {
+            #expect(BlockCodec.encode(decoded[start..<(start + block.frame.eventCount)], version: FormatV2.version) == bodies[index], "block \(index)")
+            start += block.frame.eventCount
+        }
+    }
+
     /// The block bodies our encoder writes today equal the golden ones (compressed bytes may
     /// differ between zlib versions; the bodies are ours and must not drift).
-    @Test func encoderStillWritesTheGoldenBodies() throws {
-        let scan = SegmentScanner.scan(path: Self.folder + "/segment-a.sjs", sealed: true)
+    @Test(arguments: [FormatV1.version, FormatV2.version])
+    func encoderStillWritesTheGoldenBodies(version: UInt16) throws {
+        let scan = SegmentScanner.scan(path: Self.folder(version) + "/segment-a.sjs", sealed: true)
         let events = Self.vectorEvents()
         #expect(scan.blocks.count == 2)
         for (index, block) in scan.blocks.enumerated() {
@@ -88,7 +139,7 @@ import JournalCompression
                     expectedCount: block.frame.rawLength)
             }
             let slice = events[(index * 7)..<min(events.count, index * 7 + 7)]
-            #expect(BlockCodec.encode(slice) == body, "block \(index)")
+            #expect(BlockCodec.encode(slice, version: version) == body, "block \(index)")
         }
     }
 

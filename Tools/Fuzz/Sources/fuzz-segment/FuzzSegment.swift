@@ -9,7 +9,7 @@
 //      sealed) and `allEvents()`;
 //   2. the same bytes with the file header's and every declared frame's CRC fixed up, so
 //      that mutated frame fields and compressed bodies reach the inflater and the decoder;
-//   3. `BlockCodec.decodeColumns` on the bytes after the first as a raw block body, with an
+//   3. `BlockCodec.decodeColumns` (every format version) on the bytes after the first as a raw block body, with an
 //      event count derived from the first byte; a body that decodes and validates is then
 //      deflated into a well-formed segment and must come back identical through the scanner;
 //   4. `SegmentHeader.decode` and `BlockFrame.decodeHeader` on the bytes (and the frame at 32).
@@ -36,7 +36,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if size >= 1 {
         let eventCount = eventCount(fromTag: data[0])
         let body = UnsafeRawBufferPointer(rebasing: input[1...])
-        checkBody(body, eventCount: eventCount)
+        // Under every version's decoder: v1 and v2 bodies share their first columns, so one
+        // input explores both.
+        for version in FormatVersion.readable { checkBody(body, eventCount: eventCount, version: version) }
     }
 
     // 4. Headers.
@@ -142,10 +144,10 @@ private func store(_ value: UInt32, in buffer: UnsafeMutableRawBufferPointer, at
 
 // MARK: - Block body
 
-private func checkBody(_ body: UnsafeRawBufferPointer, eventCount: Int) {
+private func checkBody(_ body: UnsafeRawBufferPointer, eventCount: Int, version: UInt16) {
     let columns: BlockColumns
     do throws(DecodeError) {
-        columns = try BlockCodec.decodeColumns(body, firstSeq: 1, eventCount: eventCount)
+        columns = try BlockCodec.decodeColumns(body, firstSeq: 1, eventCount: eventCount, version: version)
     } catch {
         return
     }
@@ -169,10 +171,10 @@ private func checkBody(_ body: UnsafeRawBufferPointer, eventCount: Int) {
 
     // Lossless: the events re-encode to a body that decodes to the same events.
     guard eventCount >= 1, eventCount <= FormatV1.maxEventsPerBlock else { return }
-    let reencoded = BlockCodec.encode(events)
+    let reencoded = BlockCodec.encode(events, version: version)
     let decoded: Result<[Event], DecodeError> = reencoded.withUnsafeBytes { raw in
         Result { () throws(DecodeError) in
-            try BlockCodec.decode(raw, replica: fuzzReplica, firstSeq: 1, eventCount: eventCount)
+            try BlockCodec.decode(raw, replica: fuzzReplica, firstSeq: 1, eventCount: eventCount, version: version)
         }
     }
     guard case .success(let again) = decoded else {
@@ -183,12 +185,14 @@ private func checkBody(_ body: UnsafeRawBufferPointer, eventCount: Int) {
     // The whole pipeline: the original body, deflated into a well-formed frame, must scan
     // clean and decode to the same events.
     guard eventCount <= body.count else { return }
-    checkFramed(body, eventCount: eventCount, maxLamport: columns.lamports.max()!, expected: events)
+    checkFramed(body, eventCount: eventCount, maxLamport: columns.lamports.max()!, expected: events, version: version)
 }
 
-private func checkFramed(_ body: UnsafeRawBufferPointer, eventCount: Int, maxLamport: UInt64, expected: [Event]) {
+private func checkFramed(
+    _ body: UnsafeRawBufferPointer, eventCount: Int, maxLamport: UInt64, expected: [Event], version: UInt16
+) {
     let frame = SegmentEncoder.frame(body: [UInt8](body), eventCount: eventCount, firstSeq: 1, maxLamport: maxLamport, level: 1)
-    let file = SegmentHeader(replica: fuzzReplica).encoded() + frame
+    let file = SegmentHeader(replica: fuzzReplica, version: version).encoded() + frame
 
     let segment = SegmentScanner.scan(bytes: file, path: "framed.sjs", sealed: true)
     precondition(segment.problems.isEmpty, "a well-formed segment scans with problems: \(segment.problems)")
@@ -202,7 +206,7 @@ private func checkFramed(_ body: UnsafeRawBufferPointer, eventCount: Int, maxLam
 
 private func checkHeaders(_ bytes: UnsafeRawBufferPointer) {
     if let header = try? SegmentHeader.decode(bytes) {
-        precondition(header.version == FormatV1.version)
+        precondition(FormatVersion.readable.contains(header.version))
         precondition(header.encoded().elementsEqual(bytes[0..<FormatV1.fileHeaderSize]), "a header does not re-encode to itself")
     }
     if let frame = try? BlockFrame.decodeHeader(bytes) {

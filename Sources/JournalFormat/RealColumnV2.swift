@@ -1,0 +1,545 @@
+/// A v2 real column (docs/FORMAT.md §14.3): each value is a *coarse* integer n on a grid
+/// (`n / divisor`, optionally rounded to float32), predicted per stroke, plus an optional
+/// *fine* integer c counting units of 2^e between that grid value and the exact value. Values
+/// neither reproduces bit for bit are exceptions, stored whole.
+///
+/// Why two parts: device values are grid values plus noise (a float32 sensor, a 1/3-point
+/// grid, a difference of two clocks). The coarse part carries what a predictor can guess; the
+/// fine part carries the noise, which no predictor guesses and which costs what it costs.
+/// The encoder tries the grids and fine units on the column and keeps the cheapest.
+public enum FineUnit: UInt8, Sendable, CaseIterable {
+    /// The value is the grid value.
+    case none = 0
+    /// Units of the grid value's binary64 ulp.
+    case ulp64 = 1
+    /// Units of the grid value's binary32 ulp.
+    case ulp32 = 2
+    /// Units of 2^e, one e per stroke (stored in the column).
+    case strokeExponent = 3
+}
+
+/// The layout choices of one real column, as its two header bytes store them.
+struct RealColumnShape: Equatable {
+    var grid: UInt8 = 0
+    var order: UInt8 = 2
+    var startFromPrevious = false
+    var narrow = false
+    var fine = FineUnit.none
+
+    var shapeByte: UInt8 {
+        order | (startFromPrevious ? 4 : 0) | (narrow ? 8 : 0) | fine.rawValue << 4
+    }
+}
+
+// MARK: - Exact arithmetic both sides share
+
+/// What a column's grid code means (FORMAT.md §14.3, grid table).
+enum GridV2 {
+    /// value = n / divisor (then optionally rounded to float32).
+    case divide(Double)
+    /// n is the float32's bits in an order that follows the values: n >= 0 are the bits of
+    /// non-negative floats, n < 0 those of -(n + 1) with the sign set.
+    case ordered32
+    /// The same for binary64 bits.
+    case ordered64
+
+    init?(code: UInt8) {
+        switch code {
+        case FormatV2.ordered32: self = .ordered32
+        case FormatV2.ordered64: self = .ordered64
+        default:
+            guard let divisor = FormatV2.divisor(grid: code) else { return nil }
+            self = .divide(divisor)
+        }
+    }
+
+    /// The coarse integer of a value: exact for the ordered grids, nearest for a divisor.
+    @inline(__always)
+    func integer(_ value: Double) -> Int64? {
+        switch self {
+        case .divide(let divisor):
+            let scaled = (value * divisor).rounded()
+            guard scaled.magnitude < Double(FormatV1.gridLimit) else { return nil }
+            return Int64(scaled)
+        case .ordered32:
+            let narrow = Float(value)
+            guard Double(narrow).bitPattern == value.bitPattern else { return nil }
+            let bits = narrow.bitPattern
+            return bits >> 31 == 0 ? Int64(bits) : -Int64(bits & 0x7FFF_FFFF) - 1
+        case .ordered64:
+            let bits = value.bitPattern
+            return bits >> 63 == 0 ? Int64(bits) : -Int64(bits & 0x7FFF_FFFF_FFFF_FFFF) - 1
+        }
+    }
+
+    /// The grid value of coarse integer n (nil: no float32 has that ordered index).
+    @inline(__always)
+    func value(_ n: Int64, narrow: Bool) -> Double? {
+        switch self {
+        case .divide(let divisor):
+            let value = Double(n) / divisor
+            return narrow ? Double(Float(value)) : value
+        case .ordered32:
+            guard n >= -(1 << 31), n < 1 << 31 else { return nil }
+            return Double(Float(bitPattern: n >= 0 ? UInt32(n) : 1 << 31 | UInt32(-(n + 1))))
+        case .ordered64:
+            return Double(bitPattern: n >= 0 ? UInt64(n) : 1 << 63 | UInt64(-(n + 1)))
+        }
+    }
+
+    var isOrdered: Bool {
+        if case .divide = self { return false }
+        return true
+    }
+}
+
+enum ExactReal {
+    /// x * 2^k, rounded once (every use either is exact or is refused afterwards).
+    @inline(__always)
+    static func scaled(_ x: Double, byPowerOfTwo k: Int) -> Double {
+        if k >= -1022 && k <= 1023 { return x * Double(bitPattern: UInt64(1023 + k) << 52) }
+        return Double(sign: .plus, exponent: k, significand: x)
+    }
+
+    /// The exponent of a fine unit for a grid value (per-stroke exponents are looked up).
+    @inline(__always)
+    static func unitExponent(_ base: Double, fine: FineUnit) -> Int {
+        let field = Int((base.bitPattern >> 52) & 0x7FF)
+        if fine == .ulp64 { return field == 0 ? -1074 : field - 1075 }
+        // binary32 ulp of the grid value, judged by its binary64 exponent
+        guard base != 0 else { return -149 }
+        let exponent = field == 0 ? -1023 : field - 1023
+        return max(exponent, -126) - 23
+    }
+
+    /// floor(base / 2^e) when it is below 2^62 in magnitude.
+    @inline(__always)
+    static func scaledFloor(_ base: Double, exponent: Int) -> Int64? {
+        let scaled = Self.scaled(base, byPowerOfTwo: -exponent).rounded(.down)
+        guard scaled.magnitude < Double(FormatV2.fineLimit) else { return nil }
+        return Int64(scaled)
+    }
+
+    /// m * 2^e when that is a finite value reproduced exactly and not subnormal.
+    @inline(__always)
+    static func fineValue(_ m: Int64, exponent: Int) -> Double? {
+        guard m.magnitude < UInt64(FormatV2.fineLimit) else { return nil }
+        if m != 0 {
+            let bits = 64 - m.magnitude.leadingZeroBitCount
+            guard bits - 1 + exponent >= -1022 else { return nil }
+        }
+        let value = scaled(Double(m), byPowerOfTwo: exponent)
+        return value.isFinite ? value : nil
+    }
+
+    /// The lowest power of two in a value's bits (nil for zero and non-finite values).
+    static func lowestBitExponent(_ value: Double) -> Int? {
+        guard value.isFinite, value != 0 else { return nil }
+        let field = Int((value.bitPattern >> 52) & 0x7FF)
+        let fraction = value.bitPattern & ((1 << 52) - 1)
+        if field == 0 { return -1074 + fraction.trailingZeroBitCount }
+        return field - 1075 + (fraction | (1 << 52)).trailingZeroBitCount
+    }
+
+    @inline(__always)
+    static func zigzag(_ value: Int64) -> UInt64 { UInt64(bitPattern: (value << 1) ^ (value >> 63)) }
+
+    @inline(__always)
+    static func unzigzag(_ value: UInt64) -> Int64 { Int64(bitPattern: value >> 1) ^ -Int64(bitPattern: value & 1) }
+}
+
+// MARK: - Encoding
+
+struct RealColumnEncoderV2 {
+    let values: [Double]
+    let strokes: [UInt32]
+    let strokeCount: Int
+
+    /// One way of coding the column, evaluated on its values.
+    struct Plan {
+        var shape = RealColumnShape()
+        var exponents: [Int32] = []
+        var exceptions: [Int] = []
+        /// Per non-exception entry: the coarse integer and (if fine) the fine integer.
+        var coarse: [Int64] = []
+        var fine: [Int64] = []
+        var bits = Int.max
+    }
+
+    func write(to out: inout ByteWriter) {
+        let plan = bestPlan()
+        out.append(plan.shape.grid)
+        out.append(plan.shape.shapeByte)
+        out.appendVarint(UInt64(plan.exceptions.count))
+        var previous = -1
+        for index in plan.exceptions {
+            out.appendVarint(UInt64(index - previous - 1))
+            out.appendLE(values[index].bitPattern)
+            previous = index
+        }
+        var residuals = [UInt64]()
+        residuals.reserveCapacity(plan.coarse.count)
+        var predictors = [Predictor](repeating: Predictor(), count: strokeCount)
+        var last: Int64 = 0
+        var cursor = 0
+        var nextException = plan.exceptions.first ?? Int.max
+        var exceptionCursor = 0
+        for index in 0..<values.count {
+            if index == nextException {
+                exceptionCursor += 1
+                nextException = exceptionCursor < plan.exceptions.count ? plan.exceptions[exceptionCursor] : Int.max
+                continue
+            }
+            let stroke = Int(strokes[index])
+            let n = plan.coarse[cursor]
+            cursor += 1
+            let predicted = predictors[stroke].seen || !plan.shape.startFromPrevious
+                ? predictors[stroke].predict(order: plan.shape.order) : last
+            residuals.append(ExactReal.zigzag(n &- predicted))
+            predictors[stroke].advance(n)
+            last = n
+        }
+        Self.writeStream(residuals, to: &out)
+        guard plan.shape.fine != .none else { return }
+        if plan.shape.fine == .strokeExponent {
+            for exponent in plan.exponents { out.appendZigZag(Int64(exponent)) }
+        }
+        Self.writeStream(plan.fine.map(ExactReal.zigzag), to: &out)
+    }
+
+    /// The cheapest plan. Tidy columns (every value on a decimal grid) are settled by the
+    /// first candidate; the others try each grid and fine unit on a prefix of the column,
+    /// then code the whole column with the winner.
+    func bestPlan() -> Plan {
+        guard !values.isEmpty else { return Plan(bits: 0) }
+        let decimalScale = RealGrid.smallestScale(values)
+        // The fallback every column can take: exceptions are unlimited here.
+        let decimal = evaluate(grid: decimalScale, narrow: false, fine: .none, range: 0..<values.count, hopeless: Int.max)
+        if decimal.exceptions.isEmpty { return decimal }
+
+        let sample = 0..<min(values.count, Self.sampleSize)
+        var candidates: [(grid: UInt8, narrow: Bool, fine: FineUnit)] = [(decimalScale, false, .none), (FormatV2.thirds, false, .none)]
+        let floatExact = values.allSatisfy { Double(Float($0)).bitPattern == $0.bitPattern }
+        if floatExact {
+            candidates.append((RealGrid.smallestScale(values, narrow: true), true, .none))
+        }
+        if let binary = binaryGridCode() { candidates.append((binary, false, .none)) }
+        candidates.append((floatExact ? FormatV2.ordered32 : FormatV2.ordered64, false, .none))
+        for scale: UInt8 in 0...3 {
+            if floatExact { candidates.append((scale, false, .ulp32)) }
+            candidates.append((scale, false, .ulp64))
+            candidates.append((scale, false, .strokeExponent))
+        }
+        var best = decimal
+        var bestSample = values.count <= Self.sampleSize ? decimal.bits : Int.max
+        var winner = (grid: decimalScale, narrow: false, fine: FineUnit.none)
+        for candidate in candidates {
+            let plan = evaluate(grid: candidate.grid, narrow: candidate.narrow, fine: candidate.fine, range: sample)
+            if plan.bits < bestSample {
+                bestSample = plan.bits
+                winner = candidate
+                if sample.count == values.count { best = plan }
+            }
+        }
+        if sample.count == values.count { return best }
+        let full = evaluate(grid: winner.grid, narrow: winner.narrow, fine: winner.fine, range: 0..<values.count)
+        return full.bits < decimal.bits ? full : decimal
+    }
+
+    static let sampleSize = 4096
+
+    /// The binary grid (2^-k, k <= 30) every value is on, if there is one finer than 1.
+    func binaryGridCode() -> UInt8? {
+        var needed = 1
+        for value in values {
+            guard let lowest = ExactReal.lowestBitExponent(value) else {
+                if value == 0 && value.sign == .plus { continue }
+                return nil
+            }
+            needed = max(needed, -lowest)
+            guard needed <= Int(FormatV2.maxBinaryExponent) else { return nil }
+        }
+        return FormatV2.binaryBase + UInt8(needed)
+    }
+
+    /// Codes `values[range]` one way and measures it; gives up (an empty plan of infinite
+    /// cost) once more than `hopeless` values (default: a quarter) are exceptions.
+    func evaluate(grid: UInt8, narrow: Bool, fine: FineUnit, range: Range<Int>, hopeless: Int? = nil) -> Plan {
+        guard let gridKind = GridV2(code: grid), !(gridKind.isOrdered && (fine != .none || narrow)) else { return Plan() }
+        var plan = Plan()
+        plan.shape.grid = grid
+        plan.shape.narrow = narrow
+        plan.shape.fine = fine
+        plan.coarse.reserveCapacity(range.count)
+        if fine != .none { plan.fine.reserveCapacity(range.count) }
+        if fine == .strokeExponent { plan.exponents = strokeExponents(range: range) }
+        let exceptionLimit = hopeless ?? range.count / 4 + 1
+        for index in range {
+            let value = values[index]
+            if let (n, c) = code(value, grid: gridKind, narrow: narrow, fine: fine,
+                                 strokeExponent: fine == .strokeExponent ? Int(plan.exponents[Int(strokes[index])]) : 0) {
+                plan.coarse.append(n)
+                if fine != .none { plan.fine.append(c) }
+            } else {
+                plan.exceptions.append(index)
+                if plan.exceptions.count > exceptionLimit { return Plan() }
+            }
+        }
+        let (order, start, coarseBits) = chooseOrder(plan: plan, range: range)
+        plan.shape.order = order
+        plan.shape.startFromPrevious = start
+        var bits = coarseBits + plan.exceptions.count * 80 + 16
+        if fine != .none { bits += Self.streamBits(plan.fine.map(ExactReal.zigzag)) }
+        if fine == .strokeExponent { bits += strokeCount * 16 }
+        plan.bits = bits
+        return plan
+    }
+
+    /// The coarse and fine integers that reproduce `value` exactly, if any.
+    @inline(__always)
+    func code(_ value: Double, grid: GridV2, narrow: Bool, fine: FineUnit, strokeExponent: Int) -> (Int64, Int64)? {
+        guard let n = grid.integer(value), let base = grid.value(n, narrow: narrow) else { return nil }
+        if fine == .none { return base.bitPattern == value.bitPattern ? (n, 0) : nil }
+        let exponent = fine == .strokeExponent ? strokeExponent : ExactReal.unitExponent(base, fine: fine)
+        let multiple = ExactReal.scaled(value, byPowerOfTwo: -exponent)
+        guard multiple.magnitude < Double(FormatV2.fineLimit), multiple.rounded(.towardZero) == multiple,
+              let floor = ExactReal.scaledFloor(base, exponent: exponent) else { return nil }
+        let m = Int64(multiple)
+        guard let back = ExactReal.fineValue(m, exponent: exponent), back.bitPattern == value.bitPattern else { return nil }
+        return (n, m &- floor)
+    }
+
+    /// Per stroke, the exponent of the coarsest power of two every value of the stroke is a
+    /// multiple of, raised where needed to keep the multiples and scaled grid values below 2^62.
+    func strokeExponents(range: Range<Int>) -> [Int32] {
+        var lowest = [Int](repeating: Int.max, count: strokeCount)
+        var largest = [Double](repeating: 0, count: strokeCount)
+        for index in range {
+            let stroke = Int(strokes[index])
+            let value = values[index]
+            guard value.isFinite else { continue }
+            if let bit = ExactReal.lowestBitExponent(value) { lowest[stroke] = min(lowest[stroke], bit) }
+            largest[stroke] = max(largest[stroke], value.magnitude)
+        }
+        return (0..<strokeCount).map { stroke in
+            guard lowest[stroke] != Int.max else { return 0 }
+            // Values and grid values near the largest must stay below 2^61 units.
+            var exponent = max(lowest[stroke], FormatV2.minFineExponent)
+            if largest[stroke] > 0 {
+                let ceiling = Int(largest[stroke].exponent) - 60
+                exponent = max(exponent, ceiling)
+            }
+            return Int32(min(exponent, FormatV2.maxFineExponent))
+        }
+    }
+
+    /// Order and stroke-start prediction minimising the coarse stream, all four measured in
+    /// one pass.
+    func chooseOrder(plan: Plan, range: Range<Int>) -> (UInt8, Bool, Int) {
+        var histograms = [[Int]](repeating: [Int](repeating: 0, count: 65), count: 4)
+        var predictors = [Predictor](repeating: Predictor(), count: strokeCount)
+        var last: Int64 = 0
+        var cursor = 0
+        var exceptionCursor = 0
+        for index in range {
+            if exceptionCursor < plan.exceptions.count && plan.exceptions[exceptionCursor] == index {
+                exceptionCursor += 1
+                continue
+            }
+            let stroke = Int(strokes[index])
+            let n = plan.coarse[cursor]
+            cursor += 1
+            if predictors[stroke].seen {
+                let first = Self.bitLength(n &- predictors[stroke].predict(order: 1))
+                let second = Self.bitLength(n &- predictors[stroke].predict(order: 2))
+                histograms[0][first] += 1; histograms[1][first] += 1
+                histograms[2][second] += 1; histograms[3][second] += 1
+            } else {
+                let fromZero = Self.bitLength(n)
+                let fromLast = Self.bitLength(n &- last)
+                histograms[0][fromZero] += 1; histograms[2][fromZero] += 1
+                histograms[1][fromLast] += 1; histograms[3][fromLast] += 1
+            }
+            predictors[stroke].advance(n)
+            last = n
+        }
+        var best = (order: UInt8(2), start: false, bits: Int.max)
+        for (combination, histogram) in histograms.enumerated() {
+            let bits = Self.histogramBits(histogram)
+            if bits < best.bits { best = (combination >= 2 ? 2 : 1, combination & 1 == 1, bits) }
+        }
+        return best
+    }
+
+    @inline(__always)
+    static func bitLength(_ residual: Int64) -> Int { 64 - ExactReal.zigzag(residual).leadingZeroBitCount }
+
+    /// Estimated bits of a stream after deflate, with the best split (`lowBytes`).
+    static func histogramBits(_ histogram: [Int]) -> Int {
+        (0...7).map { histogramBits(histogram, low: $0) }.min()!
+    }
+
+    static func lowBytes(_ histogram: [Int]) -> Int {
+        (0...7).min { histogramBits(histogram, low: $0) < histogramBits(histogram, low: $1) }!
+    }
+
+    /// Raw low bytes cost 8 bits each; a high part under 128 costs about its bit length plus
+    /// one (deflate's Huffman codes see it), a larger one its whole varint.
+    private static func histogramBits(_ histogram: [Int], low: Int) -> Int {
+        var bits = 0
+        for length in 0...64 where histogram[length] != 0 {
+            let high = length - 8 * low
+            let highBits = high <= 0 ? 1 : high <= 7 ? high + 1 : 8 * ((high + 6) / 7)
+            bits += histogram[length] * (8 * low + highBits)
+        }
+        return bits
+    }
+
+    static func histogram(_ stream: [UInt64]) -> [Int] {
+        var histogram = [Int](repeating: 0, count: 65)
+        for value in stream { histogram[64 - value.leadingZeroBitCount] += 1 }
+        return histogram
+    }
+
+    static func streamBits(_ stream: [UInt64]) -> Int { histogramBits(histogram(stream)) }
+
+    /// `low:u8`, then each value's high part (value >> 8*low) as a varint, then each value's
+    /// low bytes, little-endian: noise bits stay raw, where deflate cannot shrink them anyway,
+    /// and the high parts stay small, where its Huffman codes can.
+    static func writeStream(_ stream: [UInt64], to out: inout ByteWriter) {
+        let low = lowBytes(histogram(stream))
+        out.append(UInt8(low))
+        let shift = UInt64(8 * low)
+        for value in stream { out.appendVarint(low == 0 ? value : value >> shift) }
+        guard low > 0 else { return }
+        for value in stream {
+            for byte in 0..<low { out.append(UInt8(truncatingIfNeeded: value >> UInt64(8 * byte))) }
+        }
+    }
+}
+
+// MARK: - Decoding
+
+enum RealColumnDecoderV2 {
+    static func decode(
+        _ reader: inout ByteReader, strokes: [UInt32], strokeCount: Int
+    ) throws(DecodeError) -> [Double] {
+        let count = strokes.count
+        let headerOffset = reader.offset
+        let grid = try reader.readByte()
+        let shapeByte = try reader.readByte()
+        guard let gridKind = GridV2(code: grid) else {
+            throw .malformed(offset: headerOffset, reason: "unknown real-column grid \(grid)")
+        }
+        let order = shapeByte & 3
+        guard order == 1 || order == 2, shapeByte & 0xC0 == 0, let fine = FineUnit(rawValue: (shapeByte >> 4) & 3),
+              !(gridKind.isOrdered && shapeByte & 0x38 != 0) else {
+            throw .malformed(offset: headerOffset + 1, reason: "unknown real-column shape \(shapeByte)")
+        }
+        let startFromPrevious = shapeByte & 4 != 0
+        let narrow = shapeByte & 8 != 0
+
+        var values = [Double](repeating: 0, count: count)
+        var isException = [Bool](repeating: false, count: count)
+        let exceptionsOffset = reader.offset
+        let exceptionCount = try reader.readCount(minimumItemSize: 9, what: "exception")
+        guard exceptionCount <= count else {
+            throw .malformed(offset: exceptionsOffset, reason: "\(exceptionCount) exceptions in a column of \(count)")
+        }
+        var index = -1
+        for _ in 0..<exceptionCount {
+            let start = reader.offset
+            let gap = try reader.readVarint()
+            guard gap < UInt64(count) else { throw .malformed(offset: start, reason: "exception index beyond the column") }
+            index += Int(gap) + 1
+            guard index < count else {
+                throw .malformed(offset: start, reason: "exception index \(index) beyond the column of \(count)")
+            }
+            values[index] = Double(bitPattern: try reader.readLE(UInt64.self))
+            isException[index] = true
+        }
+        let coded = count - exceptionCount
+        let residuals = try readStream(&reader, count: coded, what: "coarse")
+
+        var predictors = [Predictor](repeating: Predictor(), count: strokeCount)
+        var last: Int64 = 0
+        var coarse = [Int64](repeating: 0, count: coded)
+        var cursor = 0
+        for index in 0..<count where !isException[index] {
+            let stroke = Int(strokes[index])
+            let predicted = predictors[stroke].seen || !startFromPrevious ? predictors[stroke].predict(order: order) : last
+            let n = predicted &+ ExactReal.unzigzag(residuals[cursor])
+            predictors[stroke].advance(n)
+            last = n
+            coarse[cursor] = n
+            cursor += 1
+        }
+        guard fine != .none else {
+            cursor = 0
+            for index in 0..<count where !isException[index] {
+                guard let value = gridKind.value(coarse[cursor], narrow: narrow) else {
+                    throw .malformed(offset: headerOffset, reason: "entry \(index): \(coarse[cursor]) is no float32's ordered index")
+                }
+                values[index] = value
+                cursor += 1
+            }
+            return values
+        }
+        guard case .divide(let divisor) = gridKind else { return values }
+
+        var exponents: [Int] = []
+        if fine == .strokeExponent {
+            exponents.reserveCapacity(strokeCount)
+            for _ in 0..<strokeCount {
+                let start = reader.offset
+                let exponent = try reader.readZigZag()
+                guard exponent >= Int64(FormatV2.minFineExponent), exponent <= Int64(FormatV2.maxFineExponent) else {
+                    throw .malformed(offset: start, reason: "fine exponent \(exponent) out of range")
+                }
+                exponents.append(Int(exponent))
+            }
+        }
+        let fineOffset = reader.offset
+        let offsets = try readStream(&reader, count: coded, what: "fine")
+        cursor = 0
+        for index in 0..<count where !isException[index] {
+            let base = GridV2.divide(divisor).value(coarse[cursor], narrow: narrow)!
+            let exponent = fine == .strokeExponent ? exponents[Int(strokes[index])] : ExactReal.unitExponent(base, fine: fine)
+            let c = ExactReal.unzigzag(offsets[cursor])
+            guard let floor = ExactReal.scaledFloor(base, exponent: exponent) else {
+                throw .malformed(offset: fineOffset, reason: "entry \(index): grid value \(base) beyond 2^62 units of 2^\(exponent)")
+            }
+            let (m, overflow) = floor.addingReportingOverflow(c)
+            guard !overflow, let value = ExactReal.fineValue(m, exponent: exponent) else {
+                throw .malformed(offset: fineOffset, reason: "entry \(index): \(m) units of 2^\(exponent) is not a finite normal value")
+            }
+            values[index] = value
+            cursor += 1
+        }
+        return values
+    }
+
+    /// Reads what `RealColumnEncoderV2.writeStream` wrote.
+    static func readStream(_ reader: inout ByteReader, count: Int, what: String) throws(DecodeError) -> [UInt64] {
+        let start = reader.offset
+        let low = Int(try reader.readByte())
+        guard low <= 7 else { throw .malformed(offset: start, reason: "\(what) stream: \(low) low bytes per value (at most 7)") }
+        guard reader.remaining >= count * (1 + low) else {
+            throw .truncated(offset: reader.offset, needed: "\(count) \(what) values")
+        }
+        var stream = [UInt64](repeating: 0, count: count)
+        for index in 0..<count { stream[index] = try reader.readVarint() }
+        guard low > 0 else { return stream }
+        let shift = UInt64(8 * low)
+        for index in 0..<count where stream[index] >> (64 - shift) != 0 {
+            throw .malformed(offset: start, reason: "\(what) stream: value \(index) exceeds 64 bits")
+        }
+        let lowBytes = try reader.readBytes(count * low)
+        for index in 0..<count {
+            var part: UInt64 = 0
+            for byte in 0..<low { part |= UInt64(lowBytes[index * low + byte]) << UInt64(8 * byte) }
+            stream[index] = stream[index] << shift | part
+        }
+        return stream
+    }
+}
