@@ -31,6 +31,7 @@ enum RowName: String, CaseIterable {
     case digestCheck
     case hershey
     case growth
+    case precision
 }
 
 /// What a row child reports: the runs of its main timing, and row-specific values (arrays
@@ -82,6 +83,9 @@ struct RowRunner {
         case .bareDeflate: return try bareDeflate()
         case .plainRead: return try plainRead()
         case .digestCheck: return try digestCheck()
+        case .precision:
+            guard let input else { throw BenchError("row precision needs --input DIR") }
+            return try precisionRow(Workload(input))
         case .hershey, .growth:
             guard let input else { throw BenchError("row \(name.rawValue) needs --input DIR") }
             return try scaleRow(Workload(input), repeats: name == .growth ? min(repeats, 3) : repeats)

@@ -76,6 +76,7 @@ final class Suite {
     var journalBinary = ""
     var rows: [(String, ChildResult)] = []
     var growth: [(GrowthCase, ChildResult)] = []
+    var precision: [(PrecisionCase, ChildResult)] = []
     var started = Clock.now()
 
     init(_ options: Options) throws {
@@ -106,6 +107,7 @@ final class Suite {
         }
         if !options.quick && wanted(.hershey) { rows.append((RowName.hershey.rawValue, runHershey())) }
         if !options.quick && wanted(.growth) { runGrowth() }
+        if !options.quick && wanted(.precision) { runPrecision() }
 
         let report = renderTable()
         print(report, terminator: "")
@@ -165,6 +167,24 @@ final class Suite {
             result.extra = .object(pairs)
         }
         return result
+    }
+
+    func runPrecision() {
+        for precisionCase in PrecisionCase.all {
+            let dir: String
+            switch precisionCase.key {
+            case "2dp": dir = workload.dir
+            case "hershey": dir = workload.hersheyDir
+            default: dir = workload.precisionDir(precisionCase.key)
+            }
+            do {
+                try precisionCase.generation.ensure(in: dir, layout: layout)
+            } catch {
+                precision.append((precisionCase, ChildResult(error: "\(error)")))
+                continue
+            }
+            precision.append((precisionCase, runChild(.precision, input: dir, label: "precision \(precisionCase.key)")))
+        }
     }
 
     func runGrowth() {
@@ -474,6 +494,28 @@ final class Suite {
             out += table.render()
             if !options.growthLarge { out += "(4× and 64-replica cases: --growth-large)\n" }
         }
+        if !precision.isEmpty {
+            out += "\nformat v1 vs v2 by precision mode (gen_session.py --replicas 4 --strokes 2500 [--points 200] --seed 1 --precision MODE;"
+            out += " library encode of sealed segments, replay from files; median of \(options.repeats); ratios in the same run)\n"
+            var table = Table(["mode", "points", "gzip NDJSON", "v1 B/pt", "v2 B/pt", "target", "v2÷v1 encode", "v2÷v1 replay", "v2 replay s/Mpt", "same digest"],
+                              alignments: [.left, .right, .right, .right, .right, .right, .right, .right, .right, .right])
+            for (precisionCase, r) in precision {
+                if let error = r.error { table.add(["  " + precisionCase.key, error]); continue }
+                let millions = Double(r.int("points") ?? 0) / 1e6
+                func ratio(_ key: String) -> String {
+                    guard let v1 = r.median("v1" + key), let v2 = r.median("v2" + key), v1 > 0 else { return "-" }
+                    return fixed(v2 / v1, 2) + "×"
+                }
+                let v2 = r.double("v2BytesPerPoint") ?? .nan
+                table.add(["  " + precisionCase.key, grouped(r.int("points") ?? 0), fixed(r.double("ndjsonGzipBytesPerPoint") ?? .nan, 2),
+                           fixed(r.double("v1BytesPerPoint") ?? .nan, 3), fixed(v2, 3),
+                           "≤ \(fixed(precisionCase.target, 1)) " + (v2 <= precisionCase.target ? "ok" : "MISS"),
+                           ratio("EncodeSeconds"), ratio("ReplaySeconds"),
+                           r.median("v2ReplaySeconds").map { fixed($0 / millions, 3) } ?? "-",
+                           r.bool("sameDigest") == true ? "yes" : "NO"])
+            }
+            out += table.render()
+        }
         out += "\njournal CLI timed: \(journalBinary), built \(Files.exists(journalBinary) ? utcTimestamp(Files.modified(journalBinary)) : "?")\n"
         if result(.snapshotOpen).string("status")?.hasPrefix("n/a") == true {
             out += "snapshot row: enable with `.define(\"SNAPSHOTS\")` in Tools/Benchmark/Package.swift once JournalReplay has SnapshotStore\n"
@@ -536,6 +578,14 @@ final class Suite {
         }
         root["targets"] = targetObject.json
 
+        root["precision"] = .array(precision.map { precisionCase, result in
+            var object = JSONObject()
+            object["mode"] = .string(precisionCase.key)
+            object["generator"] = .string("gen_session.py " + precisionCase.generation.description)
+            object["targetBytesPerPoint"] = .number(precisionCase.target, decimals: 2)
+            object["result"] = result.json
+            return object.json
+        })
         root["growth"] = .array(growth.map { growthCase, result in
             var object = JSONObject()
             object["case"] = .string(growthCase.key)

@@ -48,6 +48,7 @@ struct Workload {
     /// Scratch journals and fixtures; safe to delete.
     var workDir: String { dir + "-work" }
     var hersheyDir: String { dir + "-hershey" }
+    func precisionDir(_ mode: String) -> String { dir + "-precision-" + mode }
     var growthDir: String { dir + "-growth" }
 
     /// replica-0.ndjson, replica-1.ndjson, … in replica order.
@@ -72,6 +73,8 @@ struct Generation: CustomStringConvertible {
     var points: Int? = 200
     var seed = 1
     var hershey: String? = nil
+    /// gen_session.py --precision (nil: its default, 2 decimals).
+    var precision: String? = nil
 
     static let standard = Generation(replicas: 4, strokes: 2500)
     static let extra = Generation(replicas: 1, strokes: 100, seed: 7)
@@ -81,6 +84,7 @@ struct Generation: CustomStringConvertible {
         if let points { result += ["--points", String(points)] }
         result += ["--seed", String(seed)]
         if let hershey { result += ["--hershey", hershey] }
+        if let precision { result += ["--precision", precision] }
         return result
     }
 
