@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""sjread: an independent reader of StrokeJournal journals, format version 1.
+"""sjread: an independent reader of StrokeJournal journals, format versions 1 and 2.
 
 This reader was written from docs/FORMAT.md alone, without the Swift sources, and is kept
 that way: it is a conformance check of the document and of the reference implementation.
@@ -17,12 +17,15 @@ Usage (Python 3.8+, standard library only):
                                     if there is any problem other than a torn tail
 
 JOURNAL_DIR is a journal (it has `local/replica`; its open segment `local/open.sjo` is read
-too) or a shared folder (only `replicas/`). Section numbers (§) below refer to FORMAT.md.
+too) or a shared folder (only `replicas/`). Each file's header version (1 or 2) says how its
+block bodies are coded: §6 for version 1, §14 for version 2; a journal may mix both. Section
+numbers (§) below refer to FORMAT.md.
 Problem reasons are worded independently of `journal`'s; kinds, files, offsets and seq
 ranges follow the document.
 """
 import argparse
 import hashlib
+import math
 import os
 import stat
 import struct
@@ -39,11 +42,17 @@ MAX_SEQ = 1 << 62
 MAX_LAMPORT = 1 << 62
 MAX_SCALE = 9
 MAX_FILE = 1 << 30
+VERSIONS = (1, 2)  # §1.1, §4
 M64 = (1 << 64) - 1
 KINDS = ["point", "end", "undo", "redo", "erase", "clear"]
 POINT, END, UNDO, REDO, ERASE, CLEAR = range(6)
 LOWER_HEX = b"0123456789abcdef"
 DIGITS = b"0123456789"
+# §14.3 (FormatV2): real-column grids and shape bits
+GRID_THIRDS, GRID_FLOAT32, GRID_BINARY64 = 16, 64, 65
+GRIDS = frozenset(list(range(0, 10)) + [GRID_THIRDS] + list(range(33, 63)) + [GRID_FLOAT32, GRID_BINARY64])
+MIN_EXPONENT, MAX_EXPONENT = -1074, 960
+FINE_LIMIT = 1 << 62
 
 
 class Malformed(Exception):
@@ -166,24 +175,227 @@ def real_column(r, strokes_of_entries, stroke_count):
         delta[s] = s64(n - prev[s]) if seen[s] else 0
         prev[s], seen[s] = n, True
         values.append(float_to_bits(float(n) / divisor))
-    k = len(values)
-    exceptions = r.count(9, "exception")
-    if exceptions > k:
+    for index, bits in read_exceptions(r, len(values)).items():
+        values[index] = bits
+    return values
+
+
+def read_exceptions(r, k):
+    """§6.4 / §14.3: E, then E (gap, bits) pairs; returns {index: bits}."""
+    count = r.count(9, "exception")
+    if count > k:
         raise Malformed("more exceptions than values")
-    index = -1
-    for _ in range(exceptions):
+    exceptions, index = {}, -1
+    for _ in range(count):
         gap = r.varint()
         if gap >= k:
             raise Malformed("exception gap")
         index += gap + 1
         if index >= k:
             raise Malformed("exception index")
-        values[index] = r.f64bits()
+        exceptions[index] = r.f64bits()
+    return exceptions
+
+
+# ---------------------------------------------------------------------------------------------
+# Version 2 block body (§14)
+
+def read_varints(r, count):
+    """`count` varints (§3.1) in a row, as a list; the same rules as Reader.varint, faster."""
+    data, offset, end = r.data, r.offset, len(r.data)
+    out = []
+    append = out.append
+    for _ in range(count):
+        if offset >= end:
+            raise Malformed("truncated")
+        b = data[offset]
+        offset += 1
+        if b < 0x80:
+            append(b)
+            continue
+        result, shift = b & 0x7F, 7
+        while True:
+            if offset >= end:
+                raise Malformed("truncated")
+            b = data[offset]
+            offset += 1
+            if shift == 63 and b > 1:
+                raise Malformed("varint overflows 64 bits")
+            result |= (b & 0x7F) << shift
+            if b < 0x80:
+                break
+            shift += 7
+        append(result)
+    r.offset = offset
+    return out
+
+
+def reference_column2(r, count, bound, what):
+    """§14.2: `count` svarint differences; the running reference must stay in 0 ..< bound."""
+    refs, ref = [], 0
+    for u in read_varints(r, count):
+        ref += (u >> 1) ^ -(u & 1)  # exact: a sum outside 0 ..< bound is refused either way
+        if not 0 <= ref < bound:
+            raise Malformed("%s reference out of range" % what)
+        refs.append(ref)
+    return refs
+
+
+def stream(r, count):
+    """§14.3 stream(C): the C unsigned 64-bit integers (high << 8·low) | low bytes."""
+    low = r.byte()
+    if low > 7:
+        raise Malformed("stream low byte count %d" % low)
+    if r.left() < count * (1 + low):
+        raise Malformed("stream ends early")
+    highs = read_varints(r, count)
+    if low == 0:
+        return highs
+    shift = 8 * low
+    if highs and max(highs) >> (64 - shift):
+        raise Malformed("stream high part exceeds %d bits" % (64 - shift))
+    data = r.take(count * low)
+    if low == 1:
+        lows = data
+    elif low == 2:
+        lows = struct.unpack("<%dH" % count, data)
+    elif low == 4:
+        lows = struct.unpack("<%dI" % count, data)
+    else:
+        lows = [int.from_bytes(data[i:i + low], "little") for i in range(0, count * low, low)]
+    return [(high << shift) | lo for high, lo in zip(highs, lows)]
+
+
+def floats_to_bits(values):
+    return list(struct.unpack("<%dQ" % len(values), struct.pack("<%dd" % len(values), *values)))
+
+
+def narrow(value):
+    """Rounded to float32 (nearest, ties to even) and widened back; overflow gives infinity."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def real_column2(r, strokes_of_entries, stroke_count):
+    """§14.3: one real column of a version 2 body, as a list of 64-bit patterns."""
+    grid, shape = r.byte(), r.byte()
+    if grid not in GRIDS:
+        raise Malformed("unknown real-column grid %d" % grid)
+    order, start, narrowed, fine = shape & 3, (shape >> 2) & 1, (shape >> 3) & 1, (shape >> 4) & 3
+    if order not in (1, 2) or shape >> 6 or (grid >= GRID_FLOAT32 and shape & 0x38):
+        raise Malformed("unknown real-column shape 0x%02x" % shape)
+    k = len(strokes_of_entries)
+    # Exceptions first: no coarse residual, no fine integer, no predictor update.
+    exceptions = read_exceptions(r, k)
+    exception_count = len(exceptions)
+    coded = k - exception_count
+    coarse = stream(r, coded)
+    exponents = None
+    if fine == 3:
+        exponents = [r.svarint() for _ in range(stroke_count)]
+        if any(not MIN_EXPONENT <= e <= MAX_EXPONENT for e in exponents):
+            raise Malformed("stroke exponent out of range")
+    fines = stream(r, coded) if fine else None
+    if exceptions:
+        coded_strokes = [s for j, s in enumerate(strokes_of_entries) if j not in exceptions]
+    else:
+        coded_strokes = strokes_of_entries
+
+    # Coarse integers: per-stroke predictor, optionally starting from the previous coded entry.
+    seen = [False] * stroke_count
+    prev = [0] * stroke_count
+    delta = [0] * stroke_count
+    last = 0
+    ints = []
+    for z, s in zip(coarse, coded_strokes):
+        if seen[s]:
+            p = s64(prev[s] + delta[s]) if order == 2 else prev[s]
+            n = s64(p + ((z >> 1) ^ -(z & 1)))
+            delta[s] = s64(n - prev[s])
+        else:
+            p = last if start else 0
+            n = s64(p + ((z >> 1) ^ -(z & 1)))
+            delta[s] = 0
+            seen[s] = True
+        prev[s] = n
+        last = n
+        ints.append(n)
+
+    # Grid values.
+    if grid == GRID_BINARY64:
+        bits = [n if n >= 0 else (1 << 63) | (-(n + 1)) for n in ints]
+    elif grid == GRID_FLOAT32:
+        words = []
+        for n in ints:
+            if not -(1 << 31) <= n < (1 << 31):
+                raise Malformed("ordered float32 index %d out of range" % n)
+            words.append(n if n >= 0 else 0x80000000 | (-(n + 1)))
+        widened = struct.unpack("<%df" % len(words), struct.pack("<%dI" % len(words), *words))
+        bits = floats_to_bits(widened)
+    else:
+        if grid <= 9:
+            divisor = float(10 ** grid)
+        elif grid == GRID_THIRDS:
+            divisor = 3.0
+        else:
+            divisor = float(2 ** (grid - 32))
+        grid_values = [float(n) / divisor for n in ints]
+        if narrowed:
+            grid_values = [narrow(g) for g in grid_values]
+        if fine:
+            grid_values = fine_values(grid_values, fines, fine, exponents, coded_strokes)
+        bits = floats_to_bits(grid_values)
+
+    if not exceptions:
+        return bits
+    values, coded_bits = [], iter(bits)
+    for j in range(k):
+        values.append(exceptions[j] if j in exceptions else next(coded_bits))
     return values
 
 
-def decode_body(raw, replica, first_seq, n):
-    """The block's events as dicts (§6.5) and its style table; doubles are 64-bit patterns."""
+def fine_values(grid_values, fines, fine, exponents, coded_strokes):
+    """§14.3, values with a fine part: m = floor(g · 2^−e) + c, value = m · 2^e."""
+    out = []
+    frexp, ldexp, floor, isfinite = math.frexp, math.ldexp, math.floor, math.isfinite
+    for j, (g, f) in enumerate(zip(grid_values, fines)):
+        c = (f >> 1) ^ -(f & 1)
+        if fine == 3:
+            e = exponents[coded_strokes[j]]
+        elif fine == 1:
+            e = -1074 if g == 0 else max(frexp(g)[1] - 1, -1022) - 52
+        else:
+            e = -149 if g == 0 else max(frexp(g)[1] - 1, -126) - 23
+        try:
+            scaled = ldexp(g, -e)
+        except OverflowError:
+            raise Malformed("fine part: grid value out of range")
+        if not isfinite(scaled):
+            raise Malformed("fine part: grid value not finite")
+        m = floor(scaled)
+        if abs(m) >= FINE_LIMIT:
+            raise Malformed("fine part: |F| >= 2^62")
+        m += c
+        if abs(m) >= FINE_LIMIT:
+            raise Malformed("fine part: |m| >= 2^62")
+        if m and m.bit_length() - 1 + e < -1022:
+            raise Malformed("fine part: subnormal value")
+        try:
+            value = ldexp(float(m), e)
+        except OverflowError:
+            raise Malformed("fine part: value not finite")
+        if not isfinite(value):
+            raise Malformed("fine part: value not finite")
+        out.append(value)
+    return out
+
+
+def decode_body(raw, replica, first_seq, n, version=1):
+    """The block's events as dicts (§6.5) and its style table; doubles are 64-bit patterns.
+
+    version 1 bodies are coded as §6, version 2 as §14 (reference and real columns differ)."""
     r = Reader(raw)
     strokes = [bytes(r.take(16)) for _ in range(r.count(16, "stroke"))]
     styles = [(r.u32(), r.f64bits()) for _ in range(r.count(12, "style"))]
@@ -205,12 +417,16 @@ def decode_body(raw, replica, first_seq, n):
         walls.append(previous)
     m = sum(1 for kind in kinds if kind != CLEAR)
     p = kinds.count(POINT)
-    stroke_refs = [r.varint() for _ in range(m)]
-    if any(ref >= len(strokes) for ref in stroke_refs):
-        raise Malformed("stroke reference out of range")
-    style_refs = [r.varint() for _ in range(p)]
-    if any(ref >= len(styles) for ref in style_refs):
-        raise Malformed("style reference out of range")
+    if version == 2:
+        stroke_refs = reference_column2(r, m, len(strokes), "stroke")
+        style_refs = reference_column2(r, p, len(styles), "style")
+    else:
+        stroke_refs = [r.varint() for _ in range(m)]
+        if any(ref >= len(strokes) for ref in stroke_refs):
+            raise Malformed("stroke reference out of range")
+        style_refs = [r.varint() for _ in range(p)]
+        if any(ref >= len(styles) for ref in style_refs):
+            raise Malformed("style reference out of range")
     if r.left() < p:
         raise Malformed("point flags truncated")
     flags = list(r.take(p))
@@ -230,10 +446,11 @@ def decode_body(raw, replica, first_seq, n):
             if flags[point_index] & 2:
                 t_strokes.append(ref)
             point_index += 1
-    xs = real_column(r, point_strokes, len(strokes))
-    ys = real_column(r, point_strokes, len(strokes))
-    pressures = iter(real_column(r, pressure_strokes, len(strokes)))
-    ts = iter(real_column(r, t_strokes, len(strokes)))
+    column = real_column2 if version == 2 else real_column
+    xs = column(r, point_strokes, len(strokes))
+    ys = column(r, point_strokes, len(strokes))
+    pressures = iter(column(r, pressure_strokes, len(strokes)))
+    ts = iter(column(r, t_strokes, len(strokes)))
     if r.left() != 0:
         raise Malformed("unexpected bytes after the last column")
     events = []
@@ -284,7 +501,7 @@ def block_events(member, frame):
             and not inflater.unconsumed_tail):
         raise Malformed("block body does not inflate to exactly %d bytes" % frame["raw"])
     try:
-        events, styles = decode_body(raw, member["replica"], frame["first"], frame["count"])
+        events, styles = decode_body(raw, member["replica"], frame["first"], frame["count"], member["version"])
         validate(events, styles, frame["max_lamport"])
     except Malformed as error:
         raise Malformed("block body is malformed: %s" % error)
@@ -331,7 +548,8 @@ def resynchronise(data, start):
 def scan(path, sealed):
     """Reads one segment file and checks its header and frames (not bodies)."""
     short = "incomplete" if sealed else "torn-tail"
-    result = {"path": path, "replica": None, "blocks": [], "problems": [], "bytes": b"", "tail_only": True}
+    result = {"path": path, "replica": None, "version": None, "blocks": [], "problems": [], "bytes": b"",
+              "tail_only": True}
     problems = result["problems"]
     try:
         size = os.stat(path).st_size
@@ -353,7 +571,7 @@ def scan(path, sealed):
         reason = "bad magic"
     elif struct.unpack_from("<I", data, 28)[0] != zlib.crc32(data[0:28]):
         reason = "file header checksum mismatch"
-    elif version != 1:
+    elif version not in VERSIONS:
         reason = "unsupported format version %d" % version
     elif header_length != HEADER_SIZE:
         reason = "unexpected header length %d" % header_length
@@ -361,6 +579,7 @@ def scan(path, sealed):
         problems.append(Problem("corrupt", path, reason, offset=0))
         return result
     replica = result["replica"] = bytes(data[12:28])
+    result["version"] = version  # how every block body of this file is coded (§4)
 
     def report(kind, reason, offset, seqs):
         problems.append(Problem(kind, path, reason, offset=offset, replica=replica, seqs=seqs))
@@ -642,7 +861,7 @@ def digest(events):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="sjread.py", description="Independent reader of StrokeJournal format v1 (docs/FORMAT.md).")
+        prog="sjread.py", description="Independent reader of StrokeJournal formats v1 and v2 (docs/FORMAT.md).")
     parser.add_argument("command", choices=["log", "digest", "verify"])
     parser.add_argument("journal", metavar="JOURNAL_DIR")
     args = parser.parse_args(argv)
