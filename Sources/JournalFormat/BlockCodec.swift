@@ -179,42 +179,33 @@ public enum BlockCodec {
             previousWall = previousWall &+ (try reader.readZigZag())
             walls[index] = previousWall
         }
+        // One reference, as v1 stores it (the index) or v2 (the difference from the previous).
+        func readReference(_ previous: inout Int64, tableCount: Int, what: String) throws(DecodeError) -> UInt32 {
+            let start = reader.offset
+            let ref: UInt64
+            if differences {
+                let (sum, overflow) = previous.addingReportingOverflow(try reader.readZigZag())
+                guard !overflow, sum >= 0 else { throw .malformed(offset: start, reason: "\(what) reference below 0") }
+                ref = UInt64(sum)
+                previous = sum
+            } else {
+                ref = try reader.readVarint()
+            }
+            guard ref < UInt64(tableCount) else {
+                throw .malformed(offset: start, reason: "\(what) reference \(ref) beyond table of \(tableCount)")
+            }
+            return UInt32(ref)
+        }
         // Stroke refs are stored for non-clear events only; spread them per event.
         var strokeRefs = [UInt32](repeating: 0, count: eventCount)
         var previousStrokeRef: Int64 = 0
         for index in 0..<eventCount where kinds[index] != .clear {
-            let start = reader.offset
-            let ref: UInt64
-            if differences {
-                let (sum, overflow) = previousStrokeRef.addingReportingOverflow(try reader.readZigZag())
-                guard !overflow, sum >= 0 else { throw .malformed(offset: start, reason: "stroke reference below 0") }
-                ref = UInt64(sum)
-                previousStrokeRef = sum
-            } else {
-                ref = try reader.readVarint()
-            }
-            guard ref < UInt64(strokeCount) else {
-                throw .malformed(offset: start, reason: "stroke reference \(ref) beyond table of \(strokeCount)")
-            }
-            strokeRefs[index] = UInt32(ref)
+            strokeRefs[index] = try readReference(&previousStrokeRef, tableCount: strokeCount, what: "stroke")
         }
         var styleRefs = [UInt32](repeating: 0, count: pointCount)
         var previousStyleRef: Int64 = 0
         for index in 0..<pointCount {
-            let start = reader.offset
-            let ref: UInt64
-            if differences {
-                let (sum, overflow) = previousStyleRef.addingReportingOverflow(try reader.readZigZag())
-                guard !overflow, sum >= 0 else { throw .malformed(offset: start, reason: "style reference below 0") }
-                ref = UInt64(sum)
-                previousStyleRef = sum
-            } else {
-                ref = try reader.readVarint()
-            }
-            guard ref < UInt64(styleCount) else {
-                throw .malformed(offset: start, reason: "style reference \(ref) beyond table of \(styleCount)")
-            }
-            styleRefs[index] = UInt32(ref)
+            styleRefs[index] = try readReference(&previousStyleRef, tableCount: styleCount, what: "style")
         }
         var pointFlags = [UInt8](repeating: 0, count: pointCount)
         var pressureCount = 0
