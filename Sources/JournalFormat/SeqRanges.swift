@@ -26,12 +26,30 @@ public struct SeqRanges: Equatable, Sendable {
     }
 
     public func contains(_ seq: UInt64) -> Bool {
+        let index = firstIndex(endingAtOrAfter: seq)
+        return index < ranges.count && ranges[index].contains(seq)
+    }
+
+    /// Whether any seq of `range` is held.
+    public func intersects(_ range: ClosedRange<UInt64>) -> Bool {
+        // The first held range that does not end before `range` starts is the only candidate.
+        let index = firstIndex(endingAtOrAfter: range.lowerBound)
+        return index < ranges.count && ranges[index].lowerBound <= range.upperBound
+    }
+
+    /// Whether every seq of `range` is held.
+    public func containsAll(_ range: ClosedRange<UInt64>) -> Bool {
+        let index = firstIndex(endingAtOrAfter: range.lowerBound)
+        return index < ranges.count && ranges[index].lowerBound <= range.lowerBound && ranges[index].upperBound >= range.upperBound
+    }
+
+    private func firstIndex(endingAtOrAfter seq: UInt64) -> Int {
         var low = 0, high = ranges.count
         while low < high {
             let middle = (low + high) / 2
             if ranges[middle].upperBound < seq { low = middle + 1 } else { high = middle }
         }
-        return low < ranges.count && ranges[low].contains(seq)
+        return low
     }
 
     /// Adds `range`. Constant time when it starts at or after every range held (the order

@@ -17,6 +17,9 @@ struct OrderedFoldState {
         var style: UInt32 = 0
         var pointStyles: [UInt32]?
         var creation: CompactKey?
+        /// The key of the last point applied; not kept in snapshots (a live board continuing
+        /// a stroke needs it to place a late point, `LiveDrawing`).
+        var lastKey: CompactKey?
         var visibility: (key: CompactKey, visible: Bool)?
         var ended = false
 
@@ -24,6 +27,7 @@ struct OrderedFoldState {
         @inline(__always)
         mutating func add(_ sample: Drawing.Point, style: UInt32, key: CompactKey) -> Bool {
             points.append(sample)
+            lastKey = key
             if creation == nil {
                 creation = key
                 self.style = style

@@ -326,6 +326,7 @@ extension OrderedFoldState {
         latestClear = remapped(latestClear)
         for index in strokes.indices {
             strokes[index].creation = remapped(strokes[index].creation)
+            strokes[index].lastKey = remapped(strokes[index].lastKey)
             if let visibility = strokes[index].visibility {
                 strokes[index].visibility = (remapped(visibility.key)!, visibility.visible)
             }

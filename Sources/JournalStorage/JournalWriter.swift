@@ -27,6 +27,17 @@ public struct WriterOptions: Sendable {
     }
 }
 
+/// A flush `JournalWriter.startFlush` handed to the background.
+public struct FlushTicket: Sendable {
+    let job: DurableJob
+    /// Every event up to this seq is in the batch.
+    public let throughSeq: UInt64
+
+    /// Blocks the calling thread until the batch is written and fsynced (or failed). Meant
+    /// for a thread that does nothing else, never for the one that appends.
+    public func waitUntilDone() { job.waitUntilDone() }
+}
+
 /// What opening the writer found and repaired.
 public struct RecoveryReport: Sendable, Equatable {
     /// Bytes cut from the end of the open segment (a crash tail).
@@ -81,6 +92,9 @@ public final class JournalWriter {
     private var acknowledgedSeq: UInt64
     /// The highest Lamport clock this replica has seen or assigned.
     @exclusivity(unchecked) public private(set) var clock: UInt64
+    /// Events not yet in a sealed segment (pending or in the open one), as of the last
+    /// collected flush: what a seal would publish.
+    public var unsealedEvents: Int { openSegmentEvents + pending.count }
     /// Called with the new `durableSeq` each time a flush has made events durable.
     public var onDurable: ((UInt64) -> Void)?
     /// Set when an automatic seal failed (e.g. the disk is full): the events are durable in
@@ -202,6 +216,39 @@ public final class JournalWriter {
             job.outcome = FaultInjection.withThreadHook(hook) { sink.makeDurable(batch, sealIfDue: true) }
             job.done.signal()
         }
+    }
+
+    // MARK: Flushing without waiting (for callers that must never block on disk)
+
+    /// Starts making every appended event durable on the writer's background thread, and
+    /// returns at once: the caller waits for the ticket on a thread of its own, then hands
+    /// it back to `finishFlush`. With `seal`, the open segment is sealed after the flush
+    /// (what a live board does when its user pauses, so that sync can publish the strokes).
+    /// Returns nil when nothing is pending and no seal was asked for. A batch still in
+    /// flight from an earlier call is waited for first.
+    public func startFlush(seal: Bool = false) throws(JournalError) -> FlushTicket? {
+        guard lock != nil else { throw .closed }
+        collect()
+        try throwDeferred()
+        if let failure { throw .writerFailed(failure) }
+        guard !pending.isEmpty || (seal && openSegmentEvents > 0) else { return nil }
+        let batch = pending
+        pending = []
+        let job = DurableJob()
+        let sink = self.sink
+        inFlight = job
+        let hook = FaultInjection.current
+        background.submit {
+            job.outcome = FaultInjection.withThreadHook(hook) { sink.makeDurable(batch, sealIfDue: true, sealNow: seal) }
+            job.done.signal()
+        }
+        return FlushTicket(job: job, throughSeq: nextSeq - 1)
+    }
+
+    /// Takes in what a started flush did: `durableSeq`, a seal's problem, its error (thrown).
+    public func finishFlush(_ ticket: FlushTicket) throws(JournalError) {
+        if inFlight === ticket.job { collect() }
+        try throwDeferred()
     }
 
     /// Waits for the batch in flight, if any, and takes in what it did.

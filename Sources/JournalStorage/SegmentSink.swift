@@ -25,6 +25,12 @@ struct DurableOutcome: Sendable {
 final class DurableJob: @unchecked Sendable {
     let done = DispatchSemaphore(value: 0)
     var outcome = DurableOutcome()
+
+    /// Blocks until the job is done, leaving `done` signalled for the writer's own wait.
+    func waitUntilDone() {
+        done.wait()
+        done.signal()
+    }
 }
 
 /// The second half of a body being deflated. `piece` is written before `done` is signalled
@@ -73,15 +79,16 @@ final class SegmentSink: @unchecked Sendable {
     }
 
     /// Appends `batch` as blocks and fsyncs; then, if asked, seals once the open segment
-    /// is full. Never throws: the outcome carries what the writer reports.
-    func makeDurable(_ batch: [Event], sealIfDue: Bool) -> DurableOutcome {
+    /// is full (or, with `sealNow`, whatever it holds). Never throws: the outcome carries
+    /// what the writer reports.
+    func makeDurable(_ batch: [Event], sealIfDue: Bool, sealNow: Bool = false) -> DurableOutcome {
         var outcome = DurableOutcome()
         do throws(JournalError) {
             if !batch.isEmpty {
                 try writeBlocks(batch)
                 outcome.durableSeq = batch[batch.count - 1].id.seq
             }
-            if sealIfDue && openSegmentEvents >= sealDueAt {
+            if (sealIfDue && openSegmentEvents >= sealDueAt) || (sealNow && openSegmentEvents > 0) {
                 // What was appended is durable now; a seal that cannot be written (a full disk)
                 // must not stop recording: the open segment keeps growing and sealing is retried.
                 do {
