@@ -69,6 +69,10 @@ let package = Package(
             name: "JournalSync",
             dependencies: ["JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay"],
             swiftSettings: strict),
+        .target(
+            name: "JournalLive",
+            dependencies: ["JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay"],
+            swiftSettings: strict),
         .target(name: "JournalIngest", dependencies: ["JournalFormat", "JournalPlatform"], swiftSettings: strict),
         .target(name: "JournalRender", dependencies: ["JournalFormat", "JournalReplay"], swiftSettings: strict),
         .target(name: "JournalSamples", dependencies: ["JournalFormat"], swiftSettings: strict),
@@ -77,7 +81,7 @@ let package = Package(
             name: "StrokeJournal",
             dependencies: [
                 "JournalFormat", "JournalStorage", "JournalReplay", "JournalSync", "JournalIngest", "JournalRender",
-                "JournalSamples",
+                "JournalSamples", "JournalLive",
             ],
             swiftSettings: strict),
 
@@ -86,7 +90,7 @@ let package = Package(
             name: "journal",
             dependencies: [
                 "JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay", "JournalSync", "JournalIngest",
-                "JournalRender", "JournalSamples",
+                "JournalRender", "JournalSamples", "JournalLive",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -127,6 +131,13 @@ let package = Package(
             name: "JournalSyncTests",
             dependencies: [
                 "JournalSync", "JournalStorage", "JournalReplay", "JournalFormat", "JournalCompression", "JournalPlatform",
+                "JournalTestSupport",
+            ],
+            swiftSettings: strict),
+        .testTarget(
+            name: "JournalLiveTests",
+            dependencies: [
+                "JournalLive", "JournalSync", "JournalStorage", "JournalReplay", "JournalFormat", "JournalPlatform",
                 "JournalTestSupport",
             ],
             swiftSettings: strict),

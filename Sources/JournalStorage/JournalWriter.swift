@@ -169,6 +169,13 @@ public final class JournalWriter {
     /// Appends one event and returns its id. Durable only after the next flush.
     @discardableResult
     public func append(_ payload: Payload) throws(JournalError) -> EventID {
+        try appendEvent(payload).id
+    }
+
+    /// Appends one event and returns it as recorded (id, clock, wall time): what a live
+    /// board folds at once. Durable only after the next flush.
+    @discardableResult
+    public func appendEvent(_ payload: Payload) throws(JournalError) -> Event {
         guard lock != nil else { throw .closed }
         try throwDeferred()
         if let failure { throw .writerFailed(failure) }
@@ -181,14 +188,14 @@ public final class JournalWriter {
         if let seen = sharedClock?.value, seen > clock { observe(lamport: seen) }
         appendedSinceOpen += 1
         clock += 1
-        let id = EventID(replica: replica, seq: nextSeq)
-        pending.append(Event(id: id, lamport: clock, wallTime: now, payload: payload))
+        let event = Event(id: EventID(replica: replica, seq: nextSeq), lamport: clock, wallTime: now, payload: payload)
+        pending.append(event)
         nextSeq += 1
         if pending.count >= options.flushEveryEvents
             || (options.flushIntervalMilliseconds.map { now - pendingSince >= $0 } ?? false) {
             try flushInBackground()
         }
-        return id
+        return event
     }
 
     /// Hands the pending events to the background once the previous batch is durable, so

@@ -1,8 +1,9 @@
 // The library in one import: `import StrokeJournal` gives an app the event model and codec,
-// journals and their writer, replay, sync, NDJSON ingest, SVG rendering and the sample session.
+// journals and their writer, replay, live boards, sync, NDJSON ingest, SVG rendering and the sample session.
 // Each layer stays its own module (docs/ARCHITECTURE.md); this one only re-exports them.
 @_exported import JournalFormat
 @_exported import JournalIngest
+@_exported import JournalLive
 @_exported import JournalRender
 @_exported import JournalReplay
 @_exported import JournalSamples

@@ -1,0 +1,431 @@
+import JournalFormat
+import JournalPlatform
+import JournalReplay
+import JournalStorage
+
+/// How a live board commits, seals and looks for new segments.
+public struct BoardOptions: Sendable {
+    /// Group commit: pending events are made durable this long after the first of them
+    /// was appended (one fsync for every event of the window).
+    public var commitDelayMilliseconds: Int
+    /// Seal the open segment after this long without an append, so that `journal sync`
+    /// (which cannot seal while the board holds the writer lock) can publish the strokes.
+    /// Nil: seal only when the segment is full or the board closes.
+    public var sealAfterIdleMilliseconds: Int?
+    /// Seal the open segment once it holds this many events.
+    public var sealEveryEvents: Int
+    /// Look for new segments at least this often, notification or not (a shared folder on
+    /// NFS notifies nobody; where inotify works this is only a safety net).
+    public var rescanIntervalSeconds: Double
+    /// Watch the journal for segments that sync brings in (off: only `refresh()` does).
+    public var watchForSegments: Bool
+
+    public init(commitDelayMilliseconds: Int = 5, sealAfterIdleMilliseconds: Int? = 1000, sealEveryEvents: Int = 262_144,
+                rescanIntervalSeconds: Double = 2, watchForSegments: Bool = true) {
+        self.commitDelayMilliseconds = max(0, commitDelayMilliseconds)
+        self.sealAfterIdleMilliseconds = sealAfterIdleMilliseconds
+        self.sealEveryEvents = sealEveryEvents
+        self.rescanIntervalSeconds = max(0.05, rescanIntervalSeconds)
+        self.watchForSegments = watchForSegments
+    }
+}
+
+/// What changed on a board, as one batch an app redraws from.
+public struct BoardUpdate: Sendable, Equatable {
+    public enum Origin: Sendable, Equatable {
+        /// Events appended on this board.
+        case local
+        /// Segments that arrived from other machines (through sync).
+        case remote
+        /// The drawing was rebuilt from the journal (`changes` is `[.reset]`).
+        case reload
+    }
+    public var origin: Origin
+    public var changes: [DrawingChange]
+
+    public init(origin: Origin, changes: [DrawingChange]) {
+        self.origin = origin
+        self.changes = changes
+    }
+}
+
+/// A journal open for live drawing: the object an app holds.
+///
+/// Threading (see README, "Live boards"):
+/// - `append` runs on the caller's thread and never touches the disk: it assigns the
+///   event's id and clock, folds it into the in-memory drawing and queues it.
+/// - A committer thread makes queued events durable in groups (`commitDelayMilliseconds`)
+///   and seals the open segment when the user pauses; `flush()` awaits that.
+/// - A watcher thread waits for new segment files (inotify; a timed rescan elsewhere) and an
+///   integrator thread reads them outside the lock, then folds them in under it.
+/// - Every piece of shared state lives in one `Locked` value; each lock is held for
+///   in-memory work only (the seal and the fsync run outside it).
+public final class Board: Sendable {
+    public let directory: JournalDirectory
+    public let replica: ReplicaID
+    public let options: BoardOptions
+    /// What opening the journal found and repaired (a torn tail cut, a copied folder).
+    public let recovery: RecoveryReport
+    private let state: Locked<State>
+    private let committer = WorkerThread()
+    private let timer = WorkerThread()
+    private let integrator = WorkerThread()
+    private let watcherThread = WorkerThread()
+    private let watcher: FolderWatcher?
+
+    struct Subscriber {
+        var continuation: AsyncStream<BoardUpdate>.Continuation
+        /// An update was dropped (the app is not reading): it gets a `.reset` next.
+        var missedUpdates = false
+    }
+
+    struct State {
+        var writer: JournalWriter?
+        var live: LiveReplay
+        /// Own events that a reload (which reads the files) might not find yet.
+        var ownTail: [Event] = []
+        var durableSeq: UInt64
+        var failure: JournalError?
+        var commitScheduled = false
+        var idleSealScheduled = false
+        var lastAppend = 0.0
+        var waiters: [(seq: UInt64, continuation: CheckedContinuation<Result<Void, JournalError>, Never>)] = []
+        var subscribers: [Int: Subscriber] = [:]
+        var nextSubscriber = 0
+        var reloadRequested = false
+        var closed = false
+    }
+
+    /// Opens (or creates, with `create`) the journal at `path` and loads its drawing,
+    /// starting from the newest snapshot.
+    public convenience init(path: String, create: Bool = false, options: BoardOptions = BoardOptions()) throws(JournalError) {
+        let directory: JournalDirectory
+        if create && !FileSystem.exists(path) {
+            directory = try JournalDirectory.create(at: path)
+        } else {
+            directory = try JournalDirectory.open(at: path)
+        }
+        try self.init(directory: directory, options: options)
+    }
+
+    public init(directory: JournalDirectory, options: BoardOptions = BoardOptions()) throws(JournalError) {
+        self.directory = directory
+        self.options = options
+        // The board decides when to commit; the writer never flushes on its own.
+        let writer = try JournalWriter(directory: directory, options: WriterOptions(
+            flushEveryEvents: Int.max, flushIntervalMilliseconds: nil, sealEveryEvents: options.sealEveryEvents,
+            sealOnClose: true))
+        replica = writer.replica
+        recovery = writer.recovery
+        let (live, _) = LiveReplay.load(directory)
+        state = Locked(State(writer: writer, live: live, durableSeq: writer.durableSeq))
+        if options.watchForSegments {
+            try? FileSystem.createDirectory(directory.replicasPath)
+            watcher = try? FolderWatcher(roots: [directory.replicasPath], depth: 1)
+            startWatching()
+        } else {
+            watcher = nil
+        }
+    }
+
+    deinit {
+        // `close()` is the way out; this only keeps a forgotten board from leaking threads.
+        watcher?.stop()
+    }
+
+    // MARK: Drawing
+
+    /// Records one event and folds it into the drawing at once; durable within
+    /// `commitDelayMilliseconds` (await `flush()` to know). Never waits for the disk.
+    @discardableResult
+    public func append(_ payload: Payload) throws(JournalError) -> EventID {
+        let (id, scheduleCommit) = try state.withLock { state throws(JournalError) -> (EventID, Bool) in
+            guard let writer = state.writer, !state.closed else { throw .closed }
+            if let failure = state.failure { throw failure }
+            let event = try writer.appendEvent(payload)
+            var changes: [DrawingChange] = []
+            if state.live.applyOwn(event, changes: &changes) == .needsReload { state.reloadRequested = true }
+            state.ownTail.append(event)
+            state.lastAppend = ProcessInfoLite.monotonicSeconds()
+            if !changes.isEmpty { Self.deliver(BoardUpdate(origin: .local, changes: changes), to: &state) }
+            let schedule = !state.commitScheduled
+            state.commitScheduled = true
+            return (event.id, schedule)
+        }
+        if scheduleCommit { scheduleCommitJob(delayed: true) }
+        return id
+    }
+
+    /// Returns once every event appended before the call is durable (fsynced).
+    public func flush() async throws(JournalError) {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, JournalError>, Never>) in
+            let schedule = state.withLock { state -> Bool in
+                if let failure = state.failure {
+                    continuation.resume(returning: .failure(failure))
+                    return false
+                }
+                let target = (state.writer?.nextSeq ?? 1) - 1
+                guard state.durableSeq < target else {
+                    continuation.resume(returning: .success(()))
+                    return false
+                }
+                state.waiters.append((target, continuation))
+                let schedule = !state.commitScheduled
+                state.commitScheduled = true
+                return schedule
+            }
+            if schedule { scheduleCommitJob(delayed: false) }
+        }
+        try result.get()
+    }
+
+    /// The whole drawing now (a copy: O(points) under the lock; prefer `stroke(_:)` for
+    /// what an update names).
+    public var drawing: Drawing { state.withLock { $0.live.drawing.drawing } }
+
+    public func stroke(_ id: StrokeID) -> Drawing.Stroke? { state.withLock { $0.live.drawing.stroke(id) } }
+
+    /// A stroke's place in z-order (0: drawn first).
+    public func zIndex(of id: StrokeID) -> Int? { state.withLock { $0.live.drawing.zIndex(of: id) } }
+
+    public var strokeCount: Int { state.withLock { $0.live.drawing.strokeCount } }
+    public var pointCount: Int { state.withLock { $0.live.drawing.pointCount } }
+    /// Every own event up to this seq is durable.
+    public var durableSeq: UInt64 { state.withLock { $0.durableSeq } }
+    /// Seq ranges of every replica folded into the drawing.
+    public var covered: [ReplicaID: SeqRanges] { state.withLock { $0.live.covered } }
+
+    /// Every change from now on, one batch per append or integration. An app that stops
+    /// reading misses nothing silently: once its buffer fills, changes are dropped and the
+    /// next one it can take is a `.reset` (redraw everything).
+    public func updates(bufferingLimit: Int = 4096) -> AsyncStream<BoardUpdate> {
+        let (stream, continuation) = AsyncStream<BoardUpdate>.makeStream(bufferingPolicy: .bufferingOldest(bufferingLimit))
+        let key = state.withLock { state -> Int in
+            if state.closed {
+                continuation.finish()
+                return -1
+            }
+            let key = state.nextSubscriber
+            state.nextSubscriber += 1
+            state.subscribers[key] = Subscriber(continuation: continuation)
+            return key
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: key) != nil }
+        }
+        return stream
+    }
+
+    private static func deliver(_ update: BoardUpdate, to state: inout State) {
+        for (key, var subscriber) in state.subscribers {
+            if subscriber.missedUpdates {
+                guard case .enqueued = subscriber.continuation.yield(BoardUpdate(origin: .reload, changes: [.reset])) else { continue }
+                subscriber.missedUpdates = false
+                state.subscribers[key] = subscriber
+                continue
+            }
+            if case .dropped = subscriber.continuation.yield(update) {
+                subscriber.missedUpdates = true
+                state.subscribers[key] = subscriber
+            }
+        }
+    }
+
+    // MARK: Durability (the committer thread)
+
+    private func scheduleCommitJob(delayed: Bool) {
+        let delay = delayed ? options.commitDelayMilliseconds : 0
+        committer.submit { [weak self] in
+            if delay > 0 { ProcessInfoLite.sleep(milliseconds: delay) }
+            self?.commit(seal: false)
+        }
+    }
+
+    /// Makes what is pending durable (and seals, when asked), then wakes the waiters.
+    private func commit(seal: Bool) {
+        let ticket = state.withLock { state -> FlushTicket? in
+            if !seal { state.commitScheduled = false }
+            guard let writer = state.writer, state.failure == nil else { return nil }
+            do throws(JournalError) {
+                return try writer.startFlush(seal: seal)
+            } catch {
+                state.failure = error
+                Self.resumeWaiters(&state)
+                return nil
+            }
+        }
+        guard let ticket else { return }
+        // The fsync (and a seal) happen here, with the lock free: appends go on meanwhile.
+        ticket.waitUntilDone()
+        let (again, idle) = state.withLock { state -> (Bool, Bool) in
+            guard let writer = state.writer else { return (false, false) }
+            do throws(JournalError) {
+                try writer.finishFlush(ticket)
+                state.durableSeq = max(state.durableSeq, ticket.throughSeq)
+            } catch {
+                state.failure = error
+            }
+            Self.resumeWaiters(&state)
+            // Events appended during the flush, with a waiter: commit them without delay.
+            let again = !state.waiters.isEmpty && !state.commitScheduled
+            if again { state.commitScheduled = true }
+            let idle = options.sealAfterIdleMilliseconds != nil && !state.idleSealScheduled && !seal
+            if idle { state.idleSealScheduled = true }
+            return (again, idle)
+        }
+        if again { scheduleCommitJob(delayed: false) }
+        if idle, let wait = options.sealAfterIdleMilliseconds { scheduleIdleSeal(after: wait) }
+    }
+
+    private static func resumeWaiters(_ state: inout State) {
+        if let failure = state.failure {
+            for waiter in state.waiters { waiter.continuation.resume(returning: .failure(failure)) }
+            state.waiters.removeAll()
+            return
+        }
+        let durable = state.durableSeq
+        state.waiters.removeAll { waiter in
+            guard waiter.seq <= durable else { return false }
+            waiter.continuation.resume(returning: .success(()))
+            return true
+        }
+    }
+
+    /// After a pause in drawing, seal the open segment so that sync can publish it.
+    private func scheduleIdleSeal(after milliseconds: Int) {
+        timer.submit { [weak self] in
+            // In slices, so that `close()` does not wait out a whole pause.
+            var slept = 0
+            while slept < milliseconds {
+                let slice = min(50, milliseconds - slept)
+                ProcessInfoLite.sleep(milliseconds: slice)
+                slept += slice
+                guard self?.state.withLock({ !$0.closed }) ?? false else { return }
+            }
+            guard let self else { return }
+            let due = self.state.withLock { state -> Bool in
+                state.idleSealScheduled = false
+                let quiet = ProcessInfoLite.monotonicSeconds() - state.lastAppend >= Double(milliseconds) / 1000
+                return quiet && !state.closed && (state.writer?.unsealedEvents ?? 0) > 0
+            }
+            if due {
+                self.committer.submit { [weak self] in self?.commit(seal: true) }
+            } else if self.state.withLock({ state -> Bool in
+                let again = !state.closed && !state.idleSealScheduled && (state.writer?.unsealedEvents ?? 0) > 0
+                if again { state.idleSealScheduled = true }
+                return again
+            }) {
+                self.scheduleIdleSeal(after: milliseconds)
+            }
+        }
+    }
+
+    // MARK: Segments from other machines (the watcher and integrator threads)
+
+    private func startWatching() {
+        guard let watcher else { return }
+        let interval = options.rescanIntervalSeconds
+        watcherThread.submit { [weak self] in
+            while true {
+                let outcome = watcher.wait(timeoutSeconds: interval)
+                guard outcome != .stopped, let board = self else { return }
+                watcher.rescan()
+                board.integrator.submit { [weak board] in _ = board?.integrateNewSegments() }
+            }
+        }
+    }
+
+    /// Folds in the segments that appeared in the journal since the last look (sync put
+    /// them there). Returns the number of events that changed the drawing's input.
+    @discardableResult
+    public func refresh() async -> Int {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+            integrator.submit { [weak self] in continuation.resume(returning: self?.integrateNewSegments() ?? 0) }
+        }
+    }
+
+    /// Runs on the integrator thread only, so integrations never overlap.
+    private func integrateNewSegments() -> Int {
+        let (cursor, reload) = state.withLock { state -> (LiveReplay.Cursor, Bool) in
+            // Own events up to `durableSeq` are in the files a reload reads.
+            let durable = state.durableSeq
+            state.ownTail.removeAll { $0.id.seq <= durable }
+            return (state.live.readCursor, state.reloadRequested)
+        }
+        if !reload {
+            let increment = LiveReplay.readNew(directory, after: cursor, own: replica)
+            if increment.isEmpty { return 0 }
+            let integrated = state.withLock { state -> Bool in
+                guard !state.closed else { return true }
+                var changes: [DrawingChange] = []
+                guard state.live.integrate(increment, changes: &changes) else { return false }
+                // Causality (invariant 4): what this board records next follows what it saw.
+                if let newest = increment.events.map(\.lamport).max() { state.writer?.observe(lamport: newest) }
+                if !changes.isEmpty { Self.deliver(BoardUpdate(origin: .remote, changes: changes.coalesced()), to: &state) }
+                return true
+            }
+            if integrated { return increment.events.count }
+        }
+        return reloadFromJournal()
+    }
+
+    /// Rebuilds the drawing from the files (outside the lock), then adds the own events the
+    /// files do not hold yet. The answer of last resort, exact by construction.
+    private func reloadFromJournal() -> Int {
+        for _ in 0..<3 {
+            let (fresh, report) = LiveReplay.load(directory, useSnapshots: false)
+            let done = state.withLock { state -> Bool in
+                guard !state.closed else { return true }
+                var fresh = fresh
+                let own = fresh.covered[replica] ?? SeqRanges()
+                // A seal that renamed the open segment while it was read can hide own events
+                // from this load: then read again rather than show a drawing without them.
+                let trimmedThrough = state.ownTail.first.map { $0.id.seq - 1 } ?? state.durableSeq
+                guard trimmedThrough == 0 || own.containsAll(1...trimmedThrough) else { return false }
+                var ignored: [DrawingChange] = []
+                for event in state.ownTail where !own.contains(event.id.seq) { _ = fresh.applyOwn(event, changes: &ignored) }
+                state.live = fresh
+                state.reloadRequested = false
+                Self.deliver(BoardUpdate(origin: .reload, changes: [.reset]), to: &state)
+                return true
+            }
+            if done { return report.eventCount }
+        }
+        return 0
+    }
+
+    // MARK: Closing
+
+    /// Makes everything durable, seals the open segment (so sync can publish it), releases
+    /// the writer lock and ends every update stream.
+    public func close() async throws(JournalError) {
+        watcher?.stop()
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, JournalError>, Never>) in
+            // Behind every commit already queued on the committer thread.
+            committer.submit { [weak self] in
+                guard let self else { return continuation.resume(returning: .success(())) }
+                let (outcome, streams) = self.state.withLock { state -> (Result<Void, JournalError>, [AsyncStream<BoardUpdate>.Continuation]) in
+                    guard let writer = state.writer else { return (.success(()), []) }
+                    state.closed = true
+                    var outcome: Result<Void, JournalError> = .success(())
+                    do throws(JournalError) { try writer.close() } catch { outcome = .failure(error) }
+                    if case .success = outcome { state.durableSeq = writer.nextSeq - 1 }
+                    if case .failure(let error) = outcome, state.failure == nil { state.failure = error }
+                    state.writer = nil
+                    Self.resumeWaiters(&state)
+                    let streams = state.subscribers.values.map(\.continuation)
+                    state.subscribers.removeAll()
+                    return (outcome, streams)
+                }
+                // Outside the lock: finishing a stream runs its termination handler, which locks.
+                for stream in streams { stream.finish() }
+                continuation.resume(returning: outcome)
+            }
+        }
+        committer.stop()
+        timer.stop()
+        integrator.stop()
+        watcherThread.stop()
+        try result.get()
+    }
+}

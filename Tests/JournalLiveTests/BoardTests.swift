@@ -1,0 +1,166 @@
+import JournalFormat
+import JournalLive
+import JournalPlatform
+import JournalReplay
+import JournalStorage
+import JournalSync
+import JournalTestSupport
+import Testing
+
+/// A live board: appends fold at once and become durable in the background, segments that
+/// sync brings are folded in as they appear, and the drawing is always the full replay's.
+@Suite struct BoardTests {
+    func point(_ stroke: StrokeID, _ index: Int, color: UInt32 = 0x1E88E5FF) -> Payload {
+        .point(PointSample(stroke: stroke, x: Double(index) * 1.5, y: Double(index % 7) / 3, pressure: 0.5,
+                           t: Double(index) / 120, style: Style(color: RGBA(rawValue: color), width: 2)))
+    }
+
+    /// Waits (up to `seconds`) for an update that satisfies `matches`.
+    func firstUpdate(_ stream: AsyncStream<BoardUpdate>, within seconds: Double,
+                     where matches: @escaping @Sendable (BoardUpdate) -> Bool) async -> BoardUpdate? {
+        await withTaskGroup(of: BoardUpdate?.self) { group in
+            group.addTask {
+                for await update in stream where matches(update) { return update }
+                return nil
+            }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    @Test func appendsFoldAtOnceAndFlushMakesThemDurable() async throws {
+        let temp = TemporaryDirectory("board-append")
+        defer { temp.remove() }
+        let board = try Board(path: temp.path + "/board", create: true, options: BoardOptions(watchForSegments: false))
+        let updates = board.updates()
+        let stroke = StrokeID(UUIDBits(high: 1, low: 2))
+        for index in 0..<200 { try board.append(point(stroke, index)) }
+        try board.append(.end(stroke))
+        // Folded before anything reached the disk.
+        #expect(board.stroke(stroke)?.points.count == 200)
+        #expect(board.stroke(stroke)?.ended == true)
+        try await board.flush()
+        #expect(board.durableSeq == 201)
+        let first = await firstUpdate(updates, within: 2) { _ in true }
+        #expect(first == BoardUpdate(origin: .local, changes: [.added(stroke)]))
+        // What is durable is what a replay of the files gives.
+        let onDisk = Replay.load(board.directory, useSnapshots: false).drawing
+        #expect(onDisk == board.drawing)
+        let drawing = board.drawing
+        try await board.close()
+        #expect(throws: JournalError.self) { try board.append(point(stroke, 1)) }
+        let reopened = try Board(path: temp.path + "/board", options: BoardOptions(watchForSegments: false))
+        #expect(reopened.drawing == drawing)
+        try await reopened.close()
+    }
+
+    @Test func aPauseSealsTheOpenSegmentSoSyncCanPublishIt() async throws {
+        let temp = TemporaryDirectory("board-idle-seal")
+        defer { temp.remove() }
+        let board = try Board(path: temp.path + "/board", create: true,
+                              options: BoardOptions(sealAfterIdleMilliseconds: 200, watchForSegments: false))
+        let stroke = StrokeID(UUIDBits(high: 3, low: 4))
+        for index in 0..<50 { try board.append(point(stroke, index)) }
+        try await board.flush()
+        let folder = board.directory.replicasPath + "/" + board.replica.hex
+        var sealed: [String] = []
+        for _ in 0..<40 where sealed.isEmpty {
+            try await Task.sleep(for: .milliseconds(100))
+            sealed = ((try? FileSystem.list(folder)) ?? []).map(\.name).filter { $0.hasSuffix(".sjs") }
+        }
+        #expect(sealed.count == 1, "no sealed segment 4 s after the last append")
+        // Recording goes on into a new open segment; the drawing is unchanged by the seal.
+        try board.append(.end(stroke))
+        try await board.flush()
+        #expect(Replay.load(board.directory, useSnapshots: false).drawing == board.drawing)
+        try await board.close()
+    }
+
+    @Test func segmentsThatSyncBringsAreFoldedInWhileDrawing() async throws {
+        let temp = TemporaryDirectory("board-remote")
+        defer { temp.remove() }
+        let board = try Board(path: temp.path + "/a", create: true, options: BoardOptions(rescanIntervalSeconds: 30))
+        let other = try JournalDirectory.create(at: temp.path + "/b")
+        let updates = board.updates()
+        // The other machine draws first (low clocks); this board draws more (higher clocks),
+        // so the other's events arrive late and sort before some of ours.
+        var generator = EventGenerator(seed: 77)
+        let remoteStrokes = (0..<5).map { _ in generator.newStroke() }
+        let writer = try JournalWriter(directory: other)
+        for (n, stroke) in remoteStrokes.enumerated() {
+            for index in 0..<30 { try writer.append(point(stroke, index + n, color: 0xFF0000FF)) }
+            try writer.append(.end(stroke))
+        }
+        try writer.close()
+        let local = StrokeID(UUIDBits(high: 9, low: 9))
+        for index in 0..<400 { try board.append(point(local, index)) }
+        try await board.flush()
+
+        let report = try await SyncEngine(journal: board.directory).merge(from: [other.root])
+        #expect(report.imported.count == 1)
+        let remote = await firstUpdate(updates, within: 10) { $0.origin == .remote }
+        #expect(remote != nil, "the board did not notice the imported segment")
+        #expect(remote?.changes.contains(.added(remoteStrokes[0])) == true)
+        #expect(board.strokeCount == 6)
+        // Exactly the full replay of the journal, z-order included.
+        try await board.flush()
+        let replayed = Replay.load(board.directory, useSnapshots: false).drawing
+        #expect(replayed == board.drawing)
+        #expect(replayed.digest == board.drawing.digest)
+        // What the board records next follows what it saw (invariant 4).
+        try board.append(.end(local))
+        try await board.close()
+    }
+
+    @Test func aSegmentOverlappingFoldedEventsReloadsExactly() async throws {
+        let temp = TemporaryDirectory("board-reload")
+        defer { temp.remove() }
+        let board = try Board(path: temp.path + "/a", create: true, options: BoardOptions(watchForSegments: false))
+        var generator = EventGenerator(seed: 5)
+        let events = generator.stroke(points: 30)
+        let folder = board.directory.replicasPath + "/" + generator.replica.hex
+        try FileSystem.createDirectory(folder)
+        func plant(_ slice: ArraySlice<Event>) throws {
+            let bytes = SegmentEncoder.segment(replica: generator.replica, events: Array(slice))
+            let name = SegmentName(firstSeq: slice.first!.id.seq, lastSeq: slice.last!.id.seq, contents: bytes)
+            try FileSystem.writeAtomically(bytes, to: folder + "/" + name.fileName)
+        }
+        try plant(events[0..<20])
+        #expect(await board.refresh() == 20)
+        let updates = board.updates()
+        try board.append(point(StrokeID(UUIDBits(high: 4, low: 4)), 1))
+        // A second cut of the same replica's events, overlapping the first.
+        try plant(events[10..<31])
+        await board.refresh()
+        let reset = await firstUpdate(updates, within: 2) { $0.origin == .reload }
+        #expect(reset?.changes == [.reset])
+        try await board.flush()
+        #expect(board.drawing == Replay.load(board.directory, useSnapshots: false).drawing)
+        #expect(board.pointCount == 31)
+        try await board.close()
+    }
+
+    @Test func anAppThatStopsReadingGetsAResetNotASilentGap() async throws {
+        let temp = TemporaryDirectory("board-slow-reader")
+        defer { temp.remove() }
+        let board = try Board(path: temp.path + "/a", create: true, options: BoardOptions(watchForSegments: false))
+        let updates = board.updates(bufferingLimit: 4)
+        let stroke = StrokeID(UUIDBits(high: 6, low: 6))
+        for index in 0..<20 { try board.append(point(stroke, index)) }
+        var received: [BoardUpdate] = []
+        for await update in updates {
+            received.append(update)
+            // The buffer is drained: the next change is announced as a reset.
+            if received.count == 4 { try board.append(.end(stroke)) }
+            if received.count == 5 { break }
+        }
+        #expect(received.prefix(4).allSatisfy { $0.origin == .local })
+        #expect(received[4] == BoardUpdate(origin: .reload, changes: [.reset]))
+        try await board.close()
+    }
+}
