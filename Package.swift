@@ -67,7 +67,10 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "JournalSync",
-            dependencies: ["JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay"],
+            dependencies: [
+                "JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay",
+                .product(name: "Atomics", package: "swift-atomics"),
+            ],
             swiftSettings: strict),
         .target(
             name: "JournalLive",

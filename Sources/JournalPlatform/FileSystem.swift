@@ -531,3 +531,18 @@ extension ProcessInfoLite {
         usleep(useconds_t(milliseconds * 1000))
     }
 }
+
+extension ProcessInfoLite {
+    /// The local time of day, "HH:MM:SS", for lines of a long-running command.
+    public static func localTimeOfDay() -> String {
+        var now = time(nil)
+        var parts = tm()
+        // localtime_r, unlike localtime, need not read TZ: do it once.
+        _ = timeZoneLoaded
+        guard localtime_r(&now, &parts) != nil else { return "--:--:--" }
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return two(parts.tm_hour) + ":" + two(parts.tm_min) + ":" + two(parts.tm_sec)
+    }
+
+    private static let timeZoneLoaded: Void = tzset()
+}

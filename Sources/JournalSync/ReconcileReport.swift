@@ -28,8 +28,12 @@ public struct ReconcileReport: Sendable {
     public var replicas: [ReplicaState] = []
     /// Canonical names (`<replica>/<name>`) imported into the local journal.
     public var imported: [String] = []
+    /// Events in the segments imported (a segment's event count, duplicates included).
+    public var importedEvents = 0
     /// Canonical names published to the target.
     public var published: [String] = []
+    /// Bytes of the segments published.
+    public var publishedBytes: Int64 = 0
     /// Files that were read and refused: corrupt, incomplete (half-copied), unreadable.
     public var rejected: [Problem] = []
     /// Files never read: temporaries, placeholders, symlinks, unknown names.
@@ -89,7 +93,9 @@ extension ReconcileReport {
         object.add("sealed", sealed)
         object.add("sealSkipped", sealSkipped)
         object.add("imported", strings: imported.sorted())
+        object.add("importedEvents", importedEvents)
         object.add("published", strings: published.sorted())
+        object.add("publishedBytes", publishedBytes)
         object.add("replicas", objects: replicas.sorted { $0.replica < $1.replica }.map { state in
             var entry = JSONObject()
             entry.add("replica", state.replica.hex)

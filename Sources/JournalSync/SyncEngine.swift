@@ -195,6 +195,7 @@ public struct SyncEngine {
                     index.add(entry)
                     let canonical = name.relativePath(in: file.replica)
                     report.imported.append(canonical)
+                    report.importedEvents += entry.eventCount
                     report.replicas[report.state(file.replica)].imported += 1
                     if claimed?.identifiesContents != true { cache.store(.held(canonical), target: key, file: file, identity: fileIdentity) }
                 case .alreadyPresent(let name):
@@ -221,6 +222,7 @@ public struct SyncEngine {
         if publish {
             let remoteKeys = remote.segmentKeys
             var outgoing: [String] = []
+            var outgoingSizes: [String: Int64] = [:]
             // Listed again: segments just imported from conflict copies go out under their
             // canonical names too.
             let localNow = report.imported.isEmpty ? local : TreeListing.scan(replicasPath: journal.replicasPath)
@@ -236,6 +238,7 @@ public struct SyncEngine {
                     continue
                 }
                 outgoing.append(file.relativePath)
+                outgoingSizes[file.relativePath] = file.size
             }
             if !outgoing.isEmpty {
                 progress?("publishing \(outgoing.count) segment(s)")
@@ -243,6 +246,7 @@ public struct SyncEngine {
                 report.published += outcome.sent
                 report.notPublished += outcome.refused
                 for relative in outcome.sent {
+                    report.publishedBytes += outgoingSizes[relative] ?? 0
                     if let replica = ReplicaID(hex: relative.prefix(32)) { report.replicas[report.state(replica)].published += 1 }
                 }
             }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import JournalPlatform
 import JournalStorage
 import JournalSync
 
@@ -15,9 +16,19 @@ extension JournalCommand {
                 TARGET is a folder (NFS, Syncthing, Dropbox, USB stick) or anything rsync
                 reaches: host:path, user@host:path, rsync://host/module/path.
 
+                With --watch it keeps syncing until interrupted (Ctrl-C or SIGTERM finish the
+                round in progress, then exit 0): a round starts when a segment appears in this
+                journal (a recorder or a drawing app sealed one) or in a folder TARGET (another
+                machine published), and at least every --interval seconds (the only trigger for
+                an rsync TARGET). Only rounds that change something print a line (with --json,
+                one report object per such round). Another sync holding the journal skips a
+                round; an unreachable target is reported once and retried.
+
                 Examples:
                   journal sync -C board /mnt/shared/board
                   journal sync -C board alice@studio:boards/poster --rsh 'ssh -p 2222'
+                  journal sync -C board /mnt/shared/board --watch
+                  journal sync -C board alice@studio:boards/poster --watch --interval 10
                 """)
 
         @OptionGroup var options: JournalOptions
@@ -31,6 +42,18 @@ extension JournalCommand {
         @Flag(help: "Start a new shared board at TARGET even if it is missing or holds other files.")
         var create = false
         @Flag(help: "Print the reconcile report as one JSON object.") var json = false
+        @Flag(help: "Keep syncing until interrupted: on every new segment here or in a folder TARGET, and every --interval seconds.")
+        var watch = false
+        @Option(help: ArgumentHelp("With --watch: the longest pause between rounds (default 2).", valueName: "seconds"))
+        var interval: Double?
+
+        func validate() throws {
+            guard let interval else { return }
+            guard watch else { throw ValidationError("--interval goes with --watch") }
+            guard interval >= 0.1 && interval <= 86_400 else {
+                throw ValidationError("--interval must be between 0.1 and 86400 seconds")
+            }
+        }
 
         func run() async throws {
             try await reportingErrors {
@@ -41,10 +64,57 @@ extension JournalCommand {
                 case .folder: parsed = .directory(target)
                 case .rsync: parsed = .rsync(target)
                 }
+                if watch {
+                    try await watching(journal: journal, target: parsed)
+                    return
+                }
                 try await printReport(json: json, label: "sync", journal: journal) { engine async throws(SyncError) in
                     try await engine.sync(parsed, rsh: rsh, seal: !noSeal, create: create)
                 }
             }
+        }
+
+        /// `--watch`: rounds until SIGINT or SIGTERM. Round lines go to standard output (with
+        /// `--json`, report objects only), the rest to standard error.
+        private func watching(journal: JournalDirectory, target: SyncTarget) async throws {
+            let every = interval ?? 2
+            let loop = SyncWatch(journal: journal, target: target,
+                                 options: .init(interval: every, rsh: rsh, seal: !noSeal, create: create))
+            let trap = SignalTrap { _ in loop.stop() }
+            defer { trap.cancel() }
+            func line(_ text: String) -> String { "\(ProcessInfoLite.localTimeOfDay()) sync: \(text)\n" }
+            let json = json
+            if !json {
+                Terminal.write(line("watching \(target) (on new segments and every \(SyncWatch.Options.wording(every)); Ctrl-C stops)"))
+                Terminal.flush()
+            }
+            do throws(SyncError) {
+                try await loop.run { event in
+                    switch event {
+                    case .synced(let report):
+                        if json {
+                            Terminal.write(report.json)
+                        } else {
+                            Terminal.write(line(SyncWatch.summary(of: report)))
+                            for problem in report.rejected { Terminal.write("  not imported: \(problem)\n") }
+                            for problem in report.notPublished { Terminal.write("  not published: \(problem)\n") }
+                        }
+                        Terminal.flush()
+                    case .busy(let pid):
+                        Terminal.standardError(line("\(SyncError.busy(pid: pid)); skipping rounds until it is done"))
+                    case .failed(let error):
+                        Terminal.standardError(line("\(error); trying again"))
+                    case .recovered:
+                        Terminal.standardError(line("syncing again"))
+                    case .intervalOnly(let why):
+                        Terminal.standardError(line(why))
+                    }
+                }
+            } catch {
+                throw cliError(error)
+            }
+            if json { Terminal.standardError(line("stopped")) } else { Terminal.write(line("stopped")) }
+            Terminal.flush()
         }
     }
 
@@ -104,16 +174,21 @@ private func printReport(
         report = try await operation(engine)
     } catch {
         progress.finish()
-        // Another sync on this journal is "locked", like another writer: try again later.
-        switch error {
-        case .busy: throw CLIError(error.description, code: CLIError.locked)
-        // A path that names no board is a usage mistake, not an I/O failure.
-        case .targetMissing, .sourceMissing, .notABoard, .targetNotADirectory, .sameJournal:
-            throw CLIError(error.description, code: 64)
-        default: throw CLIError(error.description, code: CLIError.ioError)
-        }
+        throw cliError(error)
     }
     progress.finish()
     Terminal.write(json ? report.json : report.text)
     Terminal.flush()
+}
+
+/// The message and exit code of a sync or merge that failed.
+private func cliError(_ error: SyncError) -> CLIError {
+    switch error {
+    // Another sync on this journal is "locked", like another writer: try again later.
+    case .busy: return CLIError(error.description, code: CLIError.locked)
+    // A path that names no board is a usage mistake, not an I/O failure.
+    case .targetMissing, .sourceMissing, .notABoard, .targetNotADirectory, .sameJournal:
+        return CLIError(error.description, code: 64)
+    default: return CLIError(error.description, code: CLIError.ioError)
+    }
 }
