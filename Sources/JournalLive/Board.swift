@@ -12,6 +12,10 @@ public struct BoardOptions: Sendable {
     /// (which cannot seal while the board holds the writer lock) can publish the strokes.
     /// Nil: seal only when the segment is full or the board closes.
     public var sealAfterIdleMilliseconds: Int?
+    /// Seal at the latest this long after the first unsealed event, even while drawing goes
+    /// on without a pause: the bound on how late other machines see a stroke. Each seal is a
+    /// small file; sealing less often means fewer, larger ones.
+    public var sealAfterMilliseconds: Int
     /// Seal the open segment once it holds this many events.
     public var sealEveryEvents: Int
     /// Look for new segments at least this often, notification or not (a shared folder on
@@ -20,10 +24,12 @@ public struct BoardOptions: Sendable {
     /// Watch the journal for segments that sync brings in (off: only `refresh()` does).
     public var watchForSegments: Bool
 
-    public init(commitDelayMilliseconds: Int = 5, sealAfterIdleMilliseconds: Int? = 1000, sealEveryEvents: Int = 262_144,
+    public init(commitDelayMilliseconds: Int = 5, sealAfterIdleMilliseconds: Int? = 300, sealAfterMilliseconds: Int = 500,
+                sealEveryEvents: Int = 262_144,
                 rescanIntervalSeconds: Double = 2, watchForSegments: Bool = true) {
         self.commitDelayMilliseconds = max(0, commitDelayMilliseconds)
         self.sealAfterIdleMilliseconds = sealAfterIdleMilliseconds
+        self.sealAfterMilliseconds = max(0, sealAfterMilliseconds)
         self.sealEveryEvents = sealEveryEvents
         self.rescanIntervalSeconds = max(0.05, rescanIntervalSeconds)
         self.watchForSegments = watchForSegments
@@ -89,6 +95,8 @@ public final class Board: Sendable {
         var commitScheduled = false
         var idleSealScheduled = false
         var lastAppend = 0.0
+        /// When the oldest event not yet in a sealed segment was appended.
+        var unsealedSince: Double?
         var waiters: [(seq: UInt64, continuation: CheckedContinuation<Result<Void, JournalError>, Never>)] = []
         var subscribers: [Int: Subscriber] = [:]
         var nextSubscriber = 0
@@ -147,6 +155,7 @@ public final class Board: Sendable {
             if state.live.applyOwn(event, changes: &changes) == .needsReload { state.reloadRequested = true }
             state.ownTail.append(event)
             state.lastAppend = ProcessInfoLite.monotonicSeconds()
+            if state.unsealedSince == nil { state.unsealedSince = state.lastAppend }
             if !changes.isEmpty { Self.deliver(BoardUpdate(origin: .local, changes: changes), to: &state) }
             let schedule = !state.commitScheduled
             state.commitScheduled = true
@@ -262,6 +271,8 @@ public final class Board: Sendable {
             do throws(JournalError) {
                 try writer.finishFlush(ticket)
                 state.durableSeq = max(state.durableSeq, ticket.throughSeq)
+                // Events appended while the seal ran are in the next open segment.
+                if seal { state.unsealedSince = writer.unsealedEvents > 0 ? ProcessInfoLite.monotonicSeconds() : nil }
             } catch {
                 state.failure = error
             }
@@ -291,31 +302,35 @@ public final class Board: Sendable {
         }
     }
 
-    /// After a pause in drawing, seal the open segment so that sync can publish it.
-    private func scheduleIdleSeal(after milliseconds: Int) {
+    /// Seals the open segment after a pause in drawing, or once its oldest event is
+    /// `sealAfterMilliseconds` old, so that sync can publish it.
+    private func scheduleIdleSeal(after idleMilliseconds: Int) {
+        let idle = Double(idleMilliseconds) / 1000
+        let maxAge = Double(options.sealAfterMilliseconds) / 1000
         timer.submit { [weak self] in
-            // In slices, so that `close()` does not wait out a whole pause.
-            var slept = 0
-            while slept < milliseconds {
-                let slice = min(50, milliseconds - slept)
-                ProcessInfoLite.sleep(milliseconds: slice)
-                slept += slice
-                guard self?.state.withLock({ !$0.closed }) ?? false else { return }
-            }
-            guard let self else { return }
-            let due = self.state.withLock { state -> Bool in
-                state.idleSealScheduled = false
-                let quiet = ProcessInfoLite.monotonicSeconds() - state.lastAppend >= Double(milliseconds) / 1000
-                return quiet && !state.closed && (state.writer?.unsealedEvents ?? 0) > 0
-            }
-            if due {
-                self.committer.submit { [weak self] in self?.commit(seal: true) }
-            } else if self.state.withLock({ state -> Bool in
-                let again = !state.closed && !state.idleSealScheduled && (state.writer?.unsealedEvents ?? 0) > 0
-                if again { state.idleSealScheduled = true }
-                return again
-            }) {
-                self.scheduleIdleSeal(after: milliseconds)
+            while let self {
+                enum Next: Sendable { case wait(Double), seal, done }
+                let next = self.state.withLock { state -> Next in
+                    guard !state.closed, (state.writer?.unsealedEvents ?? 0) > 0 || state.unsealedSince != nil else {
+                        state.idleSealScheduled = false
+                        return .done
+                    }
+                    let now = ProcessInfoLite.monotonicSeconds()
+                    let since = state.unsealedSince ?? now
+                    let due = min(state.lastAppend + idle, since + maxAge)
+                    guard due <= now else { return .wait(due - now) }
+                    state.idleSealScheduled = false
+                    return .seal
+                }
+                switch next {
+                case .done: return
+                case .seal:
+                    self.committer.submit { [weak self] in self?.commit(seal: true) }
+                    return
+                case .wait(let seconds):
+                    // In slices, so that `close()` does not wait out a whole pause.
+                    ProcessInfoLite.sleep(milliseconds: max(1, min(100, Int((seconds * 1000).rounded(.up)))))
+                }
             }
         }
     }

@@ -16,16 +16,29 @@ extension JournalCommand {
                 three machines' journals and a board that merges them, then renders board.svg.
                 Needs nothing but this binary.
 
-                Example:
+                With --live, two people draw at once instead, on two live boards that share
+                only a folder, each syncing continuously; every stroke one board receives from
+                the other is printed with its delay, and the two drawings are compared at the end.
+
+                Examples:
                   journal demo
                   journal demo /tmp/try-it && journal stats -C /tmp/try-it/board
+                  journal demo --live /tmp/live
                 """)
 
         @Argument(help: "Where to put the demo (must not exist yet).")
         var directory: String?
+        @Flag(help: "Two live boards drawing at once through one shared folder.")
+        var live = false
+        @Option(help: ArgumentHelp("With --live: how many times faster than a real pen (120 samples/s) to draw.", valueName: "factor"))
+        var speed: Double = 4
 
         func run() async throws {
             try await reportingErrors {
+                if live {
+                    guard speed.isFinite, speed > 0, speed <= 1000 else { throw CLIError("--speed must be a number above 0 and at most 1000", code: 64) }
+                    return try await LiveDemo(root: try chooseDirectory(), speed: speed).run()
+                }
                 let root = try chooseDirectory()
                 try FileSystem.createDirectory(root)
                 let started = ProcessInfoLite.monotonicSeconds()
