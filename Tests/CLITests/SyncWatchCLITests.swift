@@ -89,10 +89,11 @@ import Testing
         recorder.waitUntilExit()
         #expect(recorder.terminationStatus == 0)
         let sealedAt = Date()
-        #expect(eventually(10) { segmentCount(shared) == 1 }, "\(watch.stdout) \(watch.stderr)")
-        #expect(Date().timeIntervalSince(sealedAt) < 5)
+        #expect(eventually(40) { segmentCount(shared) == 1 }, "\(watch.stdout) \(watch.stderr)")
+        // Well before the 60 s interval (loose: a full parallel test run slows everything).
+        #expect(Date().timeIntervalSince(sealedAt) < 20)
         #expect(try boardDigest(shared, scratch: temp.path + "/check") == cli.journal(["digest", "-C", board]).stdout)
-        #expect(eventually(5) { watch.stdout.contains("sync: published 1 (") }, "\(watch.stdout)")
+        #expect(eventually(20) { watch.stdout.contains("sync: published 1 (") }, "\(watch.stdout)")
 
         // Recorded without sealing: the next interval round would seal it; SIGTERM first
         // finishes cleanly and says so.
@@ -116,7 +117,7 @@ import Testing
         #expect(watch.stdout.isEmpty)
         #expect(try cli.journal(["record", "-C", alice], stdin: CLITests.sample).status == 0)
         #expect(try cli.journal(["sync", "-C", alice, shared]).status == 0)
-        #expect(eventually(10) { watch.stdout.contains("\"importedEvents\":8") }, "\(watch.stdout) \(watch.stderr)")
+        #expect(eventually(40) { watch.stdout.contains("\"importedEvents\":8") }, "\(watch.stdout) \(watch.stderr)")
         #expect(watch.stop(with: SIGINT) == 0)
         let lines = watch.stdout.split(separator: "\n")
         #expect(lines.count == 1 && lines[0].hasPrefix("{\"target\":"), "\(watch.stdout)")

@@ -107,7 +107,9 @@ struct FolderWatcherTests {
         started = ProcessInfoLite.monotonicSeconds()
         #expect(await watcher.next(timeoutSeconds: 0.25) == .timedOut)
         elapsed = ProcessInfoLite.monotonicSeconds() - started
-        #expect(elapsed >= 0.24 && elapsed < 3)
+        // Resuming the awaiting task needs a free pool thread: under a full parallel test run
+        // that can take seconds, hence only a loose upper bound.
+        #expect(elapsed >= 0.24 && elapsed < 30)
     }
 
     @Test func stopFromAnotherThreadWakesTheWaiterAndEveryLaterOne() async throws {
