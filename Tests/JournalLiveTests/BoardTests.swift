@@ -164,3 +164,69 @@ import Testing
         try await board.close()
     }
 }
+
+/// Two machines drawing at once, each a live board with a sync loop on one shared folder:
+/// each sees the other's strokes while drawing, and both end with the same drawing, which is
+/// the full replay of each journal.
+@Suite struct TwoBoardsTests {
+    @Test func twoWatchingBoardsConvergeWhileBothRecord() async throws {
+        let temp = TemporaryDirectory("two-boards")
+        defer { temp.remove() }
+        let shared = temp.path + "/shared"
+        let options = BoardOptions(sealAfterIdleMilliseconds: 100, sealAfterMilliseconds: 200)
+        let boards = try ["a", "b"].map { name throws(JournalError) in try Board(path: temp.path + "/" + name, create: true, options: options) }
+        let watches = boards.map { board in
+            SyncWatch(journal: board.directory, target: .directory(shared), options: SyncWatch.Options(interval: 0.5, create: true))
+        }
+        let loops = watches.map { watch in Task { try await watch.run { _ in } } }
+        // Each side notes the first remote update it sees while the other is still drawing.
+        let sawRemoteWhileDrawing = boards.map { board in
+            let updates = board.updates()
+            return Task { () -> Bool in
+                for await update in updates where update.origin == .remote { return true }
+                return false
+            }
+        }
+        var generators = [EventGenerator(seed: 1), EventGenerator(seed: 2)]
+        let strokes = (0..<2).map { side in (0..<6).map { _ in generators[side].newStroke() } }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for side in 0..<2 {
+                let board = boards[side]
+                let ids = strokes[side]
+                group.addTask {
+                    for (n, stroke) in ids.enumerated() {
+                        for index in 0..<40 {
+                            try board.append(.point(PointSample(
+                                stroke: stroke, x: Double(index + n * 50), y: Double(side * 100 + index), pressure: 0.5,
+                                style: Style(color: RGBA(rawValue: side == 0 ? 0xFF0000FF : 0x0000FFFF), width: 2))))
+                            try await Task.sleep(for: .milliseconds(5))
+                        }
+                        try board.append(.end(stroke))
+                    }
+                    // The other side undoes this side's first stroke: a late control event.
+                    try board.append(.undo(ids[0]))
+                    try await board.flush()
+                }
+            }
+            try await group.waitForAll()
+        }
+        let total = 2 * (6 * 41 + 1)
+        func holdsEverything(_ board: Board) -> Bool { board.covered.values.reduce(0) { $0 + Int($1.count) } == total }
+        let deadline = ProcessInfoLite.monotonicSeconds() + 20
+        while !boards.allSatisfy(holdsEverything) && ProcessInfoLite.monotonicSeconds() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(boards.allSatisfy(holdsEverything), "the boards did not exchange every event within 20 s")
+        for task in sawRemoteWhileDrawing { #expect(await task.value) }
+        let drawings = boards.map(\.drawing)
+        #expect(drawings[0] == drawings[1])
+        #expect(drawings[0].strokes.count == 12)
+        for watch in watches { watch.stop() }
+        for loop in loops { try await loop.value }
+        for board in boards { try await board.close() }
+        // Each journal replays (from its files alone) to what its board showed.
+        for (board, drawing) in zip(boards, drawings) {
+            #expect(Replay.load(board.directory, useSnapshots: false).drawing == drawing)
+        }
+    }
+}
