@@ -39,4 +39,25 @@ import Testing
         let uuid = UUID()
         #expect(StrokeID(uuid: uuid.uuid).uuidString == uuid.uuidString)
     }
+
+    /// The README's "Live boards" snippet, with a redraw that counts what it was told.
+    @Test func theLiveBoardSnippetRuns() async throws {
+        let folder = NSTemporaryDirectory() + "embedding-live-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let board = try Board(path: folder, create: true)
+        let id = StrokeID()
+        let style = Style(color: RGBA(red: 229, green: 57, blue: 53), width: 4)
+        let updates = board.updates()
+        let listener = Task { () -> [DrawingChange] in
+            var seen: [DrawingChange] = []
+            for await update in updates { seen += update.changes }   // redraw(update.changes)
+            return seen
+        }
+        try board.append(.point(PointSample(stroke: id, x: 10, y: 20, style: style)))
+        try board.append(.point(PointSample(stroke: id, x: 12, y: 21, style: style)))
+        try await board.flush()
+        try await board.close()
+        #expect(await listener.value == [.added(id), .extended(id, from: 1)])
+        #expect(Replay.load(try JournalDirectory.open(at: folder)).drawing.pointCount == 2)
+    }
 }
