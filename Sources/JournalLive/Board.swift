@@ -101,6 +101,8 @@ public final class Board: Sendable {
         var subscribers: [Int: Subscriber] = [:]
         var nextSubscriber = 0
         var reloadRequested = false
+        /// A reload is reading the files: own events must stay in `ownTail` until it is done.
+        var reloading = false
         var closed = false
     }
 
@@ -271,6 +273,14 @@ public final class Board: Sendable {
             do throws(JournalError) {
                 try writer.finishFlush(ticket)
                 state.durableSeq = max(state.durableSeq, ticket.throughSeq)
+                // Durable events are in the files a reload reads: no need to keep them here.
+                // (Not while a reload reads the files: it needs every event it may not have read.)
+                let durable = state.reloading ? 0 : state.durableSeq
+                if let kept = state.ownTail.firstIndex(where: { $0.id.seq > durable }) {
+                    state.ownTail.removeFirst(kept)
+                } else {
+                    state.ownTail.removeAll(keepingCapacity: true)
+                }
                 // Events appended while the seal ran are in the next open segment.
                 if seal { state.unsealedSince = writer.unsealedEvents > 0 ? ProcessInfoLite.monotonicSeconds() : nil }
             } catch {
@@ -387,6 +397,8 @@ public final class Board: Sendable {
     /// Rebuilds the drawing from the files (outside the lock), then adds the own events the
     /// files do not hold yet. The answer of last resort, exact by construction.
     private func reloadFromJournal() -> Int {
+        state.withLock { $0.reloading = true }
+        defer { state.withLock { $0.reloading = false } }
         for _ in 0..<3 {
             let (fresh, report) = LiveReplay.load(directory, useSnapshots: false)
             let done = state.withLock { state -> Bool in
