@@ -1,0 +1,225 @@
+import JournalFormat
+import JournalLive
+import JournalPlatform
+import JournalReplay
+import JournalStorage
+import JournalTestSupport
+import Testing
+
+/// Adversarial review of the live board: each test names the bug it demonstrates and
+/// fails while the bug is there.
+@Suite struct BoardReviewTests {
+    let style = Style(color: RGBA(rawValue: 0x1E88E5FF), width: 2)
+
+    func point(_ stroke: StrokeID, _ index: Int) -> Payload {
+        .point(PointSample(stroke: stroke, x: Double(index), y: Double(index % 5), pressure: 0.5, t: Double(index) / 100,
+                           style: style))
+    }
+
+    /// Writes `events` of `replica` as one sealed segment (blocks of `targetEvents`) under
+    /// its canonical name; returns the path and the bytes.
+    @discardableResult
+    func plant(_ events: [Event], replica: ReplicaID, into journal: JournalDirectory,
+               targetEvents: Int = FormatV1.sealedBlockTargetEvents) throws -> (path: String, bytes: [UInt8]) {
+        let folder = journal.replicasPath + "/" + replica.hex
+        try FileSystem.createDirectory(folder)
+        let bytes = SegmentEncoder.segment(replica: replica, events: events, targetEvents: targetEvents)
+        let name = SegmentName(firstSeq: events.first!.id.seq, lastSeq: events.last!.id.seq, contents: bytes)
+        let path = folder + "/" + name.fileName
+        try FileSystem.writeAtomically(bytes, to: path)
+        return (path, bytes)
+    }
+
+    func replayed(_ board: Board) -> Drawing { Replay.load(board.directory, useSnapshots: false).drawing }
+
+    // BUG 1 (Board.swift reloadFromJournal, guard `own.containsAll(1...trimmedThrough)`):
+    // when one of this replica's own sealed segments is damaged (invariant 6: it is left out,
+    // everything else loads), the fresh load never holds seqs 1...durableSeq, so every reload
+    // is refused (3 full replays, then `return 0`). From then on anything that needs a reload
+    // (an overlapping copy, a fork, a late point inside a loaded stroke) is never folded in:
+    // the board's drawing stays behind the journal's forever.
+    @Test func reviewBug1_damagedOwnSegmentMakesEveryReloadFail() async throws {
+        let temp = TemporaryDirectory("review-own-gap")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/board")
+        let own = try journal.identity()
+        var mine = EventGenerator(seed: 101, replica: own)
+        let first = mine.stroke(points: 9)   // seq 1...10
+        let second = mine.stroke(points: 9)  // seq 11...20
+        let damaged = try plant(first, replica: own, into: journal)
+        try plant(second, replica: own, into: journal)
+        // Bit rot in the first segment's only block.
+        var bytes = damaged.bytes
+        bytes[bytes.count - 20] ^= 0xFF
+        try FileSystem.writeAtomically(bytes, to: damaged.path)
+
+        let board = try Board(directory: journal, options: BoardOptions(sealAfterIdleMilliseconds: nil, watchForSegments: false))
+        #expect(board.drawing == replayed(board))
+
+        var other = EventGenerator(seed: 202)
+        let remote = other.stroke(points: 29) // seq 1...30
+        try plant(Array(remote[0..<20]), replica: other.replica, into: journal)
+        #expect(await board.refresh() == 20)
+        // A re-cut copy overlapping what was folded: only a reload is exact.
+        try plant(Array(remote[9..<30]), replica: other.replica, into: journal)
+        await board.refresh()
+        #expect(board.drawing == replayed(board), "the board never took in seq 21...30 of the other replica")
+        try await board.close()
+    }
+
+    // BUG 2 (LiveReplay.swift readNew, `!cursor.seen.contains(key)`): a sealed file is
+    // remembered by name once looked at, and never read again. A file that was incomplete or
+    // damaged when first seen (a copy still arriving under its final name, bit rot) and is
+    // then replaced by the good copy under the same name (names are content hashes, so the
+    // good copy has exactly that name) is never folded in; `Replay` reads it whole.
+    @Test func reviewBug2_fileReplacedByGoodCopyUnderSameNameIsNeverReread() async throws {
+        let temp = TemporaryDirectory("review-same-name")
+        defer { temp.remove() }
+        let board = try Board(path: temp.path + "/board", create: true,
+                              options: BoardOptions(sealAfterIdleMilliseconds: nil, watchForSegments: false))
+        var other = EventGenerator(seed: 303)
+        let events = other.stroke(points: 29) // 30 events, 3 blocks of 10
+        let (path, good) = try plant(events, replica: other.replica, into: board.directory, targetEvents: 10)
+        let scan = SegmentScanner.scan(bytes: good, path: path, sealed: true)
+        #expect(scan.blocks.count == 3)
+        // First seen as a partial copy (its first block only): its blocks contradict the name,
+        // so none is used, but the file is now "seen" (and "applied").
+        try FileSystem.writeAtomically(Array(good[..<scan.blocks[1].offset]), to: path)
+        #expect(await board.refresh() == 0)
+        #expect(board.pointCount == 0)
+        // The complete copy arrives under the same (content-hash) name.
+        try FileSystem.writeAtomically(good, to: path)
+        await board.refresh()
+        #expect(replayed(board).pointCount == 29)
+        #expect(board.pointCount == 29, "the board kept the first 9 points of the stroke only")
+        #expect(board.drawing == replayed(board))
+        try await board.close()
+    }
+
+    // BUG 3 (Board.swift reloadFromJournal: `_ = fresh.applyOwn(event, ...)`): own events not
+    // yet durable are re-applied on top of the fresh load, and an own point that sorts inside
+    // a stroke's loaded points gets `.needsReload`, which is ignored: the event is silently
+    // dropped and `reloadRequested` is cleared. Once it is durable, `Replay` shows it; the board
+    // never will (its own sealed segment is skipped as "inside").
+    // Scenario: two replicas continue one stroke; a reload happens within the commit delay.
+    @Test func reviewBug3_reloadDropsOwnPendingPointInsideALoadedStroke() async throws {
+        let temp = TemporaryDirectory("review-drop-own")
+        defer { temp.remove() }
+        let board = try Board(path: temp.path + "/board", create: true,
+                              options: BoardOptions(commitDelayMilliseconds: 1500, sealAfterIdleMilliseconds: nil,
+                                                    watchForSegments: false))
+        var other = EventGenerator(seed: 404)
+        let remote = other.stroke(points: 19) // seq 1...20, lamport 1...20
+        guard case .point(let sample) = remote[0].payload else { Issue.record("no point"); return }
+        try plant(Array(remote[0..<10]), replica: other.replica, into: board.directory)
+        #expect(await board.refresh() == 10)
+        // This board continues the other's stroke (lamport 11: it has seen 10).
+        try board.append(point(sample.stroke, 1000))
+        #expect(board.stroke(sample.stroke)?.points.count == 11)
+        // The other replica's continuation, re-cut overlapping: a reload, while ours is pending.
+        try plant(Array(remote[4..<20]), replica: other.replica, into: board.directory)
+        await board.refresh()
+        try await board.flush()
+        let onDisk = replayed(board)
+        #expect(onDisk.strokes.first { $0.id == sample.stroke }?.points.count == 20)
+        #expect(board.stroke(sample.stroke)?.points.count == 20, "the board dropped its own durable point")
+        #expect(board.drawing == onDisk)
+        try await board.close()
+    }
+
+    // BUG 4 (LiveReplay.swift readNew, `if member.replica == own && inside { continue }`): a
+    // sealed file under this board's own replica id whose events have the same seqs but other
+    // contents (a planted or forged file, a fork) is skipped as "our own seal". `Replay` sees a
+    // fork and keeps the canonical lesser variant; the board shows its own variant forever.
+    @Test func reviewBug4_forkUnderOwnReplicaIdIsSkippedNotResolved() async throws {
+        let temp = TemporaryDirectory("review-own-fork")
+        defer { temp.remove() }
+        let board = try Board(path: temp.path + "/board", create: true,
+                              options: BoardOptions(sealAfterIdleMilliseconds: nil, watchForSegments: false))
+        let mine = StrokeID(UUIDBits(high: 1, low: 1))
+        for index in 0..<5 { try board.append(point(mine, index)) }
+        try await board.flush()
+        // Seq 1...5 of our replica, other contents, canonically lesser (same clocks, earlier wall time).
+        var forger = EventGenerator(seed: 505, replica: board.replica)
+        forger.wallTime = 1
+        let forged = forger.stroke(points: 4)
+        try plant(forged, replica: board.replica, into: board.directory)
+        await board.refresh()
+        let onDisk = replayed(board)
+        #expect(Replay.load(board.directory, useSnapshots: false).report.forks.count == 5)
+        #expect(board.drawing == onDisk, "the board shows the variant the full replay discarded")
+        try await board.close()
+    }
+
+    // BUG 5 (LiveReplay.swift readNew / Board.integrateNewSegments): a quarantined event
+    // (clock above `ClockBound`) becomes plausible as the set grows, and `exactOnlyByFullReplay`
+    // only forces a reload when a new sealed *file* appears. Own appends grow the set through
+    // the open segment, so with `sealAfterIdleMilliseconds: nil` (a documented setting) the
+    // board never takes in the event that `Replay` now applies.
+    @Test func reviewBug5_quarantinedEventMadePlausibleByOwnAppendsIsNeverApplied() async throws {
+        let temp = TemporaryDirectory("review-quarantine")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/board")
+        var other = EventGenerator(seed: 606)
+        let a = other.event(.point(PointSample(stroke: StrokeID(UUIDBits(high: 7, low: 7)), x: 1, y: 1, style: style)))
+        let b = other.event(.point(PointSample(stroke: StrokeID(UUIDBits(high: 7, low: 7)), x: 2, y: 2, style: style)))
+        // Limit with 3 events: 2^32 + 6. This one is 2^32 + 8: plausible once 4 events exist.
+        let late = StrokeID(UUIDBits(high: 8, low: 8))
+        let c = other.event(.point(PointSample(stroke: late, x: 3, y: 3, style: style)),
+                            lamportJump: ClockBound.slack + 8 - 2)
+        #expect(c.lamport == ClockBound.limit(distinctEvents: 4))
+        try plant([a, b, c], replica: other.replica, into: journal)
+        let board = try Board(directory: journal, options: BoardOptions(sealAfterIdleMilliseconds: nil, watchForSegments: false))
+        #expect(board.stroke(late) == nil)
+        try board.append(point(StrokeID(UUIDBits(high: 9, low: 9)), 0))
+        try await board.flush()
+        await board.refresh()
+        let onDisk = replayed(board)
+        #expect(onDisk.strokes.contains { $0.id == late }, "the full replay now applies the event")
+        #expect(board.drawing == onDisk, "the board still leaves it out")
+        try await board.close()
+    }
+
+    // BUG 6 (Board.swift `ownTail`): own events are kept until an integration trims them;
+    // with `watchForSegments: false` (only `refresh()` integrates) nothing ever does, so every
+    // event ever appended stays in memory even after it is durable (and sealed).
+    @Test func reviewBug6_ownTailGrowsWithoutBoundWhenNotWatching() async throws {
+        let temp = TemporaryDirectory("review-own-tail")
+        defer { temp.remove() }
+        let board = try Board(path: temp.path + "/board", create: true, options: BoardOptions(watchForSegments: false))
+        let stroke = StrokeID(UUIDBits(high: 2, low: 2))
+        for index in 0..<5000 { try board.append(point(stroke, index)) }
+        try await board.flush()
+        #expect(board.durableSeq == 5000)
+        let tail = Mirror(reflecting: board).descendant("state", "value", "ownTail") as? [Event]
+        #expect(tail != nil, "reflection could not find State.ownTail")
+        #expect((tail?.count ?? 0) == 0, "\(tail?.count ?? -1) durable own events still held in memory")
+        try await board.close()
+    }
+
+    // BUG 7 (Board.swift reloadFromJournal: no `writer.observe`): the integrate path raises the
+    // writer's clock past what it folded in (invariant 4), the reload path does not. After a
+    // reload brings in events with higher clocks, the stroke the user draws next gets a lower
+    // clock than strokes already on screen, so it lands *under* them in z-order.
+    @Test func reviewBug7_reloadDoesNotRaiseTheClock() async throws {
+        let temp = TemporaryDirectory("review-clock")
+        defer { temp.remove() }
+        let board = try Board(path: temp.path + "/board", create: true,
+                              options: BoardOptions(sealAfterIdleMilliseconds: nil, watchForSegments: false))
+        var other = EventGenerator(seed: 707)
+        let remote = other.stroke(points: 9) + other.stroke(points: 9).map { event in
+            var event = event
+            event.lamport += 1000
+            return event
+        }
+        try plant(Array(remote[0..<10]), replica: other.replica, into: board.directory)
+        #expect(await board.refresh() == 10)
+        try plant(Array(remote[5..<20]), replica: other.replica, into: board.directory) // overlap: reload
+        await board.refresh()
+        #expect(board.strokeCount == 2)
+        let mine = StrokeID(UUIDBits(high: 3, low: 3))
+        try board.append(point(mine, 0))
+        #expect(board.zIndex(of: mine) == 2, "the stroke drawn now went under one already shown")
+        try await board.close()
+    }
+}
