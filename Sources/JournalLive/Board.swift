@@ -101,8 +101,15 @@ public final class Board: Sendable {
         var subscribers: [Int: Subscriber] = [:]
         var nextSubscriber = 0
         var reloadRequested = false
-        /// A reload is reading the files: own events must stay in `ownTail` until it is done.
+        /// A reload is reading the files: own events must stay in `ownTail`, and no seal may
+        /// start, until it is done.
         var reloading = false
+        /// A seal is being written: a reload waits for it.
+        var sealInFlight = false
+        /// A seal was due during a reload: it runs when the reload is done.
+        var sealDeferred = false
+        /// Sealed files this board wrote ("replica/name"): its own events, already folded.
+        var ownSealed: Set<String> = []
         var closed = false
     }
 
@@ -149,21 +156,27 @@ public final class Board: Sendable {
     /// `commitDelayMilliseconds` (await `flush()` to know). Never waits for the disk.
     @discardableResult
     public func append(_ payload: Payload) throws(JournalError) -> EventID {
-        let (id, scheduleCommit) = try state.withLock { state throws(JournalError) -> (EventID, Bool) in
+        let (id, scheduleCommit, wakeIntegrator) = try state.withLock { state throws(JournalError) -> (EventID, Bool, Bool) in
             guard let writer = state.writer, !state.closed else { throw .closed }
             if let failure = state.failure { throw failure }
             let event = try writer.appendEvent(payload)
             var changes: [DrawingChange] = []
-            if state.live.applyOwn(event, changes: &changes) == .needsReload { state.reloadRequested = true }
+            var wake = false
+            if (state.live.applyOwn(event, changes: &changes) == .needsReload || state.live.needsReload) && !state.reloadRequested {
+                // Rare (see docs/LIVE.md); the integrator, woken below, reloads.
+                state.reloadRequested = true
+                wake = true
+            }
             state.ownTail.append(event)
             state.lastAppend = ProcessInfoLite.monotonicSeconds()
             if state.unsealedSince == nil { state.unsealedSince = state.lastAppend }
             if !changes.isEmpty { Self.deliver(BoardUpdate(origin: .local, changes: changes), to: &state) }
             let schedule = !state.commitScheduled
             state.commitScheduled = true
-            return (event.id, schedule)
+            return (event.id, schedule, wake)
         }
         if scheduleCommit { scheduleCommitJob(delayed: true) }
+        if wakeIntegrator { integrator.submit { [weak self] in _ = self?.integrateNewSegments() } }
         return id
     }
 
@@ -252,24 +265,35 @@ public final class Board: Sendable {
         }
     }
 
-    /// Makes what is pending durable (and seals, when asked), then wakes the waiters.
-    private func commit(seal: Bool) {
-        let ticket = state.withLock { state -> FlushTicket? in
-            if !seal { state.commitScheduled = false }
-            guard let writer = state.writer, state.failure == nil else { return nil }
+    /// Makes what is pending durable (and seals, when asked or when the open segment is
+    /// full), then wakes the waiters. The board decides every seal (the writer's own policy
+    /// is off), so that it knows which sealed files under its id are its own, and so that no
+    /// seal renames the open segment while a reload reads it.
+    private func commit(seal requested: Bool) {
+        let (ticket, sealing) = state.withLock { state -> (FlushTicket?, Bool) in
+            if !requested { state.commitScheduled = false }
+            guard let writer = state.writer, state.failure == nil else { return (nil, false) }
+            var seal = requested || writer.unsealedEvents >= options.sealEveryEvents
+            if seal && state.reloading {
+                seal = false
+                state.sealDeferred = true
+            }
             do throws(JournalError) {
-                return try writer.startFlush(seal: seal)
+                let ticket = try writer.startFlush(seal: seal, sealWhenFull: false)
+                if ticket != nil && seal { state.sealInFlight = true }
+                return (ticket, seal && ticket != nil)
             } catch {
                 state.failure = error
                 Self.resumeWaiters(&state)
-                return nil
+                return (nil, false)
             }
         }
         guard let ticket else { return }
         // The fsync (and a seal) happen here, with the lock free: appends go on meanwhile.
         ticket.waitUntilDone()
-        let (again, idle) = state.withLock { state -> (Bool, Bool) in
-            guard let writer = state.writer else { return (false, false) }
+        let (again, idle, sealed) = state.withLock { state -> (Bool, Bool, Bool) in
+            guard let writer = state.writer else { return (false, false, false) }
+            if sealing { state.sealInFlight = false }
             do throws(JournalError) {
                 try writer.finishFlush(ticket)
                 state.durableSeq = max(state.durableSeq, ticket.throughSeq)
@@ -282,20 +306,25 @@ public final class Board: Sendable {
                     state.ownTail.removeAll(keepingCapacity: true)
                 }
                 // Events appended while the seal ran are in the next open segment.
-                if seal { state.unsealedSince = writer.unsealedEvents > 0 ? ProcessInfoLite.monotonicSeconds() : nil }
+                if sealing { state.unsealedSince = writer.unsealedEvents > 0 ? ProcessInfoLite.monotonicSeconds() : nil }
             } catch {
                 state.failure = error
             }
+            let names = writer.takeSealedNames()
+            for name in names { state.ownSealed.insert(name.relativePath(in: replica)) }
             Self.resumeWaiters(&state)
             // Events appended during the flush, with a waiter: commit them without delay.
             let again = !state.waiters.isEmpty && !state.commitScheduled
             if again { state.commitScheduled = true }
-            let idle = options.sealAfterIdleMilliseconds != nil && !state.idleSealScheduled && !seal
+            let idle = options.sealAfterIdleMilliseconds != nil && !state.idleSealScheduled && !sealing
             if idle { state.idleSealScheduled = true }
-            return (again, idle)
+            return (again, idle, !names.isEmpty)
         }
         if again { scheduleCommitJob(delayed: false) }
         if idle, let wait = options.sealAfterIdleMilliseconds { scheduleIdleSeal(after: wait) }
+        // A look at the journal right away: the watcher may have woken before the name was
+        // known, and the file was then left for later.
+        if sealed { integrator.submit { [weak self] in _ = self?.integrateNewSegments() } }
     }
 
     private static func resumeWaiters(_ state: inout State) {
@@ -364,21 +393,30 @@ public final class Board: Sendable {
     /// them there). Returns the number of events that changed the drawing's input.
     @discardableResult
     public func refresh() async -> Int {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+        // After close there is nothing to fold into (and no thread should start again).
+        guard !state.withLock({ $0.closed }) else { return 0 }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
             integrator.submit { [weak self] in continuation.resume(returning: self?.integrateNewSegments() ?? 0) }
         }
     }
 
     /// Runs on the integrator thread only, so integrations never overlap.
     private func integrateNewSegments() -> Int {
-        let (cursor, reload) = state.withLock { state -> (LiveReplay.Cursor, Bool) in
-            // Own events up to `durableSeq` are in the files a reload reads.
-            let durable = state.durableSeq
-            state.ownTail.removeAll { $0.id.seq <= durable }
-            return (state.live.readCursor, state.reloadRequested)
+        struct Look: Sendable {
+            var cursor: LiveReplay.Cursor
+            var reload: Bool
+            var ownSealed: Set<String>
+            var sealInFlight: Bool
         }
-        if !reload {
-            let increment = LiveReplay.readNew(directory, after: cursor, own: replica)
+        let look = state.withLock { state -> Look? in
+            guard !state.closed else { return nil }
+            return Look(cursor: state.live.readCursor, reload: state.reloadRequested || state.live.needsReload,
+                        ownSealed: state.ownSealed, sealInFlight: state.sealInFlight)
+        }
+        guard let look else { return 0 }
+        if !look.reload {
+            let increment = LiveReplay.readNew(directory, after: look.cursor, own: replica, ownSealed: look.ownSealed,
+                                               ownSealInFlight: look.sealInFlight)
             if increment.isEmpty { return 0 }
             let integrated = state.withLock { state -> Bool in
                 guard !state.closed else { return true }
@@ -394,29 +432,64 @@ public final class Board: Sendable {
         return reloadFromJournal()
     }
 
-    /// Rebuilds the drawing from the files (outside the lock), then adds the own events the
-    /// files do not hold yet. The answer of last resort, exact by construction.
+    /// Rebuilds the drawing from the files (outside the lock), with the own events the files
+    /// may not hold yet. The answer of last resort, exact by construction.
+    ///
+    /// No seal starts while it runs (a seal renames the open segment, and a load that listed
+    /// the sealed files before the rename and opened the open segment after it would miss
+    /// those events), and own events stay in `ownTail` until it is done.
     private func reloadFromJournal() -> Int {
-        state.withLock { $0.reloading = true }
-        defer { state.withLock { $0.reloading = false } }
-        for _ in 0..<3 {
-            let (fresh, report) = LiveReplay.load(directory, useSnapshots: false)
-            let done = state.withLock { state -> Bool in
-                guard !state.closed else { return true }
-                var fresh = fresh
-                let own = fresh.covered[replica] ?? SeqRanges()
-                // A seal that renamed the open segment while it was read can hide own events
-                // from this load: then read again rather than show a drawing without them.
-                let trimmedThrough = state.ownTail.first.map { $0.id.seq - 1 } ?? state.durableSeq
-                guard trimmedThrough == 0 || own.containsAll(1...trimmedThrough) else { return false }
-                var ignored: [DrawingChange] = []
-                for event in state.ownTail where !own.contains(event.id.seq) { _ = fresh.applyOwn(event, changes: &ignored) }
-                state.live = fresh
-                state.reloadRequested = false
-                Self.deliver(BoardUpdate(origin: .reload, changes: [.reset]), to: &state)
-                return true
+        var tail: [Event] = []
+        while true {
+            let ready = state.withLock { state -> [Event]? in
+                guard !state.sealInFlight else { return nil }
+                state.reloading = true
+                return state.ownTail
             }
-            if done { return report.eventCount }
+            if let ready {
+                tail = ready
+                break
+            }
+            ProcessInfoLite.sleep(milliseconds: 2)
+        }
+        defer {
+            let sealNow = state.withLock { state -> Bool in
+                state.reloading = false
+                defer { state.sealDeferred = false }
+                return state.sealDeferred && !state.closed
+            }
+            if sealNow { committer.submit { [weak self] in self?.commit(seal: true) } }
+        }
+        for attempt in 0..<3 {
+            let last = attempt == 2
+            // The last attempt holds the lock throughout: no append can slip in between.
+            let (fresh, report): (LiveReplay?, ReplayReport) = last
+                ? (nil, ReplayReport())
+                : LiveReplay.load(directory, useSnapshots: false, extra: tail)
+            let count = state.withLock { state -> Int? in
+                guard !state.closed else { return 0 }
+                var live: LiveReplay
+                var loaded = report
+                if let fresh {
+                    live = fresh
+                    var ignored: [DrawingChange] = []
+                    // Appended while the files were read: they follow every own event, but
+                    // may sort inside a stroke the load brought in; then load again with them.
+                    for event in state.ownTail where live.covered[replica]?.contains(event.id.seq) != true {
+                        guard live.applyOwn(event, changes: &ignored) == .applied else { return nil }
+                    }
+                } else {
+                    (live, loaded) = LiveReplay.load(directory, useSnapshots: false, extra: state.ownTail)
+                }
+                state.live = live
+                state.reloadRequested = false
+                // Causality (invariant 4): what this board records next follows what it now shows.
+                state.writer?.observe(lamport: loaded.maxLamport)
+                Self.deliver(BoardUpdate(origin: .reload, changes: [.reset]), to: &state)
+                return loaded.eventCount
+            }
+            if let count { return count }
+            tail = state.withLock { $0.ownTail }
         }
         return 0
     }
@@ -436,10 +509,17 @@ public final class Board: Sendable {
                     state.closed = true
                     var outcome: Result<Void, JournalError> = .success(())
                     do throws(JournalError) { try writer.close() } catch { outcome = .failure(error) }
-                    if case .success = outcome { state.durableSeq = writer.nextSeq - 1 }
-                    if case .failure(let error) = outcome, state.failure == nil { state.failure = error }
+                    // A seal that could not be written (a full disk) leaves every event durable
+                    // in the open segment: the waiters' events are safe; close still says why.
+                    var durable = true
+                    if case .failure(let error) = outcome, case .sealFailed = error {} else if case .failure = outcome { durable = false }
+                    if durable { state.durableSeq = writer.nextSeq - 1 }
                     state.writer = nil
                     Self.resumeWaiters(&state)
+                    if case .failure(let error) = outcome {
+                        if state.failure == nil { state.failure = error }
+                        Self.resumeWaiters(&state)
+                    }
                     let streams = state.subscribers.values.map(\.continuation)
                     state.subscribers.removeAll()
                     return (outcome, streams)

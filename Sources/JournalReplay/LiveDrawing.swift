@@ -117,7 +117,10 @@ public struct LiveDrawing: Sendable {
             slots[stroke.id] = slot
             strokes.append(stroke)
         }
-        order = state.creationOrder.map(Int.init)
+        // Rebuilt from the creation keys rather than taken from the state's list: a snapshot
+        // is a file, and z-order must never depend on it being well formed.
+        order = strokes.indices.filter { strokes[$0].creation != nil }
+        order.sort { strokes[$0].creation! < strokes[$1].creation! }
         for slot in order { strokes[slot].shownVisible = isVisible(strokes[slot]) }
     }
 
@@ -247,10 +250,12 @@ public struct LiveDrawing: Sendable {
     }
 
     private mutating func removeFromOrder(_ slot: Int) {
-        let position = orderPosition(of: strokes[slot].creation!)
-        // Creation keys are distinct (a key names one event), so the search lands on it.
-        precondition(position < order.count && order[position] == slot, "live drawing: z-order lost a stroke")
-        order.remove(at: position)
+        // Creation keys name events, so they are distinct and the search lands on the slot;
+        // the scan after it only matters if they were not (a damaged snapshot).
+        var position = orderPosition(of: strokes[slot].creation!)
+        while position < order.count && order[position] != slot { position += 1 }
+        if position == order.count, let anywhere = order.firstIndex(of: slot) { position = anywhere }
+        if position < order.count { order.remove(at: position) }
     }
 
     private mutating func slot(for id: StrokeID) -> Int {

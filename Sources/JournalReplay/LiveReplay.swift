@@ -1,4 +1,5 @@
 import JournalFormat
+import JournalPlatform
 import JournalStorage
 
 /// A journal's drawing kept up to date as events arrive: the replay a live board runs.
@@ -24,6 +25,9 @@ public struct LiveReplay: Sendable {
         var applied: Set<String> = []
         /// Every sealed file already looked at (applied, or refused as damaged).
         var seen: Set<String> = []
+        /// Files that were damaged or incomplete when looked at, with their identity then: a
+        /// good copy under the same name (names are content hashes) is read again.
+        var incomplete: [String: FileIdentity?] = [:]
         var covered: [ReplicaID: SeqRanges] = [:]
         /// A fork or a quarantined event was seen: only a full replay decides what changes.
         var exactOnlyByFullReplay = false
@@ -35,37 +39,67 @@ public struct LiveReplay: Sendable {
         public var problems: [Problem] = []
         var applied: [String] = []
         var seen: [String] = []
+        var incomplete: [(String, FileIdentity?)] = []
+        /// Files under this board's own id that may be a seal in flight: looked at again later.
+        public var deferred = 0
         /// Applying these on top would not give exactly the full replay: load afresh.
         public var needsReload = false
         public var isEmpty: Bool { events.isEmpty && applied.isEmpty && seen.isEmpty && !needsReload }
     }
 
-    /// The drawing of `directory` by a full replay, or continued from its newest snapshot.
-    public static func load(_ directory: JournalDirectory, useSnapshots: Bool = true) -> (LiveReplay, ReplayReport) {
+    /// Distinct events applied (the input of the plausibility bound).
+    private var distinctEvents: UInt64 = 0
+    /// The plausibility limit at which an event quarantined so far would be applied.
+    private var reloadAtLimit: UInt64?
+
+    /// True once the set grew enough that a quarantined event is now plausible: only a full
+    /// replay says what the drawing is then.
+    public var needsReload: Bool {
+        reloadAtLimit.map { ClockBound.limit(distinctEvents: distinctEvents) >= $0 } ?? false
+    }
+
+    /// The drawing of `directory` by a full replay, or continued from its newest snapshot,
+    /// with `extra` (this process's events the files may not hold yet) applied on top.
+    public static func load(_ directory: JournalDirectory, useSnapshots: Bool = true, extra: [Event] = []) -> (LiveReplay, ReplayReport) {
         let set = SegmentSet.load(directory)
+        var (live, report) = load(set, directory: directory, useSnapshots: useSnapshots, orderFree: false)
+        var ignored: [DrawingChange] = []
+        for event in extra where live.covered[event.id.replica]?.contains(event.id.seq) != true {
+            guard live.applyOwn(event, changes: &ignored) == .applied else {
+                // It sorts inside a stroke's loaded points: fold everything one event at a time.
+                (live, report) = load(set, directory: directory, useSnapshots: false, orderFree: true)
+                for event in extra where live.covered[event.id.replica]?.contains(event.id.seq) != true {
+                    _ = live.applyOwn(event, changes: &ignored)
+                }
+                break
+            }
+            ignored.removeAll(keepingCapacity: true)
+        }
+        return (live, report)
+    }
+
+    private static func load(_ set: SegmentSet, directory: JournalDirectory, useSnapshots: Bool, orderFree: Bool) -> (LiveReplay, ReplayReport) {
         var drawing: LiveDrawing
-        var report: ReplayReport
-        if useSnapshots, let snapshot = SnapshotStore.newest(directory, for: set),
+        var report = ReplayReport()
+        report.problems = set.problems
+        var merge = OrderedMerge(set: set)
+        if !orderFree, useSnapshots, let snapshot = SnapshotStore.newest(directory, for: set),
            let (_, continued, next) = Replay.continueFrom(snapshot, set: set) {
             // Strokes the snapshot held have no last key: everything in it precedes its last.
             drawing = LiveDrawing(loading: next.state, replicas: next.replicas, floor: next.lastKey)
             report = continued
+        } else if !orderFree, merge.run(report: &report) != nil {
+            drawing = LiveDrawing(loading: merge.state, replicas: set.replicas, floor: merge.lastKey)
         } else {
+            // Clocks out of order (or a point to place inside a loaded stroke): fold one event
+            // at a time; every point keeps its key.
             report = ReplayReport()
             report.problems = set.problems
-            var merge = OrderedMerge(set: set)
-            if merge.run(report: &report) != nil {
-                drawing = LiveDrawing(loading: merge.state, replicas: set.replicas, floor: merge.lastKey)
-            } else {
-                // Clocks out of order: fold one event at a time; every point keeps its key.
-                report = ReplayReport()
-                report.problems = set.problems
-                drawing = LiveDrawing()
-                var ignored: [DrawingChange] = []
-                Replay.forEachUniqueEvent(set, report: &report) { event in
-                    drawing.apply(event, changes: &ignored)
-                    ignored.removeAll(keepingCapacity: true)
-                }
+            drawing = LiveDrawing()
+            var ignored: [DrawingChange] = []
+            Replay.forEachUniqueEvent(set, report: &report) { event in
+                drawing.apply(event, changes: &ignored)
+                ignored.removeAll(keepingCapacity: true)
             }
         }
         var cursor = Cursor()
@@ -74,8 +108,18 @@ public struct LiveReplay: Sendable {
             if let name = member.name { cursor.applied.insert(name.relativePath(in: member.replica)) }
         }
         cursor.seen = cursor.applied
+        // Files refused whole or in part: a good copy under the same name is read again.
+        for problem in set.problems where problem.kind != .tornTail {
+            let file = problem.file
+            guard file.hasPrefix(directory.replicasPath + "/") else { continue }
+            let key = String(file.dropFirst(directory.replicasPath.count + 1))
+            cursor.seen.insert(key)
+            cursor.incomplete[key] = FileIdentity.of(file)
+        }
         cursor.exactOnlyByFullReplay = !report.forks.isEmpty || report.quarantinedEvents > 0
-        let live = LiveReplay(drawing: drawing, covered: cursor.covered, problems: report.problems, cursor: cursor)
+        var live = LiveReplay(drawing: drawing, covered: cursor.covered, problems: report.problems, cursor: cursor)
+        live.distinctEvents = ClockBound.distinctEvents(cursor.covered.values.map(\.ranges))
+        live.reloadAtLimit = report.lowestQuarantinedClock
         return (live, report)
     }
 
@@ -84,39 +128,52 @@ public struct LiveReplay: Sendable {
     /// Applies an event this process's writer just assigned (it follows every event seen).
     public mutating func applyOwn(_ event: Event, changes: inout [DrawingChange]) -> LiveDrawing.Outcome {
         let outcome = drawing.apply(event, changes: &changes)
-        if outcome == .applied {
-            covered[event.id.replica, default: SeqRanges()].insert(event.id.seq...event.id.seq)
-            cursor.covered[event.id.replica] = covered[event.id.replica]
-        }
+        if outcome == .applied { cover(event) }
         return outcome
     }
 
+    private mutating func cover(_ event: Event) {
+        covered[event.id.replica, default: SeqRanges()].insert(event.id.seq...event.id.seq)
+        cursor.covered[event.id.replica] = covered[event.id.replica]
+        distinctEvents += 1
+    }
+
     /// Reads the sealed segments that appeared in `directory` since `cursor`: the disk work
-    /// of an integration, done outside any lock. `own` is this process's replica, whose
-    /// sealed segments hold events already applied by `applyOwn`.
-    public static func readNew(_ directory: JournalDirectory, after cursor: Cursor, own: ReplicaID?) -> Increment {
+    /// of an integration, done outside any lock. `own` is this process's replica: its files
+    /// named in `ownSealed` hold events `applyOwn` already applied; another file under its id
+    /// that overlaps them is a fork (or a forgery), unless a seal is in flight
+    /// (`ownSealInFlight`), whose file is then looked at again later.
+    public static func readNew(_ directory: JournalDirectory, after cursor: Cursor, own: ReplicaID?,
+                               ownSealed: Set<String> = [], ownSealInFlight: Bool = false) -> Increment {
         var increment = Increment()
         let listing = JournalDirectory.listSealed(replicasPath: directory.replicasPath)
         var present = Set<String>()
         var fresh = SegmentSet()
+        var keys: [String] = []
         for file in listing.sealed {
             let key = file.name.relativePath(in: file.replica)
-            guard present.insert(key).inserted, !cursor.seen.contains(key) else { continue }
-            let before = fresh.members.count
+            guard present.insert(key).inserted else { continue }
+            if cursor.seen.contains(key) {
+                // Seen whole: nothing new can be under this name. Seen damaged or incomplete:
+                // read again once the file changed.
+                guard let before = cursor.incomplete[key], FileIdentity.of(file.path) != before else { continue }
+            }
+            let problemsBefore = fresh.problems.count
+            let membersBefore = fresh.members.count
             fresh.add(sealed: file)
-            increment.seen.append(key)
-            if fresh.members.count > before { increment.applied.append(key) }
+            if fresh.problems.count > problemsBefore { increment.incomplete.append((key, FileIdentity.of(file.path))) }
+            if fresh.members.count > membersBefore { keys.append(key) } else { increment.seen.append(key) }
         }
         // A file folded earlier is gone: the event set shrank, and only a replay says what
         // the drawing of the new set is.
-        guard cursor.applied.isSubset(of: present), !cursor.exactOnlyByFullReplay || increment.seen.isEmpty else {
+        guard cursor.applied.isSubset(of: present), !cursor.exactOnlyByFullReplay || (keys.isEmpty && increment.seen.isEmpty) else {
             increment.needsReload = true
             return increment
         }
         increment.problems = fresh.problems
         var newRanges: [ReplicaID: SeqRanges] = [:]
         var members: [SegmentSet.Member] = []
-        for member in fresh.members {
+        for (member, key) in zip(fresh.members, keys) {
             let held = cursor.covered[member.replica] ?? SeqRanges()
             var overlaps = false
             var inside = true
@@ -126,13 +183,24 @@ public struct LiveReplay: Sendable {
                 if !held.containsAll(range) { inside = false }
             }
             if overlaps {
-                // Our own sealed segment holds what `applyOwn` already applied.
-                if member.replica == own && inside { continue }
+                if member.replica == own && inside {
+                    if ownSealed.contains(key) {
+                        increment.seen.append(key)
+                        increment.applied.append(key)
+                        continue
+                    }
+                    if ownSealInFlight {
+                        increment.deferred += 1
+                        continue
+                    }
+                }
                 increment.needsReload = true
                 return increment
             }
             for block in member.scan.blocks { newRanges[member.replica, default: SeqRanges()].insert(block.seqRange) }
             members.append(member)
+            increment.seen.append(key)
+            increment.applied.append(key)
         }
         fresh.members = members
         guard !members.isEmpty else { return increment }
@@ -161,12 +229,15 @@ public struct LiveReplay: Sendable {
             // overlaps were refused by `readNew`).
             if covered[event.id.replica]?.contains(event.id.seq) == true { continue }
             guard drawing.apply(event, changes: &changes) == .applied else { return false }
-            covered[event.id.replica, default: SeqRanges()].insert(event.id.seq...event.id.seq)
+            cover(event)
         }
-        cursor.covered = covered
         cursor.applied.formUnion(increment.applied)
         cursor.seen.formUnion(increment.seen)
+        for (key, identity) in increment.incomplete { cursor.incomplete[key] = identity }
+        for key in increment.applied where !increment.incomplete.contains(where: { $0.0 == key }) {
+            cursor.incomplete.removeValue(forKey: key)
+        }
         problems += increment.problems
-        return true
+        return !needsReload
     }
 }

@@ -35,6 +35,9 @@ final class Prefetcher: @unchecked Sendable {
         report.problems += found.problems
         report.duplicateEvents += found.duplicateEvents
         report.quarantinedEvents += found.quarantinedEvents
+        if let found = found.lowestQuarantinedClock {
+            report.lowestQuarantinedClock = min(report.lowestQuarantinedClock ?? found, found)
+        }
         for fork in found.forks where report.forkSet.insert(fork).inserted { report.forks.append(fork) }
         if columns != nil { start() }
         return columns

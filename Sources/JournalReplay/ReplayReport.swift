@@ -33,6 +33,9 @@ public struct ReplayReport: Sendable {
     /// Events left out because their seq or clock exceeds the plausibility bound
     /// (`ClockBound`, docs/FORMAT.md §8.9): reported as problems, never applied.
     public var quarantinedEvents = 0
+    /// The smallest plausibility limit at which a quarantined event would be applied (the
+    /// larger of its seq and clock): the set must grow until `ClockBound` reaches it.
+    public var lowestQuarantinedClock: UInt64?
     /// `forks` as a set, for constant-time checks while merging overlap groups.
     var forkSet = Set<EventID>()
 

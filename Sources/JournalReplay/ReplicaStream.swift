@@ -165,6 +165,8 @@ struct ReplicaStream {
         if dropped > 0 {
             let seqs = events.filter { $0.id.seq > plausibilityLimit || $0.lamport > plausibilityLimit }.map(\.id.seq)
             report.quarantinedEvents += dropped
+            let needed = events.map { max($0.id.seq, $0.lamport) }.filter { $0 > plausibilityLimit }.min()
+            if let needed { report.lowestQuarantinedClock = min(report.lowestQuarantinedClock ?? needed, needed) }
             report.problems.append(Problem(
                 .quarantined, file: file, offset: offset, replica: replica, seqRange: seqs.min()!...seqs.max()!,
                 reason: "\(dropped) event(s) whose seq or Lamport clock exceeds the plausibility bound \(plausibilityLimit) (docs/FORMAT.md §8.9); not applied"))

@@ -92,6 +92,15 @@ public final class JournalWriter {
     private var acknowledgedSeq: UInt64
     /// The highest Lamport clock this replica has seen or assigned.
     @exclusivity(unchecked) public private(set) var clock: UInt64
+    /// Segments this writer sealed since the last `takeSealedNames()`: a live board tells its
+    /// own seals from files someone else put under its replica id.
+    private var sealedNames: [SegmentName] = []
+
+    public func takeSealedNames() -> [SegmentName] {
+        defer { sealedNames.removeAll() }
+        return sealedNames
+    }
+
     /// Events not yet in a sealed segment (pending or in the open one), as of the last
     /// collected flush: what a seal would publish.
     public var unsealedEvents: Int { openSegmentEvents + pending.count }
@@ -230,10 +239,12 @@ public final class JournalWriter {
     /// Starts making every appended event durable on the writer's background thread, and
     /// returns at once: the caller waits for the ticket on a thread of its own, then hands
     /// it back to `finishFlush`. With `seal`, the open segment is sealed after the flush
-    /// (what a live board does when its user pauses, so that sync can publish the strokes).
+    /// (what a live board does when its user pauses, so that sync can publish the strokes);
+    /// without `sealWhenFull`, a full open segment is not sealed by the policy either (the
+    /// caller decides every seal).
     /// Returns nil when nothing is pending and no seal was asked for. A batch still in
     /// flight from an earlier call is waited for first.
-    public func startFlush(seal: Bool = false) throws(JournalError) -> FlushTicket? {
+    public func startFlush(seal: Bool = false, sealWhenFull: Bool = true) throws(JournalError) -> FlushTicket? {
         guard lock != nil else { throw .closed }
         collect()
         try throwDeferred()
@@ -246,7 +257,7 @@ public final class JournalWriter {
         inFlight = job
         let hook = FaultInjection.current
         background.submit {
-            job.outcome = FaultInjection.withThreadHook(hook) { sink.makeDurable(batch, sealIfDue: true, sealNow: seal) }
+            job.outcome = FaultInjection.withThreadHook(hook) { sink.makeDurable(batch, sealIfDue: sealWhenFull, sealNow: seal) }
             job.done.signal()
         }
         return FlushTicket(job: job, throughSeq: nextSeq - 1)
@@ -272,6 +283,7 @@ public final class JournalWriter {
         openSegmentEvents = outcome.openSegmentEvents
         sealDueAt = outcome.sealDueAt
         if let problem = outcome.sealProblem { sealProblem = problem.value }
+        if let name = outcome.sealedName { sealedNames.append(name) }
         if let seq = outcome.durableSeq {
             acknowledgedSeq = seq
             onDurable?(seq)
@@ -324,7 +336,9 @@ public final class JournalWriter {
             openSegmentEvents = sink.openSegmentEvents
             sealDueAt = sink.sealDueAt
         }
-        return try sink.seal()
+        let name = try sink.seal()
+        if let name { sealedNames.append(name) }
+        return name
     }
 
     /// Flushes, seals if the options say so, and releases the lock.

@@ -16,6 +16,9 @@ struct DurableOutcome: Sendable {
     var openSegmentEvents = 0
     var sealDueAt = 0
 
+    /// The name of the segment this batch's seal wrote, if it sealed one.
+    var sealedName: SegmentName?
+
     struct SealProblem: Sendable { var value: JournalError? }
 }
 
@@ -92,7 +95,7 @@ final class SegmentSink: @unchecked Sendable {
                 // What was appended is durable now; a seal that cannot be written (a full disk)
                 // must not stop recording: the open segment keeps growing and sealing is retried.
                 do {
-                    try seal()
+                    outcome.sealedName = try seal()
                     outcome.sealProblem = .init(value: nil)
                     nextSealAttempt = 0
                 } catch {

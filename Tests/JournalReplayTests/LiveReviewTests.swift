@@ -43,38 +43,35 @@ import Testing
         #expect(drawing == Replay.load(journal, useSnapshots: false).drawing)
     }
 
-    // BUG 8b: the same crafted snapshot, then points arriving (what a board does): a late point
-    // that sorts before a stroke's first one calls `removeFromOrder`, whose precondition fails:
-    // the app crashes from file contents.
-    @Test func reviewBug8b_snapshotWithUnsortedZOrderCrashesOnALatePoint() async {
-        // Observed as a crash (`.failure`) so that its message can be shown; the test fails
-        // whenever the child crashed.
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let temp = TemporaryDirectory("review-crafted-crash")
-            defer { temp.remove() }
-            guard let journal = try? Self.journalWithReversedSnapshot(temp.path) else { return }
-            var (live, _) = LiveReplay.load(journal)
-            var drawing = live.drawing
-            let other = ReplicaID(UUIDBits(high: 1, low: 1))
-            var seq: UInt64 = 1
-            var changes: [DrawingChange] = []
-            let style = Style(color: RGBA(rawValue: 0xFF0000FF), width: 1)
-            for lamport in stride(from: UInt64(3), through: 300, by: 7) {
-                let stroke = StrokeID(UUIDBits(high: 99, low: lamport))
-                let first = Event(id: EventID(replica: other, seq: seq), lamport: lamport, wallTime: 0,
-                                  payload: .point(PointSample(stroke: stroke, x: 1, y: 1, style: style)))
-                let earlier = Event(id: EventID(replica: other, seq: seq + 1), lamport: lamport - 1, wallTime: 0,
-                                    payload: .point(PointSample(stroke: stroke, x: 0, y: 0, style: style)))
-                seq += 2
-                drawing.apply(first, changes: &changes)
-                drawing.apply(earlier, changes: &changes)
+    // BUG 8b: the same crafted snapshot, then points arriving (what a board does), each stroke
+    // getting a point that sorts before its first one (it moves in z-order). This crashed on
+    // the `removeFromOrder` precondition; now the result is the fold of the same events.
+    @Test func reviewBug8b_snapshotWithUnsortedZOrderThenLatePointsGivesTheFold() throws {
+        let temp = TemporaryDirectory("review-crafted-late")
+        defer { temp.remove() }
+        let journal = try Self.journalWithReversedSnapshot(temp.path)
+        var (live, report) = LiveReplay.load(journal)
+        #expect(report.eventsFromSnapshot > 0, "the crafted snapshot was not used")
+        var all: [Event] = []
+        Replay.forEachUniqueEvent(SegmentSet.load(journal), report: &report) { all.append($0) }
+        let other = ReplicaID(UUIDBits(high: 1, low: 1))
+        var seq: UInt64 = 1
+        var changes: [DrawingChange] = []
+        let style = Style(color: RGBA(rawValue: 0xFF0000FF), width: 1)
+        for lamport in stride(from: UInt64(3), through: 300, by: 7) {
+            let stroke = StrokeID(UUIDBits(high: 99, low: lamport))
+            let first = Event(id: EventID(replica: other, seq: seq), lamport: lamport, wallTime: 0,
+                              payload: .point(PointSample(stroke: stroke, x: 1, y: 1, style: style)))
+            let earlier = Event(id: EventID(replica: other, seq: seq + 1), lamport: lamport - 1, wallTime: 0,
+                                payload: .point(PointSample(stroke: stroke, x: 0, y: 0, style: style)))
+            seq += 2
+            for event in [first, earlier] {
+                #expect(live.applyOwn(event, changes: &changes) == .applied)
+                all.append(event)
             }
-            _ = live
-            live = LiveReplay.load(journal).0
         }
-        if let result {
-            let stderr = String(decoding: result.standardErrorContent, as: UTF8.self)
-            Issue.record("a live drawing continued from a crafted snapshot crashed: \(stderr.split(separator: "\n").prefix(3).joined(separator: " | "))")
-        }
+        var fold = Fold(replicas: all.map(\.id.replica))
+        all.forEach { fold.apply($0) }
+        #expect(live.drawing.drawing == fold.finish())
     }
 }
