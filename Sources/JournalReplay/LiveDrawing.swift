@@ -91,6 +91,10 @@ public struct LiveDrawing: Sendable {
     private var styles: [Style] = []
     private var styleIndex: [Style: UInt32] = [:]
     private var latestClear: Key?
+    /// The stroke and style of the previous point: consecutive points nearly always share
+    /// both, and two hash lookups per point were most of the cost of folding one in.
+    private var recentStroke: (id: StrokeID, slot: Int)?
+    private var recentStyle: (style: Style, index: UInt32)?
     public private(set) var eventCount = 0
     public private(set) var pointCount = 0
 
@@ -205,7 +209,13 @@ public struct LiveDrawing: Sendable {
             reportVisibility(of: slot, changes: &changes)
             return
         }
-        changes.append(appended ? .extended(id, from: position) : .reshaped(id))
+        if appended {
+            // One entry per run of appends to a stroke: the app redraws from the first.
+            if case .extended(let last, _)? = changes.last, last == id { return }
+            changes.append(.extended(id, from: position))
+        } else {
+            changes.append(.reshaped(id))
+        }
     }
 
     private mutating func setVisibility(_ visible: Bool, of slot: Int, at key: Key, changes: inout [DrawingChange]) {
@@ -259,18 +269,30 @@ public struct LiveDrawing: Sendable {
     }
 
     private mutating func slot(for id: StrokeID) -> Int {
-        if let slot = slots[id] { return slot }
-        let slot = strokes.count
-        strokes.append(StrokeState(id: id))
-        slots[id] = slot
+        if let recent = recentStroke, recent.id == id { return recent.slot }
+        let slot: Int
+        if let known = slots[id] {
+            slot = known
+        } else {
+            slot = strokes.count
+            strokes.append(StrokeState(id: id))
+            slots[id] = slot
+        }
+        recentStroke = (id, slot)
         return slot
     }
 
     private mutating func intern(_ style: Style) -> UInt32 {
-        if let known = styleIndex[style] { return known }
-        let index = UInt32(styles.count)
-        styles.append(style)
-        styleIndex[style] = index
+        if let recent = recentStyle, recent.style == style { return recent.index }
+        let index: UInt32
+        if let known = styleIndex[style] {
+            index = known
+        } else {
+            index = UInt32(styles.count)
+            styles.append(style)
+            styleIndex[style] = index
+        }
+        recentStyle = (style, index)
         return index
     }
 

@@ -123,7 +123,13 @@ public struct LiveReplay: Sendable {
         return (live, report)
     }
 
-    public var readCursor: Cursor { cursor }
+    /// What `readNew` needs, copied out (the coverage is filled in here rather than kept
+    /// twice, which would copy it on every event applied).
+    public var readCursor: Cursor {
+        var copy = cursor
+        copy.covered = covered
+        return copy
+    }
 
     /// Applies an event this process's writer just assigned (it follows every event seen).
     public mutating func applyOwn(_ event: Event, changes: inout [DrawingChange]) -> LiveDrawing.Outcome {
@@ -134,7 +140,6 @@ public struct LiveReplay: Sendable {
 
     private mutating func cover(_ event: Event) {
         covered[event.id.replica, default: SeqRanges()].insert(event.id.seq...event.id.seq)
-        cursor.covered[event.id.replica] = covered[event.id.replica]
         distinctEvents += 1
     }
 

@@ -107,9 +107,10 @@ struct FolderWatcherTests {
         started = ProcessInfoLite.monotonicSeconds()
         #expect(await watcher.next(timeoutSeconds: 0.25) == .timedOut)
         elapsed = ProcessInfoLite.monotonicSeconds() - started
-        // Resuming the awaiting task needs a free pool thread: under a full parallel test run
-        // that can take seconds, hence only a loose upper bound.
-        #expect(elapsed >= 0.24 && elapsed < 30)
+        // Resuming the awaiting task needs a free pool thread, and synchronous tests running
+        // beside this one can hold them all for a minute: no upper bound here (the blocking
+        // `wait` above has one).
+        #expect(elapsed >= 0.24)
     }
 
     @Test func stopFromAnotherThreadWakesTheWaiterAndEveryLaterOne() async throws {

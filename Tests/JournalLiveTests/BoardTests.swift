@@ -15,22 +15,25 @@ import Testing
                            t: Double(index) / 120, style: Style(color: RGBA(rawValue: color), width: 2)))
     }
 
-    /// Waits (up to `seconds`) for an update that satisfies `matches`.
+    /// Waits (up to `seconds`) for an update that satisfies `matches`. The updates are read
+    /// by a task of their own and checked once more after the deadline: synchronous tests
+    /// beside this one can hold every pool thread for longer than it.
     func firstUpdate(_ stream: AsyncStream<BoardUpdate>, within seconds: Double,
                      where matches: @escaping @Sendable (BoardUpdate) -> Bool) async -> BoardUpdate? {
-        await withTaskGroup(of: BoardUpdate?.self) { group in
-            group.addTask {
-                for await update in stream where matches(update) { return update }
-                return nil
+        let found = Locked<BoardUpdate?>(nil)
+        let reader = Task {
+            for await update in stream where matches(update) {
+                found.withLock { $0 = update }
+                return
             }
-            group.addTask {
-                try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
         }
+        defer { reader.cancel() }
+        let deadline = ProcessInfoLite.monotonicSeconds() + seconds
+        while ProcessInfoLite.monotonicSeconds() < deadline {
+            if let update = found.withLock({ $0 }) { return update }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return found.withLock { $0 }
     }
 
     @Test func appendsFoldAtOnceAndFlushMakesThemDurable() async throws {
