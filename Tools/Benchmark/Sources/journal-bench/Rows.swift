@@ -32,6 +32,7 @@ enum RowName: String, CaseIterable {
     case hershey
     case growth
     case precision
+    case live
 }
 
 /// What a row child reports: the runs of its main timing, and row-specific values (arrays
@@ -83,6 +84,7 @@ struct RowRunner {
         case .bareDeflate: return try bareDeflate()
         case .plainRead: return try plainRead()
         case .digestCheck: return try digestCheck()
+        case .live: return try live()
         case .precision:
             guard let input else { throw BenchError("row precision needs --input DIR") }
             return try precisionRow(Workload(input))

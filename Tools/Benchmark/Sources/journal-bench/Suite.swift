@@ -100,8 +100,9 @@ final class Suite {
         let order: [RowName] = [
             .processBaseline, .recordLibrary, .prepare, .parse, .parseLines, .append, .cliRecord, .mergeReconstruct, .sync,
             .snapshotOpen, .cliRead, .ndjsonPlain, .ndjsonDeflate, .bareInflate, .bareDeflate, .plainRead, .digestCheck,
+            .live,
         ]
-        for row in order where row == .prepare || wanted(row) {
+        for row in order where row == .prepare || (wanted(row) && (row != .live || !options.quick || options.only != nil)) {
             let outcome = runChild(row)
             if row != .prepare { rows.append((row.rawValue, outcome)) }
         }
@@ -250,6 +251,9 @@ final class Suite {
         let speedup = snapshot.double("speedup")
         let snapshotBytes = snapshot.double("snapshotVsJournalBytes")
         let cliRead = result(.cliRead)
+        let integrate = result(.live).double("integrateVsFullReplay")
+        let boardP99 = liveLatency("board", "p99Micros")
+        let pacedP99 = liveLatency("boardPaced", "p99Micros")
         return [
             Target(key: "bytesPerPoint", text: "≤ 2.5 B/pt", value: bpp, met: bpp.map { $0 <= 2.5 }),
             Target(key: "mergeReconstructSeconds", text: "≤ 0.25 s", value: merge.median, met: merge.median.map { $0 <= 0.25 }),
@@ -263,7 +267,18 @@ final class Suite {
             Target(key: "cliStrokesSeconds", text: "≤ 0.35 s", value: cliRead.median, met: cliRead.median.map { $0 <= 0.35 }),
             Target(key: "cliDigestSeconds", text: "≤ 0.15 s", value: cliRead.median("digestSeconds"),
                    met: cliRead.median("digestSeconds").map { $0 <= 0.15 }),
+            Target(key: "liveIntegrateVsFullReplay", text: "≤ 2% of full replay", value: integrate, met: integrate.map { $0 <= 0.02 }),
+            Target(key: "boardAppendP99Micros", text: "p99 ≤ 50 µs", value: boardP99, met: boardP99.map { $0 <= 50 }),
+            Target(key: "boardPacedAppendP99Micros", text: "p99 ≤ 50 µs", value: pacedP99, met: pacedP99.map { $0 <= 50 }),
         ]
+    }
+
+    /// A value of the `live` row's `appendLatency` object: series "board", "writer",
+    /// "boardPaced", "writerPaced"; keys "p50Micros", "p99Micros", "p999Micros", "maxMicros".
+    func liveLatency(_ series: String, _ key: String) -> Double? {
+        let live = result(.live)
+        guard live.ok else { return nil }
+        return live.extra["appendLatency"]?[series]?[key]?.doubleValue
     }
 
     func target(_ key: String) -> String {
@@ -298,6 +313,11 @@ final class Suite {
             ("cliStrokesVsGunzip", result(.cliRead).double("strokesVsGunzip")),
             ("cliDigestVsGunzip", result(.cliRead).double("digestVsGunzip")),
             ("bareDeflateVsBareInflate", divide(result(.bareDeflate).median, result(.bareInflate).median)),
+            ("liveIntegrateVsFullReplay", result(.live).double("integrateVsFullReplay")),
+            ("liveExtraReplicaIntegrateVsFullReplay", result(.live).double("extraReplicaIntegrateVsFullReplay")),
+            ("boardVsWriterAppendP99", divide(liveLatency("board", "p99Micros"), liveLatency("writer", "p99Micros"))),
+            ("boardVsWriterPacedAppendP99", divide(liveLatency("boardPaced", "p99Micros"), liveLatency("writerPaced", "p99Micros"))),
+            ("boardVsWriterEventsPerSecond", divide(result(.live).double("boardEventsPerSecond"), result(.live).double("writerEventsPerSecond"))),
         ]
     }
 
@@ -407,6 +427,57 @@ final class Suite {
         series("`journal digest` (snapshot valid)", .cliRead, "digestSeconds",
                derived: "\(formatRatio(cliRead.double("digestVsGunzip"))) `gzip -dc`", target: target("cliDigestSeconds"))
         series("`journal digest` (no snapshot)", .cliRead, "digestNoSnapshotSeconds", derived: "full replay + hash + writes the snapshot")
+
+        if wanted(.live) && rows.contains(where: { $0.0 == RowName.live.rawValue }) {
+            let live = result(.live)
+            table.section("live boards (JournalLive): +1% arriving as new sealed segments; Board.append on the caller's thread")
+            if let error = live.error {
+                value("live", derived: error)
+            } else {
+                func arrival(_ prefix: String, _ label: String) {
+                    func key(_ name: String) -> String { prefix.isEmpty ? name : prefix + name.prefix(1).uppercased() + name.dropFirst() }
+                    let ratio = live.double(key("integrateVsFullReplay"))
+                    let cpuRatio = live.double(key("integrateVsFullReplayCPU"))
+                    let derived = "\(ratio.map { fixed($0 * 100, 2) + "%" } ?? "n/a") of full replay (CPU: \(cpuRatio.map { fixed($0 * 100, 2) + "%" } ?? "n/a")); "
+                        + "\(grouped(live.int(key("newEvents")) ?? 0)) events in \(live.int(key("newSegments")) ?? 0) segments: "
+                        + "\(fixed(live.double(key("integrateNanosPerEvent")) ?? .nan, 0)) ns/event (apply \(fixed(live.double(key("applyNanosPerEvent")) ?? .nan, 0))) "
+                        + "vs \(fixed(live.double(key("fullReplayNanosPerEvent")) ?? .nan, 0)) ns/event replayed; "
+                        + (live.bool(key("digestOk")) == true ? "digest ok" : "DIGEST MISMATCH")
+                    let verdict = prefix.isEmpty ? target("liveIntegrateVsFullReplay")
+                        : "≤ 2%: " + ((ratio ?? .infinity) <= 0.02 ? "ok" : "MISS")
+                    if prefix.isEmpty {
+                        timed(label, .live, derived: derived, target: verdict)
+                    } else {
+                        series(label, .live, key("integrateSeconds"), derived: derived, target: verdict)
+                    }
+                    series("  full replay (Replay.load, no snapshots)", .live, key("fullReplaySeconds"),
+                           derived: "\(grouped(live.int(key("totalEvents")) ?? 0)) events, CPU \(formatSeconds(live.median(key("fullReplayCPUSeconds")))); readNew \(formatSeconds(live.median(key("readNewSeconds")))), "
+                            + "apply \(formatSeconds(live.median(key("applySeconds"))))")
+                }
+                arrival("", "readNew + integrate: last 1% of each replica")
+                arrival("extraReplica", "readNew + integrate: +1% session, 5th replica")
+                func latency(_ series: String, _ label: String, target text: String = "") {
+                    func micros(_ key: String) -> String {
+                        guard let value = liveLatency(series, key) else { return "-" }
+                        return value >= 1000 ? formatSeconds(value / 1e6) : significant(value) + " µs"
+                    }
+                    let appends = (live.extra["appendLatency"]?[series]?["appends"]?.intValue).map(grouped) ?? "?"
+                    var derived = "p50 \(micros("p50Micros")), p99 \(micros("p99Micros")), p99.9 \(micros("p999Micros")), max \(micros("maxMicros")) "
+                    derived += "(\(appends) appends"
+                    if let rate = live.double(series + "EventsPerSecond") { derived += ", " + formatCount(rate) + "events/s" }
+                    derived += ")"
+                    table.add(["  " + label, "", "", "", derived, "", text])
+                }
+                latency("board", "Board.append, full speed", target: target("boardAppendP99Micros"))
+                latency("writer", "JournalWriter.append, full speed (baseline)")
+                latency("boardPaced", "Board.append, 240 Hz for 5 s", target: target("boardPacedAppendP99Micros"))
+                latency("writerPaced", "JournalWriter.append, 240 Hz (baseline)")
+                series("Board: final `await flush()` (full speed)", .live, "boardFlushSeconds",
+                       derived: "then close (seals): \(formatSeconds(live.median("boardCloseSeconds")))")
+                series("JournalWriter: final flush() (full speed)", .live, "writerFlushSeconds",
+                       derived: "then close (seals): \(formatSeconds(live.median("writerCloseSeconds")))")
+            }
+        }
 
         table.section("baselines a user would write instead (same events)")
         let plain = result(.ndjsonPlain)
