@@ -82,10 +82,14 @@ public final class RelayConnection: Sendable {
     /// first while `WireLimits.maxUnacknowledgedFrames` frames are unacknowledged, so a
     /// server that calls it before reading the next frame throttles a flooding client.
     public func receive(text: String) async {
-        let frame = state.withLock { state -> UInt64 in
+        // After the relay closed the connection (it fell behind, the board failed), frames
+        // still in the socket are not recorded: nobody would acknowledge them.
+        let frame = state.withLock { state -> UInt64? in
+            if case .closed = state.phase { return nil }
             state.framesReceived += 1
             return state.framesReceived
         }
+        guard let frame else { return }
         let payloads: [Payload]
         do {
             payloads = try ClientFrame.payloads(of: text)
@@ -140,7 +144,8 @@ public final class RelayConnection: Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let wait = state.withLock { state -> Bool in
                 guard case .closed = state.phase else {
-                    guard state.framesReceived - state.acknowledged >= UInt64(WireLimits.maxUnacknowledgedFrames) else { return false }
+                    // Refused frames were answered at once: only frames waiting for an ack count.
+                    guard state.appendedThrough - state.acknowledged >= UInt64(WireLimits.maxUnacknowledgedFrames) else { return false }
                     state.throttled = continuation
                     return true
                 }

@@ -29,15 +29,9 @@ public struct RelayServer: Sendable {
         router.get("/") { _, _ in "StrokeJournal relay: ws://HOST:PORT/boards/<board>/ws\n" }
 
         let sockets = Router(context: BasicWebSocketRequestContext.self)
-        sockets.ws("/boards/:board/ws") { _, context in
-            // Refused before the upgrade: a client with a bad name gets an HTTP answer saying so.
-            do throws(RelayError) {
-                _ = try BoardName(context.parameters.get("board") ?? "")
-            } catch {
-                throw HTTPError(.badRequest, message: error.description)
-            }
-            return .upgrade([:])
-        } onUpgrade: { inbound, outbound, context in
+        // Every request upgrades, a bad board name too: the client then reads why in an error
+        // message (a browser's WebSocket never shows the body of a refused upgrade).
+        sockets.ws("/boards/:board/ws", onUpgrade: { inbound, outbound, context in
             let name = context.requestContext.parameters.get("board") ?? ""
             let connection: RelayConnection
             do throws(RelayError) {
@@ -47,7 +41,7 @@ public struct RelayServer: Sendable {
                 return
             }
             try await Self.serve(connection, inbound: inbound, outbound: outbound)
-        }
+        })
 
         let app = Application(
             router: router,
