@@ -6,7 +6,10 @@
 //   ⟶ JournalFormat (events and bytes, no I/O) ⟶ JournalStorage (files, fsync, locks)
 //   ⟶ JournalReplay (fold, digest, snapshots) ⟶ JournalSync (shared folders, rsync)
 //   ⟶ journal (the command-line tool). Beside them: JournalIngest (text lines to events),
-//   JournalRender (SVG), JournalSamples (the built-in demo session).
+//   JournalRender (SVG), JournalSamples (the built-in demo session), JournalWire (the relay's
+//   messages, shared by server and clients). The relay (JournalRelay, NIO-free) and its
+//   server (JournalServe, Hummingbird) stay outside the library product: an app that embeds
+//   StrokeJournal never builds SwiftNIO.
 import PackageDescription
 
 // Every module states the modules it uses: an import that its dependencies do not name
@@ -33,6 +36,14 @@ let package = Package(
         // Child processes (rsync, rsvg-convert); without its Foundation trait, so the library
         // still links no Foundation.
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.0", traits: []),
+        // `journal serve`: HTTP and WebSocket on SwiftNIO. Without Hummingbird's default traits
+        // (swift-configuration, full Foundation): the relay needs neither.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        // Named because JournalServe and its tests import their modules directly (WebSocket
+        // close codes, the client's logger); Hummingbird brings them in any case.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.14.0"),
     ],
     targets: [
         // MARK: C interop (the only modules that call C)
@@ -79,12 +90,30 @@ let package = Package(
         .target(name: "JournalIngest", dependencies: ["JournalFormat", "JournalPlatform"], swiftSettings: strict),
         .target(name: "JournalRender", dependencies: ["JournalFormat", "JournalReplay"], swiftSettings: strict),
         .target(name: "JournalSamples", dependencies: ["JournalFormat"], swiftSettings: strict),
+        .target(name: "JournalWire", dependencies: ["JournalFormat", "JournalIngest"], swiftSettings: strict),
 
         .target(
             name: "StrokeJournal",
             dependencies: [
                 "JournalFormat", "JournalStorage", "JournalReplay", "JournalSync", "JournalIngest", "JournalRender",
-                "JournalSamples", "JournalLive",
+                "JournalSamples", "JournalLive", "JournalWire",
+            ],
+            swiftSettings: strict),
+
+        // MARK: The relay (not in the library product)
+        // Boards, connections, acks and catch-up, without any network code (testable alone).
+        .target(
+            name: "JournalRelay",
+            dependencies: ["JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay", "JournalLive", "JournalIngest", "JournalWire"],
+            swiftSettings: strict),
+        // The relay on HTTP and WebSocket (Hummingbird): the only module that imports SwiftNIO.
+        .target(
+            name: "JournalServe",
+            dependencies: [
+                "JournalRelay", "JournalWire",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
             swiftSettings: strict),
 
@@ -93,7 +122,7 @@ let package = Package(
             name: "journal",
             dependencies: [
                 "JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay", "JournalSync", "JournalIngest",
-                "JournalRender", "JournalSamples", "JournalLive",
+                "JournalRender", "JournalSamples", "JournalLive", "JournalServe",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -145,6 +174,16 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: ["journal", "JournalTestSupport"], swiftSettings: strict),
+        // Real sockets on 127.0.0.1: a relay and WebSocket clients in one process.
+        .testTarget(
+            name: "JournalServeTests",
+            dependencies: [
+                "JournalServe", "JournalRelay", "JournalWire", "JournalLive", "JournalReplay", "JournalStorage",
+                "JournalFormat", "JournalIngest", "JournalPlatform", "JournalTestSupport",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
         // Depends on the umbrella module only, as an app does.
         .testTarget(name: "EmbeddingTests", dependencies: ["StrokeJournal"], swiftSettings: strict),
     ]

@@ -156,7 +156,13 @@ public final class Board: Sendable {
     /// `commitDelayMilliseconds` (await `flush()` to know). Never waits for the disk.
     @discardableResult
     public func append(_ payload: Payload) throws(JournalError) -> EventID {
-        let (id, scheduleCommit, wakeIntegrator) = try state.withLock { state throws(JournalError) -> (EventID, Bool, Bool) in
+        try record(payload).id
+    }
+
+    /// `append`, returning the whole event (its clock and wall time too): what a relay
+    /// broadcasts once `flush()` says it is durable.
+    public func record(_ payload: Payload) throws(JournalError) -> Event {
+        let (event, scheduleCommit, wakeIntegrator) = try state.withLock { state throws(JournalError) -> (Event, Bool, Bool) in
             guard let writer = state.writer, !state.closed else { throw .closed }
             if let failure = state.failure { throw failure }
             let event = try writer.appendEvent(payload)
@@ -173,11 +179,11 @@ public final class Board: Sendable {
             if !changes.isEmpty { Self.deliver(BoardUpdate(origin: .local, changes: changes), to: &state) }
             let schedule = !state.commitScheduled
             state.commitScheduled = true
-            return (event.id, schedule, wake)
+            return (event, schedule, wake)
         }
         if scheduleCommit { scheduleCommitJob(delayed: true) }
         if wakeIntegrator { integrator.submit { [weak self] in _ = self?.integrateNewSegments() } }
-        return id
+        return event
     }
 
     /// Returns once every event appended before the call is durable (fsynced).

@@ -1,0 +1,239 @@
+import JournalFormat
+import JournalLive
+import JournalPlatform
+import JournalStorage
+import JournalWire
+
+/// One client on one board, without the network: the server feeds it the client's frames
+/// (`receive`) and writes what `outbound` yields, in order.
+///
+/// A frame's events are appended to the board at once (the board commits every few
+/// milliseconds, one fsync for every connection's events); an acker task awaits the board's
+/// `flush()`, then acks the frames it covered and broadcasts their events to the board's
+/// other clients. So what anyone is told about is durable (DESIGN.md, invariant 10).
+public final class RelayConnection: Sendable {
+    public let id: Int
+    public let relayBoard: RelayBoard
+    /// The text frames to send, in order. Finishes when the connection is closed; then
+    /// `closeReason` tells whether the client should get a last error.
+    public let outbound: AsyncStream<String>
+    private let continuation: AsyncStream<String>.Continuation
+    private let state = Locked(State())
+
+    enum Phase {
+        /// Registered; live events wait here until the catch-up is sent.
+        case catchingUp(held: [Event])
+        case live
+        case closed
+    }
+
+    struct State {
+        var phase = Phase.catchingUp(held: [])
+        var framesReceived: UInt64 = 0
+        /// The newest frame whose events are appended (refused frames never count here).
+        var appendedThrough: UInt64 = 0
+        var acknowledged: UInt64 = 0
+        var pending: [Event] = []
+        var ackerRunning = false
+        /// The reader waits here while too many frames are unacknowledged.
+        var throttled: CheckedContinuation<Void, Never>?
+        var closeReason: String?
+    }
+
+    init(id: Int, board: RelayBoard) {
+        self.id = id
+        self.relayBoard = board
+        (outbound, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(WireLimits.maxQueuedMessages))
+    }
+
+    /// Why the relay ended the connection (a last error for the client), or nil.
+    public var closeReason: String? { state.withLock { $0.closeReason } }
+
+    // MARK: Catch-up
+
+    /// Every event of the board, in total order, as the client must get them before live
+    /// ones. The caller writes them, then calls `goLive()`. Live events broadcast meanwhile
+    /// are held and sent after, less those the catch-up already held.
+    public func catchUp() async throws(RelayError) -> [Event] {
+        let (events, covered) = try await relayBoard.readDurableEvents()
+        state.withLock { state in
+            guard case .catchingUp(let held) = state.phase else { return }
+            let fresh = held.filter { !(covered[$0.id.replica]?.contains($0.id.seq) ?? false) }
+            state.phase = .catchingUp(held: fresh)
+        }
+        return events
+    }
+
+    /// Sends the events held during catch-up (those it did not cover), then live ones as
+    /// they come.
+    public func goLive(caughtUp count: Int) {
+        state.withLock { state in
+            guard case .catchingUp(let held) = state.phase else { return }
+            state.phase = .live
+            send(.caughtUp(events: UInt64(count)), &state)
+            for event in held { send(.event(event), &state) }
+        }
+    }
+
+    // MARK: Frames from the client
+
+    /// Handles one text frame: refused (an error names it; the connection stays open) or
+    /// appended to the board and acknowledged once durable. Returns after appending; waits
+    /// first while `WireLimits.maxUnacknowledgedFrames` frames are unacknowledged, so a
+    /// server that calls it before reading the next frame throttles a flooding client.
+    public func receive(text: String) async {
+        // After the relay closed the connection (it fell behind, the board failed), frames
+        // still in the socket are not recorded: nobody would acknowledge them.
+        let frame = state.withLock { state -> UInt64? in
+            if case .closed = state.phase { return nil }
+            state.framesReceived += 1
+            return state.framesReceived
+        }
+        guard let frame else { return }
+        let payloads: [Payload]
+        do {
+            payloads = try ClientFrame.payloads(of: text)
+        } catch {
+            refuse(frame: frame, error.reason)
+            return
+        }
+        var events: [Event] = []
+        events.reserveCapacity(payloads.count)
+        for payload in payloads {
+            do {
+                events.append(try relayBoard.board.record(payload))
+            } catch {
+                // Events of this frame recorded before the failure stay recorded (and are
+                // acknowledged with the frames before it); the message says how many.
+                let done = events.count
+                stage(events, through: frame - 1)
+                refuse(frame: frame, done == 0 ? "not recorded: \(error)" : "recorded \(done) of \(payloads.count) events, then: \(error)")
+                return
+            }
+        }
+        stage(events, through: frame)
+        await waitWhileThrottled()
+    }
+
+    /// A binary frame: reserved for the native mode (docs/PROTOCOL.md), refused for now.
+    public func receiveBinary() {
+        let frame = state.withLock { state -> UInt64 in
+            state.framesReceived += 1
+            return state.framesReceived
+        }
+        refuse(frame: frame, "binary frames are not accepted yet: send one JSON line per text frame")
+    }
+
+    private func refuse(frame: UInt64, _ message: String) {
+        state.withLock { send(.error(frame: frame, message: message), &$0) }
+    }
+
+    /// Queues events for the acker and makes sure one runs.
+    private func stage(_ events: [Event], through frame: UInt64) {
+        let start = state.withLock { state -> Bool in
+            state.pending.append(contentsOf: events)
+            state.appendedThrough = max(state.appendedThrough, frame)
+            guard !state.ackerRunning, state.appendedThrough > state.acknowledged else { return false }
+            state.ackerRunning = true
+            return true
+        }
+        if start { Task { await self.acknowledge() } }
+    }
+
+    private func waitWhileThrottled() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let wait = state.withLock { state -> Bool in
+                guard case .closed = state.phase else {
+                    // Refused frames were answered at once: only frames waiting for an ack count.
+                    guard state.appendedThrough - state.acknowledged >= UInt64(WireLimits.maxUnacknowledgedFrames) else { return false }
+                    state.throttled = continuation
+                    return true
+                }
+                return false
+            }
+            if !wait { continuation.resume() }
+        }
+    }
+
+    /// The acker: one flush per round covers every frame appended before it.
+    private func acknowledge() async {
+        while true {
+            let round = state.withLock { state -> (events: [Event], through: UInt64)? in
+                guard state.appendedThrough > state.acknowledged else {
+                    state.ackerRunning = false
+                    return nil
+                }
+                let events = state.pending
+                state.pending.removeAll()
+                return (events, state.appendedThrough)
+            }
+            guard let round else { return }
+            do {
+                try await relayBoard.board.flush()
+            } catch {
+                // Nothing of this round is acknowledged: the client resends it to a relay
+                // whose journal works.
+                close(reason: "board \(relayBoard.name): the journal failed, nothing after frame \(state.withLock { $0.acknowledged }) is acknowledged: \(error)")
+                state.withLock { $0.ackerRunning = false }
+                return
+            }
+            let throttled = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                state.acknowledged = round.through
+                send(.ack(upTo: round.through), &state)
+                let throttled = state.throttled
+                state.throttled = nil
+                return throttled
+            }
+            throttled?.resume()
+            // Even when this client is gone: its events are durable and the others want them.
+            relayBoard.broadcast(round.events, from: id)
+        }
+    }
+
+    // MARK: Events for this client
+
+    func deliver(_ events: [Event]) {
+        state.withLock { state in
+            switch state.phase {
+            case .catchingUp(var held):
+                guard held.count + events.count <= WireLimits.maxQueuedMessages else {
+                    closeLocked(reason: "the board moved faster than this connection could catch up; reconnect", &state)
+                    return
+                }
+                held.append(contentsOf: events)
+                state.phase = .catchingUp(held: held)
+            case .live:
+                for event in events { send(.event(event), &state) }
+            case .closed:
+                return
+            }
+        }
+    }
+
+    private func send(_ message: ServerMessage, _ state: inout State) {
+        if case .closed = state.phase { return }
+        if case .dropped = continuation.yield(message.text) {
+            closeLocked(reason: "this connection fell \(WireLimits.maxQueuedMessages) messages behind; reconnect to catch up", &state)
+        }
+    }
+
+    // MARK: Closing
+
+    /// Ends the connection: no more messages; its unacknowledged frames are still acknowledged
+    /// to nobody and broadcast to the others once durable. Called by the server when the
+    /// socket closes, and by the relay with a reason the client should read.
+    public func close(reason: String? = nil) {
+        state.withLock { closeLocked(reason: reason, &$0) }
+    }
+
+    private func closeLocked(reason: String?, _ state: inout State) {
+        if case .closed = state.phase { return }
+        state.phase = .closed
+        if state.closeReason == nil { state.closeReason = reason }
+        relayBoard.remove(id)
+        continuation.finish()
+        // A reader waiting for acks must not wait for a connection that is gone.
+        state.throttled?.resume()
+        state.throttled = nil
+    }
+}

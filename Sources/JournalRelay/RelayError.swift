@@ -1,0 +1,28 @@
+import JournalFormat
+import JournalStorage
+import JournalWire
+
+/// Why the relay refused a board or a connection.
+public enum RelayError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Not `[A-Za-z0-9_-]{1,64}` (a URL can carry anything; a board name is never a path).
+    case invalidBoardName(String)
+    /// The board's journal could not be opened or created, or failed while in use.
+    case journal(board: String, JournalError)
+    /// The relay is shutting down.
+    case closed
+    /// The connection fell too far behind or was closed while catching up.
+    case disconnected(String)
+
+    public var description: String {
+        switch self {
+        case .invalidBoardName(let name):
+            return "invalid board name \(JSONText.quoted(name, limit: 80)): use 1 to \(BoardName.maxLength) of A-Z a-z 0-9 _ -"
+        case .journal(let board, let error):
+            return "board \(board): \(error)"
+        case .closed:
+            return "the relay is shutting down"
+        case .disconnected(let reason):
+            return reason
+        }
+    }
+}

@@ -1,0 +1,96 @@
+import Hummingbird
+import HummingbirdWebSocket
+import JournalRelay
+import JournalWire
+import NIOWebSocket
+
+/// `journal serve`: the relay on HTTP and WebSocket (Hummingbird on SwiftNIO).
+///
+/// `ws://HOST:PORT/boards/<board>/ws` is a board's socket (docs/PROTOCOL.md). This type only
+/// moves frames between sockets and `RelayConnection`s; what a frame means, acks, broadcast
+/// and catch-up are JournalRelay's.
+public struct RelayServer: Sendable {
+    public let relay: Relay
+    public let host: String
+    public let port: Int
+
+    public init(relay: Relay, host: String = "127.0.0.1", port: Int) {
+        self.relay = relay
+        self.host = host
+        self.port = port
+    }
+
+    /// Serves until the task is cancelled, or, with `handlingSignals`, until SIGINT or SIGTERM;
+    /// then closes the relay's boards. `onListening` gets the port bound (the one asked for,
+    /// or the one the system picked for port 0).
+    public func run(handlingSignals: Bool = false, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let relay = self.relay
+        let router = Router(context: BasicWebSocketRequestContext.self)
+        router.get("/") { _, _ in "StrokeJournal relay: ws://HOST:PORT/boards/<board>/ws\n" }
+
+        let sockets = Router(context: BasicWebSocketRequestContext.self)
+        // Every request upgrades, a bad board name too: the client then reads why in an error
+        // message (a browser's WebSocket never shows the body of a refused upgrade).
+        sockets.ws("/boards/:board/ws", onUpgrade: { inbound, outbound, context in
+            let name = context.requestContext.parameters.get("board") ?? ""
+            let connection: RelayConnection
+            do throws(RelayError) {
+                connection = try relay.board(BoardName(name)).connect()
+            } catch {
+                try await outbound.write(.text(ServerMessage.error(frame: nil, message: error.description).text))
+                return
+            }
+            try await Self.serve(connection, inbound: inbound, outbound: outbound)
+        })
+
+        let app = Application(
+            router: router,
+            server: .http1WebSocketUpgrade(
+                webSocketRouter: sockets,
+                configuration: .init(ws: .init(maxFrameSize: WireLimits.maxFrameBytes, validateUTF8: true))),
+            configuration: .init(address: .hostname(host, port: port), serverName: "journal-serve"),
+            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) }
+        )
+        do {
+            if handlingSignals { try await app.runService() } else { try await app.run() }
+        } catch {
+            await relay.close()
+            throw error
+        }
+        await relay.close()
+    }
+
+    /// One connection: a writer task sends the catch-up, then whatever the relay queues; this
+    /// task reads frames one at a time (a throttled `receive` stops the reading, and TCP
+    /// pushes back on the client).
+    private static func serve(
+        _ connection: RelayConnection, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter
+    ) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    let events = try await connection.catchUp()
+                    for event in events { try await outbound.write(.text(ServerMessage.event(event).text)) }
+                    connection.goLive(caughtUp: events.count)
+                } catch let error as RelayError {
+                    connection.close(reason: error.description)
+                }
+                for await text in connection.outbound { try await outbound.write(.text(text)) }
+                if let reason = connection.closeReason {
+                    try await outbound.write(.text(ServerMessage.error(frame: nil, message: reason).text))
+                    // The reader below ends when the socket does.
+                    try await outbound.close(.normalClosure, reason: nil)
+                }
+            }
+            defer { connection.close() }
+            for try await message in inbound.messages(maxSize: WireLimits.maxFrameBytes) {
+                switch message {
+                case .text(let text): await connection.receive(text: text)
+                case .binary: connection.receiveBinary()
+                }
+            }
+            connection.close()
+            try await group.waitForAll()
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import JournalFormat
+import JournalIngest
+
+/// What the relay sends a client, one text frame each (docs/PROTOCOL.md).
+///
+/// Every message is a JSON object whose first key is `"type"`, in a fixed layout, so a client
+/// tells them apart by their start:
+/// - `{"type":"ack","upTo":N}`: the client's frames 1…N (counted from 1 on this connection,
+///   refused ones included) are handled, and every event they held is fsynced in the board's
+///   journal. Acks only grow.
+/// - `{"type":"error","frame":N,"message":"…"}`: frame N was refused and nothing of it was
+///   recorded; the connection stays open. Without `"frame"`: about the connection itself
+///   (sent just before the relay closes it).
+/// - `{"type":"caughtUp","events":N}`: the N events before it were the whole board when the
+///   client joined (catch-up); what follows is live.
+/// - anything else is an event of the board, as its canonical line with its envelope: the
+///   line `journal log` prints for it (`{"type":"point",…,"replica":…,"seq":…,"lamport":…,"time":…}`).
+public enum ServerMessage: Equatable, Sendable {
+    case ack(upTo: UInt64)
+    case error(frame: UInt64?, message: String)
+    case caughtUp(events: UInt64)
+    case event(line: String)
+
+    /// The message for one recorded event.
+    public static func event(_ event: Event) -> ServerMessage { .event(line: CanonicalJSON.line(for: event)) }
+
+    /// The text frame.
+    public var text: String {
+        switch self {
+        case .ack(let upTo):
+            return #"{"type":"ack","upTo":"# + String(upTo) + "}"
+        case .error(let frame, let message):
+            var object = JSONObject()
+            object.add("type", "error")
+            if let frame { object.add("frame", frame) }
+            object.add("message", message)
+            return object.text
+        case .caughtUp(let events):
+            return #"{"type":"caughtUp","events":"# + String(events) + "}"
+        case .event(let line):
+            return line
+        }
+    }
+
+    /// Reads a frame the relay sent. Strict about the layout of acks and errors (the relay
+    /// writes them one way only); an event line is checked by the line parser, as a
+    /// recorder would check it.
+    public init(parsing text: String) throws(WireError) {
+        let utf8 = Array(text.utf8)
+        if let rest = Self.after(#"{"type":"ack","upTo":"#, in: utf8) {
+            guard let (upTo, end) = Self.integer(utf8, at: rest), end == utf8.count - 1, utf8[end] == UInt8(ascii: "}") else {
+                throw WireError("malformed ack: \(JSONText.quoted(text, limit: 80))")
+            }
+            self = .ack(upTo: upTo)
+            return
+        }
+        if let rest = Self.after(#"{"type":"caughtUp","events":"#, in: utf8) {
+            guard let (events, end) = Self.integer(utf8, at: rest), end == utf8.count - 1, utf8[end] == UInt8(ascii: "}") else {
+                throw WireError("malformed caughtUp: \(JSONText.quoted(text, limit: 80))")
+            }
+            self = .caughtUp(events: events)
+            return
+        }
+        if let rest = Self.after(#"{"type":"error","#, in: utf8) {
+            var cursor = rest
+            var frame: UInt64?
+            if let afterKey = Self.after(#""frame":"#, in: utf8, from: cursor) {
+                guard let (number, end) = Self.integer(utf8, at: afterKey), end < utf8.count, utf8[end] == UInt8(ascii: ",") else {
+                    throw WireError("malformed error message: \(JSONText.quoted(text, limit: 80))")
+                }
+                frame = number
+                cursor = end + 1
+            }
+            guard let afterKey = Self.after(#""message":"#, in: utf8, from: cursor) else {
+                throw WireError("malformed error message: \(JSONText.quoted(text, limit: 80))")
+            }
+            let decoded: (value: String, end: Int)
+            do { decoded = try JSONStringLiteral.decode(text, at: afterKey) } catch {
+                throw WireError("malformed error message: \(error.reason)")
+            }
+            guard decoded.end == utf8.count - 1, utf8[decoded.end] == UInt8(ascii: "}") else {
+                throw WireError("malformed error message: \(JSONText.quoted(text, limit: 80))")
+            }
+            self = .error(frame: frame, message: decoded.value)
+            return
+        }
+        do { _ = try LineParser.parse(text) } catch { throw WireError("not an event line: \(error.reason)") }
+        self = .event(line: text)
+    }
+
+    /// The payloads of an event message (the envelope is not part of them).
+    public func payloads() throws(WireError) -> [Payload] {
+        guard case .event(let line) = self else { return [] }
+        do { return try LineParser.parse(line) } catch { throw WireError(error.reason) }
+    }
+
+    private static func after(_ prefix: String, in bytes: [UInt8], from start: Int = 0) -> Int? {
+        let prefix = Array(prefix.utf8)
+        guard bytes.count - start >= prefix.count, bytes[start..<start + prefix.count].elementsEqual(prefix) else { return nil }
+        return start + prefix.count
+    }
+
+    /// A non-negative decimal integer without sign or leading zeros; nil on overflow.
+    private static func integer(_ bytes: [UInt8], at start: Int) -> (UInt64, Int)? {
+        var index = start
+        var value: UInt64 = 0
+        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+            let digit = UInt64(bytes[index] - UInt8(ascii: "0"))
+            let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times.addingReportingOverflow(digit)
+            guard !overflow1, !overflow2 else { return nil }
+            value = sum
+            index += 1
+        }
+        guard index > start, !(bytes[start] == UInt8(ascii: "0") && index - start > 1) else { return nil }
+        return (value, index)
+    }
+}

@@ -1,0 +1,56 @@
+import ArgumentParser
+import JournalPlatform
+import JournalRelay
+import JournalServe
+
+extension JournalCommand {
+    struct Serve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Relay live drawing between clients over WebSockets, recording every stroke.",
+            discussion: """
+                Serves many boards, each an ordinary journal DIR/<board> (created on first
+                use; sync, merge and every command work on it). A board's socket is
+                ws://HOST:PORT/boards/<board>/ws, <board> being 1 to 64 of A-Z a-z 0-9 _ -.
+
+                A client sends text frames, each one line that 'journal record' accepts; the
+                relay records it, acknowledges it once it is fsynced ({"type":"ack","upTo":N},
+                N counting the client's frames) and sends its events to the board's other
+                clients. A refused frame gets {"type":"error","frame":N,"message":…} and the
+                connection stays open. A client that joins first gets the whole board, then
+                {"type":"caughtUp","events":N}, then live events. docs/PROTOCOL.md has the rest.
+
+                Ctrl-C or SIGTERM stop it: boards are sealed and their locks released.
+
+                Example:
+                  journal serve --port 8080 --data boards
+                """)
+
+        @Option(help: "The TCP port to listen on (0: any free port, printed at start).") var port: Int
+        @Option(help: ArgumentHelp("The folder of the boards' journals (created if missing).", valueName: "dir"))
+        var data: String
+        @Option(help: ArgumentHelp("The address to listen on; 0.0.0.0 serves every network.", valueName: "address"))
+        var bind = "127.0.0.1"
+
+        func validate() throws {
+            guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+            guard !data.isEmpty else { throw ValidationError("--data must name a folder") }
+        }
+
+        func run() async throws {
+            try await reportingErrors {
+                let relay: Relay
+                do throws(RelayError) { relay = try Relay(dataDirectory: data) } catch { throw CLIError(error.description, code: CLIError.ioError) }
+                let server = RelayServer(relay: relay, host: bind, port: port)
+                let (bind, data) = (self.bind, self.data)
+                do {
+                    try await server.run(handlingSignals: true) { port in
+                        Terminal.write("journal: serving \(data) on ws://\(bind):\(port)/boards/<board>/ws\n")
+                        Terminal.flush()
+                    }
+                } catch {
+                    throw CLIError("serving on \(bind):\(port) failed: \(error)", code: CLIError.ioError)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import HummingbirdWSClient
+import JournalWire
+import NIOWebSocket
+import Logging
+
+/// A WebSocket client of the relay for tests: frames go out through `send`, and what the
+/// relay sends comes back, parsed, through `next`.
+final class RelayTestClient: Sendable {
+    private let outgoing: AsyncStream<String>.Continuation
+    private let incoming: AsyncStream<Result<ServerMessage, WireError>>
+    private let iterator: IteratorBox
+    let task: Task<Void, any Error>
+
+    /// The stream's iterator, kept across calls to `next` (one reader at a time: a test).
+    final class IteratorBox: @unchecked Sendable {
+        var iterator: AsyncStream<Result<ServerMessage, WireError>>.Iterator
+        init(_ iterator: AsyncStream<Result<ServerMessage, WireError>>.Iterator) { self.iterator = iterator }
+    }
+
+    init(port: Int, board: String) {
+        let (toSend, outgoing) = AsyncStream<String>.makeStream()
+        let (incoming, received) = AsyncStream<Result<ServerMessage, WireError>>.makeStream()
+        self.outgoing = outgoing
+        self.incoming = incoming
+        self.iterator = IteratorBox(incoming.makeAsyncIterator())
+        task = Task {
+            defer { received.finish() }
+            try await WebSocketClient.connect(
+                url: "ws://127.0.0.1:\(port)/boards/\(board)/ws",
+                configuration: .init(maxFrameSize: 1 << 20),
+                logger: Logger(label: "relay-test-client")
+            ) { inbound, outbound, _ in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for try await message in inbound.messages(maxSize: 1 << 20) {
+                            guard case .text(let text) = message else { continue }
+                            received.yield(Result { () throws(WireError) in try ServerMessage(parsing: text) })
+                        }
+                        received.finish()
+                    }
+                    for await text in toSend { try await outbound.write(.text(text)) }
+                    try await outbound.close(.normalClosure, reason: nil)
+                    try await group.waitForAll()
+                }
+            }
+        }
+    }
+
+    func send(_ text: String) { outgoing.yield(text) }
+
+    /// Closes the connection (after the frames already sent).
+    func close() { outgoing.finish() }
+
+    /// The next message, or nil when the connection ended or nothing came within `seconds`.
+    func next(within seconds: Double = 10) async throws -> ServerMessage? {
+        let box = iterator
+        let result = await withTaskGroup(of: Result<ServerMessage, WireError>??.self) { group in
+            group.addTask {
+                var iterator = box.iterator
+                let value = await iterator.next()
+                box.iterator = iterator
+                return .some(value)
+            }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        guard let result, let message = result else { return nil }
+        return try message.get()
+    }
+
+    /// Messages until (and without) the first one `stop` accepts, which is returned too.
+    func collect(until stop: (ServerMessage) -> Bool, within seconds: Double = 20) async throws -> (before: [ServerMessage], last: ServerMessage?) {
+        var before: [ServerMessage] = []
+        while let message = try await next(within: seconds) {
+            if stop(message) { return (before, message) }
+            before.append(message)
+        }
+        return (before, nil)
+    }
+}

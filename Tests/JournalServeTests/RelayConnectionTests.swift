@@ -1,0 +1,59 @@
+import JournalFormat
+import JournalIngest
+import JournalLive
+import JournalPlatform
+import JournalRelay
+import JournalTestSupport
+import JournalWire
+import Testing
+
+/// The relay core without sockets: a flooding client waits for acks instead of growing memory.
+@Suite struct RelayConnectionTests {
+    @Test func aClientAtTheUnacknowledgedLimitWaitsForTheNextAck() async throws {
+        let temp = TemporaryDirectory("relay-throttle")
+        defer { temp.remove() }
+        // A slow group commit (3 s after the first frame) keeps every frame unacknowledged while the flood arrives.
+        let relay = try Relay(dataDirectory: temp.path, boardOptions: BoardOptions(commitDelayMilliseconds: 3000, watchForSegments: false))
+        let connection = try relay.board(BoardName("flood")).connect()
+        connection.goLive(caughtUp: 0)
+        let line = CanonicalJSON.line(for: .clear)
+        let limit = WireLimits.maxUnacknowledgedFrames
+        let started = ProcessInfoLite.monotonicSeconds()
+        for _ in 0..<(limit - 1) { await connection.receive(text: line) }
+        let beforeLimit = ProcessInfoLite.monotonicSeconds() - started
+        // This frame reaches the limit: `receive` returns only after an ack, so the server
+        // stops reading the socket meanwhile.
+        await connection.receive(text: line)
+        let atLimit = ProcessInfoLite.monotonicSeconds() - started
+        #expect(beforeLimit < 2.5, "frames below the limit must not wait (\(beforeLimit) s)")
+        #expect(atLimit >= 2.9, "the frame at the limit returned before the commit (\(atLimit) s)")
+        var iterator = connection.outbound.makeAsyncIterator()
+        #expect(await iterator.next() == ServerMessage.caughtUp(events: 0).text)
+        #expect(await iterator.next() == ServerMessage.ack(upTo: UInt64(limit)).text)
+        await relay.close()
+    }
+
+    @Test func refusedFramesAreAnsweredAtOnceAndNeverThrottle() async throws {
+        let temp = TemporaryDirectory("relay-refused")
+        defer { temp.remove() }
+        let relay = try Relay(dataDirectory: temp.path, boardOptions: BoardOptions(commitDelayMilliseconds: 3000, watchForSegments: false))
+        let connection = try relay.board(BoardName("noise")).connect()
+        connection.goLive(caughtUp: 0)
+        let count = WireLimits.maxUnacknowledgedFrames + 10
+        let started = ProcessInfoLite.monotonicSeconds()
+        for _ in 0..<count { await connection.receive(text: #"{"type":"paint"}"#) }
+        #expect(ProcessInfoLite.monotonicSeconds() - started < 2.5)
+        var iterator = connection.outbound.makeAsyncIterator()
+        #expect(await iterator.next() == ServerMessage.caughtUp(events: 0).text)
+        for frame in 1...UInt64(count) {
+            let text = try #require(await iterator.next())
+            guard case .error(frame, let message) = try ServerMessage(parsing: text) else {
+                Issue.record("frame \(frame): got \(text)")
+                return
+            }
+            if frame == 1 { #expect(message.contains("paint"), "message: \(message)") }
+        }
+        #expect(relay.openBoards.count == 1)
+        await relay.close()
+    }
+}

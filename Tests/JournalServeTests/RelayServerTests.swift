@@ -1,0 +1,149 @@
+import JournalFormat
+import JournalIngest
+import JournalLive
+import JournalRelay
+import JournalReplay
+import JournalServe
+import JournalStorage
+import JournalTestSupport
+import JournalWire
+import Testing
+
+/// `journal serve` over real sockets on 127.0.0.1: acks after fsync, broadcast, refused frames,
+/// catch-up, and the board's journal afterwards.
+@Suite(.serialized) struct RelayServerTests {
+    /// A relay serving `data` on a free port, until `stop()`.
+    struct RunningRelay {
+        let relay: Relay
+        let port: Int
+        let task: Task<Void, any Error>
+
+        static func start(data: String) async throws -> RunningRelay {
+            let relay = try Relay(dataDirectory: data, boardOptions: BoardOptions(watchForSegments: false))
+            let (ports, portContinuation) = AsyncStream<Int>.makeStream()
+            let server = RelayServer(relay: relay, port: 0)
+            let task = Task { try await server.run { port in portContinuation.yield(port) } }
+            var iterator = ports.makeAsyncIterator()
+            let port = try #require(await iterator.next())
+            return RunningRelay(relay: relay, port: port, task: task)
+        }
+
+        func stop() async {
+            task.cancel()
+            _ = try? await task.value
+            // `run` closes the relay when it ends; closing again is harmless.
+            await relay.close()
+        }
+    }
+
+    func pointLine(_ stroke: StrokeID, _ index: Int) -> String {
+        CanonicalJSON.line(for: .point(PointSample(
+            stroke: stroke, x: Double(index) * 1.25, y: Double(index % 9) / 7, pressure: 0.5, t: Double(index) / 240,
+            style: Style(color: RGBA(rawValue: 0xE53935FF), width: 3))))
+    }
+
+    @Test func twoClientsAcksAfterFsyncBroadcastErrorsCatchUpAndRestart() async throws {
+        let temp = TemporaryDirectory("relay-two-clients")
+        defer { temp.remove() }
+        let data = temp.path + "/boards"
+        var running = try await RunningRelay.start(data: data)
+
+        let alice = RelayTestClient(port: running.port, board: "poster")
+        let bob = RelayTestClient(port: running.port, board: "poster")
+        // An empty board: both are caught up at once.
+        #expect(try await alice.next() == .caughtUp(events: 0))
+        #expect(try await bob.next() == .caughtUp(events: 0))
+
+        let stroke = StrokeID(UUIDBits(high: 0xA11CE, low: 1))
+        let lines = (0..<100).map { pointLine(stroke, $0) } + [CanonicalJSON.line(for: .end(stroke))]
+        for line in lines { alice.send(line) }
+
+        // Alice: acks only, growing, up to her last frame; each one durable when it came.
+        let board = try running.relay.board(BoardName("poster"))
+        var acked: UInt64 = 0
+        while acked < UInt64(lines.count) {
+            let message = try #require(try await alice.next())
+            guard case .ack(let upTo) = message else {
+                Issue.record("alice got \(message), expected an ack")
+                return
+            }
+            #expect(upTo > acked)
+            // One event per frame here: frame N is seq N of the board's replica.
+            #expect(board.board.durableSeq >= upTo, "ack \(upTo) before fsync (durable \(board.board.durableSeq))")
+            acked = upTo
+        }
+
+        // Bob: every event alice sent, as canonical lines with their envelope.
+        var bobs: [Payload] = []
+        while bobs.count < lines.count {
+            let message = try #require(try await bob.next())
+            bobs.append(contentsOf: try message.payloads())
+        }
+        #expect(bobs == lines.flatMap { try! LineParser.parse($0) })
+
+        // A bad frame: an error naming it, and the connection goes on.
+        bob.send(#"{"type":"point","stroke":"nope","x":1,"y":2}"#)
+        let error = try #require(try await bob.next())
+        guard case .error(let frame, let message) = error else {
+            Issue.record("bob got \(error), expected an error")
+            return
+        }
+        #expect(frame == 1)
+        #expect(message.contains("stroke"), "message: \(message)")
+        // DrawTogether's form, on the same connection: recorded and acked as frame 2.
+        let other = StrokeID(UUIDBits(high: 0xB0B, low: 2))
+        bob.send(#"{"id":"\#(other.uuidString)","color":"blue","point":[3.5,4.25]}"#)
+        #expect(try await bob.next() == .ack(upTo: 2))
+        let relayed = try #require(try await alice.next())
+        guard case .point(let sample) = try relayed.payloads().first else {
+            Issue.record("alice got \(relayed), expected bob's point")
+            return
+        }
+        #expect(sample.stroke == other && sample.x == 3.5 && sample.y == 4.25)
+
+        alice.close()
+        bob.close()
+        await running.stop()
+
+        // The board's journal replays to the same strokes.
+        let (drawing, report) = Replay.load(try JournalDirectory.open(at: data + "/poster"))
+        #expect(report.problems.isEmpty)
+        let replayed = try #require(drawing.visibleStrokes.first { $0.id == stroke })
+        #expect(replayed.points.count == 100 && replayed.ended)
+        #expect(drawing.visibleStrokes.count == 2)
+
+        // A new relay on the same folder: a new client gets everything, then live.
+        running = try await RunningRelay.start(data: data)
+        let carol = RelayTestClient(port: running.port, board: "poster")
+        let (caughtUp, last) = try await carol.collect { if case .caughtUp = $0 { true } else { false } }
+        #expect(last == .caughtUp(events: UInt64(lines.count + 1)))
+        #expect(caughtUp.count == lines.count + 1)
+        let strokesSeen = Set(try caughtUp.flatMap { try $0.payloads() }.compactMap(\.stroke))
+        #expect(strokesSeen == [stroke, other])
+        carol.close()
+        await running.stop()
+    }
+
+    @Test func aBoardNameThatIsAPathIsRefused() async throws {
+        #expect(throws: RelayError.self) { try BoardName("..") }
+        #expect(throws: RelayError.self) { try BoardName("a/b") }
+        #expect(throws: RelayError.self) { try BoardName(String(repeating: "x", count: 65)) }
+        #expect(throws: RelayError.self) { try BoardName("") }
+        #expect(try BoardName("team-7_Poster").text == "team-7_Poster")
+
+        let temp = TemporaryDirectory("relay-bad-name")
+        defer { temp.remove() }
+        let running = try await RunningRelay.start(data: temp.path + "/boards")
+        let client = RelayTestClient(port: running.port, board: "..%2F..%2Fetc")
+        let refusal = try await client.next()
+        guard case .error(nil, let message) = refusal else {
+            Issue.record("got \(String(describing: refusal)), expected an error about the connection")
+            return
+        }
+        #expect(message.contains("invalid board name"), "message: \(message)")
+        // …and the relay closes the connection.
+        #expect(try await client.next(within: 5) == nil)
+        #expect(running.relay.openBoards.isEmpty)
+        await running.stop()
+    }
+}
