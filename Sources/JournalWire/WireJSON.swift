@@ -1,3 +1,4 @@
+import JournalFormat
 import JournalIngest
 
 /// A cursor over one frame's JSON for the few relay messages that are not event lines (a
