@@ -179,7 +179,7 @@ let package = Package(
             name: "JournalServeTests",
             dependencies: [
                 "JournalServe", "JournalRelay", "JournalWire", "JournalLive", "JournalReplay", "JournalStorage",
-                "JournalFormat", "JournalIngest", "JournalPlatform", "JournalTestSupport",
+                "JournalFormat", "JournalIngest", "JournalPlatform", "JournalSync", "JournalTestSupport",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
             ],

@@ -32,6 +32,7 @@ public final class Relay: Sendable {
             do throws(JournalError) {
                 let board = try Board(path: path, create: true, options: boardOptions)
                 let relayBoard = RelayBoard(name: name, board: board)
+                relayBoard.startForwarding()
                 boards[name] = relayBoard
                 return relayBoard
             } catch {

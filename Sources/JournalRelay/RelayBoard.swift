@@ -3,6 +3,7 @@ import JournalLive
 import JournalPlatform
 import JournalReplay
 import JournalStorage
+import JournalWire
 
 /// One board of the relay: its live `Board` and the connections drawing on it.
 public final class RelayBoard: Sendable {
@@ -36,44 +37,85 @@ public final class RelayBoard: Sendable {
 
     public var connectionCount: Int { connections.withLock { $0.count } }
 
-    /// Sends durable events to every connection but their sender's.
-    func broadcast(_ events: [Event], from sender: Int) {
+    /// Sends durable events to every connection but their sender's (nil: to every one).
+    func broadcast(_ events: [Event], from sender: Int?) {
         guard !events.isEmpty else { return }
         let others = connections.withLock { connections in connections.filter { $0.key != sender }.map(\.value) }
         for connection in others { connection.deliver(events) }
     }
 
-    /// Every event of the board's journal, in total order, that is durable now, and the seq
-    /// ranges they cover. Exact: every event this board acknowledged before the call is in it.
-    func readDurableEvents() async throws(RelayError) -> (events: [Event], covered: [ReplicaID: SeqRanges]) {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<([Event], [ReplicaID: SeqRanges]), RelayError>, Never>) in
+    // MARK: Reading the journal
+
+    /// The events of the board's journal that a holder of `have` lacks, read a batch at a
+    /// time (`EventFeed.next`). With `ownDurable`, exact for the board's own events: every one
+    /// acknowledged (so maybe broadcast) before the call is in the feed or in `have`.
+    func feed(lacking have: Have, ownDurable: Bool = true) async throws(RelayError) -> EventFeed {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<MissingEvents, RelayError>, Never>) in
             reader.submit { [board, name] in
-                continuation.resume(returning: Self.read(board, name: name))
+                continuation.resume(returning: Self.open(board, name: name, have: have, ownDurable: ownDurable))
             }
         }
-        return try result.get()
+        return EventFeed(try result.get(), reader: reader)
     }
 
-    private static func read(_ board: Board, name: BoardName) -> Result<([Event], [ReplicaID: SeqRanges]), RelayError> {
-        // What was broadcast was durable before: `durableSeq` read after the connection was
-        // registered covers it. A seal that renames the open segment while the files are
-        // listed can hide own events from one read: then read again.
+    private static func open(_ board: Board, name: BoardName, have: Have, ownDurable: Bool) -> Result<MissingEvents, RelayError> {
+        // A seal renames the open segment; one that happens while the files are listed can hide
+        // own events from one listing: then list again. The blocks' seq ranges tell, before
+        // anything is decoded.
         for _ in 0..<5 {
             let durable = board.durableSeq
             let set = SegmentSet.load(board.directory)
-            var report = ReplayReport()
-            var events: [Event] = []
-            var covered: [ReplicaID: SeqRanges] = [:]
-            Replay.forEachUniqueEvent(set, report: &report) { event in
-                events.append(event)
-                covered[event.id.replica, default: SeqRanges()].insert(event.id.seq...event.id.seq)
+            if ownDurable && durable > 0 {
+                var own = have[board.replica]
+                for member in set.members where member.replica == board.replica {
+                    for block in member.scan.blocks { own.insert(block.seqRange) }
+                }
+                guard own.containsAll(1...durable) else { continue }
             }
-            if durable == 0 || (covered[board.replica] ?? SeqRanges()).containsAll(1...durable) {
-                events.sort { $0.orderKey < $1.orderKey }
-                return .success((events, covered))
-            }
+            return .success(MissingEvents(set: set, have: have.ranges))
         }
         return .failure(.disconnected("board \(name): its journal changed under every read; try again"))
+    }
+
+    // MARK: Segments other machines bring
+
+    /// Forwards to every connection the events that sync brings into the board's journal
+    /// (`journal sync --watch` into the relay's data folder: federation). The board folds
+    /// them in and says so (`.remote`, or `.reload`); its updates name strokes, not events, so
+    /// the events are read from the journal: those of other replicas that its `covered`
+    /// ranges hold and that were not forwarded yet.
+    func startForwarding() {
+        // Subscribed before `covered` is read: an integration in between is seen as an update.
+        let updates = board.updates()
+        var start = Have(board.covered)
+        start.remove(board.replica)
+        forwarded.withLock { $0 = start }
+        // Ends when the board closes (its update streams finish).
+        Task { [self] in
+            for await update in updates where update.origin != .local {
+                await self.forwardSynced()
+            }
+        }
+    }
+
+    /// Other replicas' events that were forwarded, or held by the journal when the board
+    /// opened (every connection's catch-up reads those).
+    private let forwarded = Locked(Have())
+
+    private func forwardSynced() async {
+        var target = Have(board.covered)
+        target.remove(board.replica)
+        var have = forwarded.withLock { $0 }
+        guard !have.containsAll(target) else { return }
+        // The board's own events go out as they are acknowledged, never from here.
+        have.insertAll(of: board.replica)
+        guard let feed = try? await feed(lacking: have, ownDurable: false) else { return }
+        while let batch = await feed.next() {
+            broadcast(batch, from: nil)
+        }
+        var read = feed.covered
+        read.remove(board.replica)
+        forwarded.withLock { $0.formUnion(read) }
     }
 
     func close() async {

@@ -38,6 +38,11 @@ public final class RelayConnection: Sendable {
         /// The reader waits here while too many frames are unacknowledged.
         var throttled: CheckedContinuation<Void, Never>?
         var closeReason: String?
+        /// Whether the client said what it has: nil until decided (its first frame, or
+        /// `WireLimits.helloWaitMilliseconds` without one); `.some(nil)`: no hello.
+        var hello: Have??
+        var helloWaiter: CheckedContinuation<Have?, Never>?
+        var sawFirstFrame = false
     }
 
     init(id: Int, board: RelayBoard) {
@@ -51,27 +56,62 @@ public final class RelayConnection: Sendable {
 
     // MARK: Catch-up
 
-    /// Every event of the board, in total order, as the client must get them before live
-    /// ones. The caller writes them, then calls `goLive()`. Live events broadcast meanwhile
-    /// are held and sent after, less those the catch-up already held.
-    public func catchUp() async throws(RelayError) -> [Event] {
-        let (events, covered) = try await relayBoard.readDurableEvents()
-        state.withLock { state in
-            guard case .catchingUp(let held) = state.phase else { return }
-            let fresh = held.filter { !(covered[$0.id.replica]?.contains($0.id.seq) ?? false) }
-            state.phase = .catchingUp(held: fresh)
+    /// What the client holds, from its hello: waits for its first frame, at most
+    /// `WireLimits.helloWaitMilliseconds`. Nil: no hello (the first frame was an event line,
+    /// or none came in time, or the connection closed); the client gets the whole board.
+    public func awaitHello() async -> Have? {
+        let timer = Task {
+            try? await Task.sleep(for: .milliseconds(WireLimits.helloWaitMilliseconds))
+            self.decideHello(nil)
         }
-        return events
+        defer { timer.cancel() }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Have?, Never>) in
+            let decided = state.withLock { state -> Have?? in
+                if let hello = state.hello { return .some(hello) }
+                state.helloWaiter = continuation
+                return nil
+            }
+            if let decided { continuation.resume(returning: decided) }
+        }
     }
 
-    /// Sends the events held during catch-up (those it did not cover), then live ones as
+    /// The first decision stands; later ones (the timer after a hello) do nothing.
+    private func decideHello(_ have: Have?) {
+        let waiter = state.withLock { state -> CheckedContinuation<Have?, Never>? in
+            guard state.hello == nil else { return nil }
+            state.hello = .some(have)
+            defer { state.helloWaiter = nil }
+            return state.helloWaiter
+        }
+        waiter?.resume(returning: have)
+    }
+
+    /// Sends, through `write`, exactly the events of the board the client lacks (`have`: what
+    /// its hello said it holds; empty: the whole board), a batch at a time, then `caughtUp`
+    /// with what the board held, then the live events broadcast meanwhile that neither side
+    /// held. Each replica's events come in seq order, replicas one after the other (not in
+    /// total order: the drawing does not depend on the order events arrive in).
+    public func catchUp(lacking have: Have, write: (ServerMessage) async throws -> Void) async throws {
+        if case .closed = state.withLock({ $0.phase }) { return }
+        let feed = try await relayBoard.feed(lacking: have)
+        while let batch = await feed.next() {
+            if case .closed = state.withLock({ $0.phase }) { return }
+            for event in batch { try await write(.event(event)) }
+        }
+        goLive(caughtUp: feed.count, have: feed.covered, clientHad: have)
+    }
+
+    /// Sends `caughtUp` and the events held during catch-up that neither the catch-up
+    /// (`have`: what the board held) nor the client (`clientHad`) covered, then live ones as
     /// they come.
-    public func goLive(caughtUp count: Int) {
+    public func goLive(caughtUp count: UInt64, have: Have = Have(), clientHad: Have = Have()) {
         state.withLock { state in
             guard case .catchingUp(let held) = state.phase else { return }
             state.phase = .live
-            send(.caughtUp(events: UInt64(count)), &state)
-            for event in held { send(.event(event), &state) }
+            send(.caughtUp(events: count, have: have), &state)
+            for event in held where !have.contains(event.id) && !clientHad.contains(event.id) {
+                send(.event(event), &state)
+            }
         }
     }
 
@@ -82,6 +122,23 @@ public final class RelayConnection: Sendable {
     /// first while `WireLimits.maxUnacknowledgedFrames` frames are unacknowledged, so a
     /// server that calls it before reading the next frame throttles a flooding client.
     public func receive(text: String) async {
+        // The first frame may be a hello (not numbered: frames count from the one after it).
+        let first = state.withLock { state -> Bool in
+            defer { state.sawFirstFrame = true }
+            return !state.sawFirstFrame && state.hello == nil
+        }
+        if first {
+            do throws(WireError) {
+                if let have = try ClientFrame.hello(in: text) {
+                    decideHello(have)
+                    return
+                }
+            } catch {
+                close(reason: error.reason)
+                return
+            }
+            decideHello(nil)
+        }
         // After the relay closed the connection (it fell behind, the board failed), frames
         // still in the socket are not recorded: nobody would acknowledge them.
         let frame = state.withLock { state -> UInt64? in
@@ -94,7 +151,11 @@ public final class RelayConnection: Sendable {
         do {
             payloads = try ClientFrame.payloads(of: text)
         } catch {
-            refuse(frame: frame, error.reason)
+            if (try? ClientFrame.hello(in: text)) != nil {
+                refuse(frame: frame, "a hello must be the first frame, sent within \(WireLimits.helloWaitMilliseconds) ms of opening the socket; this connection was caught up with the whole board instead")
+            } else {
+                refuse(frame: frame, error.reason)
+            }
             return
         }
         var events: [Event] = []
@@ -232,6 +293,10 @@ public final class RelayConnection: Sendable {
         if state.closeReason == nil { state.closeReason = reason }
         relayBoard.remove(id)
         continuation.finish()
+        // A writer waiting for the hello goes on (and finds the connection closed).
+        if state.hello == nil { state.hello = .some(nil) }
+        state.helloWaiter?.resume(returning: nil)
+        state.helloWaiter = nil
         // A reader waiting for acks must not wait for a connection that is gone.
         state.throttled?.resume()
         state.throttled = nil

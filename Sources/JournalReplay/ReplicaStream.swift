@@ -21,6 +21,10 @@ struct ReplicaStream {
     private var held = SeqRanges()
     /// Events up to this seq are already folded (a snapshot covers them): skip them.
     var skipThrough: UInt64 = 0
+    /// Groups of blocks wholly inside these seqs are passed over undecoded (the reader of
+    /// `MissingEvents` holds them already); their ranges go to `skipped`.
+    var skip = SeqRanges()
+    private(set) var skipped: [ClosedRange<UInt64>] = []
     /// Events whose seq or clock exceeds this are quarantined (`ClockBound`). It is the limit
     /// of the whole set being replayed, which may be larger than `set` (a snapshot's rest).
     let plausibilityLimit: UInt64
@@ -53,6 +57,12 @@ struct ReplicaStream {
             let group = blocks[position..<end]
             position = end
             if reach <= skipThrough { continue }
+            // Blocks of one group overlap or follow each other: together they hold first...reach.
+            let first = group.first!.block.frame.firstSeq
+            if !skip.isEmpty, skip.containsAll(first...reach) {
+                skipped.append(first...reach)
+                continue
+            }
             if group.count == 1 {
                 if var columns = decode(group.first!, report: &report) {
                     addRange(group.first!.block.seqRange)

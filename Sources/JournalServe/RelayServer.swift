@@ -60,7 +60,8 @@ public struct RelayServer: Sendable {
         await relay.close()
     }
 
-    /// One connection: a writer task sends the catch-up, then whatever the relay queues; this
+    /// One connection: a writer task waits for the client's hello (or its absence), sends the
+    /// catch-up, then whatever the relay queues; this
     /// task reads frames one at a time (a throttled `receive` stops the reading, and TCP
     /// pushes back on the client).
     private static func serve(
@@ -68,10 +69,11 @@ public struct RelayServer: Sendable {
     ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
+                // Exact catch-up: the events the client's hello says it lacks (all of them
+                // without a hello), written with the socket's own backpressure.
+                let have = await connection.awaitHello() ?? Have()
                 do {
-                    let events = try await connection.catchUp()
-                    for event in events { try await outbound.write(.text(ServerMessage.event(event).text)) }
-                    connection.goLive(caughtUp: events.count)
+                    try await connection.catchUp(lacking: have) { message in try await outbound.write(.text(message.text)) }
                 } catch let error as RelayError {
                     connection.close(reason: error.description)
                 }

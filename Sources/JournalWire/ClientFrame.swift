@@ -23,3 +23,60 @@ public enum ClientFrame {
     /// The text frame that records `payload`: its canonical line.
     public static func text(for payload: Payload) -> String { CanonicalJSON.line(for: payload) }
 }
+
+extension ClientFrame {
+    /// What a client holds, if `text` is a hello: `{"type":"hello","have":{…}}` (`have`
+    /// optional, keys in any order). Nil when the frame is anything else (an event line goes
+    /// on to `payloads(of:)`, which names what is wrong with it); a hello that is malformed
+    /// throws, naming what was wrong.
+    public static func hello(in text: String) throws(WireError) -> Have? {
+        guard text.utf8.count <= WireLimits.maxFrameBytes else { return nil }
+        // First look: is "type" "hello"? A frame that is not even an object is not a hello.
+        var look = WireJSON(text)
+        var type: String?
+        do {
+            try look.object("the frame") { key, json throws(WireError) in
+                json.skipWhitespace()
+                if key == "type", json.peek == UInt8(ascii: "\"") {
+                    type = try json.string()
+                } else {
+                    try json.skipValue()
+                }
+            }
+        } catch {
+            return nil
+        }
+        guard type == "hello" else { return nil }
+
+        var reader = WireJSON(text)
+        var have = Have()
+        var sawHave = false
+        do {
+            try reader.object("the hello") { key, json throws(WireError) in
+                switch key {
+                case "type":
+                    _ = try json.string()
+                case "have":
+                    guard !sawHave else { throw WireError("the key \"have\" appears twice") }
+                    sawHave = true
+                    have = try Have(reading: &json)
+                default:
+                    throw WireError("unknown key \(JSONText.quoted(key, limit: 40)) (a hello holds \"type\" and \"have\")")
+                }
+            }
+            try reader.expectEnd("the hello")
+        } catch {
+            throw WireError("hello: " + error.reason.replacingPrefix("have: ", with: ""))
+        }
+        return have
+    }
+
+    /// The hello frame for `have`.
+    public static func helloText(have: Have) -> String { #"{"type":"hello","have":"# + have.json + "}" }
+}
+
+extension String {
+    fileprivate func replacingPrefix(_ prefix: String, with replacement: String) -> String {
+        hasPrefix(prefix) ? replacement + dropFirst(prefix.count) : self
+    }
+}

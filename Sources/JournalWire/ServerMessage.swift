@@ -11,14 +11,15 @@ import JournalIngest
 /// - `{"type":"error","frame":N,"message":"…"}`: frame N was refused and nothing of it was
 ///   recorded; the connection stays open. Without `"frame"`: about the connection itself
 ///   (sent just before the relay closes it).
-/// - `{"type":"caughtUp","events":N}`: the N events before it were the whole board when the
-///   client joined (catch-up); what follows is live.
+/// - `{"type":"caughtUp","events":N,"have":{…}}`: the N events before it were what the
+///   client lacked when it joined (all of the board, without a hello); `have` is what the
+///   board held then (`Have`), so the client holds that after the catch-up. What follows is live.
 /// - anything else is an event of the board, as its canonical line with its envelope: the
 ///   line `journal log` prints for it (`{"type":"point",…,"replica":…,"seq":…,"lamport":…,"time":…}`).
 public enum ServerMessage: Equatable, Sendable {
     case ack(upTo: UInt64)
     case error(frame: UInt64?, message: String)
-    case caughtUp(events: UInt64)
+    case caughtUp(events: UInt64, have: Have = Have())
     case event(line: String)
 
     /// The message for one recorded event.
@@ -35,8 +36,8 @@ public enum ServerMessage: Equatable, Sendable {
             if let frame { object.add("frame", frame) }
             object.add("message", message)
             return object.text
-        case .caughtUp(let events):
-            return #"{"type":"caughtUp","events":"# + String(events) + "}"
+        case .caughtUp(let events, let have):
+            return #"{"type":"caughtUp","events":"# + String(events) + #","have":"# + have.json + "}"
         case .event(let line):
             return line
         }
@@ -55,10 +56,16 @@ public enum ServerMessage: Equatable, Sendable {
             return
         }
         if let rest = Self.after(#"{"type":"caughtUp","events":"#, in: utf8) {
-            guard let (events, end) = Self.integer(utf8, at: rest), end == utf8.count - 1, utf8[end] == UInt8(ascii: "}") else {
+            guard let (events, end) = Self.integer(utf8, at: rest), let haveStart = Self.after(#","have":"#, in: utf8, from: end),
+                  utf8.last == UInt8(ascii: "}")
+            else {
                 throw WireError("malformed caughtUp: \(JSONText.quoted(text, limit: 80))")
             }
-            self = .caughtUp(events: events)
+            let have: Have
+            do { have = try Have(parsing: String(decoding: utf8[haveStart..<(utf8.count - 1)], as: UTF8.self)) } catch {
+                throw WireError("malformed caughtUp: \(error.reason)")
+            }
+            self = .caughtUp(events: events, have: have)
             return
         }
         if let rest = Self.after(#"{"type":"error","#, in: utf8) {
@@ -86,6 +93,28 @@ public enum ServerMessage: Equatable, Sendable {
         }
         do { _ = try LineParser.parse(text) } catch { throw WireError("not an event line: \(error.reason)") }
         self = .event(line: text)
+    }
+
+    /// The id of an event message: its envelope's replica and seq, which the relay always
+    /// writes last (`…,"replica":"<32 hex>","seq":N,"lamport":N,"time":N}`). What a client
+    /// dedups by and counts into its own `Have`. Nil for other messages and for an event line
+    /// without that envelope.
+    public var eventID: EventID? {
+        guard case .event(let line) = self else { return nil }
+        let utf8 = Array(line.utf8)
+        let key = Array(#","replica":""#.utf8)
+        // The payload's own fields (ids, colours, numbers) never hold that text: the last
+        // match is the envelope.
+        guard utf8.count >= key.count + 32 else { return nil }
+        var start = utf8.count - key.count - 32
+        while start >= 0, !utf8[start..<start + key.count].elementsEqual(key) { start -= 1 }
+        guard start >= 0 else { return nil }
+        let hexStart = start + key.count
+        guard let replica = ReplicaID(hex: String(decoding: utf8[hexStart..<hexStart + 32], as: UTF8.self)),
+              let seqStart = Self.after(#"","seq":"#, in: utf8, from: hexStart + 32),
+              let (seq, _) = Self.integer(utf8, at: seqStart), seq >= 1
+        else { return nil }
+        return EventID(replica: replica, seq: seq)
     }
 
     /// The payloads of an event message (the envelope is not part of them).

@@ -18,8 +18,8 @@ import Testing
         let port: Int
         let task: Task<Void, any Error>
 
-        static func start(data: String) async throws -> RunningRelay {
-            let relay = try Relay(dataDirectory: data, boardOptions: BoardOptions(watchForSegments: false))
+        static func start(data: String, options: BoardOptions = BoardOptions(watchForSegments: false)) async throws -> RunningRelay {
+            let relay = try Relay(dataDirectory: data, boardOptions: options)
             let (ports, portContinuation) = AsyncStream<Int>.makeStream()
             let server = RelayServer(relay: relay, port: 0)
             let task = Task { try await server.run { port in portContinuation.yield(port) } }
@@ -116,7 +116,13 @@ import Testing
         running = try await RunningRelay.start(data: data)
         let carol = RelayTestClient(port: running.port, board: "poster")
         let (caughtUp, last) = try await carol.collect { if case .caughtUp = $0 { true } else { false } }
-        #expect(last == .caughtUp(events: UInt64(lines.count + 1)))
+        guard case .caughtUp(let count, let have) = last else {
+            Issue.record("carol got \(String(describing: last)), expected caughtUp")
+            return
+        }
+        #expect(count == UInt64(lines.count + 1))
+        // Every event so far is the board's replica's, seqs 1…N.
+        #expect(have == Have([board.board.replica: SeqRanges([1...UInt64(lines.count + 1)])]))
         #expect(caughtUp.count == lines.count + 1)
         let strokesSeen = Set(try caughtUp.flatMap { try $0.payloads() }.compactMap(\.stroke))
         #expect(strokesSeen == [stroke, other])

@@ -1,0 +1,93 @@
+import JournalFormat
+import JournalIngest
+
+/// What one side holds of a board: per replica, the seq ranges of the events it has. An
+/// event's id is its replica and seq, so this says exactly which events a side lacks: the
+/// client sends its own in `hello`, the relay answers with its own in `caughtUp`.
+///
+/// On the wire: `{"<32 hex>":[[1,120],[130,200]],…}`, each range `[first,last]` inclusive,
+/// `1 ≤ first ≤ last`; replicas in any order, each at most once; ranges in any order,
+/// overlapping or not (they are merged).
+public struct Have: Equatable, Sendable {
+    /// Never holds an empty `SeqRanges`: a replica whose events one holds none of is absent.
+    public private(set) var ranges: [ReplicaID: SeqRanges]
+
+    public init(_ ranges: [ReplicaID: SeqRanges] = [:]) {
+        self.ranges = ranges.filter { !$0.value.isEmpty }
+    }
+
+    public var isEmpty: Bool { ranges.isEmpty }
+
+    public subscript(replica: ReplicaID) -> SeqRanges { ranges[replica] ?? SeqRanges() }
+
+    public func contains(_ id: EventID) -> Bool { ranges[id.replica]?.contains(id.seq) ?? false }
+
+    /// The number of events held (saturating).
+    public var eventCount: UInt64 {
+        ranges.values.reduce(UInt64(0)) { total, ranges in
+            let (sum, overflow) = total.addingReportingOverflow(ranges.count)
+            return overflow ? .max : sum
+        }
+    }
+
+    public mutating func insert(_ id: EventID) { ranges[id.replica, default: SeqRanges()].insert(id.seq...id.seq) }
+
+    public mutating func formUnion(_ other: Have) {
+        for (replica, theirs) in other.ranges { ranges[replica, default: SeqRanges()].formUnion(theirs) }
+    }
+
+    /// Whether every event `other` holds is held here.
+    public func containsAll(_ other: Have) -> Bool {
+        other.ranges.allSatisfy { replica, theirs in
+            let mine = self[replica]
+            return theirs.ranges.allSatisfy { mine.containsAll($0) }
+        }
+    }
+
+    public mutating func remove(_ replica: ReplicaID) { ranges[replica] = nil }
+
+    /// Every seq of `replica`, held or ever to be written.
+    public mutating func insertAll(of replica: ReplicaID) { ranges[replica] = SeqRanges([1...UInt64.max]) }
+
+    /// The JSON object, replicas sorted (one spelling for one value).
+    public var json: String {
+        var out = "{"
+        for (index, replica) in ranges.keys.sorted().enumerated() {
+            if index > 0 { out += "," }
+            out += "\"" + replica.hex + "\":" + SeqRanges.json(ranges[replica]!.ranges)
+        }
+        return out + "}"
+    }
+
+    /// Reads the JSON object `json` (nothing else around it).
+    public init(parsing json: String) throws(WireError) {
+        var reader = WireJSON(json)
+        try self.init(reading: &reader)
+        try reader.expectEnd("the have map")
+    }
+
+    init(reading reader: inout WireJSON) throws(WireError) {
+        var ranges: [ReplicaID: SeqRanges] = [:]
+        try reader.object("the have map") { key, reader throws(WireError) in
+            guard let replica = ReplicaID(hex: key) else {
+                throw WireError("have: key \(JSONText.quoted(key, limit: 40)) is not a replica id (32 lowercase hex digits)")
+            }
+            guard ranges[replica] == nil else { throw WireError("have: replica \(replica.hex) appears twice") }
+            var held: [ClosedRange<UInt64>] = []
+            try reader.array("the ranges of replica \(replica.hex)") { reader throws(WireError) in
+                let what = "a range of replica \(replica.hex)"
+                try reader.expect(UInt8(ascii: "["), "\(what) ([first,last])")
+                let first = try reader.integer("the first seq of \(what)")
+                try reader.expect(UInt8(ascii: ","), "',' in \(what) ([first,last])")
+                let last = try reader.integer("the last seq of \(what)")
+                try reader.expect(UInt8(ascii: "]"), "']' closing \(what) ([first,last])")
+                guard first >= 1, first <= last else {
+                    throw WireError("have: [\(first),\(last)] of replica \(replica.hex) is not a range [first,last] with 1 ≤ first ≤ last")
+                }
+                held.append(first...last)
+            }
+            ranges[replica] = SeqRanges(held)
+        }
+        self.init(ranges)
+    }
+}
