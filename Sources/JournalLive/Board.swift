@@ -138,6 +138,7 @@ public final class Board: Sendable {
         state = Locked(State(writer: writer, live: live, durableSeq: writer.durableSeq))
         if options.watchForSegments {
             try? FileSystem.createDirectory(directory.replicasPath)
+            // Without one (no inotify), the watcher thread rescans on the interval alone.
             watcher = try? FolderWatcher(roots: [directory.replicasPath], depth: 1)
             startWatching()
         } else {
@@ -146,7 +147,8 @@ public final class Board: Sendable {
     }
 
     deinit {
-        // `close()` is the way out; this only keeps a forgotten board from leaking threads.
+        // `close()` is the way out (it also ends the other threads, which idle until then);
+        // this only ends the watcher's wait.
         watcher?.stop()
     }
 
@@ -383,13 +385,24 @@ public final class Board: Sendable {
     // MARK: Segments from other machines (the watcher and integrator threads)
 
     private func startWatching() {
-        guard let watcher else { return }
+        let watcher = self.watcher
         let interval = options.rescanIntervalSeconds
         watcherThread.submit { [weak self] in
             while true {
-                let outcome = watcher.wait(timeoutSeconds: interval)
-                guard outcome != .stopped, let board = self else { return }
-                watcher.rescan()
+                if let watcher {
+                    guard watcher.wait(timeoutSeconds: interval) != .stopped else { return }
+                    watcher.rescan()
+                } else {
+                    // No notifications (inotify exhausted, or not Linux): the timed rescan
+                    // alone, in slices so that `close()` is not kept waiting.
+                    var slept = 0.0
+                    while slept < interval {
+                        ProcessInfoLite.sleep(milliseconds: 100)
+                        slept += 0.1
+                        guard let board = self, !board.state.withLock({ $0.closed }) else { return }
+                    }
+                }
+                guard let board = self, !board.state.withLock({ $0.closed }) else { return }
                 board.integrator.submit { [weak board] in _ = board?.integrateNewSegments() }
             }
         }

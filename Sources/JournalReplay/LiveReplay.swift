@@ -14,7 +14,7 @@ public struct LiveReplay: Sendable {
     public private(set) var drawing: LiveDrawing
     /// Seq ranges applied, per replica.
     public private(set) var covered: [ReplicaID: SeqRanges]
-    /// What the last load or integration reported (damaged blocks left out, ignored files).
+    /// What the load and every integration since reported (damaged blocks left out, ignored files).
     public private(set) var problems: [Problem]
     var cursor: Cursor
 
