@@ -126,12 +126,9 @@ import Testing
         let board = try Board(path: temp.path + "/a", create: true, options: BoardOptions(watchForSegments: false))
         var generator = EventGenerator(seed: 5)
         let events = generator.stroke(points: 30)
-        let folder = board.directory.replicasPath + "/" + generator.replica.hex
-        try FileSystem.createDirectory(folder)
+        let review = BoardReviewTests()
         func plant(_ slice: ArraySlice<Event>) throws {
-            let bytes = SegmentEncoder.segment(replica: generator.replica, events: Array(slice))
-            let name = SegmentName(firstSeq: slice.first!.id.seq, lastSeq: slice.last!.id.seq, contents: bytes)
-            try FileSystem.writeAtomically(bytes, to: folder + "/" + name.fileName)
+            try review.plant(Array(slice), replica: generator.replica, into: board.directory)
         }
         try plant(events[0..<20])
         #expect(await board.refresh() == 20)

@@ -66,7 +66,7 @@ struct LiveDemo {
                 for await update in updates where update.origin == .remote {
                     for case .added(let stroke) in update.changes {
                         guard let (who, delay) = timeline.arrived(stroke, at: name) else { continue }
-                        Terminal.write("  \(name) sees \(who)'s stroke \(stroke.uuidString.prefix(8))… \(Self.seconds(delay)) after \(who) began it\n")
+                        Terminal.write("  \(name) sees \(who)'s stroke \(stroke.uuidString.prefix(8))… \(formatSeconds(delay)) after \(who) began it\n")
                         Terminal.flush()
                     }
                 }
@@ -119,8 +119,8 @@ struct LiveDemo {
         Terminal.write("""
 
             \(delays.count) strokes crossed over; delay from the first point to the other screen: \
-            median \(Self.seconds(delays.isEmpty ? 0 : delays[delays.count / 2])), \
-            max \(Self.seconds(delays.last ?? 0)).
+            median \(formatSeconds(delays.isEmpty ? 0 : delays[delays.count / 2])), \
+            max \(formatSeconds(delays.last ?? 0)).
             alice \(digests[0].prefix(16))…  bob \(digests[1].prefix(16))…  \
             \(converged ? "the same drawing on both boards" : "THE BOARDS DIFFER")
 
@@ -130,10 +130,5 @@ struct LiveDemo {
             """)
         Terminal.flush()
         if !converged { throw CLIError("the two boards did not converge within 15 s", code: 1) }
-    }
-
-    static func seconds(_ value: Double) -> String {
-        let tenths = Int((value * 100).rounded())
-        return "\(tenths / 100).\(tenths % 100 < 10 ? "0" : "")\(tenths % 100) s"
     }
 }
