@@ -181,7 +181,8 @@ let package = Package(
                 "JournalServe", "JournalRelay", "JournalWire", "JournalLive", "JournalReplay", "JournalStorage",
                 "JournalFormat", "JournalIngest", "JournalPlatform", "JournalSync", "JournalTestSupport",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-                .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         // Depends on the umbrella module only, as an app does.

@@ -40,8 +40,8 @@ public final class RelayConnection: Sendable {
         var closeReason: String?
         /// Whether the client said what it has: nil until decided (its first frame, or
         /// `WireLimits.helloWaitMilliseconds` without one); `.some(nil)`: no hello.
-        var hello: Have??
-        var helloWaiter: CheckedContinuation<Have?, Never>?
+        var hello: Hello??
+        var helloWaiter: CheckedContinuation<Hello?, Never>?
         var sawFirstFrame = false
     }
 
@@ -59,14 +59,14 @@ public final class RelayConnection: Sendable {
     /// What the client holds, from its hello: waits for its first frame, at most
     /// `WireLimits.helloWaitMilliseconds`. Nil: no hello (the first frame was an event line,
     /// or none came in time, or the connection closed); the client gets the whole board.
-    public func awaitHello() async -> Have? {
+    public func awaitHello() async -> Hello? {
         let timer = Task {
             try? await Task.sleep(for: .milliseconds(WireLimits.helloWaitMilliseconds))
             self.decideHello(nil)
         }
         defer { timer.cancel() }
-        return await withCheckedContinuation { (continuation: CheckedContinuation<Have?, Never>) in
-            let decided = state.withLock { state -> Have?? in
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Hello?, Never>) in
+            let decided = state.withLock { state -> Hello?? in
                 if let hello = state.hello { return .some(hello) }
                 state.helloWaiter = continuation
                 return nil
@@ -76,14 +76,14 @@ public final class RelayConnection: Sendable {
     }
 
     /// The first decision stands; later ones (the timer after a hello) do nothing.
-    private func decideHello(_ have: Have?) {
-        let waiter = state.withLock { state -> CheckedContinuation<Have?, Never>? in
+    private func decideHello(_ hello: Hello?) {
+        let waiter = state.withLock { state -> CheckedContinuation<Hello?, Never>? in
             guard state.hello == nil else { return nil }
-            state.hello = .some(have)
+            state.hello = .some(hello)
             defer { state.helloWaiter = nil }
             return state.helloWaiter
         }
-        waiter?.resume(returning: have)
+        waiter?.resume(returning: hello)
     }
 
     /// Sends, through `write`, exactly the events of the board the client lacks (`have`: what
@@ -91,12 +91,26 @@ public final class RelayConnection: Sendable {
     /// with what the board held, then the live events broadcast meanwhile that neither side
     /// held. Each replica's events come in seq order, replicas one after the other (not in
     /// total order: the drawing does not depend on the order events arrive in).
-    public func catchUp(lacking have: Have, write: (ServerMessage) async throws -> Void) async throws {
+    ///
+    /// With `writeSegment`, the events go as binary `SegmentMessage`s instead (the client's
+    /// hello asked for blocks): blocks it lacks wholly as the journal stores them, the rest
+    /// encoded the same way.
+    public func catchUp(
+        lacking have: Have, write: (ServerMessage) async throws -> Void,
+        writeSegment: (([UInt8]) async throws -> Void)? = nil
+    ) async throws {
         if case .closed = state.withLock({ $0.phase }) { return }
         let feed = try await relayBoard.feed(lacking: have)
-        while let batch = await feed.next() {
-            if case .closed = state.withLock({ $0.phase }) { return }
-            for event in batch { try await write(.event(event)) }
+        if let writeSegment {
+            while let message = await feed.nextSegmentMessage() {
+                if case .closed = state.withLock({ $0.phase }) { return }
+                try await writeSegment(message)
+            }
+        } else {
+            while let batch = await feed.next() {
+                if case .closed = state.withLock({ $0.phase }) { return }
+                for event in batch { try await write(.event(event)) }
+            }
         }
         goLive(caughtUp: feed.count, have: feed.covered, clientHad: have)
     }
@@ -129,8 +143,8 @@ public final class RelayConnection: Sendable {
         }
         if first {
             do throws(WireError) {
-                if let have = try ClientFrame.hello(in: text) {
-                    decideHello(have)
+                if let hello = try ClientFrame.hello(in: text) {
+                    decideHello(hello)
                     return
                 }
             } catch {

@@ -35,6 +35,33 @@ public struct MissingEvents: Sendable {
 
     /// The next batch, at most `maxEvents` long and never empty; nil when none is left.
     public mutating func next(maxEvents: Int = 1024) -> [Event]? {
+        guard let piece = nextPiece(maxEvents: maxEvents, verbatim: false) else { return nil }
+        guard case .events(_, let events) = piece else { preconditionFailure("a stored block without asking for one") }
+        return events
+    }
+
+    /// One piece of what the holder lacks, for a reader that forwards blocks as they are
+    /// stored (the relay's catch-up): a block is handed out whole, undecoded by the receiver
+    /// of this value, when every event in it is lacked and replay would fold it unchanged
+    /// (one copy, plausible, decoded cleanly here); anything else comes as events.
+    public enum Piece: Sendable, Equatable {
+        /// The block's frame exactly as stored (docs/FORMAT.md §5: header and compressed
+        /// body), from a segment of format `version`.
+        case block(replica: ReplicaID, version: UInt16, frame: ArraySlice<UInt8>, seqs: ClosedRange<UInt64>)
+        /// At most `maxEvents` events of one replica, in seq order (not necessarily dense).
+        case events(replica: ReplicaID, [Event])
+
+        public var eventCount: Int {
+            switch self {
+            case .block(_, _, _, let seqs): return Int(seqs.upperBound - seqs.lowerBound + 1)
+            case .events(_, let events): return events.count
+            }
+        }
+    }
+
+    /// The next piece (never empty), or nil when none is left. With `verbatim` false, only
+    /// `.events`; stored blocks longer than `maxBlockBytes` come as events too.
+    public mutating func nextPiece(maxEvents: Int = 1024, verbatim: Bool = true, maxBlockBytes: Int = .max) -> Piece? {
         let limit = max(1, maxEvents)
         while true {
             if pendingStart < pending.count {
@@ -42,20 +69,25 @@ public struct MissingEvents: Sendable {
                 let batch = Array(pending[pendingStart..<end])
                 pendingStart = end
                 count += UInt64(batch.count)
-                return batch
+                return .events(replica: pendingReplica, batch)
             }
             pending.removeAll(keepingCapacity: true)
             pendingStart = 0
-            guard fill() else { return nil }
+            guard let block = fill(verbatim: verbatim ? maxBlockBytes : 0) else { return nil }
+            if let block {
+                count += UInt64(block.eventCount)
+                return block
+            }
         }
     }
 
-    /// Decodes the next block (or group) that holds an event not held into `pending`; false
+    /// Decodes the next block (or group) that holds an event not held: into `pending`, or,
+    /// when it may go as stored and is at most `maxBlockBytes` long, returned as `.block`. Nil
     /// when every replica is done.
-    private mutating func fill() -> Bool {
+    private mutating func fill(verbatim maxBlockBytes: Int) -> Piece?? {
         while true {
             if stream == nil {
-                guard let replica = replicas.popLast() else { return false }
+                guard let replica = replicas.popLast() else { return nil }
                 var fresh = ReplicaStream(set: set, replica: replica, plausibilityLimit: plausibilityLimit)
                 fresh.skip = have[replica] ?? SeqRanges()
                 stream = fresh
@@ -69,12 +101,21 @@ public struct MissingEvents: Sendable {
             }
             guard batch.count > 0 else { continue }
             // A batch's seqs are dense.
-            covered[replica, default: SeqRanges()].insert(batch.firstSeq...batch.firstSeq + UInt64(batch.count - 1))
+            let seqs = batch.firstSeq...batch.firstSeq + UInt64(batch.count - 1)
+            covered[replica, default: SeqRanges()].insert(seqs)
             let held = have[replica]
+            if let source = stream!.lastVerbatim, source.block.frame.totalLength <= maxBlockBytes, held?.intersects(seqs) != true {
+                let scan = set.members[source.member].scan
+                let frame = scan.bytes[source.block.offset..<source.block.offset + source.block.frame.totalLength]
+                return .some(.block(replica: replica, version: source.block.frame.version, frame: frame, seqs: seqs))
+            }
+            pendingReplica = replica
             for event in batch.events(replica: replica) where held?.contains(event.id.seq) != true {
                 pending.append(event)
             }
-            if !pending.isEmpty { return true }
+            if !pending.isEmpty { return .some(nil) }
         }
     }
+
+    private var pendingReplica = ReplicaID(UUIDBits(high: 0, low: 0))
 }

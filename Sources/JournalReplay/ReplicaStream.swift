@@ -45,7 +45,13 @@ struct ReplicaStream {
         self.summary = summary
     }
 
+    /// The stored block the batch `next` returned last is, byte for byte, when it is one
+    /// whole block as stored (not merged, trimmed or screened): a reader that forwards it may
+    /// send those bytes instead of encoding the events again. Nil otherwise.
+    private(set) var lastVerbatim: BlockRef?
+
     mutating func next(report: inout ReplayReport) -> BlockColumns? {
+        lastVerbatim = nil
         if !queued.isEmpty { return queued.removeFirst() }
         while position < blocks.count {
             var end = position + 1
@@ -66,12 +72,15 @@ struct ReplicaStream {
             if group.count == 1 {
                 if var columns = decode(group.first!, report: &report) {
                     addRange(group.first!.block.seqRange)
+                    var trimmed = false
                     if columns.firstSeq <= skipThrough {
                         let events = columns.events(replica: replica)
                         columns = BlockColumns(events: events[Int(skipThrough - columns.firstSeq + 1)...])
+                        trimmed = true
                     }
                     if isPlausible(columns) {
                         summary.events += columns.count
+                        if !trimmed { lastVerbatim = group.first! }
                         return columns
                     }
                     let ref = group.first!

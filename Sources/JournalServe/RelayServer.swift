@@ -71,9 +71,11 @@ public struct RelayServer: Sendable {
             group.addTask {
                 // Exact catch-up: the events the client's hello says it lacks (all of them
                 // without a hello), written with the socket's own backpressure.
-                let have = await connection.awaitHello() ?? Have()
+                let hello = await connection.awaitHello() ?? Hello()
                 do {
-                    try await connection.catchUp(lacking: have) { message in try await outbound.write(.text(message.text)) }
+                    try await connection.catchUp(
+                        lacking: hello.have, write: { message in try await outbound.write(.text(message.text)) },
+                        writeSegment: hello.blocks ? { bytes in try await outbound.write(.binary(ByteBuffer(bytes: bytes))) } : nil)
                 } catch let error as RelayError {
                     connection.close(reason: error.description)
                 }

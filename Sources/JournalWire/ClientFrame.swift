@@ -24,12 +24,25 @@ public enum ClientFrame {
     public static func text(for payload: Payload) -> String { CanonicalJSON.line(for: payload) }
 }
 
+/// What a client says in its first frame: what it holds, and how it wants the catch-up.
+public struct Hello: Equatable, Sendable {
+    public var have: Have
+    /// The catch-up as binary `SegmentMessage`s (the journal's blocks) instead of one text
+    /// message per event.
+    public var blocks: Bool
+
+    public init(have: Have = Have(), blocks: Bool = false) {
+        self.have = have
+        self.blocks = blocks
+    }
+}
+
 extension ClientFrame {
-    /// What a client holds, if `text` is a hello: `{"type":"hello","have":{…}}` (`have`
-    /// optional, keys in any order). Nil when the frame is anything else (an event line goes
+    /// What a client holds, if `text` is a hello: `{"type":"hello","have":{…},"blocks":true}`
+    /// (`have` and `blocks` optional, keys in any order). Nil when the frame is anything else (an event line goes
     /// on to `payloads(of:)`, which names what is wrong with it); a hello that is malformed
     /// throws, naming what was wrong.
-    public static func hello(in text: String) throws(WireError) -> Have? {
+    public static func hello(in text: String) throws(WireError) -> Hello? {
         guard text.utf8.count <= WireLimits.maxFrameBytes else { return nil }
         // First look: is "type" "hello"? A frame that is not even an object is not a hello.
         var look = WireJSON(text)
@@ -49,8 +62,9 @@ extension ClientFrame {
         guard type == "hello" else { return nil }
 
         var reader = WireJSON(text)
-        var have = Have()
+        var hello = Hello()
         var sawHave = false
+        var sawBlocks = false
         do {
             try reader.object("the hello") { key, json throws(WireError) in
                 switch key {
@@ -59,20 +73,26 @@ extension ClientFrame {
                 case "have":
                     guard !sawHave else { throw WireError("the key \"have\" appears twice") }
                     sawHave = true
-                    have = try Have(reading: &json)
+                    hello.have = try Have(reading: &json)
+                case "blocks":
+                    guard !sawBlocks else { throw WireError("the key \"blocks\" appears twice") }
+                    sawBlocks = true
+                    hello.blocks = try json.boolean("\"blocks\"")
                 default:
-                    throw WireError("unknown key \(JSONText.quoted(key, limit: 40)) (a hello holds \"type\" and \"have\")")
+                    throw WireError("unknown key \(JSONText.quoted(key, limit: 40)) (a hello holds \"type\", \"have\" and \"blocks\")")
                 }
             }
             try reader.expectEnd("the hello")
         } catch {
             throw WireError("hello: " + error.reason.replacingPrefix("have: ", with: ""))
         }
-        return have
+        return hello
     }
 
     /// The hello frame for `have`.
-    public static func helloText(have: Have) -> String { #"{"type":"hello","have":"# + have.json + "}" }
+    public static func helloText(have: Have, blocks: Bool = false) -> String {
+        #"{"type":"hello","have":"# + have.json + (blocks ? #","blocks":true}"# : "}")
+    }
 }
 
 extension String {

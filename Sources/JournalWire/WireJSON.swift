@@ -52,6 +52,19 @@ struct WireJSON {
         }
     }
 
+    /// `true` or `false`.
+    mutating func boolean(_ what: String) throws(WireError) -> Bool {
+        skipWhitespace()
+        for (literal, value) in [("true", true), ("false", false)] {
+            let spelled = Array(literal.utf8)
+            if bytes.count - index >= spelled.count, bytes[index..<index + spelled.count].elementsEqual(spelled) {
+                index += spelled.count
+                return value
+            }
+        }
+        throw error("expected true or false for \(what)")
+    }
+
     /// A whole number from 0 to 2^64-1, in plain decimal (no sign, fraction, exponent or
     /// leading zero): seqs are exact, never rounded through a Double.
     mutating func integer(_ what: String) throws(WireError) -> UInt64 {

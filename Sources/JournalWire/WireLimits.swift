@@ -22,4 +22,9 @@ extension WireLimits {
     /// Events per batch the relay reads from a journal for a catch-up or a forward: memory
     /// for one batch, never for the board.
     public static let catchUpBatchEvents = 1024
+    /// The size the relay aims at for one binary catch-up message (`SegmentMessage`).
+    public static let segmentMessageTargetBytes = 1 << 20
+    /// The largest binary message the relay sends: a client's WebSocket must accept frames
+    /// this long (the relay's own text frames stay within `maxFrameBytes`).
+    public static let maxSegmentMessageBytes = 4 << 20
 }

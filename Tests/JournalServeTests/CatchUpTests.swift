@@ -96,6 +96,55 @@ import Testing
         await running.stop()
     }
 
+    @Test func aCatchUpInBlocksHoldsExactlyWhatTheTextOneHolds() async throws {
+        let temp = TemporaryDirectory("relay-blocks")
+        defer { temp.remove() }
+        let data = temp.path + "/boards"
+        try FileSystem.createDirectory(data)
+        let own = try draw(300, at: data + "/b", seed: 1)
+        let laptop = try draw(100, at: temp.path + "/laptop", seed: 2)
+        _ = try await SyncEngine(journal: JournalDirectory.open(at: data + "/b")).merge(from: [temp.path + "/laptop"])
+        var stored: Int64 = 0
+        for replica in [own, laptop] {
+            let folder = data + "/b/replicas/" + replica.hex
+            for entry in try FileSystem.list(folder) { stored += entry.size }
+        }
+        let running = try await RunningRelay.start(data: data)
+        let everything = Have([own: SeqRanges([1...300]), laptop: SeqRanges([1...100])])
+
+        // A live event of the board's own, in its open segment: read like the sealed ones.
+        let writer = RelayTestClient(port: running.port, board: "b")
+        writer.send(CanonicalJSON.line(for: .clear))
+        _ = try await writer.collect { $0 == .ack(upTo: 1) }
+        var withLive = everything
+        withLive.insert(EventID(replica: own, seq: 301))
+
+        for held in [Have(), Have([own: SeqRanges([1...150]), laptop: SeqRanges([1...50])]),
+                     Have([own: SeqRanges([1...10, 20...300]), laptop: SeqRanges([1...99])])] {
+            let text = RelayTestClient(port: running.port, board: "b")
+            text.send(ClientFrame.helloText(have: held))
+            let inText = try #require(try await catchUp(text))
+            let blocks = RelayTestClient(port: running.port, board: "b")
+            blocks.send(ClientFrame.helloText(have: held, blocks: true))
+            let inBlocks = try #require(try await catchUp(blocks))
+            #expect(Set(inBlocks.ids).count == inBlocks.ids.count, "duplicates in the catch-up")
+            #expect(Set(inBlocks.ids) == Set(inText.ids))
+            #expect(inBlocks.ids.allSatisfy { !held.contains($0) })
+            #expect(inBlocks.count == inText.count && inBlocks.have == withLive && inText.have == withLive)
+            #expect(text.counts.withLock { $0.binaryFrames } == 0)
+            #expect(blocks.counts.withLock { $0.binaryFrames } >= 1)
+            if held.isEmpty {
+                // The stored blocks went as they are: about the journal's own size.
+                let bytes = blocks.counts.withLock { $0.binaryBytes }
+                #expect(bytes <= Int(stored) + 200, "\(bytes) bytes sent for \(stored) stored")
+            }
+            text.close()
+            blocks.close()
+        }
+        writer.close()
+        await running.stop()
+    }
+
     @Test func badAndLateHellosAreNamed() async throws {
         let temp = TemporaryDirectory("relay-bad-hello")
         defer { temp.remove() }

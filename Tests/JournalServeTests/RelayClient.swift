@@ -1,5 +1,7 @@
 import HummingbirdWSClient
+import JournalPlatform
 import JournalWire
+import NIOCore
 import NIOWebSocket
 import Logging
 
@@ -17,24 +19,47 @@ final class RelayTestClient: Sendable {
         init(_ iterator: AsyncStream<Result<ServerMessage, WireError>>.Iterator) { self.iterator = iterator }
     }
 
+    struct BinaryCounts {
+        var binaryFrames = 0
+        var binaryBytes = 0
+    }
+
+    /// Binary frames received so far (a catch-up in blocks) and their bytes.
+    let counts = Locked(BinaryCounts())
+
     init(port: Int, board: String) {
         let (toSend, outgoing) = AsyncStream<String>.makeStream()
         let (incoming, received) = AsyncStream<Result<ServerMessage, WireError>>.makeStream()
         self.outgoing = outgoing
         self.incoming = incoming
         self.iterator = IteratorBox(incoming.makeAsyncIterator())
+        let counts = self.counts
         task = Task {
             defer { received.finish() }
             try await WebSocketClient.connect(
                 url: "ws://127.0.0.1:\(port)/boards/\(board)/ws",
-                configuration: .init(maxFrameSize: 1 << 20),
+                configuration: .init(maxFrameSize: WireLimits.maxSegmentMessageBytes),
                 logger: Logger(label: "relay-test-client")
             ) { inbound, outbound, _ in
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
-                        for try await message in inbound.messages(maxSize: 1 << 20) {
-                            guard case .text(let text) = message else { continue }
-                            received.yield(Result { () throws(WireError) in try ServerMessage(parsing: text) })
+                        for try await message in inbound.messages(maxSize: WireLimits.maxSegmentMessageBytes) {
+                            switch message {
+                            case .text(let text):
+                                received.yield(Result { () throws(WireError) in try ServerMessage(parsing: text) })
+                            case .binary(let buffer):
+                                // A catch-up in blocks: handed on as the event messages a text
+                                // catch-up would have sent, so tests compare the two directly.
+                                let bytes = Array(buffer.readableBytesView)
+                                counts.withLock { $0.binaryFrames += 1; $0.binaryBytes += bytes.count }
+                                do throws(WireError) {
+                                    for event in try SegmentMessage(decoding: bytes).events() {
+                                        received.yield(.success(.event(event)))
+                                    }
+                                } catch {
+                                    received.yield(.failure(error))
+                                }
+                            }
                         }
                         received.finish()
                     }

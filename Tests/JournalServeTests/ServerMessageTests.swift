@@ -1,5 +1,6 @@
 import JournalFormat
 import JournalIngest
+import JournalTestSupport
 import JournalWire
 import Testing
 
@@ -43,11 +44,11 @@ import Testing
     @Test func hellosAreReadExactlyAndRefusedWithAReason() throws {
         let a = ReplicaID(UUIDBits(high: 0xABC, low: 0xDEF))
         let have = Have([a: SeqRanges([1...120, 130...200])])
-        #expect(try ClientFrame.hello(in: ClientFrame.helloText(have: have)) == have)
+        #expect(try ClientFrame.hello(in: ClientFrame.helloText(have: have))?.have == have)
         // Any key order, whitespace, overlapping ranges, no have at all.
-        #expect(try ClientFrame.hello(in: " { \"have\" : { \"\(a.hex)\" : [ [130,200] , [1,120], [100,120] ] } , \"type\":\"hello\" } ") == have)
-        #expect(try ClientFrame.hello(in: #"{"type":"hello"}"#) == Have())
-        #expect(try ClientFrame.hello(in: #"{"type":"hello","have":{}}"#) == Have())
+        #expect(try ClientFrame.hello(in: " { \"have\" : { \"\(a.hex)\" : [ [130,200] , [1,120], [100,120] ] } , \"type\":\"hello\" } ")?.have == have)
+        #expect(try ClientFrame.hello(in: #"{"type":"hello"}"#) == Hello())
+        #expect(try ClientFrame.hello(in: #"{"type":"hello","have":{}}"#) == Hello())
         // Not hellos: event lines and anything that is not an object go on to the line parser.
         #expect(try ClientFrame.hello(in: CanonicalJSON.line(for: .clear)) == nil)
         #expect(try ClientFrame.hello(in: "not json") == nil)
@@ -80,5 +81,66 @@ import Testing
         #expect(try ClientFrame.payloads(of: #"{"type":"clear"}"# + "\n") == [.clear])
         #expect(try ClientFrame.payloads(of: "") == [])
         #expect(throws: WireError.self) { try ClientFrame.payloads(of: String(repeating: " ", count: WireLimits.maxFrameBytes + 1)) }
+    }
+}
+
+/// The binary catch-up message: the journal's blocks behind a segment header, refused whole
+/// when any part of it is damaged.
+@Suite struct SegmentMessageTests {
+    /// Two blocks of one replica with a gap between them (the client holds the seqs between).
+    func message() -> (bytes: [UInt8], events: [Event]) {
+        var generator = EventGenerator(seed: 11)
+        var events: [Event] = []
+        for _ in 0..<6 { events += generator.stroke(points: 20) }
+        let first = events[0..<40], second = events[60...]
+        let bytes = SegmentMessage.encode(
+            replica: generator.replica, version: FormatVersion.current,
+            frames: [SegmentEncoder.block(first)[...], SegmentEncoder.block(second)[...]])
+        return (bytes, Array(first) + Array(second))
+    }
+
+    @Test func blocksWithAGapDecodeToTheirEvents() throws {
+        let (bytes, events) = message()
+        let decoded = try SegmentMessage(decoding: bytes)
+        #expect(decoded.events() == events)
+        #expect(decoded.eventCount == events.count && decoded.blocks.count == 2)
+        #expect(decoded.replica == events[0].id.replica)
+    }
+
+    @Test func damageIsNamedWithItsOffset() {
+        let (bytes, _) = message()
+        let header = FormatV1.fileHeaderSize
+        let cases: [(String, [UInt8], String)] = [
+            ("a flipped body byte", Damage.flipByte(bytes, at: header + FormatV1.blockHeaderSize + 3), "offset \(header)"),
+            ("a truncated block", Array(bytes.dropLast(5)), "offset"),
+            ("a damaged header", Damage.flipByte(bytes, at: 14), "header"),
+            ("no block", Array(bytes[0..<header]), "no block"),
+        ]
+        for (what, damaged, mention) in cases {
+            do {
+                _ = try SegmentMessage(decoding: damaged)
+                Issue.record("\(what): accepted")
+            } catch {
+                #expect(error.reason.contains(mention), "\(what): \(error.reason)")
+            }
+        }
+    }
+
+    @Test func blocksOutOfSeqOrderAreRefused() throws {
+        var generator = EventGenerator(seed: 12)
+        let events = generator.stroke(points: 30)
+        let bytes = SegmentMessage.encode(
+            replica: generator.replica, version: FormatVersion.current,
+            frames: [SegmentEncoder.block(events[10..<20])[...], SegmentEncoder.block(events[0..<10])[...]])
+        #expect(throws: WireError.self) { try SegmentMessage(decoding: bytes) }
+    }
+
+    @Test func aHelloMayAskForBlocks() throws {
+        let have = Have([ReplicaID(UUIDBits(high: 1, low: 2)): SeqRanges([1...9])])
+        #expect(try ClientFrame.hello(in: ClientFrame.helloText(have: have, blocks: true)) == Hello(have: have, blocks: true))
+        #expect(try ClientFrame.hello(in: #"{"blocks":false,"type":"hello"}"#) == Hello())
+        for bad in [#"{"type":"hello","blocks":1}"#, #"{"type":"hello","blocks":true,"blocks":true}"#, #"{"type":"hello","blocks":tru}"#] {
+            #expect(throws: WireError.self, "\(bad)") { try ClientFrame.hello(in: bad) }
+        }
     }
 }

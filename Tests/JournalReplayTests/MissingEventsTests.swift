@@ -1,0 +1,83 @@
+import JournalFormat
+import JournalPlatform
+import JournalReplay
+import JournalStorage
+import JournalTestSupport
+import Testing
+
+/// What a catch-up in blocks is read from: whole stored blocks when the holder lacks all of
+/// them, events otherwise, and the same events either way.
+@Suite struct MissingEventsTests {
+    /// A journal with one sealed segment of `count` events (one block) and its file's bytes.
+    func journal(_ temp: TemporaryDirectory, count: Int) throws -> (JournalDirectory, ReplicaID, [UInt8]) {
+        let directory = try JournalDirectory.create(at: temp.path + "/j")
+        let writer = try JournalWriter(directory: directory)
+        var generator = EventGenerator(seed: 5)
+        while writer.nextSeq <= UInt64(count) {
+            for event in generator.stroke(points: 9) where writer.nextSeq <= UInt64(count) { _ = try writer.append(event.payload) }
+        }
+        let replica = writer.replica
+        try writer.close()
+        let folder = temp.path + "/j/replicas/" + replica.hex
+        let files = try FileSystem.list(folder)
+        try #require(files.count == 1)
+        return (directory, replica, try FileSystem.readFile(folder + "/" + files[0].name))
+    }
+
+    func drain(_ missing: inout MissingEvents, verbatim: Bool) -> [MissingEvents.Piece] {
+        var pieces: [MissingEvents.Piece] = []
+        while let piece = missing.nextPiece(maxEvents: 64, verbatim: verbatim) { pieces.append(piece) }
+        return pieces
+    }
+
+    func events(of pieces: [MissingEvents.Piece]) throws -> [Event] {
+        try pieces.flatMap { piece -> [Event] in
+            switch piece {
+            case .events(_, let events): return events
+            case .block(let replica, _, let frame, _):
+                let bytes = Array(frame)
+                return try bytes.withUnsafeBytes { buffer in
+                    let header = try BlockFrame.decodeHeader(buffer)
+                    return try BlockDecoder.events(frame: header, frameBytes: buffer, replica: replica)
+                }
+            }
+        }
+    }
+
+    @Test func aBlockTheHolderLacksWhollyIsHandedOutAsStored() throws {
+        let temp = TemporaryDirectory("missing-verbatim")
+        defer { temp.remove() }
+        let (directory, own, file) = try journal(temp, count: 300)
+        let set = SegmentSet.load(directory)
+
+        var verbatim = MissingEvents(set: set, have: [:])
+        let pieces = drain(&verbatim, verbatim: true)
+        guard pieces.count == 1, case .block(let replica, let version, let frame, let seqs) = pieces[0] else {
+            Issue.record("expected one stored block, got \(pieces)")
+            return
+        }
+        #expect(replica == own && version == FormatVersion.current && seqs == 1...300)
+        #expect(Array(frame) == Array(file[FormatV1.fileHeaderSize...]))
+        #expect(verbatim.count == 300 && verbatim.covered == [own: SeqRanges([1...300])])
+
+        var decoded = MissingEvents(set: set, have: [:])
+        let plain = drain(&decoded, verbatim: false)
+        #expect(plain.allSatisfy { if case .events = $0 { true } else { false } })
+        #expect(try events(of: pieces) == events(of: plain))
+    }
+
+    @Test func aBlockHeldInPartComesAsTheEventsLacked() throws {
+        let temp = TemporaryDirectory("missing-partial")
+        defer { temp.remove() }
+        let (directory, own, _) = try journal(temp, count: 300)
+        var missing = MissingEvents(set: SegmentSet.load(directory), have: [own: SeqRanges([1...100, 200...250])])
+        let pieces = drain(&missing, verbatim: true)
+        #expect(pieces.allSatisfy { if case .events = $0 { true } else { false } })
+        #expect(try events(of: pieces).map(\.id.seq) == Array(101...199) + Array(251...300))
+        // A cap on stored blocks' size sends even a wholly lacked block as events.
+        var capped = MissingEvents(set: SegmentSet.load(directory), have: [:])
+        var sizes: [MissingEvents.Piece] = []
+        while let piece = capped.nextPiece(maxEvents: 64, maxBlockBytes: 10) { sizes.append(piece) }
+        #expect(sizes.allSatisfy { if case .events = $0 { true } else { false } } && sizes.reduce(0) { $0 + $1.eventCount } == 300)
+    }
+}
