@@ -24,6 +24,9 @@ let package = Package(
         // this product never builds the command-line tool's dependencies.
         .library(name: "StrokeJournal", targets: ["StrokeJournal"]),
         .executable(name: "journal", targets: ["journal"]),
+        // A client of `journal serve` that stays connected (SwiftNIO): a product of its own, so
+        // that an app embedding only the journal never builds a network stack.
+        .library(name: "StrokeJournalClient", targets: ["JournalClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -106,7 +109,18 @@ let package = Package(
             name: "JournalRelay",
             dependencies: ["JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay", "JournalLive", "JournalIngest", "JournalWire"],
             swiftSettings: strict),
-        // The relay on HTTP and WebSocket (Hummingbird): the only module that imports SwiftNIO.
+        // A reconnecting client of the relay (hummingbird-websocket's client).
+        .target(
+            name: "JournalClient",
+            dependencies: [
+                "JournalFormat", "JournalIngest", "JournalPlatform", "JournalReplay", "JournalWire",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        // The relay on HTTP and WebSocket (Hummingbird): with JournalClient, the only modules
+        // that import SwiftNIO.
         .target(
             name: "JournalServe",
             dependencies: [
@@ -178,7 +192,7 @@ let package = Package(
         .testTarget(
             name: "JournalServeTests",
             dependencies: [
-                "JournalServe", "JournalRelay", "JournalWire", "JournalLive", "JournalReplay", "JournalStorage",
+                "JournalServe", "JournalRelay", "JournalWire", "JournalLive", "JournalClient", "JournalReplay", "JournalStorage",
                 "JournalFormat", "JournalIngest", "JournalPlatform", "JournalSync", "JournalTestSupport",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio"),

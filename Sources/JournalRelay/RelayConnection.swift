@@ -254,6 +254,9 @@ public final class RelayConnection: Sendable {
             }
             let throttled = state.withLock { state -> CheckedContinuation<Void, Never>? in
                 state.acknowledged = round.through
+                // An echoing client gets its events before the ack that covers them: once a
+                // frame is acknowledged, its events are in the client's copy of the board.
+                if state.hello??.echo == true { deliverLocked(round.events, &state) }
                 send(.ack(upTo: round.through), &state)
                 let throttled = state.throttled
                 state.throttled = nil
@@ -268,20 +271,22 @@ public final class RelayConnection: Sendable {
     // MARK: Events for this client
 
     func deliver(_ events: [Event]) {
-        state.withLock { state in
-            switch state.phase {
-            case .catchingUp(var held):
-                guard held.count + events.count <= WireLimits.maxQueuedMessages else {
-                    closeLocked(reason: "the board moved faster than this connection could catch up; reconnect", &state)
-                    return
-                }
-                held.append(contentsOf: events)
-                state.phase = .catchingUp(held: held)
-            case .live:
-                for event in events { send(.event(event), &state) }
-            case .closed:
+        state.withLock { deliverLocked(events, &$0) }
+    }
+
+    private func deliverLocked(_ events: [Event], _ state: inout State) {
+        switch state.phase {
+        case .catchingUp(var held):
+            guard held.count + events.count <= WireLimits.maxQueuedMessages else {
+                closeLocked(reason: "the board moved faster than this connection could catch up; reconnect", &state)
                 return
             }
+            held.append(contentsOf: events)
+            state.phase = .catchingUp(held: held)
+        case .live:
+            for event in events { send(.event(event), &state) }
+        case .closed:
+            return
         }
     }
 

@@ -20,8 +20,19 @@ public struct SegmentSet: Sendable {
     public init() {}
 
     /// Loads the sealed segments under `replicasPath` and, if given, an open segment.
+    ///
+    /// The open segment is read first: a writer that seals meanwhile moves its events into a
+    /// sealed file, which the listing after it finds (the events are then read twice and
+    /// counted as duplicates). Listed first, they could be in neither: a running writer's
+    /// acknowledged events missing from one read.
     public static func load(replicasPath: String, openSegmentPath: String? = nil) -> SegmentSet {
         var set = SegmentSet()
+        var open: Member?
+        if let openSegmentPath, FileSystem.exists(openSegmentPath) {
+            let scan = SegmentScanner.scan(path: openSegmentPath, sealed: false)
+            set.problems.append(contentsOf: scan.problems)
+            if let replica = scan.replica { open = Member(scan: scan, replica: replica, name: nil) }
+        }
         let listing = JournalDirectory.listSealed(replicasPath: replicasPath)
         set.problems.append(contentsOf: listing.ignored)
         var seen = Set<String>()
@@ -30,13 +41,7 @@ public struct SegmentSet: Sendable {
             if !seen.insert(key).inserted { set.duplicateFiles += 1; continue }
             set.add(sealed: file)
         }
-        if let openSegmentPath, FileSystem.exists(openSegmentPath) {
-            let scan = SegmentScanner.scan(path: openSegmentPath, sealed: false)
-            set.problems.append(contentsOf: scan.problems)
-            if let replica = scan.replica {
-                set.members.append(Member(scan: scan, replica: replica, name: nil))
-            }
-        }
+        if let open { set.members.append(open) }
         return set
     }
 

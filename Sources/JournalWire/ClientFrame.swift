@@ -30,16 +30,22 @@ public struct Hello: Equatable, Sendable {
     /// The catch-up as binary `SegmentMessage`s (the journal's blocks) instead of one text
     /// message per event.
     public var blocks: Bool
+    /// The client's own events come back to it too (before the ack that covers them), so its
+    /// copy of the board is the relay's, ids and clocks included; without it a sender gets
+    /// acks only.
+    public var echo: Bool
 
-    public init(have: Have = Have(), blocks: Bool = false) {
+    public init(have: Have = Have(), blocks: Bool = false, echo: Bool = false) {
         self.have = have
         self.blocks = blocks
+        self.echo = echo
     }
 }
 
 extension ClientFrame {
-    /// What a client holds, if `text` is a hello: `{"type":"hello","have":{…},"blocks":true}`
-    /// (`have` and `blocks` optional, keys in any order). Nil when the frame is anything else (an event line goes
+    /// What a client holds, if `text` is a hello:
+    /// `{"type":"hello","have":{…},"blocks":true,"echo":true}` (all but `type` optional, keys
+    /// in any order). Nil when the frame is anything else (an event line goes
     /// on to `payloads(of:)`, which names what is wrong with it); a hello that is malformed
     /// throws, naming what was wrong.
     public static func hello(in text: String) throws(WireError) -> Hello? {
@@ -65,6 +71,7 @@ extension ClientFrame {
         var hello = Hello()
         var sawHave = false
         var sawBlocks = false
+        var sawEcho = false
         do {
             try reader.object("the hello") { key, json throws(WireError) in
                 switch key {
@@ -78,8 +85,12 @@ extension ClientFrame {
                     guard !sawBlocks else { throw WireError("the key \"blocks\" appears twice") }
                     sawBlocks = true
                     hello.blocks = try json.boolean("\"blocks\"")
+                case "echo":
+                    guard !sawEcho else { throw WireError("the key \"echo\" appears twice") }
+                    sawEcho = true
+                    hello.echo = try json.boolean("\"echo\"")
                 default:
-                    throw WireError("unknown key \(JSONText.quoted(key, limit: 40)) (a hello holds \"type\", \"have\" and \"blocks\")")
+                    throw WireError("unknown key \(JSONText.quoted(key, limit: 40)) (a hello holds \"type\", \"have\", \"blocks\" and \"echo\")")
                 }
             }
             try reader.expectEnd("the hello")
@@ -89,10 +100,13 @@ extension ClientFrame {
         return hello
     }
 
-    /// The hello frame for `have`.
-    public static func helloText(have: Have, blocks: Bool = false) -> String {
-        #"{"type":"hello","have":"# + have.json + (blocks ? #","blocks":true}"# : "}")
+    /// The hello frame.
+    public static func helloText(_ hello: Hello) -> String {
+        #"{"type":"hello","have":"# + hello.have.json + (hello.blocks ? #","blocks":true"# : "")
+            + (hello.echo ? #","echo":true"# : "") + "}"
     }
+
+    public static func helloText(have: Have, blocks: Bool = false) -> String { helloText(Hello(have: have, blocks: blocks)) }
 }
 
 extension String {

@@ -99,7 +99,20 @@ public enum ServerMessage: Equatable, Sendable {
     /// writes last (`…,"replica":"<32 hex>","seq":N,"lamport":N,"time":N}`). What a client
     /// dedups by and counts into its own `Have`. Nil for other messages and for an event line
     /// without that envelope.
-    public var eventID: EventID? {
+    public var eventID: EventID? { envelope?.id }
+
+    /// The event an event message carries, with its id and clocks (what a client folds), or
+    /// nil for other messages; throws when the line is not one event with its envelope.
+    public func event() throws(WireError) -> Event? {
+        guard case .event(let line) = self else { return nil }
+        guard let envelope else { throw WireError("event message without its envelope: \(JSONText.quoted(line, limit: 80))") }
+        let payloads = try payloads()
+        guard payloads.count == 1 else { throw WireError("event message holds \(payloads.count) events: \(JSONText.quoted(line, limit: 80))") }
+        return Event(id: envelope.id, lamport: envelope.lamport, wallTime: envelope.wallTime, payload: payloads[0])
+    }
+
+    /// The envelope of an event message, in the layout the relay writes.
+    private var envelope: (id: EventID, lamport: UInt64, wallTime: Int64)? {
         guard case .event(let line) = self else { return nil }
         let utf8 = Array(line.utf8)
         let key = Array(#","replica":""#.utf8)
@@ -112,9 +125,18 @@ public enum ServerMessage: Equatable, Sendable {
         let hexStart = start + key.count
         guard let replica = ReplicaID(hex: String(decoding: utf8[hexStart..<hexStart + 32], as: UTF8.self)),
               let seqStart = Self.after(#"","seq":"#, in: utf8, from: hexStart + 32),
-              let (seq, _) = Self.integer(utf8, at: seqStart), seq >= 1
+              let (seq, seqEnd) = Self.integer(utf8, at: seqStart), seq >= 1,
+              let lamportStart = Self.after(#","lamport":"#, in: utf8, from: seqEnd),
+              let (lamport, lamportEnd) = Self.integer(utf8, at: lamportStart),
+              var timeStart = Self.after(#","time":"#, in: utf8, from: lamportEnd)
         else { return nil }
-        return EventID(replica: replica, seq: seq)
+        let negative = timeStart < utf8.count && utf8[timeStart] == UInt8(ascii: "-")
+        if negative { timeStart += 1 }
+        guard let (magnitude, timeEnd) = Self.integer(utf8, at: timeStart), timeEnd == utf8.count - 1,
+              let wallTime = negative ? (magnitude <= UInt64(Int64.max) + 1 ? Int64(truncatingIfNeeded: 0 &- magnitude) : nil)
+                                      : (magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil)
+        else { return nil }
+        return (EventID(replica: replica, seq: seq), lamport, wallTime)
     }
 
     /// The payloads of an event message (the envelope is not part of them).

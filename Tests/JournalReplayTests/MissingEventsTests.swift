@@ -81,3 +81,49 @@ import Testing
         #expect(sizes.allSatisfy { if case .events = $0 { true } else { false } } && sizes.reduce(0) { $0 + $1.eventCount } == 300)
     }
 }
+
+/// A read of a journal whose writer seals meanwhile still holds every event the writer had
+/// made durable before the read began (the open segment is read before the sealed listing).
+@Suite struct ReadWhileSealingTests {
+    @Test func noDurableEventIsMissingFromAReadRacingASeal() throws {
+        let temp = TemporaryDirectory("read-while-sealing")
+        defer { temp.remove() }
+        let directory = try JournalDirectory.create(at: temp.path + "/j")
+        let durable = Locked<UInt64>(0)
+        let stop = Locked(false)
+        let writerThread = WorkerThread()
+        let failure = Locked<String?>(nil)
+        writerThread.submit {
+            do {
+                let writer = try JournalWriter(directory: directory)
+                var generator = EventGenerator(seed: 3)
+                var round = 0
+                while !stop.withLock({ $0 }) {
+                    for event in generator.stroke(points: 3) { _ = try writer.append(event.payload) }
+                    try writer.flush()
+                    durable.withLock { $0 = writer.nextSeq - 1 }
+                    round += 1
+                    if round % 2 == 0 { _ = try writer.seal() }
+                }
+                try writer.close()
+            } catch {
+                failure.withLock { $0 = "\(error)" }
+            }
+        }
+        var reads = 0
+        var short: [String] = []
+        let deadline = ProcessInfoLite.monotonicSeconds() + 3
+        while ProcessInfoLite.monotonicSeconds() < deadline {
+            let before = durable.withLock { $0 }
+            let report = Replay.replay(SegmentSet.load(directory)).report
+            let held = report.replicas.reduce(0) { $0 + $1.events }
+            if held < Int(before) { short.append("read \(reads): \(held) events, \(before) durable before it") }
+            reads += 1
+        }
+        stop.withLock { $0 = true }
+        writerThread.stop()
+        #expect(failure.withLock { $0 } == nil)
+        #expect(reads > 20, "only \(reads) reads")
+        #expect(short.isEmpty, "\(short.prefix(5))")
+    }
+}

@@ -18,10 +18,12 @@ import Testing
         let port: Int
         let task: Task<Void, any Error>
 
-        static func start(data: String, options: BoardOptions = BoardOptions(watchForSegments: false)) async throws -> RunningRelay {
+        static func start(
+            data: String, port: Int = 0, options: BoardOptions = BoardOptions(watchForSegments: false)
+        ) async throws -> RunningRelay {
             let relay = try Relay(dataDirectory: data, boardOptions: options)
             let (ports, portContinuation) = AsyncStream<Int>.makeStream()
-            let server = RelayServer(relay: relay, port: 0)
+            let server = RelayServer(relay: relay, port: port)
             let task = Task { try await server.run { port in portContinuation.yield(port) } }
             var iterator = ports.makeAsyncIterator()
             let port = try #require(await iterator.next())

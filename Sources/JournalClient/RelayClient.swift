@@ -1,0 +1,270 @@
+import HummingbirdWSClient
+import JournalFormat
+import JournalIngest
+import JournalPlatform
+import JournalReplay
+import JournalWire
+import Logging
+import NIOCore
+import NIOWebSocket
+
+/// What a `RelayClient` reports, in order.
+public enum RelayClientUpdate: Sendable, Equatable {
+    /// A socket opened (the first, or a reconnection); the catch-up follows.
+    case connected(attempt: Int)
+    /// The catch-up is done: the client holds every event the relay held when it joined.
+    case caughtUp(events: UInt64)
+    /// Events were folded into `drawing` (from the catch-up or live), changing this.
+    case changed([DrawingChange])
+    /// The relay made frames durable; `pending` are still waiting.
+    case acknowledged(pending: Int)
+    /// The relay refused a frame (it is not resent): the line and why.
+    case refused(line: String, reason: String)
+    /// The socket closed or could not open; the client tries again after `retryIn` seconds.
+    case disconnected(reason: String, retryIn: Double)
+}
+
+/// A client of a board on a `journal serve` relay (docs/PROTOCOL.md, text mode) that stays
+/// connected: it reconnects with backoff, says what it holds (`hello`: exact catch-up, in
+/// blocks), and resends every frame the relay had not acknowledged.
+///
+/// `drawing` is the board as the relay recorded it: its events, ids and clocks, folded
+/// (`LiveDrawing`), the client's own included once durable (they come back before their ack,
+/// `"echo"`). What was sent and not yet acknowledged is `pending`, for the app to draw over it.
+///
+/// In text mode the relay names the events, so a frame whose ack a relay crash swallowed
+/// after it was durable is recorded twice when it is resent: one pen sample appears twice in
+/// the stroke. Native mode (client-named events) will close that window (docs/PROTOCOL.md).
+public final class RelayClient: Sendable {
+    public struct Options: Sendable {
+        /// The first wait before reconnecting, doubled after each failed attempt up to `maxBackoff`.
+        public var minBackoff: Double = 0.1
+        public var maxBackoff: Double = 5
+        /// Catch-up as binary blocks (about 2 bytes per point) rather than a line per event.
+        public var blocks = true
+        public init() {}
+    }
+
+    public let url: String
+    public let options: Options
+    private let state = Locked(State())
+
+    private struct Outgoing {
+        var line: String
+        /// Its number on the current connection, once written there.
+        var frame: UInt64?
+    }
+
+    private struct State {
+        var drawing = LiveDrawing()
+        var have = Have()
+        var outgoing: [Outgoing] = []
+        var framesWritten: UInt64 = 0
+        /// Wakes the current connection's writer when a frame is queued.
+        var wake: AsyncStream<Void>.Continuation?
+        var closed = false
+        var acknowledgedWaiters: [CheckedContinuation<Void, Never>] = []
+        /// The reader of `updates`, once there is one: nothing is buffered for nobody.
+        var updates: AsyncStream<RelayClientUpdate>.Continuation?
+    }
+
+    /// `url`: `ws://HOST:PORT/boards/<board>/ws`.
+    public init(url: String, options: Options = Options()) {
+        self.url = url
+        self.options = options
+    }
+
+    public convenience init(host: String = "127.0.0.1", port: Int, board: String, options: Options = Options()) {
+        self.init(url: "ws://\(host):\(port)/boards/\(board)/ws", options: options)
+    }
+
+    /// What happens from now on, in order: one reader (a second call ends the first stream).
+    public var updates: AsyncStream<RelayClientUpdate> {
+        let (stream, continuation) = AsyncStream<RelayClientUpdate>.makeStream()
+        let previous = state.withLock { state in
+            defer { state.updates = state.closed ? nil : continuation }
+            return state.updates
+        }
+        previous?.finish()
+        if state.withLock({ $0.closed }) { continuation.finish() }
+        return stream
+    }
+
+    private func report(_ update: RelayClientUpdate) {
+        _ = state.withLock { $0.updates }?.yield(update)
+    }
+
+    /// The board as the relay recorded it, as far as received.
+    public var drawing: Drawing { state.withLock { $0.drawing.drawing } }
+
+    /// The ids of the events received (catch-up and live).
+    public var have: Have { state.withLock { $0.have } }
+
+    /// Lines sent and not yet acknowledged, oldest first.
+    public var pending: [String] { state.withLock { $0.outgoing.map(\.line) } }
+
+    /// Queues `payload` to be recorded; it is sent now if connected, else on reconnection,
+    /// and again after every reconnection until acknowledged.
+    public func send(_ payload: Payload) {
+        let wake = state.withLock { state -> AsyncStream<Void>.Continuation? in
+            state.outgoing.append(Outgoing(line: ClientFrame.text(for: payload)))
+            return state.wake
+        }
+        wake?.yield()
+    }
+
+    /// Returns once every payload sent before is acknowledged (durable at the relay) or
+    /// refused, or the client is closed.
+    public func waitUntilAcknowledged() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state -> Bool in
+                guard !state.outgoing.isEmpty, !state.closed else { return true }
+                state.acknowledgedWaiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    /// Stops `run` (what is pending stays unsent) and ends `updates`.
+    public func close() {
+        let (wake, waiters, updates) = state.withLock { state in
+            state.closed = true
+            defer {
+                state.acknowledgedWaiters = []
+                state.updates = nil
+            }
+            return (state.wake, state.acknowledgedWaiters, state.updates)
+        }
+        wake?.finish()
+        for waiter in waiters { waiter.resume() }
+        updates?.finish()
+    }
+
+    /// Connects and stays connected until `close()`.
+    public func run() async {
+        var backoff = options.minBackoff
+        var attempt = 0
+        while !state.withLock({ $0.closed }) {
+            attempt += 1
+            let (reason, caughtUp) = await connectOnce(attempt: attempt)
+            if state.withLock({ $0.closed }) || Task.isCancelled { break }
+            // A connection that got as far as its catch-up was a success: start over short.
+            if caughtUp { backoff = options.minBackoff }
+            report(.disconnected(reason: reason, retryIn: backoff))
+            try? await Task.sleep(for: .milliseconds(Int(backoff * 1000)))
+            backoff = min(backoff * 2, options.maxBackoff)
+        }
+    }
+
+    /// One connection; returns why it ended and whether it was caught up.
+    private func connectOnce(attempt: Int) async -> (reason: String, caughtUp: Bool) {
+        let progress = Locked((reason: "the relay closed the connection", caughtUp: false))
+        do {
+            try await WebSocketClient.connect(
+                url: url, configuration: .init(maxFrameSize: WireLimits.maxSegmentMessageBytes),
+                logger: Logger(label: "journal-relay-client")
+            ) { inbound, outbound, _ in
+                let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+                let hello = self.state.withLock { state -> Hello in
+                    // Everything unacknowledged goes again, numbered from 1 on this connection.
+                    state.framesWritten = 0
+                    for index in state.outgoing.indices { state.outgoing[index].frame = nil }
+                    state.wake = wake
+                    return Hello(have: state.have, blocks: self.options.blocks, echo: true)
+                }
+                self.report(.connected(attempt: attempt))
+                try await outbound.write(.text(ClientFrame.helloText(hello)))
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        var wakeups = wakes.makeAsyncIterator()
+                        while true {
+                            while let line = self.nextFrame() { try await outbound.write(.text(line)) }
+                            guard await wakeups.next() != nil else { break }
+                        }
+                        // Woken for good: the socket ended, or `close()` ends it (the relay
+                        // answers the close, which ends the reading below).
+                        if self.state.withLock({ $0.closed }) { try await outbound.close(.normalClosure, reason: nil) }
+                    }
+                    defer { wake.finish() }
+                    for try await message in inbound.messages(maxSize: WireLimits.maxSegmentMessageBytes) {
+                        switch message {
+                        case .text(let text):
+                            let parsed = try ServerMessage(parsing: text)
+                            if case .error(nil, let reason) = parsed { progress.withLock { $0.reason = reason } }
+                            if case .caughtUp = parsed { progress.withLock { $0.caughtUp = true } }
+                            try self.handle(parsed)
+                        case .binary(let buffer):
+                            try self.fold(SegmentMessage(decoding: Array(buffer.readableBytesView)).events())
+                        }
+                    }
+                    wake.finish()
+                    try await outbound.close(.normalClosure, reason: nil)
+                    group.cancelAll()
+                }
+            }
+        } catch {
+            progress.withLock { $0.reason = "\(error)" }
+        }
+        state.withLock { $0.wake = nil }
+        return progress.withLock { $0 }
+    }
+
+    /// The next frame not yet written on this connection, numbered.
+    private func nextFrame() -> String? {
+        state.withLock { state in
+            guard let index = state.outgoing.firstIndex(where: { $0.frame == nil }) else { return nil }
+            state.framesWritten += 1
+            state.outgoing[index].frame = state.framesWritten
+            return state.outgoing[index].line
+        }
+    }
+
+    private func handle(_ message: ServerMessage) throws(WireError) {
+        switch message {
+        case .ack(let upTo):
+            let pending = settle { $0.removeAll { ($0.frame ?? .max) <= upTo } }
+            report(.acknowledged(pending: pending))
+        case .error(let frame?, let reason):
+            var line: String?
+            _ = settle { outgoing in
+                guard let index = outgoing.firstIndex(where: { $0.frame == frame }) else { return }
+                line = outgoing.remove(at: index).line
+            }
+            if let line { report(.refused(line: line, reason: reason)) }
+        case .error(nil, _):
+            break  // the relay closes the socket next; `connectOnce` reports the reason
+        case .caughtUp(let events, _):
+            report(.caughtUp(events: events))
+        case .event:
+            if let event = try message.event() { fold([event]) }
+        }
+    }
+
+    /// Folds the events not held yet (a catch-up and live events may both bring one).
+    private func fold(_ events: [Event]) {
+        let changes = state.withLock { state -> [DrawingChange] in
+            var changes: [DrawingChange] = []
+            for event in events where !state.have.contains(event.id) {
+                state.have.insert(event.id)
+                // A drawing folded only here, from no replay, always has every point's key.
+                _ = state.drawing.apply(event, changes: &changes)
+            }
+            return changes
+        }
+        if !changes.isEmpty { report(.changed(changes)) }
+    }
+
+    /// Removes settled frames (acknowledged or refused); wakes `waitUntilAcknowledged` when
+    /// none is left. Returns how many are pending.
+    private func settle(_ remove: (inout [Outgoing]) -> Void) -> Int {
+        let (pending, waiters) = state.withLock { state in
+            remove(&state.outgoing)
+            guard state.outgoing.isEmpty else { return (state.outgoing.count, [CheckedContinuation<Void, Never>]()) }
+            defer { state.acknowledgedWaiters = [] }
+            return (0, state.acknowledgedWaiters)
+        }
+        for waiter in waiters { waiter.resume() }
+        return pending
+    }
+}

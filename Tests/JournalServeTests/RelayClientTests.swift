@@ -1,0 +1,112 @@
+import JournalClient
+import JournalFormat
+import JournalPlatform
+import JournalReplay
+import JournalStorage
+import JournalTestSupport
+import JournalWire
+import Testing
+
+/// `RelayClient` against a real relay on 127.0.0.1: its drawing is the relay's journal, and it
+/// survives the relay going away and coming back on the same port.
+@Suite(.serialized) struct RelayClientTests {
+    typealias RunningRelay = RelayServerTests.RunningRelay
+
+    func stroke(_ seed: UInt64, points: Int) -> [Payload] {
+        let id = StrokeID(UUIDBits(high: seed, low: 0xC11E))
+        var payloads = (0..<points).map { index in
+            Payload.point(PointSample(stroke: id, x: Double(index) / 3, y: Double(seed), pressure: 0.25, t: Double(index) / 240,
+                                      style: Style(color: RGBA(rawValue: 0x43A047FF), width: 2)))
+        }
+        payloads.append(.end(id))
+        return payloads
+    }
+
+    /// Waits until `client`'s drawing has `points` points (checking once more after the
+    /// deadline: the test pool can starve this task).
+    func waitFor(_ client: RelayClient, points: Int, within seconds: Double = 20) async -> Bool {
+        let deadline = ProcessInfoLite.monotonicSeconds() + seconds
+        while ProcessInfoLite.monotonicSeconds() < deadline {
+            if client.drawing.strokes.reduce(0, { $0 + $1.points.count }) == points { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return client.drawing.strokes.reduce(0, { $0 + $1.points.count }) == points
+    }
+
+    func journalDigest(_ path: String) throws -> String {
+        try Replay.replay(SegmentSet.load(JournalDirectory.open(at: path))).drawing.digest
+    }
+
+    @Test func clientsShareTheJournalsDrawingAcrossARelayRestart() async throws {
+        let temp = TemporaryDirectory("relay-client")
+        defer { temp.remove() }
+        let data = temp.path + "/boards"
+        var running = try await RunningRelay.start(data: data)
+        let port = running.port
+        let alice = RelayClient(port: port, board: "wall")
+        let bob = RelayClient(port: port, board: "wall")
+        let runs = [Task { await alice.run() }, Task { await bob.run() }]
+
+        for payload in stroke(1, points: 40) + stroke(2, points: 25) { alice.send(payload) }
+        await alice.waitUntilAcknowledged()
+        #expect(alice.pending.isEmpty)
+        // Her own events came back before their acks; his came live.
+        #expect(alice.drawing.strokes.map(\.points.count) == [40, 25])
+        #expect(await waitFor(bob, points: 65))
+
+        // The relay goes away: what she draws now waits, and is sent when it is back.
+        await running.stop()
+        for payload in stroke(3, points: 30) { alice.send(payload) }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(alice.pending.count == 31)
+        running = try await RunningRelay.start(data: data, port: port)
+        await alice.waitUntilAcknowledged()
+        #expect(await waitFor(alice, points: 95))
+        #expect(await waitFor(bob, points: 95))
+
+        // Both hold exactly the journal's drawing, each event once.
+        await running.stop()
+        let digest = try journalDigest(data + "/wall")
+        #expect(alice.drawing.digest == digest)
+        #expect(bob.drawing.digest == digest)
+        #expect(alice.have == bob.have && alice.have.eventCount == 98)
+
+        alice.close()
+        bob.close()
+        for run in runs { await run.value }
+    }
+
+    @Test func aLateClientCatchesUpInBlocksAndRefusedLinesAreReported() async throws {
+        let temp = TemporaryDirectory("relay-client-late")
+        defer { temp.remove() }
+        let running = try await RunningRelay.start(data: temp.path + "/boards")
+        let writer = RelayClient(port: running.port, board: "late")
+        let writerRun = Task { await writer.run() }
+        for seed in 1...20 { for payload in stroke(UInt64(seed), points: 50) { writer.send(payload) } }
+        await writer.waitUntilAcknowledged()
+
+        let late = RelayClient(port: running.port, board: "late")
+        let updates = late.updates
+        let lateRun = Task { await late.run() }
+        var caughtUp: UInt64?
+        for await update in updates {
+            if case .caughtUp(let events) = update {
+                caughtUp = events
+                break
+            }
+        }
+        #expect(caughtUp == 20 * 51)
+        #expect(late.drawing.digest == writer.drawing.digest)
+
+        // A point with a negative width never reaches a journal: the relay refuses it by line.
+        let stroke = StrokeID(UUIDBits(high: 9, low: 9))
+        writer.send(.point(PointSample(stroke: stroke, x: 1, y: 1, style: Style(color: RGBA(rawValue: 0xFF), width: -1))))
+        await writer.waitUntilAcknowledged()
+        #expect(writer.pending.isEmpty)
+        writer.close()
+        late.close()
+        await writerRun.value
+        await lateRun.value
+        await running.stop()
+    }
+}
