@@ -8,11 +8,15 @@ protocol on --remote-debugging-pipe: NUL-terminated JSON on fds 3 and 4, stdlib 
     different `force` per sample), checks A holds exactly the points dispatched and that B
     shows the same strokes and points within a deadline;
   * reloads B and checks it shows the whole board again (the catch-up);
-  * checks the board's journal with the real CLI (`journal strokes`): the same strokes and
-    points, and the pressures dispatched;
-  * undoes A's last stroke with the page's Undo button and checks B and the journal hide it;
-  * saves PNG screenshots of both pages into the artefact folder, and fails on any script
-    error a page reported.
+  * undoes A's last stroke with the page's Undo button and checks B hides it;
+  * page C, whose WebSocket the test replaces to play the relay itself: points delivered out
+    of order and twice, undo/redo/erase/clear by order key, the hello after a reconnection,
+    and resending only the frames its catch-up did not bring back;
+  * saves PNG screenshots of the pages into the artefact folder, and fails on any script
+    error a page reported;
+  * stops the relay (SIGTERM) and checks the board's journal with the real CLI
+    (`journal strokes --all`): the same strokes and points, the pressures dispatched, the
+    undone stroke hidden.
 Exits 1 with a message on the first failure; its relay and browser are killed in every case.
 
 Usage: page_test.py --journal-bin PATH [--chromium /usr/bin/chromium] [--artefacts DIR]
@@ -151,12 +155,14 @@ class Browser:
 class Page:
     """One tab, attached with its own session."""
 
-    def __init__(self, browser, url, name):
+    def __init__(self, browser, url, name, before_page_script=None):
         self.browser, self.name = browser, name
         target = browser.call("Target.createTarget", {"url": "about:blank", "newWindow": True})["targetId"]
         self.session = browser.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         self.call("Runtime.enable")
         self.call("Page.enable")
+        if before_page_script:
+            self.call("Page.addScriptToEvaluateOnNewDocument", {"source": before_page_script})
         self.call("Page.navigate", {"url": url})
 
     def call(self, method, params=None):
@@ -197,7 +203,7 @@ def start_relay(journal, data, log_path):
     log = open(log_path, "wb")
     process = subprocess.Popen([journal, "serve", "--port", "0", "--data", data],
                                stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
-    # "journal: serving DIR on ws://127.0.0.1:PORT/boards/<board>/ws"
+    # "journal: serving DIR on ws://127.0.0.1:PORT/boards/<board>/ws, drawing page http://…"
     lines = queue.Queue()
     threading.Thread(target=lambda: [lines.put(l) for l in process.stdout], daemon=True).start()
     try:
@@ -211,6 +217,7 @@ def start_relay(journal, data, log_path):
 
 
 def stop_relay(process):
+    """SIGTERM (the relay seals its boards and releases their locks), SIGKILL after 10 s; the exit code."""
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
         try:
@@ -218,10 +225,12 @@ def stop_relay(process):
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+    return process.returncode
 
 
-def journal_strokes(journal, board_dir):
-    done = subprocess.run([journal, "strokes", "-C", board_dir, "--json"], capture_output=True, text=True, timeout=60)
+def journal_strokes(journal, board_dir, hidden_too=False):
+    command = [journal, "strokes", "-C", board_dir, "--json"] + (["--all"] if hidden_too else [])
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
         fail("journal strokes -C %s exited %d: %s" % (board_dir, done.returncode, done.stderr.strip()))
     return json.loads(done.stdout)["strokes"]
@@ -244,6 +253,121 @@ def draw(page, strokes, moves):
         page.pen("mouseReleased", x0 + 9 * moves, y0 + 5 * moves, 0, 0)
         dispatched.extend(forces)
     return dispatched
+
+
+# Replaces the page's WebSocket with one the test plays the relay on, and records the canvas's
+# lineTo calls (the order the page draws a stroke's points in).
+FAKE_RELAY = r"""
+(() => {
+  const fake = { sockets: [], lines: [] };
+  window.__fake = fake;
+  window.WebSocket = class {
+    constructor(url) { this.url = url; this.sent = []; fake.sockets.push(this); setTimeout(() => this.onopen(), 0); }
+    send(text) { this.sent.push(text); }
+    close() {}
+  };
+  fake.current = () => fake.sockets[fake.sockets.length - 1];
+  fake.deliver = (messages) => { for (const m of messages) fake.current().onmessage({ data: JSON.stringify(m) }); };
+  fake.drop = () => fake.current().onclose({});
+  const lineTo = CanvasRenderingContext2D.prototype.lineTo;
+  CanvasRenderingContext2D.prototype.lineTo = function (x, y) { fake.lines.push([x, y]); return lineTo.call(this, x, y); };
+})();
+"""
+
+R1, R2 = "11" * 16, "22" * 16
+STROKE_S, STROKE_T = "AAAAAAAA-0000-4000-8000-000000000001", "AAAAAAAA-0000-4000-8000-000000000002"
+
+
+def event(kind, replica, seq, lamport, stroke=None, **point):
+    message = {"type": kind}
+    if stroke:
+        message["stroke"] = stroke
+    if kind == "point":
+        message.update({"x": point["x"], "y": point["y"], "color": "#E53935FF", "width": 3.0})
+    message.update({"replica": replica, "seq": seq, "lamport": lamport, "time": 1700000000000 + lamport})
+    return message
+
+
+def as_relay_sends(line, replica, seq, lamport):
+    """The event message the relay would send back for a line this page sent."""
+    message = json.loads(line)
+    hex_id = message["stroke"].upper()
+    message["stroke"] = "%s-%s-%s-%s-%s" % (hex_id[:8], hex_id[8:12], hex_id[12:16], hex_id[16:20], hex_id[20:])
+    message.update({"replica": replica, "seq": seq, "lamport": lamport, "time": 1700000000000 + lamport})
+    return message
+
+
+def check_fold_and_resending(browser, url):
+    """Page C against a relay played by the test: points out of order, duplicates, visibility
+    by the latest operation, the hello after a reconnection, and resending only what the
+    journal lacks."""
+    c = Page(browser, url, "C", before_page_script=FAKE_RELAY)
+    end = time.monotonic() + DEADLINE
+    while not c.evaluate("window.__fake && __fake.sockets.length > 0 && __fake.current().sent.length > 0"):
+        if time.monotonic() > end:
+            fail("page C: no hello within %.0f s" % DEADLINE)
+        time.sleep(0.05)
+    hello = json.loads(c.evaluate("__fake.current().sent[0]"))
+    if hello != {"type": "hello", "have": {}}:
+        fail("page C's first hello is %s, expected one holding nothing" % hello)
+
+    deliver = lambda messages: c.evaluate("__fake.deliver(%s)" % json.dumps(messages))
+    # S's points arrive in the order lamport 3, 1, 2 (and 2 again: a duplicate); T after.
+    deliver([event("point", R2, 1, 3, STROKE_S, x=30, y=50), event("point", R1, 1, 1, STROKE_S, x=10, y=50),
+             event("point", R1, 2, 2, STROKE_S, x=20, y=50), event("point", R1, 2, 2, STROKE_S, x=20, y=50),
+             event("point", R2, 2, 5, STROKE_T, x=100, y=100),
+             {"type": "caughtUp", "events": 4, "have": {R1: [[1, 2]], R2: [[1, 2]]}}])
+    c.wait_for("live with 2 strokes and 4 points", lambda s: s["live"] and (s["strokes"], s["points"], s["visibleStrokes"]) == (2, 4, 2))
+    drawn = c.evaluate("__fake.lines = []; window.dispatchEvent(new Event('resize')); __fake.lines.map(p => p[0])")
+    if drawn != [20, 30]:
+        fail("page C drew S's segments to x = %s, expected [20, 30] (points in order-key order)" % drawn)
+
+    visibility_steps = [
+        (event("clear", R1, 3, 4), 1, "a clear after S's creation, before T's, hides S only"),
+        (event("redo", R2, 3, 6, STROKE_S), 2, "a redo after the clear shows S again"),
+        (event("erase", R1, 4, 7, STROKE_T), 1, "an erase hides T"),
+        (event("redo", R2, 4, 2, STROKE_T), 1, "a redo older than the erase leaves T hidden"),
+    ]
+    for message, visible, meaning in visibility_steps:
+        deliver([message])
+        state = c.state()
+        if state["visibleStrokes"] != visible:
+            fail("page C: %s: %d visible strokes, expected %d" % (meaning, state["visibleStrokes"], visible))
+
+    # Own stroke: 3 samples and an end, 4 frames; the relay acknowledges only the first.
+    c.pen("mousePressed", 400, 300, 0.25, 1)
+    c.pen("mouseMoved", 420, 310, 0.5, 1)
+    c.pen("mouseMoved", 440, 330, 0.75, 1)
+    c.pen("mouseReleased", 440, 330, 0, 0)
+    sent = c.evaluate("__fake.current().sent.slice(1)")
+    kinds = [json.loads(line)["type"] for line in sent]
+    if kinds != ["point", "point", "point", "end"]:
+        fail("page C sent %s for one pen stroke of 3 samples, expected 3 points and an end" % kinds)
+    pressures = [json.loads(line).get("pressure") for line in sent[:3]]
+    if pressures != [0.25, 0.5, 0.75]:
+        fail("page C sent pressures %s, expected [0.25, 0.5, 0.75]" % pressures)
+    deliver([{"type": "ack", "upTo": 1}])
+    c.wait_for("3 frames unacknowledged", lambda s: s["unacked"] == 3)
+
+    c.evaluate("__fake.drop()")
+    c.wait_for("a new socket", lambda s: c.evaluate("__fake.sockets.length") == 2)
+    time.sleep(0.3)
+    again = c.evaluate("__fake.current().sent")
+    want_have = {R1: [[1, 4]], R2: [[1, 4]]}
+    if len(again) != 1 or json.loads(again[0]) != {"type": "hello", "have": want_have}:
+        fail("page C after reconnecting sent %s, expected only a hello with have %s" % (again, want_have))
+    # The catch-up brings back the page's first two frames (the journal holds them).
+    deliver([as_relay_sends(sent[0], R1, 5, 8), as_relay_sends(sent[1], R1, 6, 9),
+             {"type": "caughtUp", "events": 2, "have": {R1: [[1, 6]], R2: [[1, 4]]}}])
+    state = c.wait_for("live again", lambda s: s["live"])
+    resent = c.evaluate("__fake.current().sent.slice(1)")
+    if resent != sent[2:]:
+        fail("page C resent %s, expected only the frames the journal lacks: %s" % (resent, sent[2:]))
+    if (state["strokes"], state["points"], state["unacked"]) != (3, 7, 2):
+        fail("page C after the catch-up: %s, expected 3 strokes, 7 points (none twice), 2 unacked" % state)
+    deliver([{"type": "ack", "upTo": 2}])
+    c.wait_for("everything acknowledged", lambda s: s["unacked"] == 0)
+    return c
 
 
 def check(args, work, artefacts):
@@ -274,31 +398,16 @@ def check(args, work, artefacts):
         b.wait_for("the whole board after a reload", lambda s: s["live"] and same(s))
         say("page B shows the whole board again after a reload")
 
-        strokes = journal_strokes(args.journal_bin, os.path.join(data, BOARD))
-        points = [p for stroke in strokes for p in stroke["points"]]
-        if len(strokes) != args.strokes or len(points) != expected_points:
-            fail("the journal holds %d strokes, %d points; drawn: %d strokes, %d points"
-                 % (len(strokes), len(points), args.strokes, expected_points))
-        pressures = sorted(p.get("pressure") for p in points if "pressure" in p)
-        if len(pressures) != len(points):
-            fail("%d of the journal's %d points have no pressure" % (len(points) - len(pressures), len(points)))
-        # PointerEvent.pressure is a float: allow its rounding, nothing more.
-        mismatched = [(got, want) for got, want in zip(pressures, sorted(dispatched)) if abs(got - want) > 1e-3]
-        if mismatched:
-            fail("pressures differ from the forces dispatched (journal, dispatched): %s" % mismatched[:5])
-        say("the journal holds %d strokes, %d points with the pressures dispatched"
-              % (len(strokes), len(points)))
-
         a.evaluate("document.getElementById('undo').click()")
         hidden = lambda s: s["visibleStrokes"] == args.strokes - 1 and s["strokes"] == args.strokes
         a.wait_for("its last stroke undone and acknowledged", lambda s: hidden(s) and s["unacked"] == 0)
         b.wait_for("A's last stroke hidden", hidden)
-        visible = journal_strokes(args.journal_bin, os.path.join(data, BOARD))
-        if len(visible) != args.strokes - 1:
-            fail("after Undo the journal shows %d strokes, expected %d" % (len(visible), args.strokes - 1))
-        say("Undo in A hides the stroke in B and in the journal")
+        say("Undo in A hides the stroke in B")
 
-        for page in (a, b):
+        c = check_fold_and_resending(browser, "http://127.0.0.1:%d/boards/fold-check" % port)
+        say("page C (a relay played by the test): out-of-order points, duplicates, visibility, hello and resending as expected")
+
+        for page in (a, b, c):
             path = os.path.join(artefacts, "page-%s.png" % page.name)
             page.screenshot(path)
             if os.path.getsize(path) < 1000:
@@ -311,7 +420,32 @@ def check(args, work, artefacts):
     finally:
         if browser:
             browser.stop()
-        stop_relay(relay)
+        code = stop_relay(relay)
+    if code != 0:
+        fail("journal serve exited %s on SIGTERM (log: %s)" % (code, os.path.join(artefacts, "relay.log")))
+    check_journal(args, os.path.join(data, BOARD), dispatched, expected_points)
+
+
+def check_journal(args, board_dir, dispatched, expected_points):
+    """The board's journal, read with the CLI once the relay has stopped (a reader racing the
+    relay's writer sometimes saw an older state: see the report of the change that added this)."""
+    strokes = journal_strokes(args.journal_bin, board_dir, hidden_too=True)
+    points = [p for stroke in strokes for p in stroke["points"]]
+    if len(strokes) != args.strokes or len(points) != expected_points:
+        fail("the journal holds %d strokes, %d points; drawn: %d strokes, %d points"
+             % (len(strokes), len(points), args.strokes, expected_points))
+    pressures = sorted(p.get("pressure") for p in points if "pressure" in p)
+    if len(pressures) != len(points):
+        fail("%d of the journal's %d points have no pressure" % (len(points) - len(pressures), len(points)))
+    # PointerEvent.pressure is a float: allow its rounding, nothing more.
+    mismatched = [(got, want) for got, want in zip(pressures, sorted(dispatched)) if abs(got - want) > 1e-3]
+    if mismatched:
+        fail("pressures differ from the forces dispatched (journal, dispatched): %s" % mismatched[:5])
+    hidden = [stroke for stroke in strokes if not stroke["visible"]]
+    if len(hidden) != 1 or hidden[0] is not strokes[-1]:
+        fail("the journal hides %d strokes, expected only the last one drawn (undone in A)" % len(hidden))
+    say("the journal holds %d strokes, %d points with the pressures dispatched, the last one undone"
+        % (len(strokes), len(points)))
 
 
 def main():
@@ -344,7 +478,7 @@ def main():
         sys.exit(1)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    say("passed in %.1f s (screenshots page-A.png, page-B.png in %s)" % (time.monotonic() - started, artefacts))
+    say("passed in %.1f s (screenshots page-A.png, page-B.png, page-C.png in %s)" % (time.monotonic() - started, artefacts))
 
 
 if __name__ == "__main__":
