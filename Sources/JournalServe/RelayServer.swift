@@ -26,7 +26,8 @@ public struct RelayServer: Sendable {
     public func run(handlingSignals: Bool = false, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         let relay = self.relay
         let router = Router(context: BasicWebSocketRequestContext.self)
-        router.get("/") { _, _ in "StrokeJournal relay: ws://HOST:PORT/boards/<board>/ws\n" }
+        router.get("/") { _, _ in "StrokeJournal relay: ws://HOST:PORT/boards/<board>/ws, a drawing page at http://HOST:PORT/boards/<board>\n" }
+        router.get("/boards/:board") { _, context in Self.drawingPage(board: context.parameters.get("board") ?? "") }
 
         let sockets = Router(context: BasicWebSocketRequestContext.self)
         // Every request upgrades, a bad board name too: the client then reads why in an error
@@ -58,6 +59,21 @@ public struct RelayServer: Sendable {
             throw error
         }
         await relay.close()
+    }
+
+    /// The drawing page for a board; a name that could never be a board gets 400 and the
+    /// reason in one line (the page's socket would only be refused).
+    static func drawingPage(board: String) -> Response {
+        do throws(RelayError) {
+            _ = try BoardName(board)
+        } catch {
+            return Response(
+                status: .badRequest, headers: [.contentType: "text/plain; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: error.description + "\n")))
+        }
+        return Response(
+            status: .ok, headers: [.contentType: DrawingPage.contentType, .cacheControl: "no-cache"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: DrawingPage.html)))
     }
 
     /// One connection: a writer task waits for the client's hello (or its absence), sends the

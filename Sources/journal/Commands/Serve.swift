@@ -19,6 +19,8 @@ extension JournalCommand {
                 connection stays open. A client that joins first gets the whole board, then
                 {"type":"caughtUp","events":N}, then live events. docs/PROTOCOL.md has the rest.
 
+                A browser at http://HOST:PORT/boards/<board> gets a drawing page on that board.
+
                 Ctrl-C or SIGTERM stop it: boards are sealed and their locks released.
 
                 Example:
@@ -44,7 +46,7 @@ extension JournalCommand {
                 let (bind, data) = (self.bind, self.data)
                 do {
                     try await server.run(handlingSignals: true) { port in
-                        Terminal.write("journal: serving \(data) on ws://\(bind):\(port)/boards/<board>/ws\n")
+                        Terminal.write("journal: serving \(data) on ws://\(bind):\(port)/boards/<board>/ws, drawing page http://\(bind):\(port)/boards/<board>\n")
                         Terminal.flush()
                     }
                 } catch {

@@ -1,0 +1,87 @@
+import Foundation  // Thread: the blocking socket stays off Swift's cooperative pool.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A bare HTTP/1.1 GET on 127.0.0.1 for tests: the request goes out byte for byte as given
+/// (no client library normalises `..` or percent escapes away), `Connection: close`, and the
+/// reply is read to the end.
+enum PlainHTTP {
+    struct Reply {
+        let status: Int
+        /// Header names lowercased.
+        let headers: [String: String]
+        let body: [UInt8]
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func get(port: Int, path: String, timeoutSeconds: Int = 10) async throws -> Reply {
+        let raw = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8], any Error>) in
+            Thread.detachNewThread {
+                continuation.resume(with: Result { try exchange(port: port, request: "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n", timeoutSeconds: timeoutSeconds) })
+            }
+        }
+        return try parse(raw)
+    }
+
+    private static func exchange(port: Int, request: String, timeoutSeconds: Int) throws -> [UInt8] {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw Failure(description: "connect to 127.0.0.1:\(port): errno \(errno)") }
+        let bytes = Array(request.utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { throw Failure(description: "send: errno \(errno)") }
+            sent += n
+        }
+        var reply: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n == 0 { return reply }
+            guard n > 0 else { throw Failure(description: "recv after \(reply.count) bytes: errno \(errno) (timeout?)") }
+            reply.append(contentsOf: buffer[0..<n])
+            guard reply.count < 1 << 24 else { throw Failure(description: "reply over 16 MiB") }
+        }
+    }
+
+    /// Status line, headers, and the body by Content-Length (the relay's replies carry one).
+    private static func parse(_ raw: [UInt8]) throws -> Reply {
+        let separator: [UInt8] = [13, 10, 13, 10]
+        guard let headEnd = raw.indices.first(where: { raw[$0...].starts(with: separator) }) else {
+            throw Failure(description: "no end of headers in \(raw.count) bytes")
+        }
+        let lines = String(decoding: raw[..<headEnd], as: UTF8.self).components(separatedBy: "\r\n")
+        let statusParts = lines[0].split(separator: " ")
+        guard statusParts.count >= 2, statusParts[0].hasPrefix("HTTP/1."), let status = Int(statusParts[1]) else {
+            throw Failure(description: "not a status line: \(lines[0])")
+        }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { throw Failure(description: "not a header: \(line)") }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        var body = Array(raw[(headEnd + 4)...])
+        if let length = headers["content-length"].flatMap({ Int($0) }) {
+            guard body.count >= length else { throw Failure(description: "body of \(body.count) bytes, Content-Length \(length)") }
+            body = Array(body[0..<length])
+        }
+        return Reply(status: status, headers: headers, body: body)
+    }
+}
