@@ -136,7 +136,7 @@ let package = Package(
             name: "journal",
             dependencies: [
                 "JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay", "JournalSync", "JournalIngest",
-                "JournalRender", "JournalSamples", "JournalLive", "JournalServe",
+                "JournalRender", "JournalSamples", "JournalLive", "JournalServe", "JournalClient", "JournalWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

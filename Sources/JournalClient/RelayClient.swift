@@ -66,6 +66,7 @@ public final class RelayClient: Sendable {
         var acknowledgedWaiters: [CheckedContinuation<Void, Never>] = []
         /// The reader of `updates`, once there is one: nothing is buffered for nobody.
         var updates: AsyncStream<RelayClientUpdate>.Continuation?
+        var bytesReceived = 0
     }
 
     /// `url`: `ws://HOST:PORT/boards/<board>/ws`.
@@ -99,6 +100,10 @@ public final class RelayClient: Sendable {
 
     /// The ids of the events received (catch-up and live).
     public var have: Have { state.withLock { $0.have } }
+
+    /// The payload bytes of every message received so far (text and binary, WebSocket framing
+    /// not counted): what a catch-up cost on the wire.
+    public var bytesReceived: Int { state.withLock { $0.bytesReceived } }
 
     /// Lines sent and not yet acknowledged, oldest first.
     public var pending: [String] { state.withLock { $0.outgoing.map(\.line) } }
@@ -190,11 +195,13 @@ public final class RelayClient: Sendable {
                     for try await message in inbound.messages(maxSize: WireLimits.maxSegmentMessageBytes) {
                         switch message {
                         case .text(let text):
+                            self.state.withLock { $0.bytesReceived += text.utf8.count }
                             let parsed = try ServerMessage(parsing: text)
                             if case .error(nil, let reason) = parsed { progress.withLock { $0.reason = reason } }
                             if case .caughtUp = parsed { progress.withLock { $0.caughtUp = true } }
                             try self.handle(parsed)
                         case .binary(let buffer):
+                            self.state.withLock { $0.bytesReceived += buffer.readableBytes }
                             try self.fold(SegmentMessage(decoding: Array(buffer.readableBytesView)).events())
                         }
                     }

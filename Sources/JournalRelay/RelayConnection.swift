@@ -43,6 +43,8 @@ public final class RelayConnection: Sendable {
         var hello: Hello??
         var helloWaiter: CheckedContinuation<Hello?, Never>?
         var sawFirstFrame = false
+        /// An echoing client's latest ack while its events are held during the catch-up.
+        var heldAck: UInt64?
     }
 
     init(id: Int, board: RelayBoard) {
@@ -125,6 +127,10 @@ public final class RelayConnection: Sendable {
             send(.caughtUp(events: count, have: have), &state)
             for event in held where !have.contains(event.id) && !clientHad.contains(event.id) {
                 send(.event(event), &state)
+            }
+            if let ack = state.heldAck {
+                state.heldAck = nil
+                send(.ack(upTo: ack), &state)
             }
         }
     }
@@ -256,8 +262,13 @@ public final class RelayConnection: Sendable {
                 state.acknowledged = round.through
                 // An echoing client gets its events before the ack that covers them: once a
                 // frame is acknowledged, its events are in the client's copy of the board.
-                if state.hello??.echo == true { deliverLocked(round.events, &state) }
-                send(.ack(upTo: round.through), &state)
+                if state.hello??.echo == true {
+                    deliverLocked(round.events, &state)
+                    // Held events wait for the catch-up to end; so does the ack that covers them.
+                    if case .catchingUp = state.phase { state.heldAck = round.through } else { send(.ack(upTo: round.through), &state) }
+                } else {
+                    send(.ack(upTo: round.through), &state)
+                }
                 let throttled = state.throttled
                 state.throttled = nil
                 return throttled

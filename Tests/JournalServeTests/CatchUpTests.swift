@@ -164,16 +164,23 @@ import Testing
         let late = RelayTestClient(port: running.port, board: "b")
         late.send(CanonicalJSON.line(for: .clear))
         late.send(ClientFrame.helloText(have: Have()))
-        // The clear may be in the catch-up (durable before it was read) or not, and acks and
-        // errors queued during the catch-up come before `caughtUp`: what counts is that frame
-        // 2 is refused and the connection goes on to `caughtUp`.
-        let (messages, _) = try await late.collect { if case .caughtUp = $0 { true } else { false } }
+        // The clear may be in the catch-up (durable before it was read) or not, and the
+        // refusal may come before `caughtUp` or after it (the clear, not being a hello, starts
+        // the catch-up at once): what counts is that frame 2 is refused and the connection
+        // goes on to `caughtUp`.
+        var messages: [ServerMessage] = []
+        while !(messages.contains { if case .error(2, _) = $0 { true } else { false } }
+                && messages.contains { if case .caughtUp = $0 { true } else { false } }),
+              let message = try await late.next(within: 10) {
+            messages.append(message)
+        }
         let lateError = messages.first { if case .error(2, _) = $0 { true } else { false } }
         guard case .error(_, let lateMessage)? = lateError else {
             Issue.record("no error for the late hello: \(messages)")
             return
         }
         #expect(lateMessage.contains("first frame"), "message: \(lateMessage)")
+        #expect(messages.contains { if case .caughtUp = $0 { true } else { false } })
         late.close()
         await running.stop()
     }
