@@ -188,12 +188,14 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: ["journal", "JournalTestSupport"], swiftSettings: strict),
-        // Real sockets on 127.0.0.1: a relay and WebSocket clients in one process.
+        // Real sockets on 127.0.0.1: relays in this process or as `journal` child processes, and WebSocket clients.
         .testTarget(
             name: "JournalServeTests",
             dependencies: [
                 "JournalServe", "JournalRelay", "JournalWire", "JournalLive", "JournalClient", "JournalReplay", "JournalStorage",
                 "JournalFormat", "JournalIngest", "JournalPlatform", "JournalSync", "JournalTestSupport",
+                // The crash and federation tests run the built binary (`journal serve`, `sync --watch`).
+                "journal",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,0 +1,138 @@
+import Foundation
+import JournalTestSupport
+
+/// The built `journal` binary, run as a child process: what a person or a service manager runs.
+enum JournalProcess {
+    /// The test bundle sits in the build folder, next to the `journal` executable.
+    static let binary: String = {
+        var folder = Bundle.main.bundleURL
+        for _ in 0..<3 {
+            let candidate = folder.appendingPathComponent("journal")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
+            folder = folder.deletingLastPathComponent()
+        }
+        return Bundle.main.bundleURL.appendingPathComponent("journal").path
+    }()
+
+    struct Output {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// Runs `journal arguments` to the end. Output goes to files: a pipe that fills up would
+    /// block the child.
+    static func run(_ arguments: [String]) throws -> Output {
+        let child = try Child(arguments, label: "journal-run")
+        child.process.waitUntilExit()
+        return Output(status: child.process.terminationStatus, stdout: child.stdout, stderr: child.stderr)
+    }
+
+    /// A `journal` child, its standard output and error in files of its own.
+    final class Child {
+        let process = Process()
+        let scratch: TemporaryDirectory
+
+        init(_ arguments: [String], label: String) throws {
+            scratch = TemporaryDirectory(label)
+            process.executableURL = URL(fileURLWithPath: JournalProcess.binary)
+            process.arguments = arguments
+            var environment = ProcessInfo.processInfo.environment
+            environment.removeValue(forKey: "JOURNAL_DIR")
+            process.environment = environment
+            FileManager.default.createFile(atPath: scratch.path + "/out", contents: nil)
+            FileManager.default.createFile(atPath: scratch.path + "/err", contents: nil)
+            process.standardOutput = FileHandle(forWritingAtPath: scratch.path + "/out")
+            process.standardError = FileHandle(forWritingAtPath: scratch.path + "/err")
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+        }
+
+        deinit {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            scratch.remove()
+        }
+
+        var stdout: String { (try? String(contentsOfFile: scratch.path + "/out", encoding: .utf8)) ?? "" }
+        var stderr: String { (try? String(contentsOfFile: scratch.path + "/err", encoding: .utf8)) ?? "" }
+
+        /// Sends `signal` and waits (polling, so the test's thread pool is not held) for the
+        /// exit: the exit status, or nil if a signal ended it or it still runs after `seconds`.
+        func stop(with signal: Int32, seconds: Double = 30) async -> Int32? {
+            kill(process.processIdentifier, signal)
+            let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+            while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+            guard !process.isRunning else { return nil }
+            process.waitUntilExit()
+            return process.terminationReason == .exit ? process.terminationStatus : nil
+        }
+    }
+}
+
+/// `journal serve --data DIR --port P` as a child process that can be killed and started again
+/// on the same folder and port.
+final class RelayProcess {
+    let data: String
+    private(set) var port: Int
+    private(set) var child: JournalProcess.Child?
+    /// How many times it was started.
+    private(set) var starts = 0
+
+    /// Starts the relay on `port` (0: any free port, then kept for restarts).
+    init(data: String, port: Int = 0) async throws {
+        self.data = data
+        self.port = port
+        try await start()
+    }
+
+    /// Starts `journal serve` and waits until it listens. A port just freed by a killed relay
+    /// can be taken for a moment (by a client's connection, say): a failed start is retried.
+    func start(seconds: Double = 60) async throws {
+        precondition(child == nil, "the relay is running")
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        var failures: [String] = []
+        while ContinuousClock.now < deadline {
+            let child = try JournalProcess.Child(["serve", "--port", String(port), "--data", data], label: "relay-process")
+            while child.process.isRunning, ContinuousClock.now < deadline {
+                if let listening = Self.listeningPort(in: child.stdout) {
+                    port = listening
+                    self.child = child
+                    starts += 1
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            failures.append("status \(child.process.isRunning ? "running" : String(child.process.terminationStatus)): \(child.stderr)")
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw RelayProcessError(message: "journal serve on port \(port) did not start: \(failures.joined(separator: "; "))")
+    }
+
+    /// `kill -9`: nothing of the relay runs after this returns (the kernel has closed its sockets).
+    func kill9() async {
+        guard let child else { return }
+        _ = await child.stop(with: SIGKILL)
+        self.child = nil
+    }
+
+    /// SIGTERM: the relay seals its boards and exits; its status, or nil.
+    func terminate() async -> Int32? {
+        guard let child else { return nil }
+        defer { self.child = nil }
+        return await child.stop(with: SIGTERM)
+    }
+
+    /// The port in `journal serve`'s first line: `journal: serving DIR on ws://HOST:PORT/boards/<board>/ws`.
+    static func listeningPort(in output: String) -> Int? {
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("journal: serving ") }),
+              let scheme = line.range(of: "ws://") else { return nil }
+        let hostAndPort = line[scheme.upperBound...].prefix { $0 != "/" }
+        guard let colon = hostAndPort.lastIndex(of: ":") else { return nil }
+        return Int(hostAndPort[hostAndPort.index(after: colon)...])
+    }
+}
+
+struct RelayProcessError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
