@@ -202,7 +202,7 @@ public final class RelayClient: Sendable {
                             try self.handle(parsed)
                         case .binary(let buffer):
                             self.state.withLock { $0.bytesReceived += buffer.readableBytes }
-                            try self.fold(SegmentMessage(decoding: Array(buffer.readableBytesView)).events())
+                            try self.fold(SegmentMessage(decoding: Array(buffer.readableBytesView)))
                         }
                     }
                     wake.finish()
@@ -256,6 +256,24 @@ public final class RelayClient: Sendable {
                 state.have.insert(event.id)
                 // A drawing folded only here, from no replay, always has every point's key.
                 _ = state.drawing.apply(event, changes: &changes)
+            }
+            return changes
+        }
+        if !changes.isEmpty { report(.changed(changes)) }
+    }
+
+    /// Folds a catch-up message: a block is counted into `have` as one range, and its events
+    /// are checked one by one only when some of them are held already.
+    private func fold(_ message: SegmentMessage) {
+        let changes = state.withLock { state -> [DrawingChange] in
+            var changes: [DrawingChange] = []
+            for block in message.blocks where block.count > 0 {
+                let seqs = block.firstSeq...block.firstSeq + UInt64(block.count - 1)
+                let fresh = !state.have[message.replica].intersects(seqs)
+                for event in block.events(replica: message.replica) where fresh || !state.have.contains(event.id) {
+                    _ = state.drawing.apply(event, changes: &changes)
+                }
+                state.have.insert(message.replica, seqs)
             }
             return changes
         }

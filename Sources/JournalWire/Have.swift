@@ -32,6 +32,8 @@ public struct Have: Equatable, Sendable {
 
     public mutating func insert(_ id: EventID) { ranges[id.replica, default: SeqRanges()].insert(id.seq...id.seq) }
 
+    public mutating func insert(_ replica: ReplicaID, _ seqs: ClosedRange<UInt64>) { ranges[replica, default: SeqRanges()].insert(seqs) }
+
     public mutating func formUnion(_ other: Have) {
         for (replica, theirs) in other.ranges { ranges[replica, default: SeqRanges()].formUnion(theirs) }
     }
