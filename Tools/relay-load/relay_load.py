@@ -478,7 +478,8 @@ def run_ingest(args, kind, pool, clients, per_point, per_board, tag):
     server = Server(kind, args, data)
     try:
         specs = [("i%d" % (i // per_board), i) for i in range(clients)]
-        params = {"pool": pool, "seconds": args.seconds, "tag": tag, "per_point": per_point, "window": args.window, "drain": args.drain}
+        params = {"pool": pool, "seconds": args.seconds, "tag": tag, "per_point": per_point,
+                  "window": args.window if per_point else args.stroke_window, "drain": args.drain}
         workers = Workers(args.workers, kind, server.port, specs, "ingest", params)
         la = load1()
         s0 = proc_cpu(server.pid)
@@ -495,7 +496,7 @@ def run_ingest(args, kind, pool, clients, per_point, per_board, tag):
     end = max((c["lastAck"] or go) for c in cl)
     wall = end - go
     return {"clients": clients, "frames": "point" if per_point else "stroke", "clientsPerBoard": per_board,
-            "points": points, "pointsSent": sent, "frameCount": sum(c["acked"] for c in cl),
+            "points": points, "pointsSent": sent, "frameCount": sum(c["acked"] for c in cl), "window": params["window"],
             "seconds": round(wall, 3), "pointsPerSecond": round(points / wall) if wall > 0 else 0,
             "serverCPU": round((s1 - s0) / wall, 2), "clientCPU": round(sum(r["cpu"] for r in results) / wall, 2),
             "load1": round(la, 2), "errors": errors[:3], "errorCount": len(errors)}
@@ -570,6 +571,7 @@ def prepare_ours_board(args, data, board):
     path = os.path.join(data, board)
     files = sorted(f for f in os.listdir(args.workload) if f.startswith("replica-") and f.endswith(".ndjson"))
     t0 = time.monotonic()
+    subprocess.run([args.journal, "init", path], check=True, stdout=subprocess.DEVNULL)
     for f in files:
         subprocess.run([args.journal, "record", "-C", path, os.path.join(args.workload, f)], check=True,
                        stdout=subprocess.DEVNULL)
@@ -680,7 +682,7 @@ def run_join(args, kind, session_encs):
     out = {"load1": round(load1(), 2)}
     if kind == "ours":
         out["prepareSeconds"] = round(prepare_ours_board(args, data, "std"), 2)
-        out["preparedWith"] = "journal record -C DATA/std replica-I.ndjson (I = 0..3)"
+        out["preparedWith"] = "journal init DATA/std; journal record -C DATA/std replica-I.ndjson (I = 0..3)"
     else:
         t0 = time.monotonic()
         out["storedPoints"], out["storedUpdateBytes"] = prepare_peer_store(data, "std", session_encs)
@@ -774,8 +776,9 @@ def main():
     ap.add_argument("--frames", default="stroke,point", help="ingest: whole-stroke frames, per-point frames")
     ap.add_argument("--per-board", type=int, default=1, help="ingest: clients per board (1: each its own)")
     ap.add_argument("--seconds", type=float, default=5, help="ingest: sending time per row")
-    ap.add_argument("--window", type=int, default=1024, help="unacknowledged frames per client at most (relay allows 4096)")
+    ap.add_argument("--window", type=int, default=1024, help="unacknowledged per-point frames per client at most (the relay allows 4096)")
     ap.add_argument("--drain", type=float, default=30, help="ingest: seconds to wait for the last acks after sending stops")
+    ap.add_argument("--stroke-window", type=int, default=64, help="the same for whole-stroke frames (64 x 200 points)")
     ap.add_argument("--workers", type=int, default=2, help="client processes")
     ap.add_argument("--pool", type=int, default=2000, help="distinct strokes the clients send (ids fresh per send)")
     ap.add_argument("--latency-clients", type=int, default=50)
