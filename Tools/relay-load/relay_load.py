@@ -542,6 +542,7 @@ def run_latency(args, kind, pool, tag):
     wall = time.monotonic() - go
     cl = [c for r in results for c in r["clients"]]
     lat = sorted(l for c in cl for l in c["latencies"])
+    acked = sum(c["acked"] for c in cl)
     errors = [c["error"] for c in cl if c["error"]]
     unacked = sum(c["sent"] - c["acked"] for c in cl)
 
@@ -549,7 +550,7 @@ def run_latency(args, kind, pool, tag):
         return round(lat[min(len(lat) - 1, int(p / 100 * len(lat)))] * 1000, 2) if lat else None
     return {"clients": n, "hz": args.latency_hz, "clientsPerBoard": per_board, "seconds": args.latency_seconds,
             "samples": len(lat), "framesSent": sum(c["sent"] for c in cl), "p50Ms": pct(50), "p90Ms": pct(90), "p99Ms": pct(99),
-            "maxMs": round(lat[-1] * 1000, 2) if lat else None, "unacked": unacked,
+            "maxMs": round(lat[-1] * 1000, 2) if lat else None, "unacked": unacked, "acked": acked,
             "note": "percentiles over acknowledged frames sent after a 1 s warm-up; unacked = frames still unacknowledged 30 s after sending stopped",
             "framesPerSecond": round(sum(c["sent"] for c in cl) / args.latency_seconds),
             "serverCPU": round((s1 - s0) / wall, 2), "clientCPU": round(sum(r["cpu"] for r in results) / wall, 2),
@@ -581,8 +582,7 @@ def run_memory(args, kind):
         server.stop()
     return {"boards": nb, "connections": nc, "rssStartBytes": rss0, "rssBoardsBytes": rss1,
             "rssConnectionsBytes": rss2, "rssAfterCloseBytes": rss3,
-            "perBoardBytes": round((rss1 - rss0) / nb), "perConnectionBytes": round((rss2 - rss1) / nc),
-            "perBoardAfterCloseBytes": round((rss3 - rss0) / nb), "load1": round(la, 2)}
+            "perBoardBytes": round((rss1 - rss0) / nb), "perConnectionBytes": round((rss2 - rss1) / nc), "load1": round(la, 2)}
 
 
 # -- late joiner
@@ -599,74 +599,161 @@ def prepare_ours_board(args, data, board):
     return time.monotonic() - t0
 
 
-async def join_ours(port, board, blocks):
-    from websockets.asyncio.client import connect as ws_connect
+class RawSocket:
+    """A minimal WebSocket client on a plain socket, for the late joiner: the catch-up is
+    millions of small frames, and the `websockets` library spends ~15 µs of Python per frame
+    receiving them (the first measurement: 30 s of client CPU for 2M frames), so the client
+    was the bottleneck. This reads big chunks and walks frame headers (server frames are
+    unmasked). Used for both servers' joins."""
+
+    def __init__(self, port, path):
+        import base64
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                           "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % (path, port, key)).encode())
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise RuntimeError("closed during the handshake")
+            buf += chunk
+        head, self.buf = buf.split(b"\r\n\r\n", 1)
+        if b" 101 " not in head.split(b"\r\n", 1)[0]:
+            raise RuntimeError("no upgrade: %r" % head[:200])
+        self.wire = len(self.buf)
+        self.pos = 0
+
+    def send(self, payload, opcode):
+        mask = os.urandom(4)
+        n = len(payload)
+        if n < 126:
+            head = bytes([0x80 | opcode, 0x80 | n])
+        elif n < 65536:
+            head = bytes([0x80 | opcode, 0x80 | 126]) + n.to_bytes(2, "big")
+        else:
+            head = bytes([0x80 | opcode, 0x80 | 127]) + n.to_bytes(8, "big")
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        self.sock.sendall(head + mask + masked)
+
+    def frames(self):
+        """Yields (opcode, memoryview of the payload) for every frame; the view is valid until
+        the next one."""
+        while True:
+            buf, pos = self.buf, self.pos
+            end = len(buf)
+            while True:
+                if end - pos < 2:
+                    break
+                b1 = buf[pos + 1] & 0x7F
+                hdr = 2
+                if b1 == 126:
+                    if end - pos < 4:
+                        break
+                    b1 = int.from_bytes(buf[pos + 2:pos + 4], "big")
+                    hdr = 4
+                elif b1 == 127:
+                    if end - pos < 10:
+                        break
+                    b1 = int.from_bytes(buf[pos + 2:pos + 10], "big")
+                    hdr = 10
+                if end - pos < hdr + b1:
+                    break
+                opcode = buf[pos] & 0x0F
+                self.pos = pos + hdr + b1
+                yield opcode, buf, pos + hdr, pos + hdr + b1
+                pos = self.pos
+            rest = buf[pos:]
+            total = 0  # the next frame's size, if a big one
+            if len(rest) >= 10 and rest[1] & 0x7F == 127:
+                total = int.from_bytes(rest[2:10], "big") + 10
+            if total > (1 << 20):  # read it whole into one buffer
+                big = bytearray(total)
+                big[:len(rest)] = rest
+                view, have = memoryview(big), len(rest)
+                while have < total:
+                    n = self.sock.recv_into(view[have:], min(total - have, 16 << 20))
+                    if n == 0:
+                        return
+                    have += n
+                    self.wire += n
+                self.buf, self.pos = big, 0
+                continue
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                return
+            self.wire += len(chunk)
+            self.buf = rest + chunk if rest else chunk
+            self.pos = 0
+
+    def close(self):
+        try:
+            self.send(b"\x03\xe8", 0x8)
+        except OSError:
+            pass
+        self.sock.close()
+
+
+def join_ours(port, board, blocks):
     t0 = time.monotonic()
     c0 = cpu_seconds()
-    ws = await ws_connect("ws://127.0.0.1:%d/boards/%s/ws" % (port, board), compression=None, max_size=None,
-                          ping_interval=None, open_timeout=120)
+    ws = RawSocket(port, "/boards/%s/ws" % board)
     hello = '{"type":"hello","have":{}' + (',"blocks":true' if blocks else "") + "}"
-    await ws.send(hello)
-    text = binary = wire = events = binframes = 0
-    caught = None
-    error = None
-    while True:
-        try:
-            m = await ws.recv()  # str for a text frame, bytes for a binary one
-        except Exception as e:
-            error = repr(e)
-            break
-        if isinstance(m, str):
-            n = len(m) if m.isascii() else len(m.encode())
-            wire += n + ws_header_bytes(n)
-            text += n
-            if m.startswith('{"type":"caughtUp"'):
-                caught = json.loads(m)
+    ws.send(hello.encode(), 0x1)
+    text = binary = events = binframes = 0
+    caught = error = None
+    for opcode, buf, a, b in ws.frames():
+        if opcode == 0x1:
+            text += b - a
+            if b - a >= 18 and buf[a + 9] == 0x63 and buf[a:a + 18] == b'{"type":"caughtUp"':  # 'c'
+                caught = json.loads(buf[a:b])
                 break
-            if m.startswith('{"type":"error"'):
-                error = m
+            if b - a >= 15 and buf[a + 9] == 0x65 and buf[a:a + 15] == b'{"type":"error"':  # 'e'
+                error = bytes(buf[a:b]).decode()
                 break
             events += 1
-        else:
-            n = len(m)
-            wire += n + ws_header_bytes(n)
-            binary += n
+        elif opcode == 0x2:
+            binary += b - a
             binframes += 1
+        elif opcode == 0x8:
+            error = "closed by the server: %r" % bytes(buf[a:b])
+            break
+    else:
+        error = error or "connection ended before caughtUp"
     t1 = time.monotonic()
     c1 = cpu_seconds()
-    await ws.close()
+    wire = ws.wire - (len(ws.buf) - ws.pos)
+    ws.close()
     return {"seconds": round(t1 - t0, 3), "textBytes": text, "binaryBytes": binary, "wireBytes": wire,
             "eventMessages": events, "binaryFrames": binframes,
             "caughtUpEvents": caught.get("events") if caught else None, "clientCPUSeconds": round(c1 - c0, 2),
             "error": error}
 
 
-async def join_peer(port, board):
-    from websockets.asyncio.client import connect as ws_connect
-    from pycrdt import Doc, Map, create_sync_message
+def join_peer(port, board):
+    from pycrdt import Doc, Map, create_sync_message, read_message
     t0 = time.monotonic()
     c0 = cpu_seconds()
-    ws = await ws_connect("ws://127.0.0.1:%d/%s" % (port, board), compression=None, max_size=None,
-                          ping_interval=None, open_timeout=120)
+    ws = RawSocket(port, "/" + board)
     doc = Doc()
     strokes = doc.get("strokes", type=Map)
-    await ws.send(create_sync_message(doc))  # SYNC_STEP1 with an empty state vector
-    wire = total = 0
-    points = None
-    from pycrdt import read_message
-    while True:
-        m = await ws.recv(decode=False)
-        wire += len(m) + ws_header_bytes(len(m))
-        total += len(m)
-        if m[0] == 0 and m[1] == 1:  # SYNC_STEP2: the whole document
-            doc.apply_update(read_message(m[2:]))
+    ws.send(create_sync_message(doc), 0x2)  # SYNC_STEP1 with an empty state vector
+    total = 0
+    error = "connection ended before SYNC_STEP2"
+    for opcode, buf, a, b in ws.frames():
+        total += b - a
+        if opcode == 0x2 and buf[a] == 0 and buf[a + 1] == 1:  # SYNC_STEP2: the whole document
+            doc.apply_update(read_message(bytes(buf[a + 2:b])))
+            error = None
             break
     t1 = time.monotonic()
     c1 = cpu_seconds()
+    wire = ws.wire - (len(ws.buf) - ws.pos)
+    ws.close()
     points = sum(len(s["points"]) for s in strokes.values())
-    await ws.close()
     return {"seconds": round(t1 - t0, 3), "binaryBytes": total, "wireBytes": wire, "points": points,
-            "strokes": len(strokes), "clientCPUSeconds": round(c1 - c0, 2)}
+            "strokes": len(strokes), "clientCPUSeconds": round(c1 - c0, 2), "error": error}
 
 
 def prepare_peer_store(data, board, encs):
@@ -716,9 +803,9 @@ def run_join(args, kind, session_encs):
             la = load1()
             s0 = proc_cpu(server.pid)
             if kind == "ours":  # the board stays open after the cold join
-                r = asyncio.run(join_ours(server.port, "std", args.blocks))
+                r = join_ours(server.port, "std", args.blocks)
             elif label == "cold":  # the room is loaded from its store by this join
-                r = asyncio.run(join_peer(server.port, "std"))
+                r = join_peer(server.port, "std")
             else:
                 r = asyncio.run(join_peer_warm(server.port, "std"))
             r["serverCPUSeconds"] = round(proc_cpu(server.pid) - s0, 2)
@@ -737,7 +824,7 @@ async def join_peer_warm(port, board):
     from websockets.asyncio.client import connect as ws_connect
     holder = await ws_connect("ws://127.0.0.1:%d/%s" % (port, board), compression=None, max_size=None, ping_interval=None)
     await holder.recv()  # step1: the room is loaded
-    r = await join_peer(port, board)
+    r = await asyncio.get_running_loop().run_in_executor(None, join_peer, port, board)
     await holder.close()
     return r
 
@@ -765,16 +852,16 @@ def print_table(res):
             r = s["latency"]
             print("\n[%s] ack latency, %d clients x %d Hz, one point per frame, %d per board, %gs" % (
                 names[k], r["clients"], r["hz"], r["clientsPerBoard"], r["seconds"]))
-            print("  p50 %s ms  p90 %s ms  p99 %s ms  max %s ms  samples %d  unacked %d  frames/s %d  srvCPU %.2f  cliCPU %.2f  load %.2f  errors %d" % (
-                r["p50Ms"], r["p90Ms"], r["p99Ms"], r["maxMs"], r["samples"], r["unacked"], r["framesPerSecond"],
+            print("  p50 %s ms  p90 %s ms  p99 %s ms  max %s ms  samples %d  acked %d of %d sent  frames/s %d  srvCPU %.2f  cliCPU %.2f  load %.2f  errors %d" % (
+                r["p50Ms"], r["p90Ms"], r["p99Ms"], r["maxMs"], r["samples"], r["acked"], r["framesSent"], r["framesPerSecond"],
                 r["serverCPU"], r["clientCPU"], r["load1"], r["errorCount"]))
         if "memory" in s:
             r = s["memory"]
             print("\n[%s] memory (VmRSS): start %s; +%d boards (1 conn each) %s; +%d idle conns %s; all closed %s" % (
                 names[k], mb(r["rssStartBytes"]), r["boards"], mb(r["rssBoardsBytes"]), r["connections"],
                 mb(r["rssConnectionsBytes"]), mb(r["rssAfterCloseBytes"])))
-            print("  per board %s KB, per idle connection %s KB, per board after all closed %s KB" % (
-                round(r["perBoardBytes"] / 1e3, 1), round(r["perConnectionBytes"] / 1e3, 1), round(r["perBoardAfterCloseBytes"] / 1e3, 1)))
+            print("  per board (with its first connection) %s KB, per further idle connection %s KB" % (
+                round(r["perBoardBytes"] / 1e3, 1), round(r["perConnectionBytes"] / 1e3, 1)))
         if "join" in s:
             r = s["join"]
             print("\n[%s] late joiner on the standard board (prepared in %ss: %s)" % (names[k], r.get("prepareSeconds"), r.get("preparedWith")))
