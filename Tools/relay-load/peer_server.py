@@ -161,13 +161,13 @@ async def main():
 
     async def handler(websocket):
         name = websocket.request.path.strip("/") or "default"
-        room = await server.get_room(name)
+        await server.get_room(name)
         channel = Channel(websocket, name, server.states[name])
         await server.serve(channel)
 
     async with server:
         async with serve(handler, args.bind, args.port, compression=None, max_size=None,
-                         max_queue=None, ping_interval=None) as ws_server:
+                         max_queue=None, ping_interval=None):
             print(f"peer listening on {args.bind}:{args.port}", flush=True)
             await asyncio.Future()
 
