@@ -90,13 +90,28 @@ public final class RelayBoard: Sendable {
         var start = Have(board.covered)
         start.remove(board.replica)
         forwarded.withLock { $0 = start }
-        // Ends when the board closes (its update streams finish).
+        // One loop forwards, so no event is forwarded twice; it wakes on every update that is
+        // not the board's own, and once a second besides: an update can be missed (a reader
+        // that falls behind gets one `.reset` at the next update, and there may be none), and
+        // a board whose journal has unforwarded events must not wait for another change.
+        let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         Task { [self] in
-            for await update in updates where update.origin != .local {
-                await self.forwardSynced()
+            for await _ in wakes { await self.forwardSynced() }
+        }
+        // Ends when the board closes (its update streams finish).
+        Task {
+            for await update in updates where update.origin != .local { wake.yield() }
+            wake.finish()
+        }
+        Task { [weak self] in
+            while let self, !self.closed.withLock({ $0 }) {
+                wake.yield()
+                try? await Task.sleep(for: .seconds(1))
             }
         }
     }
+
+    private let closed = Locked(false)
 
     /// Other replicas' events that were forwarded, or held by the journal when the board
     /// opened (every connection's catch-up reads those).
@@ -119,6 +134,7 @@ public final class RelayBoard: Sendable {
     }
 
     func close() async {
+        closed.withLock { $0 = true }
         let all = connections.withLock { connections -> [RelayConnection] in
             let all = Array(connections.values)
             connections.removeAll()
