@@ -22,12 +22,20 @@ final class EventFeed: Sendable {
         var byteCount: Int { frames.reduce(0) { $0 + $1.count } }
     }
 
+    /// Own events the feed passes over (not durable when it began): never reported covered.
+    struct Withheld: Sendable {
+        var replica: ReplicaID
+        var seqs: ClosedRange<UInt64>
+    }
+
     private let state: Locked<State>
     private let reader: WorkerThread
+    private let withheld: Withheld?
 
-    init(_ events: MissingEvents, reader: WorkerThread) {
+    init(_ events: MissingEvents, withholding withheld: Withheld? = nil, reader: WorkerThread) {
         self.state = Locked(State(missing: events))
         self.reader = reader
+        self.withheld = withheld
     }
 
     /// The next batch (never empty), or nil when none is left.
@@ -91,7 +99,15 @@ final class EventFeed: Sendable {
 
     /// The events the journal held, as far as read: once `next` returned nil, what the holder
     /// has after the batches (of this journal; it may hold more of its own).
-    var covered: Have { Have(state.withLock { $0.missing.covered }) }
+    var covered: Have {
+        var covered = state.withLock { $0.missing.covered }
+        if let withheld, let own = covered[withheld.replica] {
+            covered[withheld.replica] = SeqRanges(own.ranges.compactMap { range in
+                range.lowerBound >= withheld.seqs.lowerBound ? nil : range.lowerBound...min(range.upperBound, withheld.seqs.lowerBound - 1)
+            })
+        }
+        return Have(covered)
+    }
 
     /// Events handed out so far.
     var count: UInt64 { state.withLock { $0.missing.count } }

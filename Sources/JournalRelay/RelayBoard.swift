@@ -48,33 +48,35 @@ public final class RelayBoard: Sendable {
 
     /// The events of the board's journal that a holder of `have` lacks, read a batch at a
     /// time (`EventFeed.next`). With `ownDurable`, exact for the board's own events: every one
-    /// acknowledged (so maybe broadcast) before the call is in the feed or in `have`.
+    /// acknowledged (so maybe broadcast) before the call is in the feed or in `have`, and none
+    /// that is not durable yet is (the board writes before it fsyncs, so the open segment may
+    /// hold events a crash could still lose; they are broadcast once durable, and a feed that
+    /// sent them too would send them twice).
     func feed(lacking have: Have, ownDurable: Bool = true) async throws(RelayError) -> EventFeed {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<MissingEvents, RelayError>, Never>) in
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<(MissingEvents, EventFeed.Withheld?), RelayError>, Never>) in
             reader.submit { [board, name] in
                 continuation.resume(returning: Self.open(board, name: name, have: have, ownDurable: ownDurable))
             }
         }
-        return EventFeed(try result.get(), reader: reader)
+        let (missing, withheld) = try result.get()
+        return EventFeed(missing, withholding: withheld, reader: reader)
     }
 
-    private static func open(_ board: Board, name: BoardName, have: Have, ownDurable: Bool) -> Result<MissingEvents, RelayError> {
-        // A seal renames the open segment; one that happens while the files are listed can hide
-        // own events from one listing: then list again. The blocks' seq ranges tell, before
-        // anything is decoded.
-        for _ in 0..<5 {
-            let durable = board.durableSeq
-            let set = SegmentSet.load(board.directory)
-            if ownDurable && durable > 0 {
-                var own = have[board.replica]
-                for member in set.members where member.replica == board.replica {
-                    for block in member.scan.blocks { own.insert(block.seqRange) }
-                }
-                guard own.containsAll(1...durable) else { continue }
-            }
-            return .success(MissingEvents(set: set, have: have.ranges))
-        }
-        return .failure(.disconnected("board \(name): its journal changed under every read; try again"))
+    private static func open(
+        _ board: Board, name: BoardName, have: Have, ownDurable: Bool
+    ) -> Result<(MissingEvents, EventFeed.Withheld?), RelayError> {
+        guard ownDurable else { return .success((MissingEvents(set: SegmentSet.load(board.directory), have: have.ranges), nil)) }
+        // Read before the files: every own event up to it is in them (the open segment is read
+        // before the sealed ones, so a seal meanwhile cannot hide one).
+        let durable = board.durableSeq
+        let set = SegmentSet.load(board.directory)
+        // Own events past `durable` are passed over as if held, and taken out of what the feed
+        // says it covered, so they reach the client live, once, when they are durable.
+        let withheld = EventFeed.Withheld(replica: board.replica, seqs: (durable + 1)...UInt64.max)
+        var skip = have
+        skip.insert(withheld.replica, withheld.seqs)
+        return .success((MissingEvents(set: set, have: skip.ranges), withheld))
     }
 
     // MARK: Segments other machines bring
