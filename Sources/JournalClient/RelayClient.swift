@@ -32,9 +32,11 @@ public enum RelayClientUpdate: Sendable, Equatable {
 /// (`LiveDrawing`), the client's own included once durable (they come back before their ack,
 /// `"echo"`). What was sent and not yet acknowledged is `pending`, for the app to draw over it.
 ///
-/// In text mode the relay names the events, so a frame whose ack a relay crash swallowed
-/// after it was durable is recorded twice when it is resent: one pen sample appears twice in
-/// the stroke. Native mode (client-named events) will close that window (docs/PROTOCOL.md).
+/// In text mode the relay names the events, so a frame whose ack a crash swallowed after it
+/// was durable could be recorded twice if resent. The client therefore resends only after the
+/// reconnection's catch-up, and settles instead every unacknowledged frame whose events the
+/// catch-up brought back (matched by content: a point carries the client's own random stroke
+/// id and its samples). Native mode (client-named events) will make that exact by id.
 public final class RelayClient: Sendable {
     public struct Options: Sendable {
         /// The first wait before reconnecting, doubled after each failed attempt up to `maxBackoff`.
@@ -53,6 +55,8 @@ public final class RelayClient: Sendable {
         var line: String
         /// Its number on the current connection, once written there.
         var frame: UInt64?
+        /// Written on some connection: the relay may have recorded it without acknowledging.
+        var written = false
     }
 
     private struct State {
@@ -60,6 +64,14 @@ public final class RelayClient: Sendable {
         var have = Have()
         var outgoing: [Outgoing] = []
         var framesWritten: UInt64 = 0
+        /// Frames are written only once the connection's catch-up is done: it shows which
+        /// unacknowledged ones the relay recorded.
+        var caughtUp = false
+        /// The canonical lines of the events received while some written frame was not
+        /// acknowledged (less those of frames acknowledged since), counted: the events an
+        /// unacknowledged frame may have become, live (its echo came, its ack did not) or in
+        /// a catch-up.
+        var unsettledLines: [String: Int] = [:]
         /// Wakes the current connection's writer when a frame is queued.
         var wake: AsyncStream<Void>.Continuation?
         var closed = false
@@ -174,6 +186,7 @@ public final class RelayClient: Sendable {
                 let hello = self.state.withLock { state -> Hello in
                     // Everything unacknowledged goes again, numbered from 1 on this connection.
                     state.framesWritten = 0
+                    state.caughtUp = false
                     for index in state.outgoing.indices { state.outgoing[index].frame = nil }
                     state.wake = wake
                     return Hello(have: state.have, blocks: self.options.blocks, echo: true)
@@ -220,9 +233,10 @@ public final class RelayClient: Sendable {
     /// The next frame not yet written on this connection, numbered.
     private func nextFrame() -> String? {
         state.withLock { state in
-            guard let index = state.outgoing.firstIndex(where: { $0.frame == nil }) else { return nil }
+            guard state.caughtUp, let index = state.outgoing.firstIndex(where: { $0.frame == nil }) else { return nil }
             state.framesWritten += 1
             state.outgoing[index].frame = state.framesWritten
+            state.outgoing[index].written = true
             return state.outgoing[index].line
         }
     }
@@ -230,30 +244,62 @@ public final class RelayClient: Sendable {
     private func handle(_ message: ServerMessage) throws(WireError) {
         switch message {
         case .ack(let upTo):
-            let pending = settle { $0.removeAll { ($0.frame ?? .max) <= upTo } }
+            let pending = settle { state in
+                for entry in state.outgoing where (entry.frame ?? .max) <= upTo {
+                    // Its echo came before this ack and was counted.
+                    if let count = state.unsettledLines[entry.line] { state.unsettledLines[entry.line] = count > 1 ? count - 1 : nil }
+                }
+                state.outgoing.removeAll { ($0.frame ?? .max) <= upTo }
+                if !state.outgoing.contains(where: \.written) { state.unsettledLines = [:] }
+            }
             report(.acknowledged(pending: pending))
         case .error(let frame?, let reason):
             var line: String?
-            _ = settle { outgoing in
-                guard let index = outgoing.firstIndex(where: { $0.frame == frame }) else { return }
-                line = outgoing.remove(at: index).line
+            _ = settle { state in
+                guard let index = state.outgoing.firstIndex(where: { $0.frame == frame }) else { return }
+                line = state.outgoing.remove(at: index).line
             }
             if let line { report(.refused(line: line, reason: reason)) }
         case .error(nil, _):
             break  // the relay closes the socket next; `connectOnce` reports the reason
         case .caughtUp(let events, _):
+            recordedWithoutAck()
             report(.caughtUp(events: events))
         case .event:
             if let event = try message.event() { fold([event]) }
         }
     }
 
+    /// At the end of a catch-up: a frame written before whose events came back (in this
+    /// catch-up, or live before its ack was lost with the connection) was recorded: it is
+    /// settled, not sent again. Its events are matched by content: a point's stroke id is
+    /// this client's random 128 bits, so an identical line with the same samples is that frame.
+    /// Then the writer goes on with the rest.
+    private func recordedWithoutAck() {
+        let wake = state.withLock { state -> AsyncStream<Void>.Continuation? in
+            state.caughtUp = true
+            return state.wake
+        }
+        _ = settle { state in
+            var lines = state.unsettledLines
+            state.outgoing.removeAll { entry in
+                guard entry.written, let count = lines[entry.line], count > 0 else { return false }
+                lines[entry.line] = count - 1
+                return true
+            }
+            state.unsettledLines = [:]
+        }
+        wake?.yield()
+    }
+
     /// Folds the events not held yet (a catch-up and live events may both bring one).
     private func fold(_ events: [Event]) {
         let changes = state.withLock { state -> [DrawingChange] in
             var changes: [DrawingChange] = []
+            let collecting = state.outgoing.contains(where: \.written)
             for event in events where !state.have.contains(event.id) {
                 state.have.insert(event.id)
+                if collecting { state.unsettledLines[ClientFrame.text(for: event.payload), default: 0] += 1 }
                 // A drawing folded only here, from no replay, always has every point's key.
                 _ = state.drawing.apply(event, changes: &changes)
             }
@@ -267,11 +313,13 @@ public final class RelayClient: Sendable {
     private func fold(_ message: SegmentMessage) {
         let changes = state.withLock { state -> [DrawingChange] in
             var changes: [DrawingChange] = []
+            let collecting = state.outgoing.contains(where: \.written)
             for block in message.blocks where block.count > 0 {
                 let seqs = block.firstSeq...block.firstSeq + UInt64(block.count - 1)
                 let fresh = !state.have[message.replica].intersects(seqs)
                 for event in block.events(replica: message.replica) where fresh || !state.have.contains(event.id) {
                     _ = state.drawing.apply(event, changes: &changes)
+                    if collecting { state.unsettledLines[ClientFrame.text(for: event.payload), default: 0] += 1 }
                 }
                 state.have.insert(message.replica, seqs)
             }
@@ -282,9 +330,9 @@ public final class RelayClient: Sendable {
 
     /// Removes settled frames (acknowledged or refused); wakes `waitUntilAcknowledged` when
     /// none is left. Returns how many are pending.
-    private func settle(_ remove: (inout [Outgoing]) -> Void) -> Int {
+    private func settle(_ remove: (inout State) -> Void) -> Int {
         let (pending, waiters) = state.withLock { state in
-            remove(&state.outgoing)
+            remove(&state)
             guard state.outgoing.isEmpty else { return (state.outgoing.count, [CheckedContinuation<Void, Never>]()) }
             defer { state.acknowledgedWaiters = [] }
             return (0, state.acknowledgedWaiters)
