@@ -106,9 +106,10 @@ public final class RelayBoard: Sendable {
             wake.finish()
         }
         Task { [weak self] in
-            while let self, !self.closed.withLock({ $0 }) {
+            while let board = self, !board.closed.withLock({ $0 }) {
                 wake.yield()
-                try? await Task.sleep(for: .seconds(1))
+                // A cancelled sleep returns at once: stop rather than spin.
+                do { try await Task.sleep(for: .seconds(1)) } catch { return }
             }
         }
     }

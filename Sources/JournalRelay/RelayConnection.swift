@@ -142,15 +142,22 @@ public final class RelayConnection: Sendable {
     /// first while `WireLimits.maxUnacknowledgedFrames` frames are unacknowledged, so a
     /// server that calls it before reading the next frame throttles a flooding client.
     public func receive(text: String) async {
-        // The first frame may be a hello (not numbered: frames count from the one after it).
+        // The first frame may be a hello, never numbered: frames count from the one after it.
+        // Even one read after `helloWaitMilliseconds` (a slow reader, a loaded machine): the
+        // client numbers its frames from the one after its hello, and an ack or an error must
+        // name the frame the client means. The catch-up then is the whole board (the client
+        // dedups by id); the hello's options still hold from here on.
         let first = state.withLock { state -> Bool in
             defer { state.sawFirstFrame = true }
-            return !state.sawFirstFrame && state.hello == nil
+            return !state.sawFirstFrame
         }
         if first {
             do throws(WireError) {
                 if let hello = try ClientFrame.hello(in: text) {
                     decideHello(hello)
+                    state.withLock { state in
+                        if case .some(.none) = state.hello { state.hello = .some(hello) }
+                    }
                     return
                 }
             } catch {

@@ -18,7 +18,7 @@ extension WireLimits {
     /// `hello`. A client that wants exact catch-up sends it at once; a client that sends
     /// nothing (a viewer) is caught up with the whole board once this passes, and a client
     /// whose first frame is an event line at once.
-    public static let helloWaitMilliseconds = 500
+    public static let helloWaitMilliseconds = 2000
     /// Events per batch the relay reads from a journal for a catch-up or a forward: memory
     /// for one batch, never for the board.
     public static let catchUpBatchEvents = 1024

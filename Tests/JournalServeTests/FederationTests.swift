@@ -59,7 +59,9 @@ import Testing
 
         // Each client receives the other's events live: it never reconnected, and its own
         // events never come back to it on a connection that stays open.
-        let arrived = await eventually(90) {
+        // A full `swift test` can keep this process's tasks waiting for minutes (2 pool threads,
+        // synchronous CLI tests): the relays and watches are processes of their own and go on.
+        let arrived = await eventually(300) {
             alice.snapshot.events.count == bob.frames.count && bob.snapshot.events.count == alice.frames.count
         }
         #expect(arrived, "alice has \(alice.snapshot.events.count) of bob's \(bob.frames.count), bob \(bob.snapshot.events.count) of alice's \(alice.frames.count); \(watchA.stdout) \(watchA.stderr) \(watchB.stdout) \(watchB.stderr)")

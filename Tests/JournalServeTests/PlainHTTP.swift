@@ -19,7 +19,7 @@ enum PlainHTTP {
         let description: String
     }
 
-    static func get(port: Int, path: String, timeoutSeconds: Int = 10) async throws -> Reply {
+    static func get(port: Int, path: String, timeoutSeconds: Int = 60) async throws -> Reply {
         let raw = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8], any Error>) in
             Thread.detachNewThread {
                 continuation.resume(with: Result { try exchange(port: port, request: "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n", timeoutSeconds: timeoutSeconds) })
