@@ -9,6 +9,7 @@ import Testing
 /// of their own serve the same board, and two `journal sync --watch` processes keep each
 /// relay's board journal in sync with one shared folder. A client of each relay draws; the
 /// other receives those strokes live, forwarded by its own relay.
+extension RelayProcessTests {
 @Suite(.serialized) struct FederationTests {
     /// Polls `condition` every 50 ms for up to `seconds`, then once more: a starved test pool
     /// can keep this task from running past the deadline while the work was done in time.
@@ -109,4 +110,5 @@ import Testing
         #expect(await relayB.terminate() == 0)
         print("federation: alice drew \(alice.frames.count) events on A, bob \(bob.frames.count) on B; after the last catch-up each holds \(aliceHolds.count) / \(bobHolds.count)")
     }
+}
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 import JournalTestSupport
 
 /// The built `journal` binary, run as a child process: what a person or a service manager runs.
@@ -71,6 +72,11 @@ enum JournalProcess {
 
 /// `journal serve --data DIR --port P` as a child process that can be killed and started again
 /// on the same folder and port.
+/// The suites that run `journal serve` and `journal sync --watch` processes, one at a time:
+/// each keeps two cores busy with children of its own, and together they starved the rest of
+/// a full `swift test` (and each other) for minutes.
+@Suite(.serialized) enum RelayProcessTests {}
+
 final class RelayProcess {
     let data: String
     private(set) var port: Int
@@ -87,7 +93,7 @@ final class RelayProcess {
 
     /// Starts `journal serve` and waits until it listens. A port just freed by a killed relay
     /// can be taken for a moment (by a client's connection, say): a failed start is retried.
-    func start(seconds: Double = 60) async throws {
+    func start(seconds: Double = 180) async throws {
         precondition(child == nil, "the relay is running")
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         var failures: [String] = []
@@ -101,6 +107,14 @@ final class RelayProcess {
                     return
                 }
                 try await Task.sleep(for: .milliseconds(10))
+            }
+            // Once more after the deadline: a full parallel `swift test` can keep this task
+            // waiting past it while the relay started long ago.
+            if child.process.isRunning, let listening = Self.listeningPort(in: child.stdout) {
+                port = listening
+                self.child = child
+                starts += 1
+                return
             }
             failures.append("status \(child.process.isRunning ? "running" : String(child.process.terminationStatus)): \(child.stderr)")
             try await Task.sleep(for: .milliseconds(100))

@@ -8,6 +8,7 @@ import Testing
 /// `RelayClient` against a `journal serve` killed with `kill -9` while three clients draw:
 /// every point sent is in the journal exactly once (none lost, none twice), and every client
 /// ends with the journal's drawing.
+extension RelayProcessTests {
 @Suite(.serialized) struct RelayClientCrashTests {
     @Test func killedRelayLosesNothingAndRecordsNoPointTwice() async throws {
         let temp = TemporaryDirectory("relay-client-crash")
@@ -78,4 +79,5 @@ import Testing
         }
         return counts
     }
+}
 }

@@ -9,6 +9,7 @@ import Testing
 /// folder read with the real CLI: every acknowledged event is there, the journal verifies
 /// clean, every client holds exactly the journal's events, and every duplicate point is one
 /// that a lost connection left unacknowledged.
+extension RelayProcessTests {
 @Suite(.serialized) struct RelayCrashTests {
     @Test(.timeLimit(.minutes(5)))
     func killedRelayLosesNoAcknowledgedEventAndDuplicatesOnlyWhatWasUnacknowledged() async throws {
@@ -114,4 +115,5 @@ import Testing
             (\(duplicatesPerStroke.values.filter { $0 > 0 }.count) strokes), \(unexplained) unexplained; \(String(format: "%.1f", outcome.seconds)) s
             """)
     }
+}
 }
