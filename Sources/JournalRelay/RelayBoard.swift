@@ -121,6 +121,8 @@ public final class RelayBoard: Sendable {
     private let forwarded = Locked(Have())
 
     private func forwardSynced() async {
+        // A wake queued as the board closed: its reader thread stops and would never answer.
+        guard !closed.withLock({ $0 }) else { return }
         var target = Have(board.covered)
         target.remove(board.replica)
         var have = forwarded.withLock { $0 }
