@@ -44,6 +44,9 @@ public final class RelayClient: Sendable {
         public var maxBackoff: Double = 5
         /// Catch-up as binary blocks (about 2 bytes per point) rather than a line per event.
         public var blocks = true
+        /// A socket not open this long after the attempt began is given up and tried again:
+        /// a connect that reaches a relay as it dies can otherwise wait for ever.
+        public var connectTimeout: Double = 10
         public init() {}
     }
 
@@ -79,6 +82,9 @@ public final class RelayClient: Sendable {
         /// The reader of `updates`, once there is one: nothing is buffered for nobody.
         var updates: AsyncStream<RelayClientUpdate>.Continuation?
         var bytesReceived = 0
+        /// The connection attempt under way: a socket that opens for an attempt given up
+        /// (`Options.connectTimeout`) is closed at once and touches nothing.
+        var attempt = 0
     }
 
     /// `url`: `ws://HOST:PORT/boards/<board>/ws`.
@@ -174,14 +180,59 @@ public final class RelayClient: Sendable {
         }
     }
 
-    /// One connection; returns why it ended and whether it was caught up.
+    private struct Progress {
+        var reason = "the relay closed the connection"
+        var caughtUp = false
+        var opened = false
+    }
+
+    /// One connection; returns why it ended and whether it was caught up. Gives up when the
+    /// socket has not opened within `Options.connectTimeout` (the attempt runs on, unheeded).
     private func connectOnce(attempt: Int) async -> (reason: String, caughtUp: Bool) {
-        let progress = Locked((reason: "the relay closed the connection", caughtUp: false))
+        let progress = Locked(Progress())
+        state.withLock { $0.attempt = attempt }
+        let connection = Task { await self.connect(attempt: attempt, progress: progress) }
+        let timeout = options.connectTimeout
+        let ended = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let resumed = Locked(false)
+            let finish: @Sendable (Bool) -> Void = { ended in
+                let first = resumed.withLock { resumed -> Bool in
+                    defer { resumed = true }
+                    return !resumed
+                }
+                if first { continuation.resume(returning: ended) }
+            }
+            Task {
+                await connection.value
+                finish(true)
+            }
+            Task {
+                try? await Task.sleep(for: .milliseconds(Int(timeout * 1000)))
+                if !progress.withLock({ $0.opened }) { finish(false) }
+            }
+        }
+        guard ended else {
+            connection.cancel()
+            state.withLock { if $0.attempt == attempt { $0.attempt = 0 } }
+            return ("the socket did not open within \(timeout) s", false)
+        }
+        let result = progress.withLock { $0 }
+        return (result.reason, result.caughtUp)
+    }
+
+    private func connect(attempt: Int, progress: Locked<Progress>) async {
         do {
             try await WebSocketClient.connect(
                 url: url, configuration: .init(maxFrameSize: WireLimits.maxSegmentMessageBytes),
                 logger: Logger(label: "journal-relay-client")
             ) { inbound, outbound, _ in
+                // Opened too late: `connectOnce` gave this attempt up and may be on another.
+                let current = self.state.withLock { $0.attempt == attempt && !$0.closed }
+                progress.withLock { $0.opened = true }
+                guard current else {
+                    try await outbound.close(.normalClosure, reason: nil)
+                    return
+                }
                 let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
                 let hello = self.state.withLock { state -> Hello in
                     // Everything unacknowledged goes again, numbered from 1 on this connection.
@@ -226,8 +277,9 @@ public final class RelayClient: Sendable {
         } catch {
             progress.withLock { $0.reason = "\(error)" }
         }
-        state.withLock { $0.wake = nil }
-        return progress.withLock { $0 }
+        state.withLock { state in
+            if state.attempt == attempt { state.wake = nil }
+        }
     }
 
     /// The next frame not yet written on this connection, numbered.
