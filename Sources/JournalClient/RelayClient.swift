@@ -47,6 +47,12 @@ public final class RelayClient: Sendable {
         /// A socket not open this long after the attempt began is given up and tried again:
         /// a connect that reaches a relay as it dies can otherwise wait for ever.
         public var connectTimeout: Double = 10
+        /// Native mode: the client names its events as this replica (id, seq, Lamport clock)
+        /// and the relay stores them under it, acknowledging by seq; a resend after a lost
+        /// ack is then recognised by id, exactly. The replica must be this client's alone
+        /// (invariant 2): a fresh `ReplicaID.random()`, or one whose events the relay holds
+        /// all of (its seqs go on after the highest the relay holds).
+        public var replica: ReplicaID?
         public init() {}
     }
 
@@ -85,6 +91,18 @@ public final class RelayClient: Sendable {
         /// The connection attempt under way: a socket that opens for an attempt given up
         /// (`Options.connectTimeout`) is closed at once and touches nothing.
         var attempt = 0
+        /// Native mode: payloads waiting for a name (named once a connection is caught up,
+        /// after what the relay holds of the replica), and named events not acknowledged.
+        var unnamed: [Payload] = []
+        var named: [Event] = []
+        /// The highest seq named, and the highest seq written on the current connection.
+        var lastNamedSeq: UInt64 = 0
+        var writtenThrough: UInt64 = 0
+        /// The highest Lamport clock seen or given: a named event follows all of them.
+        var clock: UInt64 = 0
+
+        var isSettled: Bool { outgoing.isEmpty && named.isEmpty && unnamed.isEmpty }
+        var pendingCount: Int { outgoing.count + named.count + unnamed.count }
     }
 
     /// `url`: `ws://HOST:PORT/boards/<board>/ws`.
@@ -124,13 +142,23 @@ public final class RelayClient: Sendable {
     public var bytesReceived: Int { state.withLock { $0.bytesReceived } }
 
     /// Lines sent and not yet acknowledged, oldest first.
-    public var pending: [String] { state.withLock { $0.outgoing.map(\.line) } }
+    public var pending: [String] {
+        state.withLock { state in
+            state.outgoing.map(\.line) + state.named.map { ClientFrame.text(for: $0.payload) }
+                + state.unnamed.map { ClientFrame.text(for: $0) }
+        }
+    }
 
     /// Queues `payload` to be recorded; it is sent now if connected, else on reconnection,
     /// and again after every reconnection until acknowledged.
     public func send(_ payload: Payload) {
+        let native = options.replica != nil
         let wake = state.withLock { state -> AsyncStream<Void>.Continuation? in
-            state.outgoing.append(Outgoing(line: ClientFrame.text(for: payload)))
+            if native {
+                state.unnamed.append(payload)
+            } else {
+                state.outgoing.append(Outgoing(line: ClientFrame.text(for: payload)))
+            }
             return state.wake
         }
         wake?.yield()
@@ -141,7 +169,7 @@ public final class RelayClient: Sendable {
     public func waitUntilAcknowledged() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = state.withLock { state -> Bool in
-                guard !state.outgoing.isEmpty, !state.closed else { return true }
+                guard !state.isSettled, !state.closed else { return true }
                 state.acknowledgedWaiters.append(continuation)
                 return false
             }
@@ -239,8 +267,9 @@ public final class RelayClient: Sendable {
                     state.framesWritten = 0
                     state.caughtUp = false
                     for index in state.outgoing.indices { state.outgoing[index].frame = nil }
+                    state.writtenThrough = 0
                     state.wake = wake
-                    return Hello(have: state.have, blocks: self.options.blocks, echo: true)
+                    return Hello(have: state.have, blocks: self.options.blocks, echo: true, replica: self.options.replica)
                 }
                 self.report(.connected(attempt: attempt))
                 try await outbound.write(.text(ClientFrame.helloText(hello)))
@@ -249,6 +278,7 @@ public final class RelayClient: Sendable {
                         var wakeups = wakes.makeAsyncIterator()
                         while true {
                             while let line = self.nextFrame() { try await outbound.write(.text(line)) }
+                            while let bytes = self.nextNativeFrame() { try await outbound.write(.binary(ByteBuffer(bytes: bytes))) }
                             guard await wakeups.next() != nil else { break }
                         }
                         // Woken for good: the socket ended, or `close()` ends it (the relay
@@ -293,8 +323,50 @@ public final class RelayClient: Sendable {
         }
     }
 
+    /// Native mode: the next binary frame of named events not yet written on this
+    /// connection (naming what is queued first), at most `WireLimits.maxFrameBytes` long.
+    private func nextNativeFrame() -> [UInt8]? {
+        guard let replica = options.replica else { return nil }
+        let (events, changes) = state.withLock { state -> ([Event], [DrawingChange]) in
+            guard state.caughtUp else { return ([], []) }
+            var changes: [DrawingChange] = []
+            for payload in state.unnamed {
+                state.lastNamedSeq += 1
+                state.clock += 1
+                let event = Event(id: EventID(replica: replica, seq: state.lastNamedSeq), lamport: state.clock,
+                                  wallTime: ProcessInfoLite.wallClockMilliseconds(), payload: payload)
+                state.named.append(event)
+                // The client's own events are in its copy of the board at once: they are final.
+                state.have.insert(event.id)
+                _ = state.drawing.apply(event, changes: &changes)
+            }
+            state.unnamed.removeAll()
+            let written = state.writtenThrough
+            guard let start = state.named.firstIndex(where: { $0.id.seq > written }) else { return ([], changes) }
+            return (Array(state.named[start..<min(start + Self.nativeFrameEvents, state.named.count)]), changes)
+        }
+        if !changes.isEmpty { report(.changed(changes)) }
+        guard !events.isEmpty else { return nil }
+        var count = events.count
+        var bytes = SegmentMessage.encode(replica: replica, events: events[0..<count])
+        while bytes.count > WireLimits.maxFrameBytes && count > 1 {
+            count /= 2
+            bytes = SegmentMessage.encode(replica: replica, events: events[0..<count])
+        }
+        let through = events[count - 1].id.seq
+        state.withLock { $0.writtenThrough = through }
+        return bytes
+    }
+
+    /// Events per native frame at most (fewer when they would not fit in a frame).
+    static let nativeFrameEvents = 1024
+
     private func handle(_ message: ServerMessage) throws(WireError) {
         switch message {
+        case .replicaAck(let replica, let upTo):
+            guard replica == options.replica else { break }
+            let pending = settle { state in state.named.removeAll { $0.id.seq <= upTo } }
+            report(.acknowledged(pending: pending))
         case .ack(let upTo):
             let pending = settle { state in
                 for entry in state.outgoing where (entry.frame ?? .max) <= upTo {
@@ -314,7 +386,17 @@ public final class RelayClient: Sendable {
             if let line { report(.refused(line: line, reason: reason)) }
         case .error(nil, _):
             break  // the relay closes the socket next; `connectOnce` reports the reason
-        case .caughtUp(let events, _):
+        case .caughtUp(let events, let have):
+            if let replica = options.replica {
+                // Exact by id: what the relay holds of this client's events is durable there.
+                let held = have[replica]
+                _ = settle { state in
+                    state.named.removeAll { held.contains($0.id.seq) }
+                    // Seqs the relay holds that this client never named (it restarted with its
+                    // id, or something else wrote as it): new names follow them.
+                    state.lastNamedSeq = max(state.lastNamedSeq, held.highest ?? 0)
+                }
+            }
             recordedWithoutAck()
             report(.caughtUp(events: events))
         case .event:
@@ -351,6 +433,7 @@ public final class RelayClient: Sendable {
             let collecting = state.outgoing.contains(where: \.written)
             for event in events where !state.have.contains(event.id) {
                 state.have.insert(event.id)
+                state.clock = max(state.clock, event.lamport)
                 if collecting { state.unsettledLines[ClientFrame.text(for: event.payload), default: 0] += 1 }
                 // A drawing folded only here, from no replay, always has every point's key.
                 _ = state.drawing.apply(event, changes: &changes)
@@ -370,6 +453,7 @@ public final class RelayClient: Sendable {
                 let seqs = block.firstSeq...block.firstSeq + UInt64(block.count - 1)
                 let fresh = !state.have[message.replica].intersects(seqs)
                 for event in block.events(replica: message.replica) where fresh || !state.have.contains(event.id) {
+                    state.clock = max(state.clock, event.lamport)
                     _ = state.drawing.apply(event, changes: &changes)
                     if collecting { state.unsettledLines[ClientFrame.text(for: event.payload), default: 0] += 1 }
                 }
@@ -385,7 +469,7 @@ public final class RelayClient: Sendable {
     private func settle(_ remove: (inout State) -> Void) -> Int {
         let (pending, waiters) = state.withLock { state in
             remove(&state)
-            guard state.outgoing.isEmpty else { return (state.outgoing.count, [CheckedContinuation<Void, Never>]()) }
+            guard state.isSettled else { return (state.pendingCount, [CheckedContinuation<Void, Never>]()) }
             defer { state.acknowledgedWaiters = [] }
             return (0, state.acknowledgedWaiters)
         }

@@ -188,6 +188,12 @@ public final class Board: Sendable {
         return event
     }
 
+    /// Raises the board's clock past events it learned of outside its files (a relay's native
+    /// clients), so that its next event follows them (invariant 4).
+    public func observe(lamport: UInt64) {
+        state.withLock { $0.writer?.observe(lamport: lamport) }
+    }
+
     /// Returns once every event appended before the call is durable (fsynced).
     public func flush() async throws(JournalError) {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, JournalError>, Never>) in

@@ -32,7 +32,7 @@ public final class Relay: Sendable {
             do throws(JournalError) {
                 let board = try Board(path: path, create: true, options: boardOptions)
                 let relayBoard = RelayBoard(name: name, board: board)
-                relayBoard.startForwarding()
+                relayBoard.start()
                 boards[name] = relayBoard
                 return relayBoard
             } catch {

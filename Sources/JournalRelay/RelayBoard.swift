@@ -13,10 +13,21 @@ public final class RelayBoard: Sendable {
     private let nextConnection = Locked(0)
     /// Catch-up reads whole journals: on a thread of its own, never on the concurrency pool.
     private let reader = WorkerThread()
+    /// Native clients' replicas, stored under their own ids.
+    let host: NativeHost
 
     init(name: BoardName, board: Board) {
         self.name = name
         self.board = board
+        host = NativeHost(board: board, commitDelayMilliseconds: board.options.commitDelayMilliseconds)
+    }
+
+    /// Starts the board's background work: hosting native clients' replicas (what a previous
+    /// run left is sealed first) and forwarding what sync brings.
+    func start() {
+        host.start { [weak self] round in self?.hostedDurable(round) }
+        host.recoverLeftovers()
+        startForwarding()
     }
 
     /// A new connection, registered at once, so that nothing broadcast from now on passes it
@@ -44,6 +55,26 @@ public final class RelayBoard: Sendable {
         for connection in others { connection.deliver(events) }
     }
 
+    // MARK: Native clients
+
+    /// A round of native events is durable: every connection but those of the events' own
+    /// replica gets them, and those get an ack by seq. Connections of a replica whose events
+    /// could not be stored are closed (nothing of the round is acknowledged; they resend).
+    private func hostedDurable(_ round: NativeHost.Round) {
+        let all = connections.withLock { Array($0.values) }
+        for connection in all {
+            if let frames = round.frames[connection.id] { connection.nativeFramesSettled(frames) }
+        }
+        for (replica, reason) in round.failed {
+            for connection in all where connection.nativeReplica == replica { connection.close(reason: reason) }
+        }
+        for (replica, events) in round.stored {
+            for connection in all where connection.nativeReplica != replica { connection.deliver(events) }
+            let upTo = host.durablePrefix(of: replica)
+            for connection in all where connection.nativeReplica == replica { connection.acknowledge(replica: replica, upTo: upTo) }
+        }
+    }
+
     // MARK: Reading the journal
 
     /// The events of the board's journal that a holder of `have` lacks, read a batch at a
@@ -55,8 +86,8 @@ public final class RelayBoard: Sendable {
     func feed(lacking have: Have, ownDurable: Bool = true) async throws(RelayError) -> EventFeed {
         let result = await withCheckedContinuation {
             (continuation: CheckedContinuation<Result<(MissingEvents, EventFeed.Withheld?), RelayError>, Never>) in
-            reader.submit { [board, name] in
-                continuation.resume(returning: Self.open(board, name: name, have: have, ownDurable: ownDurable))
+            reader.submit { [board, host, name] in
+                continuation.resume(returning: Self.open(board, host: host, name: name, have: have, ownDurable: ownDurable))
             }
         }
         let (missing, withheld) = try result.get()
@@ -64,13 +95,23 @@ public final class RelayBoard: Sendable {
     }
 
     private static func open(
-        _ board: Board, name: BoardName, have: Have, ownDurable: Bool
+        _ board: Board, host: NativeHost, name: BoardName, have: Have, ownDurable: Bool
     ) -> Result<(MissingEvents, EventFeed.Withheld?), RelayError> {
-        guard ownDurable else { return .success((MissingEvents(set: SegmentSet.load(board.directory), have: have.ranges), nil)) }
+        guard ownDurable else {
+            // Forwarding: native events go out as they are stored, never from here. Every
+            // hosted event the files hold is in `stored`, read with them.
+            let hosted = host.scan()
+            var skip = have
+            skip.formUnion(hosted.stored)
+            let set = SegmentSet.load(board.directory, hosted: (hosted.scans, hosted.problems))
+            return .success((MissingEvents(set: set, have: skip.ranges), nil))
+        }
         // Read before the files: every own event up to it is in them (the open segment is read
         // before the sealed ones, so a seal meanwhile cannot hide one).
         let durable = board.durableSeq
-        let set = SegmentSet.load(board.directory)
+        // Hosted open segments are read with their writer excluded: all of them is durable.
+        let hosted = host.scan()
+        let set = SegmentSet.load(board.directory, hosted: (hosted.scans, hosted.problems))
         // Own events past `durable` are passed over as if held, and taken out of what the feed
         // says it covered, so they reach the client live, once, when they are durable.
         let withheld = EventFeed.Withheld(replica: board.replica, seqs: (durable + 1)...UInt64.max)
@@ -86,7 +127,7 @@ public final class RelayBoard: Sendable {
     /// them in and says so (`.remote`, or `.reload`); its updates name strokes, not events, so
     /// the events are read from the journal: those of other replicas that its `covered`
     /// ranges hold and that were not forwarded yet.
-    func startForwarding() {
+    private func startForwarding() {
         // Subscribed before `covered` is read: an integration in between is seen as an update.
         let updates = board.updates()
         var start = Have(board.covered)
@@ -108,6 +149,8 @@ public final class RelayBoard: Sendable {
         Task { [weak self] in
             while let board = self, !board.closed.withLock({ $0 }) {
                 wake.yield()
+                // Hosted segments are sealed once their client pauses, for sync to publish.
+                board.host.sealIdle(idleSeconds: 1)
                 // A cancelled sleep returns at once: stop rather than spin.
                 do { try await Task.sleep(for: .seconds(1)) } catch { return }
             }
@@ -126,6 +169,8 @@ public final class RelayBoard: Sendable {
         var target = Have(board.covered)
         target.remove(board.replica)
         var have = forwarded.withLock { $0 }
+        // Native clients' events went out as they were stored.
+        have.formUnion(host.stored)
         guard !have.containsAll(target) else { return }
         // The board's own events go out as they are acknowledged, never from here.
         have.insertAll(of: board.replica)
@@ -146,6 +191,8 @@ public final class RelayBoard: Sendable {
             return all
         }
         for connection in all { connection.close(reason: RelayError.closed.description) }
+        // Hosted segments first: the board's writer lock covers them.
+        await host.close()
         // What was acknowledged is durable already; a seal that fails here leaves the events
         // in the open segment, which the next open recovers.
         try? await board.close()

@@ -45,6 +45,11 @@ public final class RelayConnection: Sendable {
         var sawFirstFrame = false
         /// An echoing client's latest ack while its events are held during the catch-up.
         var heldAck: UInt64?
+        /// Native frames accepted and not yet durable.
+        var nativeInFlight = 0
+        /// The last ack by seq sent (they only grow), and one held during the catch-up.
+        var replicaAcked: UInt64 = 0
+        var heldReplicaAck: UInt64?
     }
 
     init(id: Int, board: RelayBoard) {
@@ -132,6 +137,10 @@ public final class RelayConnection: Sendable {
                 state.heldAck = nil
                 send(.ack(upTo: ack), &state)
             }
+            if let upTo = state.heldReplicaAck, let replica = state.hello??.replica {
+                state.heldReplicaAck = nil
+                send(.replicaAck(replica: replica, upTo: upTo), &state)
+            }
         }
     }
 
@@ -154,6 +163,10 @@ public final class RelayConnection: Sendable {
         if first {
             do throws(WireError) {
                 if let hello = try ClientFrame.hello(in: text) {
+                    if hello.replica == relayBoard.board.replica {
+                        close(reason: "hello: replica \(relayBoard.board.replica.hex) is the relay's own (its text-mode writer): a native client names a replica of its own")
+                        return
+                    }
                     decideHello(hello)
                     state.withLock { state in
                         if case .some(.none) = state.hello { state.hello = .some(hello) }
@@ -203,13 +216,92 @@ public final class RelayConnection: Sendable {
         await waitWhileThrottled()
     }
 
-    /// A binary frame: reserved for the native mode (docs/PROTOCOL.md), refused for now.
-    public func receiveBinary() {
-        let frame = state.withLock { state -> UInt64 in
-            state.framesReceived += 1
-            return state.framesReceived
+    /// The replica a native client owns (its hello said so), or nil for a text-mode client.
+    public var nativeReplica: ReplicaID? { state.withLock { $0.hello??.replica } }
+
+    /// A binary frame: native mode's events (docs/PROTOCOL.md), a `SegmentMessage` of the
+    /// replica the hello named, events the client named itself. They are stored under that
+    /// replica and acknowledged by seq once durable; held ones are skipped (dedup by id).
+    /// Anything wrong with the frame closes the connection with the reason (a native client's
+    /// next events would follow the refused ones; nothing of the frame is stored). Not
+    /// numbered. Waits, as `receive(text:)` does, while too many frames are in flight.
+    public func receive(binary bytes: [UInt8]) async {
+        let first = state.withLock { state -> Bool in
+            defer { state.sawFirstFrame = true }
+            return !state.sawFirstFrame
         }
-        refuse(frame: frame, "binary frames are not accepted yet: send one JSON line per text frame")
+        if first { decideHello(nil) }
+        guard let replica = nativeReplica else {
+            let frame = state.withLock { state -> UInt64? in
+                if case .closed = state.phase { return nil }
+                state.framesReceived += 1
+                return state.framesReceived
+            }
+            if let frame {
+                refuse(frame: frame, "a binary frame is native mode's (events the client named itself): say \"replica\" in the hello, or send one JSON line per text frame")
+            }
+            return
+        }
+        if case .closed = state.withLock({ $0.phase }) { return }
+        let events: [Event]
+        do throws(RelayError) {
+            events = try Self.nativeEvents(bytes, replica: replica, board: relayBoard.board)
+            switch try relayBoard.host.accept(events, replica: replica, from: id) {
+            case .staged:
+                state.withLock { $0.nativeInFlight += 1 }
+            case .allHeld:
+                acknowledge(replica: replica, upTo: relayBoard.host.durablePrefix(of: replica))
+            }
+        } catch {
+            close(reason: error.description)
+            return
+        }
+        await waitWhileThrottled()
+    }
+
+    /// The events of a native frame, checked as a journal reader checks a segment (checksums,
+    /// inflate, body rules: `SegmentMessage`) and as a writer checks an event (payload rules;
+    /// a Lamport clock that replay would not quarantine).
+    static func nativeEvents(_ bytes: [UInt8], replica: ReplicaID, board: Board) throws(RelayError) -> [Event] {
+        let message: SegmentMessage
+        do { message = try SegmentMessage(decoding: bytes) } catch { throw .refusedFrame(error.reason) }
+        guard message.replica == replica else {
+            throw .refusedFrame("it holds events of replica \(message.replica.hex); this connection's hello named \(replica.hex)")
+        }
+        let events = message.events()
+        let known = board.covered.values.reduce(UInt64(0)) { $0 + $1.count }
+        let limit = ClockBound.limit(distinctEvents: known + UInt64(events.count))
+        for event in events {
+            do { try event.payload.validate() } catch { throw .refusedFrame("seq \(event.id.seq): \(error)") }
+            guard event.lamport >= 1, event.lamport <= limit else {
+                throw .refusedFrame("seq \(event.id.seq): Lamport clock \(event.lamport) is not between 1 and \(limit) (\(known) events on this board; replay would quarantine it)")
+            }
+        }
+        return events
+    }
+
+    /// Native frames of this connection are durable (or failed): no longer in flight.
+    func nativeFramesSettled(_ count: Int) {
+        let throttled = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.nativeInFlight = max(0, state.nativeInFlight - count)
+            defer { state.throttled = nil }
+            return state.throttled
+        }
+        throttled?.resume()
+    }
+
+    /// Every event 1…`upTo` of the client's replica is durable: an ack by seq (after the
+    /// catch-up, if one is under way; acks only grow).
+    func acknowledge(replica: ReplicaID, upTo: UInt64) {
+        state.withLock { state in
+            guard upTo > state.replicaAcked else { return }
+            state.replicaAcked = upTo
+            if case .catchingUp = state.phase {
+                state.heldReplicaAck = upTo
+            } else {
+                send(.replicaAck(replica: replica, upTo: upTo), &state)
+            }
+        }
     }
 
     private func refuse(frame: UInt64, _ message: String) {
@@ -233,7 +325,7 @@ public final class RelayConnection: Sendable {
             let wait = state.withLock { state -> Bool in
                 guard case .closed = state.phase else {
                     // Refused frames were answered at once: only frames waiting for an ack count.
-                    guard state.appendedThrough - state.acknowledged >= UInt64(WireLimits.maxUnacknowledgedFrames) else { return false }
+                    guard state.appendedThrough - state.acknowledged + UInt64(state.nativeInFlight) >= UInt64(WireLimits.maxUnacknowledgedFrames) else { return false }
                     state.throttled = continuation
                     return true
                 }

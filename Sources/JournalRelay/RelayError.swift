@@ -12,6 +12,8 @@ public enum RelayError: Error, Equatable, Sendable, CustomStringConvertible {
     case closed
     /// The connection fell too far behind or was closed while catching up.
     case disconnected(String)
+    /// A native frame the relay does not store (the reason); the connection is closed.
+    case refusedFrame(String)
 
     public var description: String {
         switch self {
@@ -23,6 +25,8 @@ public enum RelayError: Error, Equatable, Sendable, CustomStringConvertible {
             return "the relay is shutting down"
         case .disconnected(let reason):
             return reason
+        case .refusedFrame(let reason):
+            return "native frame refused: " + reason
         }
     }
 }

@@ -141,7 +141,7 @@ public struct RelayServer: Sendable {
                 for try await message in inbound.messages(maxSize: WireLimits.maxFrameBytes) {
                     switch message {
                     case .text(let text): await connection.receive(text: text)
-                    case .binary: connection.receiveBinary()
+                    case .binary(let buffer): await connection.receive(binary: Array(buffer.readableBytesView))
                     }
                 }
             }

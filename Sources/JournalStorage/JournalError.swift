@@ -23,6 +23,8 @@ public enum JournalError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The sealed copy of the open segment could not be written (e.g. the disk is full).
     /// Every event is still durable in the open segment, and recording can go on.
     case sealFailed(IOError, neededBytes: Int64, available: Int64?)
+    /// Events of another replica that this journal cannot host as given (`HostedReplicaWriter`).
+    case notHostable(String)
 
     public var description: String {
         switch self {
@@ -45,6 +47,7 @@ public enum JournalError: Error, Equatable, Sendable, CustomStringConvertible {
             let free = available.map { ", \(megabytes($0)) free" } ?? ""
             return "could not seal the open segment (\(error)): sealing needs about \(megabytes(needed)) free\(free); "
                 + "every event is still recorded in the open segment, and sealing is tried again by the next record or sync"
+        case .notHostable(let reason): return "not stored: \(reason)"
         case .writerFailed(let error):
             return "an earlier write failed (\(error)); events after the last successful flush were not recorded: reopen the journal to recover"
         }

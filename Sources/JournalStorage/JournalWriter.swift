@@ -449,19 +449,7 @@ public final class JournalWriter {
                     recovery.discardedSealedCopy = true
                     do { try sink.resetOpenSegment() } catch { throw .io(error) }
                 } else {
-                    do {
-                        let descriptor = try FileDescriptor.open(openPath, .readWrite)
-                        if recovery.bytesCut > 0 {
-                            try descriptor.truncate(to: Int64(scan.validPrefixLength))
-                            try descriptor.sync()
-                        }
-                        try descriptor.seekToEnd()
-                        sink.openSegment = descriptor
-                    } catch {
-                        throw .io(error)
-                    }
-                    sink.openSegmentEvents = scan.eventCount
-                    sink.openSegmentVersion = scan.header?.version ?? FormatVersion.current
+                    do { try sink.adoptOpenSegment(scan, cut: recovery.bytesCut > 0) } catch { throw .io(error) }
                     sealedLastSeq = max(sealedLastSeq, scan.seqRange?.upperBound ?? 0)
                 }
             }
@@ -472,7 +460,7 @@ public final class JournalWriter {
 
     /// Whether a sealed segment of this replica holds exactly the open segment's events: the
     /// seal of this very segment, written before a crash that came before the reset.
-    private static func isSealed(
+    static func isSealed(
         _ open: ScannedSegment, range: ClosedRange<UInt64>, replica: ReplicaID, index: LocalIndex, directory: JournalDirectory
     ) -> Bool {
         let candidates = index.entries.values.filter {

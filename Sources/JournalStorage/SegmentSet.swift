@@ -25,13 +25,20 @@ public struct SegmentSet: Sendable {
     /// sealed file, which the listing after it finds (the events are then read twice and
     /// counted as duplicates). Listed first, they could be in neither: a running writer's
     /// acknowledged events missing from one read.
-    public static func load(replicasPath: String, openSegmentPath: String? = nil) -> SegmentSet {
+    ///
+    /// `hosted`: open segments of replicas the journal hosts (`HostedReplicaWriter`), scanned
+    /// by the caller before this call for the same reason (their seals move events into
+    /// sealed files too).
+    public static func load(replicasPath: String, openSegmentPath: String? = nil, hosted: [ScannedSegment] = []) -> SegmentSet {
         var set = SegmentSet()
-        var open: Member?
+        var open: [Member] = []
         if let openSegmentPath, FileSystem.exists(openSegmentPath) {
             let scan = SegmentScanner.scan(path: openSegmentPath, sealed: false)
             set.problems.append(contentsOf: scan.problems)
-            if let replica = scan.replica { open = Member(scan: scan, replica: replica, name: nil) }
+            if let replica = scan.replica { open.append(Member(scan: scan, replica: replica, name: nil)) }
+        }
+        for scan in hosted {
+            if let replica = scan.replica { open.append(Member(scan: scan, replica: replica, name: nil)) }
         }
         let listing = JournalDirectory.listSealed(replicasPath: replicasPath)
         set.problems.append(contentsOf: listing.ignored)
@@ -41,13 +48,20 @@ public struct SegmentSet: Sendable {
             if !seen.insert(key).inserted { set.duplicateFiles += 1; continue }
             set.add(sealed: file)
         }
-        if let open { set.members.append(open) }
+        set.members.append(contentsOf: open)
         return set
     }
 
-    public static func load(_ directory: JournalDirectory) -> SegmentSet {
-        load(replicasPath: directory.replicasPath,
-             openSegmentPath: directory.isJournal ? directory.openSegmentPath : nil)
+    /// A journal's segments: sealed, its open segment, and the open segments of replicas it
+    /// hosts (`hosted`: as scanned by the caller, who may have to exclude their writer
+    /// meanwhile; nil: scanned here).
+    public static func load(_ directory: JournalDirectory, hosted: (scans: [ScannedSegment], problems: [Problem])? = nil) -> SegmentSet {
+        let isJournal = directory.isJournal
+        let hosted = hosted ?? (isJournal ? directory.scanHostedSegments() : ([], []))
+        var set = load(replicasPath: directory.replicasPath,
+                       openSegmentPath: isJournal ? directory.openSegmentPath : nil, hosted: hosted.scans)
+        set.problems.append(contentsOf: hosted.problems)
+        return set
     }
 
     /// Scans one sealed file and checks that it is what its folder and name claim.

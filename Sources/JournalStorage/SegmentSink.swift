@@ -54,6 +54,9 @@ final class PieceJob: @unchecked Sendable {
 final class SegmentSink: @unchecked Sendable {
     let directory: JournalDirectory
     var replica: ReplicaID
+    /// The open segment's path: `local/open.sjo` for the journal's own replica, a hosted
+    /// replica's under `local/hosted/` (`HostedReplicaWriter`).
+    let openPath: String
     let options: WriterOptions
     var openSegment: FileDescriptor?
     var openSegmentEvents = 0
@@ -70,10 +73,11 @@ final class SegmentSink: @unchecked Sendable {
     /// The open segment's event count at which a flush seals it.
     var sealDueAt: Int { max(options.sealEveryEvents, nextSealAttempt) }
 
-    init(directory: JournalDirectory, replica: ReplicaID, options: WriterOptions) {
+    init(directory: JournalDirectory, replica: ReplicaID, options: WriterOptions, openPath: String? = nil) {
         self.directory = directory
         self.replica = replica
         self.options = options
+        self.openPath = openPath ?? directory.openSegmentPath
     }
 
     func closeFiles() {
@@ -172,10 +176,10 @@ final class SegmentSink: @unchecked Sendable {
     func seal() throws(JournalError) -> SegmentName? {
         if let failure { throw .writerFailed(failure) }
         guard openSegmentEvents > 0 else { return nil }
-        let scan = SegmentScanner.scan(path: directory.openSegmentPath, sealed: false)
+        let scan = SegmentScanner.scan(path: openPath, sealed: false)
         guard scan.problems.isEmpty, let range = scan.seqRange, let header = scan.header, header.replica == replica else {
             throw .openSegmentCorrupt(scan.problems.first
-                ?? Problem(.corrupt, file: directory.openSegmentPath, reason: "no events to seal"))
+                ?? Problem(.corrupt, file: openPath, reason: "no events to seal"))
         }
         // Large blocks were already compressed at the sealing level when flushed: copy them.
         // Runs of small blocks (frequent flushes) are re-encoded into large ones.
@@ -199,7 +203,7 @@ final class SegmentSink: @unchecked Sendable {
             switch decoded {
             case .success(let events): smallRun += events
             case .failure(let error):
-                throw .openSegmentCorrupt(Problem(.corrupt, file: directory.openSegmentPath, offset: Int64(block.offset),
+                throw .openSegmentCorrupt(Problem(.corrupt, file: openPath, offset: Int64(block.offset),
                                                   replica: replica, seqRange: block.seqRange, reason: error.description))
             }
         }
@@ -230,18 +234,33 @@ final class SegmentSink: @unchecked Sendable {
         return name
     }
 
+    /// Takes over the open segment a recovery scanned: cuts a torn tail (`cut`: to its valid
+    /// prefix) and appends after what stays.
+    func adoptOpenSegment(_ scan: ScannedSegment, cut: Bool) throws(IOError) {
+        let descriptor = try FileDescriptor.open(openPath, .readWrite)
+        if cut {
+            try descriptor.truncate(to: Int64(scan.validPrefixLength))
+            try descriptor.sync()
+        }
+        try descriptor.seekToEnd()
+        openSegment = descriptor
+        openSegmentEvents = scan.eventCount
+        openSegmentVersion = scan.header?.version ?? FormatVersion.current
+    }
+
     func poison(_ error: IOError) -> JournalError {
         if failure == nil { failure = error }
         return .io(error)
     }
 
     func createOpenSegment() throws(IOError) {
-        try FileSystem.createDirectory(directory.localPath)
-        let descriptor = try FileDescriptor.open(directory.openSegmentPath, .readWrite)
+        let folder = FileSystem.parent(of: openPath)
+        try FileSystem.createDirectory(folder)
+        let descriptor = try FileDescriptor.open(openPath, .readWrite)
         try descriptor.truncate(to: 0)
         try descriptor.writeAll(SegmentHeader(replica: replica).encoded())
         try descriptor.sync()
-        try FileSystem.syncDirectory(directory.localPath)
+        try FileSystem.syncDirectory(folder)
         openSegment = descriptor
         openSegmentEvents = 0
         openSegmentVersion = FormatVersion.current
@@ -252,8 +271,8 @@ final class SegmentSink: @unchecked Sendable {
     func resetOpenSegment() throws(IOError) {
         openSegment?.close()
         openSegment = nil
-        try FileSystem.writeAtomically(SegmentHeader(replica: replica).encoded(), to: directory.openSegmentPath)
-        let descriptor = try FileDescriptor.open(directory.openSegmentPath, .readWrite)
+        try FileSystem.writeAtomically(SegmentHeader(replica: replica).encoded(), to: openPath)
+        let descriptor = try FileDescriptor.open(openPath, .readWrite)
         try descriptor.seekToEnd()
         openSegment = descriptor
         openSegmentEvents = 0

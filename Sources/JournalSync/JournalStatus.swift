@@ -52,7 +52,7 @@ public struct JournalStatus: Sendable {
                     ranges: summary.ranges, gaps: summary.gaps,
                     forks: (forks[summary.replica] ?? []).map(\.seq).sorted())
         }.sorted { ($0.isThisJournal ? 0 : 1, $0.replica) < ($1.isThisJournal ? 0 : 1, $1.replica) }
-        let open = set.members.first { !$0.isSealed }
+        let open = set.members.first { !$0.isSealed && $0.replica == own }
         return JournalStatus(
             journal: journal.root, replica: own, unsealedEvents: open?.scan.eventCount ?? 0, replicas: replicas,
             problems: replay.problems.filter { $0.kind != .ignored && $0.kind != .tornTail },

@@ -34,11 +34,15 @@ public struct Hello: Equatable, Sendable {
     /// copy of the board is the relay's, ids and clocks included; without it a sender gets
     /// acks only.
     public var echo: Bool
+    /// Native mode: the client owns this replica and sends its own events (binary
+    /// `SegmentMessage` frames), which the relay stores under this id and acknowledges by seq.
+    public var replica: ReplicaID?
 
-    public init(have: Have = Have(), blocks: Bool = false, echo: Bool = false) {
+    public init(have: Have = Have(), blocks: Bool = false, echo: Bool = false, replica: ReplicaID? = nil) {
         self.have = have
         self.blocks = blocks
         self.echo = echo
+        self.replica = replica
     }
 }
 
@@ -72,6 +76,7 @@ extension ClientFrame {
         var sawHave = false
         var sawBlocks = false
         var sawEcho = false
+        var sawReplica = false
         do {
             try reader.object("the hello") { key, json throws(WireError) in
                 switch key {
@@ -89,8 +94,16 @@ extension ClientFrame {
                     guard !sawEcho else { throw WireError("the key \"echo\" appears twice") }
                     sawEcho = true
                     hello.echo = try json.boolean("\"echo\"")
+                case "replica":
+                    guard !sawReplica else { throw WireError("the key \"replica\" appears twice") }
+                    sawReplica = true
+                    json.skipWhitespace()
+                    guard json.peek == UInt8(ascii: "\""), let replica = ReplicaID(hex: try json.string()) else {
+                        throw WireError("\"replica\" must be a replica id: 32 lowercase hex digits")
+                    }
+                    hello.replica = replica
                 default:
-                    throw WireError("unknown key \(JSONText.quoted(key, limit: 40)) (a hello holds \"type\", \"have\", \"blocks\" and \"echo\")")
+                    throw WireError("unknown key \(JSONText.quoted(key, limit: 40)) (a hello holds \"type\", \"have\", \"blocks\", \"echo\" and \"replica\")")
                 }
             }
             try reader.expectEnd("the hello")
@@ -103,7 +116,7 @@ extension ClientFrame {
     /// The hello frame.
     public static func helloText(_ hello: Hello) -> String {
         #"{"type":"hello","have":"# + hello.have.json + (hello.blocks ? #","blocks":true"# : "")
-            + (hello.echo ? #","echo":true"# : "") + "}"
+            + (hello.echo ? #","echo":true"# : "") + (hello.replica.map { #","replica":""# + $0.hex + "\"" } ?? "") + "}"
     }
 
     public static func helloText(have: Have, blocks: Bool = false) -> String { helloText(Hello(have: have, blocks: blocks)) }

@@ -48,6 +48,8 @@ public struct Have: Equatable, Sendable {
 
     public mutating func remove(_ replica: ReplicaID) { ranges[replica] = nil }
 
+    public mutating func replace(_ replica: ReplicaID, with seqs: SeqRanges) { ranges[replica] = seqs.isEmpty ? nil : seqs }
+
     /// Every seq of `replica`, held or ever to be written.
     public mutating func insertAll(of replica: ReplicaID) { ranges[replica] = SeqRanges([1...UInt64.max]) }
 

@@ -34,6 +34,11 @@ public struct SegmentMessage: Sendable {
         return out
     }
 
+    /// A native client's frame: `events` (of `replica`, consecutive seqs) as one block.
+    public static func encode(replica: ReplicaID, events: ArraySlice<Event>) -> [UInt8] {
+        SegmentHeader(replica: replica).encoded() + SegmentEncoder.block(events)
+    }
+
     /// Reads a binary frame the relay sent: every block is checked (checksum, inflate, body
     /// rules) as a journal reader checks it, so a damaged frame is refused whole, naming the
     /// offset and what was wrong, and nothing of it is drawn.

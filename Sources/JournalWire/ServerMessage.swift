@@ -18,6 +18,9 @@ import JournalIngest
 ///   line `journal log` prints for it (`{"type":"point",…,"replica":…,"seq":…,"lamport":…,"time":…}`).
 public enum ServerMessage: Equatable, Sendable {
     case ack(upTo: UInt64)
+    /// Native mode: every event of `replica` with seq 1…`upTo` that the client sent is fsynced
+    /// in the board's journal (`{"type":"ack","replica":"<32 hex>","upTo":N}`).
+    case replicaAck(replica: ReplicaID, upTo: UInt64)
     case error(frame: UInt64?, message: String)
     case caughtUp(events: UInt64, have: Have = Have())
     case event(line: String)
@@ -30,6 +33,8 @@ public enum ServerMessage: Equatable, Sendable {
         switch self {
         case .ack(let upTo):
             return #"{"type":"ack","upTo":"# + String(upTo) + "}"
+        case .replicaAck(let replica, let upTo):
+            return #"{"type":"ack","replica":""# + replica.hex + #"","upTo":"# + String(upTo) + "}"
         case .error(let frame, let message):
             var object = JSONObject()
             object.add("type", "error")
@@ -53,6 +58,16 @@ public enum ServerMessage: Equatable, Sendable {
                 throw WireError("malformed ack: \(JSONText.quoted(text, limit: 80))")
             }
             self = .ack(upTo: upTo)
+            return
+        }
+        if let rest = Self.after(#"{"type":"ack","replica":""#, in: utf8) {
+            guard utf8.count >= rest + 32, let replica = ReplicaID(hex: String(decoding: utf8[rest..<rest + 32], as: UTF8.self)),
+                  let upToStart = Self.after(#"","upTo":"#, in: utf8, from: rest + 32),
+                  let (upTo, end) = Self.integer(utf8, at: upToStart), end == utf8.count - 1, utf8[end] == UInt8(ascii: "}")
+            else {
+                throw WireError("malformed ack: \(JSONText.quoted(text, limit: 80))")
+            }
+            self = .replicaAck(replica: replica, upTo: upTo)
             return
         }
         if let rest = Self.after(#"{"type":"caughtUp","events":"#, in: utf8) {

@@ -8,7 +8,12 @@ import Logging
 /// A WebSocket client of the relay for tests: frames go out through `send`, and what the
 /// relay sends comes back, parsed, through `next`.
 final class RelayTestClient: Sendable {
-    private let outgoing: AsyncStream<String>.Continuation
+    enum Outgoing: Sendable {
+        case text(String)
+        case binary([UInt8])
+    }
+
+    private let outgoing: AsyncStream<Outgoing>.Continuation
     private let incoming: AsyncStream<Result<ServerMessage, WireError>>
     private let iterator: IteratorBox
     let task: Task<Void, any Error>
@@ -28,7 +33,7 @@ final class RelayTestClient: Sendable {
     let counts = Locked(BinaryCounts())
 
     init(port: Int, board: String) {
-        let (toSend, outgoing) = AsyncStream<String>.makeStream()
+        let (toSend, outgoing) = AsyncStream<Outgoing>.makeStream()
         let (incoming, received) = AsyncStream<Result<ServerMessage, WireError>>.makeStream()
         self.outgoing = outgoing
         self.incoming = incoming
@@ -63,7 +68,12 @@ final class RelayTestClient: Sendable {
                         }
                         received.finish()
                     }
-                    for await text in toSend { try await outbound.write(.text(text)) }
+                    for await frame in toSend {
+                        switch frame {
+                        case .text(let text): try await outbound.write(.text(text))
+                        case .binary(let bytes): try await outbound.write(.binary(ByteBuffer(bytes: bytes)))
+                        }
+                    }
                     try await outbound.close(.normalClosure, reason: nil)
                     try await group.waitForAll()
                 }
@@ -71,13 +81,16 @@ final class RelayTestClient: Sendable {
         }
     }
 
-    func send(_ text: String) { outgoing.yield(text) }
+    func send(_ text: String) { outgoing.yield(.text(text)) }
+
+    /// A binary frame (native mode's events).
+    func send(binary bytes: [UInt8]) { outgoing.yield(.binary(bytes)) }
 
     /// Closes the connection (after the frames already sent).
     func close() { outgoing.finish() }
 
     /// The next message, or nil when the connection ended or nothing came within `seconds`.
-    func next(within seconds: Double = 10) async throws -> ServerMessage? {
+    func next(within seconds: Double = 60) async throws -> ServerMessage? {
         let box = iterator
         let result = await withTaskGroup(of: Result<ServerMessage, WireError>??.self) { group in
             group.addTask {
@@ -99,7 +112,7 @@ final class RelayTestClient: Sendable {
     }
 
     /// Messages until (and without) the first one `stop` accepts, which is returned too.
-    func collect(until stop: (ServerMessage) -> Bool, within seconds: Double = 20) async throws -> (before: [ServerMessage], last: ServerMessage?) {
+    func collect(until stop: (ServerMessage) -> Bool, within seconds: Double = 60) async throws -> (before: [ServerMessage], last: ServerMessage?) {
         var before: [ServerMessage] = []
         while let message = try await next(within: seconds) {
             if stop(message) { return (before, message) }

@@ -3,6 +3,7 @@ import JournalClient
 import JournalFormat
 import JournalReplay
 import JournalTestSupport
+import JournalWire
 import Testing
 
 /// `RelayClient` against a `journal serve` killed with `kill -9` while three clients draw:
@@ -17,13 +18,44 @@ extension RelayProcessTests {
     // cause not found yet.
     @Test(.disabled("about 1 run in 8 never ends after a kill (cause not found); a connect that hung is now timed out"))
     func killedRelayLosesNothingAndRecordsNoPointTwice() async throws {
+        try await killedRelayCampaign(native: false)
+    }
+
+    /// The same with native clients (each its own replica): resends are settled by id.
+    @Test func killedRelayLosesNothingAndStoresNoEventTwiceForNativeClients() async throws {
+        try await killedRelayCampaign(native: true)
+    }
+
+    /// Waits for `body`, at most `seconds`; false (and `body` cancelled) when it took longer.
+    func within(_ seconds: Double, _ body: @escaping @Sendable () async -> Void) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await body()
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+
+    func killedRelayCampaign(native: Bool) async throws {
         let temp = TemporaryDirectory("relay-client-crash")
         defer { temp.remove() }
         let data = temp.path + "/boards"
         let relay = try await RelayProcess(data: data)
         let port = relay.port
         var random = SeededGenerator(seed: 0xC4A5)
-        let clients = (0..<3).map { _ in RelayClient(port: port, board: "crash") }
+        let replicas = (0..<3).map { _ in ReplicaID.random() }
+        let clients = replicas.map { replica in
+            var options = RelayClient.Options()
+            if native { options.replica = replica }
+            return RelayClient(port: port, board: "crash", options: options)
+        }
         let runs = clients.map { client in Task { await client.run() } }
 
         // Each client draws 12 strokes of 30 points in bursts; the relay is killed 4 times.
@@ -46,7 +78,11 @@ extension RelayProcessTests {
                 try await relay.start()
             }
         }
-        for client in clients { await client.waitUntilAcknowledged() }
+        for (index, client) in clients.enumerated() {
+            // A hang becomes a failure that says where each client stood.
+            let done = await within(180) { await client.waitUntilAcknowledged() }
+            #expect(done, "client \(index) still has \(client.pending.count) frames unacknowledged after 180 s; holds \(client.have.eventCount) events")
+        }
         #expect(clients.allSatisfy { $0.pending.isEmpty })
         #expect(relay.starts == 5)
 
@@ -71,8 +107,24 @@ extension RelayProcessTests {
         let wrong = counts.filter { sent[$0.key] != $0.value }
         #expect(wrong.isEmpty, "strokes with lost or doubled points (points, of \(sent.first?.value ?? 0) sent): \(wrong.prefix(5).map { "\($0.key): \($0.value)" })")
 
+        if native {
+            // Every event is a client's own, stored once: 12 strokes of 31 events each.
+            let log = try JournalProcess.run(["log", "-C", journal])
+            #expect(log.status == 0, "\(log.stderr)")
+            let ids = log.stdout.split(separator: "\n").compactMap { line -> String? in
+                guard let replica = line.range(of: #""replica":""#, options: .backwards),
+                      let seq = line.range(of: #""seq":"#, range: replica.upperBound..<line.endIndex) else { return nil }
+                return String(line[replica.upperBound...].prefix(32)) + "#" + String(line[seq.upperBound...].prefix { $0.isNumber })
+            }
+            #expect(ids.count == 3 * 12 * 31 && Set(ids).count == ids.count)
+            #expect(Set(ids.map { String($0.prefix(32)) }) == Set(replicas.map(\.hex)))
+        }
+
         for client in clients { client.close() }
-        for run in runs { await run.value }
+        for (index, run) in runs.enumerated() {
+            let ended = await within(60) { await run.value }
+            #expect(ended, "client \(index)'s run did not end within 60 s of close()")
+        }
     }
 
     /// Points per stroke in `journal strokes --json` (`{"strokes":[{"id","points":[…]},…]}`).

@@ -24,7 +24,7 @@ import Testing
 
     /// Waits until `client`'s drawing has `points` points (checking once more after the
     /// deadline: the test pool can starve this task).
-    func waitFor(_ client: RelayClient, points: Int, within seconds: Double = 20) async -> Bool {
+    func waitFor(_ client: RelayClient, points: Int, within seconds: Double = 120) async -> Bool {
         let deadline = ProcessInfoLite.monotonicSeconds() + seconds
         while ProcessInfoLite.monotonicSeconds() < deadline {
             if client.drawing.strokes.reduce(0, { $0 + $1.points.count }) == points { return true }

@@ -171,6 +171,8 @@ final class ResendingClient: Sendable {
                     return
                 }
                 state.acknowledged = max(state.acknowledged, through)
+            case .replicaAck:
+                state.problems.append("\(name): an ack by seq, on a text-mode connection")
             case .error(let frame, let text):
                 state.problems.append("\(name): error (frame \(frame.map(String.init) ?? "none")): \(text)")
             case .caughtUp(_, let have):

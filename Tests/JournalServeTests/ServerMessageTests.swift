@@ -10,6 +10,7 @@ import Testing
         let stroke = StrokeID(UUIDBits(high: 7, low: 9))
         let messages: [ServerMessage] = [
             .ack(upTo: 0), .ack(upTo: UInt64.max), .caughtUp(events: 42),
+            .replicaAck(replica: ReplicaID(UUIDBits(high: 1, low: 2)), upTo: 77),
             .error(frame: 3, message: "line 1: \"quoted\"\nand a tab\t, é"),
             .error(frame: nil, message: "going away"),
             .event(line: CanonicalJSON.line(for: .end(stroke))),
@@ -18,11 +19,15 @@ import Testing
             #expect(try ServerMessage(parsing: message.text) == message)
         }
         #expect(ServerMessage.ack(upTo: 12).text == #"{"type":"ack","upTo":12}"#)
+        #expect(ServerMessage.replicaAck(replica: ReplicaID(UUIDBits(high: 0, low: 0xAB)), upTo: 5).text
+                == #"{"type":"ack","replica":"000000000000000000000000000000ab","upTo":5}"#)
     }
 
     @Test func malformedMessagesAreRefusedWithAReason() {
         for text in [#"{"type":"ack","upTo":-1}"#, #"{"type":"ack","upTo":01}"#, #"{"type":"ack","upTo":18446744073709551616}"#,
-                     #"{"type":"error","message":"unterminated}"#, #"{"type":"nonsense"}"#, "not json"] {
+                     #"{"type":"error","message":"unterminated}"#, #"{"type":"nonsense"}"#, "not json",
+                     #"{"type":"ack","replica":"000000000000000000000000000000AB","upTo":5}"#,
+                     #"{"type":"ack","replica":"000000000000000000000000000000ab","upTo":5,"x":1}"#] {
             #expect(throws: WireError.self, "\(text)") { try ServerMessage(parsing: text) }
         }
     }
@@ -49,6 +54,10 @@ import Testing
         #expect(try ClientFrame.hello(in: " { \"have\" : { \"\(a.hex)\" : [ [130,200] , [1,120], [100,120] ] } , \"type\":\"hello\" } ")?.have == have)
         #expect(try ClientFrame.hello(in: #"{"type":"hello"}"#) == Hello())
         #expect(try ClientFrame.hello(in: #"{"type":"hello","have":{}}"#) == Hello())
+        // Native mode: the client's replica, read and written back the same.
+        let native = Hello(have: Have([a: SeqRanges([1...3])]), blocks: true, replica: a)
+        #expect(try ClientFrame.hello(in: ClientFrame.helloText(native)) == native)
+        #expect(try ClientFrame.hello(in: #"{"replica":"\#(a.hex)","type":"hello"}"#) == Hello(replica: a))
         // Not hellos: event lines and anything that is not an object go on to the line parser.
         #expect(try ClientFrame.hello(in: CanonicalJSON.line(for: .clear)) == nil)
         #expect(try ClientFrame.hello(in: "not json") == nil)
@@ -62,7 +71,10 @@ import Testing
             (#"{"type":"hello","have":{"\#(a.hex)":[[1,18446744073709551616]]}}"#, "2^64"),
             (#"{"type":"hello","have":{"\#(a.hex)":[[1,2]],"\#(a.hex)":[]}}"#, "twice"),
             (#"{"type":"hello","have":{"\#(a.hex)":[1,2]}}"#, "[first,last]"),
-            (#"{"type":"hello","replica":"x"}"#, "unknown key"),
+            (#"{"type":"hello","replica":"x"}"#, "32 lowercase hex"),
+            (#"{"type":"hello","replica":"\#(a.hex.uppercased())"}"#, "32 lowercase hex"),
+            (#"{"type":"hello","replica":"\#(a.hex)","replica":"\#(a.hex)"}"#, "twice"),
+            (#"{"type":"hello","origin":"x"}"#, "unknown key"),
             (#"{"type":"hello","have":[]}"#, "object"),
             (#"{"type":"hello"} trailing"#, "after"),
         ]

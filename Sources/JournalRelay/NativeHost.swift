@@ -1,0 +1,241 @@
+import JournalFormat
+import JournalLive
+import JournalPlatform
+import JournalStorage
+import JournalWire
+
+/// The replicas a board hosts for its native clients (docs/PROTOCOL.md, "Native mode"):
+/// events a client named itself, stored in the board's journal under the client's replica id
+/// (`HostedReplicaWriter`), so that the same events synced later from the client's own journal
+/// dedup by id.
+///
+/// A native frame's events are checked and accepted at once (`accept`); the host's thread makes
+/// them durable in rounds, `commitDelayMilliseconds` after the first event of a round: one block
+/// appended and fsynced per replica, every connection's events of that replica in it. Then
+/// `onDurable` gets the round (the board broadcasts and acknowledges by seq).
+final class NativeHost: Sendable {
+    struct Round: Sendable {
+        /// Events made durable, per replica, in seq order.
+        var stored: [ReplicaID: [Event]] = [:]
+        /// Replicas whose events could not be stored (the reason): none of the round's is
+        /// acknowledged; their connections are closed, and the clients resend.
+        var failed: [ReplicaID: String] = [:]
+        /// Frames each connection had in the round (they are no longer in flight).
+        var frames: [Int: Int] = [:]
+    }
+
+    /// What `accept` did with a frame.
+    enum Acceptance: Equatable {
+        /// This many events are new; durable once their round is (`onDurable`).
+        case staged(Int)
+        /// Every event was held already (a resend): nothing to store.
+        case allHeld
+    }
+
+    private struct Files {
+        var writers: [ReplicaID: HostedReplicaWriter] = [:]
+        /// Seqs this host made durable in its files, per replica.
+        var stored = Have()
+        var lastAppend: [ReplicaID: Double] = [:]
+    }
+
+    private struct State {
+        /// Seqs accepted (waiting for their round, or stored), per replica.
+        var accepted = Have()
+        var pending: [ReplicaID: [Event]] = [:]
+        var frames: [Int: Int] = [:]
+        var commitScheduled = false
+        var closed = false
+    }
+
+    private let board: Board
+    private let commitDelayMilliseconds: Int
+    private let thread = WorkerThread()
+    /// Held while a hosted file is written or sealed, and while a reader of this process scans
+    /// them (`scan`): such a reader sees fsynced bytes only, and `stored` as it matches them.
+    private let files = Locked(Files())
+    private let state = Locked(State())
+    private let onDurable = Locked<(@Sendable (Round) -> Void)?>(nil)
+
+    init(board: Board, commitDelayMilliseconds: Int) {
+        self.board = board
+        self.commitDelayMilliseconds = commitDelayMilliseconds
+    }
+
+    /// Who gets each round once durable (the board: broadcast, acks).
+    func start(onDurable handler: @escaping @Sendable (Round) -> Void) {
+        onDurable.withLock { $0 = handler }
+    }
+
+    /// Seals the hosted open segments a previous run left (a crash, or a close that could not
+    /// seal): their events are durable already, and sealed they are ordinary segments that
+    /// sync publishes. One that cannot be opened (damaged before its tail) is left as it is:
+    /// readers still read it, and a native client of that replica is told why it is refused.
+    func recoverLeftovers() {
+        thread.submit { [board, files] in
+            files.withLock { _ in
+                for (replica, _) in board.directory.hostedSegments() {
+                    guard let writer = try? HostedReplicaWriter(directory: board.directory, replica: replica) else { continue }
+                    try? writer.close()
+                }
+            }
+        }
+    }
+
+    // MARK: Accepting
+
+    /// Checks a native frame's events (of `replica`, in seq order) against what the board holds:
+    /// held ones are skipped (dedup by id); each new one must follow a held seq (or be seq 1),
+    /// so that a hosted replica has no hole the client did not mean. Throws the reason a frame
+    /// is refused; then nothing of it is accepted.
+    func accept(_ events: [Event], replica: ReplicaID, from connection: Int) throws(RelayError) -> Acceptance {
+        let covered = board.covered[replica] ?? SeqRanges()
+        let (acceptance, schedule) = try state.withLock { state throws(RelayError) -> (Acceptance, Bool) in
+            guard !state.closed else { throw .closed }
+            var held = covered
+            held.formUnion(state.accepted[replica])
+            var fresh: [Event] = []
+            for event in events where !held.contains(event.id.seq) {
+                let seq = event.id.seq
+                guard seq == 1 || held.contains(seq - 1) else {
+                    let next = held.ranges.first.map { $0.lowerBound == 1 ? $0.upperBound + 1 : 1 } ?? 1
+                    throw .refusedFrame("seq \(seq) of replica \(replica.hex) does not follow what the relay holds "
+                                        + "(\(held.isEmpty ? "nothing" : SeqRanges.text(held.ranges))): send from seq \(next), without gaps")
+                }
+                fresh.append(event)
+                held.insert(seq...seq)
+            }
+            guard !fresh.isEmpty else { return (.allHeld, false) }
+            for event in fresh { state.accepted.insert(event.id) }
+            state.pending[replica, default: []].append(contentsOf: fresh)
+            state.frames[connection, default: 0] += 1
+            let schedule = !state.commitScheduled
+            state.commitScheduled = true
+            return (.staged(fresh.count), schedule)
+        }
+        if schedule {
+            let delay = commitDelayMilliseconds
+            thread.submit { [weak self] in
+                if delay > 0 { ProcessInfoLite.sleep(milliseconds: delay) }
+                self?.commit()
+            }
+        }
+        return acceptance
+    }
+
+    /// The highest seq n such that every event 1…n of `replica` is durable in the board's
+    /// journal (stored here, or in segments the board folded): what an ack says.
+    func durablePrefix(of replica: ReplicaID) -> UInt64 {
+        var held = board.covered[replica] ?? SeqRanges()
+        held.formUnion(files.withLock { $0.stored[replica] })
+        guard let first = held.ranges.first, first.lowerBound == 1 else { return 0 }
+        return first.upperBound
+    }
+
+    // MARK: Durability (the host's thread)
+
+    private func commit() {
+        let (pending, frames) = state.withLock { state -> ([ReplicaID: [Event]], [Int: Int]) in
+            state.commitScheduled = false
+            defer {
+                state.pending = [:]
+                state.frames = [:]
+            }
+            return (state.pending, state.frames)
+        }
+        guard !pending.isEmpty else { return }
+        var round = Round(frames: frames)
+        let directory = board.directory
+        files.withLock { files in
+            for (replica, events) in pending.sorted(by: { $0.key < $1.key }) {
+                var stored: [Event] = []
+                do throws(JournalError) {
+                    let writer: HostedReplicaWriter
+                    if let open = files.writers[replica] {
+                        writer = open
+                    } else {
+                        writer = try HostedReplicaWriter(directory: directory, replica: replica)
+                        files.writers[replica] = writer
+                    }
+                    // Accepted events may skip seqs the board got from elsewhere: one run each.
+                    var start = 0
+                    while start < events.count {
+                        var end = start + 1
+                        while end < events.count && events[end].id.seq == events[end - 1].id.seq + 1 { end += 1 }
+                        let run = Array(events[start..<end])
+                        try writer.append(run)
+                        stored += run
+                        files.stored.insert(replica, run[0].id.seq...run[run.count - 1].id.seq)
+                        start = end
+                    }
+                    files.lastAppend[replica] = ProcessInfoLite.monotonicSeconds()
+                } catch {
+                    // Reopened on next use: the recovery cuts what a failed write left.
+                    files.writers[replica] = nil
+                    round.failed[replica] = "board \(directory.root): events of replica \(replica.hex) could not be stored: \(error)"
+                }
+                if !stored.isEmpty { round.stored[replica] = stored }
+            }
+        }
+        if !round.failed.isEmpty {
+            // What was not stored is not held: the clients resend it.
+            let stored = files.withLock { $0.stored }
+            state.withLock { state in
+                for replica in round.failed.keys {
+                    var accepted = stored[replica]
+                    for event in state.pending[replica] ?? [] { accepted.insert(event.id.seq...event.id.seq) }
+                    state.accepted.replace(replica, with: accepted)
+                }
+            }
+        }
+        if let newest = round.stored.values.joined().map(\.lamport).max() { board.observe(lamport: newest) }
+        onDurable.withLock { $0 }?(round)
+    }
+
+    /// Seals the hosted open segments idle for `idleSeconds` (so that sync publishes them). A
+    /// seal that fails (a full disk) leaves the events durable in the open segment: tried again
+    /// next time.
+    func sealIdle(idleSeconds: Double) {
+        thread.submit { [files] in
+            files.withLock { files in
+                let now = ProcessInfoLite.monotonicSeconds()
+                for (replica, writer) in files.writers where writer.openEvents > 0 {
+                    guard now - (files.lastAppend[replica] ?? 0) >= idleSeconds else { continue }
+                    _ = try? writer.seal()
+                }
+            }
+        }
+    }
+
+    // MARK: Reading
+
+    /// The hosted open segments as they are now, every byte of them fsynced, and the seqs this
+    /// host stored (each hosted event in those files is among them).
+    func scan() -> (scans: [ScannedSegment], problems: [Problem], stored: Have) {
+        let directory = board.directory
+        return files.withLock { files in
+            let (scans, problems) = directory.scanHostedSegments()
+            return (scans, problems, files.stored)
+        }
+    }
+
+    /// Seqs this host stored.
+    var stored: Have { files.withLock { $0.stored } }
+
+    /// Stores what is accepted, seals every hosted segment and stops the thread. Before the
+    /// board closes: its writer lock covers the hosted files.
+    func close() async {
+        state.withLock { $0.closed = true }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            thread.submit { [weak self] in
+                self?.commit()
+                self?.files.withLock { files in
+                    for writer in files.writers.values { try? writer.close() }
+                    files.writers = [:]
+                }
+                continuation.resume()
+            }
+        }
+        thread.stop()
+    }
+}

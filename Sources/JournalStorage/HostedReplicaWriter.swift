@@ -1,0 +1,161 @@
+import JournalFormat
+import JournalPlatform
+
+extension JournalDirectory {
+    /// Open segments of replicas this journal hosts (a relay's native clients): local, never
+    /// synced; sealed into `replicas/<id>/` like the journal's own.
+    public var hostedPath: String { localPath + "/hosted" }
+
+    public func hostedSegmentPath(_ replica: ReplicaID) -> String { hostedPath + "/" + replica.hex + ".sjo" }
+
+    /// The hosted open segments on disk: `local/hosted/<32 hex>.sjo` regular files (anything
+    /// else there is no hosted segment and is left alone).
+    public func hostedSegments() -> [(replica: ReplicaID, path: String)] {
+        guard let entries = try? FileSystem.list(hostedPath) else { return [] }
+        return entries.compactMap { entry in
+            guard entry.kind == .file, entry.name.hasSuffix(".sjo"),
+                  let replica = ReplicaID(hex: entry.name.dropLast(4)) else { return nil }
+            return (replica, hostedPath + "/" + entry.name)
+        }.sorted { $0.replica < $1.replica }
+    }
+
+    /// Scans every hosted open segment (`SegmentSet.load` adds them as open members). A file
+    /// whose header names another replica than its name is reported and left out.
+    public func scanHostedSegments() -> (scans: [ScannedSegment], problems: [Problem]) {
+        var scans: [ScannedSegment] = []
+        var problems: [Problem] = []
+        for (replica, path) in hostedSegments() {
+            let scan = SegmentScanner.scan(path: path, sealed: false)
+            if let found = scan.replica, found != replica {
+                problems.append(Problem(.corrupt, file: path, offset: 0, replica: found,
+                                        reason: "a hosted open segment named for replica \(replica.hex) holds replica \(found.hex); not read"))
+                continue
+            }
+            problems.append(contentsOf: scan.problems)
+            if scan.replica != nil { scans.append(scan) }
+        }
+        return (scans, problems)
+    }
+}
+
+/// Stores, in this journal, the events another replica named: a relay's native client sends
+/// its own events (id, seq, Lamport, wall time), and the relay keeps them under the client's
+/// replica id (docs/PROTOCOL.md, "Native mode"), so that the same events synced later from
+/// the client's own journal dedup by id.
+///
+/// Like the journal's own writer: an open segment (`local/hosted/<id>.sjo`) that each
+/// `append` extends by a block and fsyncs, sealed into `replicas/<id>/` under its final
+/// immutable name once large (or when asked). Opening recovers a crash: a torn tail is cut, a
+/// segment already sealed is reset.
+///
+/// Not thread-safe: the caller serializes every call. It must hold the journal's writer lock
+/// (its `Board` or `JournalWriter`): that lock covers `local/`, hosted segments included,
+/// and the caller is the only process that writes them.
+public final class HostedReplicaWriter {
+    public let replica: ReplicaID
+    public let directory: JournalDirectory
+    private let sink: SegmentSink
+    /// The last seq in the open segment, nil while it is empty.
+    public private(set) var lastOpenSeq: UInt64?
+    /// Bytes a recovery cut from a torn tail (events never acknowledged).
+    public private(set) var bytesCut: Int64 = 0
+
+    public var openEvents: Int { sink.openSegmentEvents }
+    public var openSegmentPath: String { sink.openPath }
+
+    /// Opens (or creates) the open segment of `replica` in `directory`, recovering it.
+    public init(directory: JournalDirectory, replica: ReplicaID, sealEveryEvents: Int = 1 << 16) throws(JournalError) {
+        guard (try? directory.identity()) != replica else {
+            throw .notHostable("replica \(replica.hex) is this journal's own: only its writer writes it")
+        }
+        self.replica = replica
+        self.directory = directory
+        sink = SegmentSink(directory: directory, replica: replica,
+                           options: WriterOptions(flushEveryEvents: Int.max, flushIntervalMilliseconds: nil,
+                                                  sealEveryEvents: sealEveryEvents, sealOnClose: true),
+                           openPath: directory.hostedSegmentPath(replica))
+        do throws(IOError) {
+            if !FileSystem.isDirectory(directory.hostedPath) {
+                try FileSystem.createDirectory(directory.hostedPath)
+                try FileSystem.syncDirectory(directory.localPath)
+            }
+        } catch {
+            throw .io(error)
+        }
+        try recover()
+    }
+
+    deinit { sink.closeFiles() }
+
+    private func recover() throws(JournalError) {
+        // A seal a crashed process did not finish (its temporary in the replica's folder).
+        FileSystem.removeStaleTemporaries(in: directory.replicaPath(replica))
+        FileSystem.removeStaleTemporaries(in: directory.hostedPath)
+        let path = sink.openPath
+        guard FileSystem.linkStatus(path) != nil else {
+            do { try sink.createOpenSegment() } catch { throw .io(error) }
+            return
+        }
+        let scan = SegmentScanner.scan(path: path, sealed: false)
+        if scan.header == nil || scan.replica != replica {
+            // The header is fsynced before any block: only a file no longer than one can be
+            // a crash leftover. Anything else is damage, and cutting it could lose events.
+            guard scan.bytes.count <= FormatV1.fileHeaderSize else {
+                throw .openSegmentCorrupt(scan.problems.first ?? Problem(
+                    .corrupt, file: path, offset: 0, replica: scan.replica,
+                    reason: "the hosted open segment of \(replica.hex) belongs to replica \(scan.replica?.hex ?? "?")"))
+            }
+            bytesCut = Int64(scan.bytes.count)
+            do { try sink.resetOpenSegment() } catch { throw .io(error) }
+            return
+        }
+        if !scan.problems.isEmpty {
+            guard scan.problemsAreOnlyAtTail else { throw .openSegmentCorrupt(scan.problems[0]) }
+            bytesCut = Int64(scan.bytes.count - scan.validPrefixLength)
+        }
+        if let range = scan.seqRange,
+           JournalWriter.isSealed(scan, range: range, replica: replica, index: LocalIndex.refresh(directory), directory: directory) {
+            // A crash between writing the sealed copy and resetting the open segment.
+            do { try sink.resetOpenSegment() } catch { throw .io(error) }
+            return
+        }
+        do { try sink.adoptOpenSegment(scan, cut: bytesCut > 0) } catch { throw .io(error) }
+        lastOpenSeq = scan.seqRange?.upperBound
+    }
+
+    /// Appends `events` (of this replica, seqs consecutive and increasing) and fsyncs: durable
+    /// when it returns. Events that do not follow the open segment's last seq start a new
+    /// segment (the open one is sealed first: a segment's seqs are dense). Seals once the
+    /// open segment is large. Returns the name of a segment sealed on the way, if any.
+    @discardableResult
+    public func append(_ events: [Event]) throws(JournalError) -> [SegmentName] {
+        guard let first = events.first else { return [] }
+        for (index, event) in events.enumerated() {
+            guard event.id.replica == replica, event.id.seq == first.id.seq + UInt64(index) else {
+                throw .notHostable("hosted events must be of replica \(replica.hex), with consecutive seqs")
+            }
+        }
+        var sealed: [SegmentName] = []
+        if let last = lastOpenSeq, first.id.seq != last + 1, let name = try seal() { sealed.append(name) }
+        let outcome = sink.makeDurable(events, sealIfDue: true)
+        if let error = outcome.error { throw error }
+        if let name = outcome.sealedName { sealed.append(name) }
+        if let problem = outcome.sealProblem?.value { throw problem }
+        lastOpenSeq = sink.openSegmentEvents > 0 ? events[events.count - 1].id.seq : nil
+        return sealed
+    }
+
+    /// Moves the open segment's events into a sealed segment under `replicas/<id>/`.
+    @discardableResult
+    public func seal() throws(JournalError) -> SegmentName? {
+        let name = try sink.seal()
+        if name != nil { lastOpenSeq = nil }
+        return name
+    }
+
+    /// Seals what is open (what a relay does when it closes a board) and closes the file.
+    public func close() throws(JournalError) {
+        defer { sink.closeFiles() }
+        if sink.failure == nil { try seal() }
+    }
+}

@@ -1,0 +1,192 @@
+import JournalClient
+import JournalFormat
+import JournalPlatform
+import JournalRelay
+import JournalReplay
+import JournalStorage
+import JournalSync
+import JournalTestSupport
+import JournalWire
+import Testing
+
+/// Native mode (docs/PROTOCOL.md): a client that owns a replica sends events it named itself;
+/// the relay stores them under that replica, acknowledges by seq after fsync, dedups a resend
+/// by id, and refuses a frame with a gap, a foreign replica or damage. Real sockets on 127.0.0.1.
+@Suite(.serialized) struct NativeModeTests {
+    typealias RunningRelay = RelayServerTests.RunningRelay
+
+    static func events(_ replica: ReplicaID, _ seqs: ClosedRange<UInt64>, stroke: UInt64 = 7) -> [Event] {
+        let id = StrokeID(UUIDBits(high: stroke, low: 0x9A7))
+        return seqs.map { seq in
+            Event(id: EventID(replica: replica, seq: seq), lamport: seq, wallTime: 1_700_000_000_000 + Int64(seq),
+                  payload: .point(PointSample(stroke: id, x: Double(seq) / 3, y: Double(seq) * 0.1, pressure: 0.5,
+                                              t: Double(seq) / 240, style: Style(color: RGBA(rawValue: 0x1E88E5FF), width: 2))))
+        }
+    }
+
+    static func frame(_ events: [Event]) -> [UInt8] {
+        SegmentMessage.encode(replica: events[0].id.replica, events: events[...])
+    }
+
+    func hello(_ replica: ReplicaID, have: Have = Have()) -> String {
+        ClientFrame.helloText(Hello(have: have, replica: replica))
+    }
+
+    /// Event messages until the first other message, which is returned too.
+    func events(from client: RelayTestClient, count: Int) async throws -> [Event] {
+        var events: [Event] = []
+        while events.count < count, let message = try await client.next(within: 20) {
+            if let event = try message.event() { events.append(event) }
+        }
+        return events
+    }
+
+    @Test func eventsAreStoredUnderTheClientsReplicaAckedBySeqAndDedupedById() async throws {
+        let temp = TemporaryDirectory("relay-native")
+        defer { temp.remove() }
+        let data = temp.path + "/boards"
+        let running = try await RunningRelay.start(data: data)
+        let replica = ReplicaID.random()
+        let sent = Self.events(replica, 1...12)
+
+        let alice = RelayTestClient(port: running.port, board: "atlas")
+        alice.send(hello(replica))
+        #expect(try await alice.next() == .caughtUp(events: 0))
+        let viewer = RelayTestClient(port: running.port, board: "atlas")
+        viewer.send(ClientFrame.helloText(have: Have()))
+        #expect(try await viewer.next() == .caughtUp(events: 0))
+
+        alice.send(binary: Self.frame(Array(sent[0..<10])))
+        #expect(try await alice.next() == .replicaAck(replica: replica, upTo: 10))
+        // The others get the events as the client named them: its id, seqs and clocks.
+        #expect(try await events(from: viewer, count: 10) == Array(sent[0..<10]))
+
+        // A resend overlapping what the relay holds: only the new events are stored and sent.
+        alice.send(binary: Self.frame(Array(sent[4..<12])))
+        #expect(try await alice.next() == .replicaAck(replica: replica, upTo: 12))
+        #expect(try await events(from: viewer, count: 2) == Array(sent[10..<12]))
+        // A resend of held events only: acknowledged at once, nothing sent to anyone.
+        alice.send(binary: Self.frame(Array(sent[0..<3])))
+        alice.send(ClientFrame.text(for: .clear))
+        #expect(try await alice.next() == .ack(upTo: 1))
+        let afterResend = try await viewer.next(within: 5)
+        #expect(afterResend.map { (try? $0.event())??.payload } == .some(.clear))
+
+        // A gap: refused, the connection closed with the reason; nothing of the frame stored.
+        alice.send(binary: Self.frame(Self.events(replica, 14...15)))
+        let gap = try await alice.next()
+        guard case .error(nil, let reason)? = gap else {
+            Issue.record("expected a connection error, got \(String(describing: gap))")
+            return
+        }
+        #expect(reason.contains("seq 14") && reason.contains("send from seq 13"))
+        #expect(try await alice.next(within: 5) == nil)
+
+        // Another replica's events on this replica's connection, and damage: refused likewise.
+        let bob = RelayTestClient(port: running.port, board: "atlas")
+        bob.send(hello(replica, have: Have([replica: SeqRanges([1...12])])))
+        // It lacks only the clear.
+        let bobCatchUp = try await bob.collect { if case .caughtUp = $0 { true } else { false } }
+        #expect(bobCatchUp.before.count == 1)
+        guard case .caughtUp(1, let relayHas)? = bobCatchUp.last else { Issue.record("no caughtUp for bob"); return }
+        #expect(relayHas[replica] == SeqRanges([1...12]))
+        bob.send(binary: Self.frame(Self.events(ReplicaID.random(), 1...2)))
+        guard case .error(nil, let foreign)? = try await bob.next() else { Issue.record("no error for a foreign replica"); return }
+        #expect(foreign.contains("this connection's hello named \(replica.hex)"))
+        let carol = RelayTestClient(port: running.port, board: "atlas")
+        carol.send(hello(replica))
+        _ = try await carol.collect { if case .caughtUp = $0 { true } else { false } }
+        var damaged = Self.frame(Self.events(replica, 13...14))
+        damaged[damaged.count - 3] ^= 0x40
+        carol.send(binary: damaged)
+        guard case .error(nil, let damage)? = try await carol.next() else { Issue.record("no error for a damaged frame"); return }
+        #expect(damage.contains("segment message") && damage.contains("offset"))
+
+        // A text-mode client's binary frame is refused as that frame; the connection stays.
+        viewer.send(binary: Self.frame(Self.events(replica, 13...13)))
+        guard case .error(1?, let textMode)? = try await viewer.next() else { Issue.record("no frame error in text mode"); return }
+        #expect(textMode.contains("native mode"))
+        // The relay's own replica is no native client's.
+        let board = try JournalDirectory.open(at: data + "/atlas")
+        let impostor = RelayTestClient(port: running.port, board: "atlas")
+        impostor.send(hello(try board.identity()))
+        guard case .error(nil, let ownReplica)? = try await impostor.next() else { Issue.record("no error for the relay's replica"); return }
+        #expect(ownReplica.contains("the relay's own"))
+
+        for client in [alice, viewer, bob, carol, impostor] { client.close() }
+        await running.stop()
+
+        // In the journal: exactly the 12 events as sent, under the client's replica, sealed
+        // (the relay seals hosted segments when it closes); nothing of the refused frames.
+        let set = SegmentSet.load(board)
+        let replay = Replay.check(set)
+        #expect(replay.problems.filter { $0.kind != .ignored }.isEmpty)
+        let stored = set.members.filter { $0.replica == replica && $0.scan.eventCount > 0 }
+        #expect(stored.allSatisfy(\.isSealed) && !stored.isEmpty)
+        let storedEvents = stored.flatMap { member -> [Event] in
+            let (events, _) = member.scan.allEvents()
+            return events
+        }.sorted { $0.id.seq < $1.id.seq }
+        #expect(storedEvents == sent)
+        #expect(board.hostedSegments().allSatisfy { (FileSystem.linkStatus($0.path)?.size ?? 0) <= Int64(FormatV1.fileHeaderSize) })
+        let digest = Replay.replay(set).drawing.digest
+
+        // The client's own journal holds the same events under the same ids: synced into the
+        // board, they dedup (no fork, the same drawing).
+        let own = try JournalDirectory.create(at: temp.path + "/client-own", replica: replica)
+        let segment = SegmentEncoder.segment(replica: replica, events: sent)
+        let name = SegmentName(firstSeq: 1, lastSeq: 12, contents: segment)
+        try FileSystem.createDirectory(own.replicaPath(replica))
+        try FileSystem.writeAtomically(segment, to: own.segmentPath(replica, name))
+        _ = try await SyncEngine(journal: board).sync(.directory(temp.path + "/client-own"))
+        let merged = Replay.check(SegmentSet.load(board))
+        #expect(merged.forks.isEmpty)
+        #expect(Replay.replay(SegmentSet.load(board)).drawing.digest == digest)
+    }
+
+    @Test func aNativeRelayClientResendsExactlyAcrossARelayRestart() async throws {
+        let temp = TemporaryDirectory("relay-native-client")
+        defer { temp.remove() }
+        let data = temp.path + "/boards"
+        var running = try await RunningRelay.start(data: data)
+        let port = running.port
+        var options = RelayClient.Options()
+        options.replica = ReplicaID.random()
+        let alice = RelayClient(port: port, board: "mural", options: options)
+        let bob = RelayClient(port: port, board: "mural")
+        let runs = [Task { await alice.run() }, Task { await bob.run() }]
+
+        let first = RelayClientTests().stroke(11, points: 50)
+        for payload in first { alice.send(payload) }
+        await alice.waitUntilAcknowledged()
+        #expect(alice.pending.isEmpty)
+        #expect(await RelayClientTests().waitFor(bob, points: 50))
+
+        // Sent while the relay is gone, and while it comes back: named once, stored once.
+        await running.stop()
+        let second = RelayClientTests().stroke(12, points: 40)
+        for payload in second { alice.send(payload) }
+        running = try await RunningRelay.start(data: data, port: port)
+        await alice.waitUntilAcknowledged()
+        #expect(await RelayClientTests().waitFor(bob, points: 90))
+        await running.stop()
+
+        let board = try JournalDirectory.open(at: data + "/mural")
+        let set = SegmentSet.load(board)
+        let replay = Replay.check(set)
+        #expect(replay.problems.filter { $0.kind != .ignored }.isEmpty && replay.forks.isEmpty)
+        // Every event is the client's, seqs 1…92 (two strokes, their ends), each once.
+        let ids = set.members.flatMap { member -> [EventID] in
+            let (events, _) = member.scan.allEvents()
+            return events.map(\.id)
+        }
+        #expect(Set(ids).count == 92 && ids.allSatisfy { $0.replica == options.replica })
+        let digest = Replay.replay(set).drawing.digest
+        #expect(alice.drawing.digest == digest)
+        #expect(bob.drawing.digest == digest)
+
+        alice.close()
+        bob.close()
+        for run in runs { await run.value }
+    }
+}

@@ -1,0 +1,110 @@
+import JournalFormat
+import JournalPlatform
+import JournalStorage
+import JournalTestSupport
+import Testing
+
+/// `HostedReplicaWriter`: another replica's events kept in this journal (a relay's native
+/// clients), durable per append, recovered after a crash, sealed like the journal's own.
+@Suite struct HostedReplicaWriterTests {
+    static func events(_ replica: ReplicaID, _ seqs: ClosedRange<UInt64>) -> [Event] {
+        seqs.map { seq in
+            Event(id: EventID(replica: replica, seq: seq), lamport: seq + 100, wallTime: 1_700_000_000_000 + Int64(seq),
+                  payload: .point(PointSample(stroke: StrokeID(UUIDBits(high: 3, low: 4)), x: Double(seq) / 3, y: 0.1,
+                                              pressure: nil, t: nil, style: Style(color: RGBA(rawValue: 0xFF0000FF), width: 1))))
+        }
+    }
+
+    func hostedEvents(_ directory: JournalDirectory, _ replica: ReplicaID) -> [Event] {
+        SegmentSet.load(directory).members.filter { $0.replica == replica }.flatMap { member -> [Event] in
+            let (events, _) = member.scan.allEvents()
+            return events
+        }.sorted { $0.id.seq < $1.id.seq }
+    }
+
+    @Test func appendsAreReadByEveryReaderAndSurviveAReopen() throws {
+        let temp = TemporaryDirectory("hosted-append")
+        defer { temp.remove() }
+        let directory = try JournalDirectory.create(at: temp.path + "/j")
+        let replica = ReplicaID.random()
+        do {
+            let writer = try HostedReplicaWriter(directory: directory, replica: replica)
+            try writer.append(Self.events(replica, 1...5))
+            try writer.append(Self.events(replica, 6...8))
+            #expect(writer.lastOpenSeq == 8 && writer.openEvents == 8)
+            // Dropped without close: what a killed relay leaves.
+        }
+        #expect(hostedEvents(directory, replica) == Self.events(replica, 1...8))
+        #expect(directory.hostedSegments().map(\.replica) == [replica])
+
+        let reopened = try HostedReplicaWriter(directory: directory, replica: replica)
+        #expect(reopened.lastOpenSeq == 8 && reopened.bytesCut == 0)
+        try reopened.append(Self.events(replica, 9...9))
+        let name = try #require(try reopened.seal())
+        #expect(name.firstSeq == 1 && name.lastSeq == 9 && name.identifiesContents)
+        #expect(FileSystem.exists(directory.segmentPath(replica, name)))
+        #expect(reopened.openEvents == 0 && reopened.lastOpenSeq == nil)
+        #expect(hostedEvents(directory, replica) == Self.events(replica, 1...9))
+    }
+
+    @Test func aTornTailIsCutAndASealedLeftoverIsReset() throws {
+        let temp = TemporaryDirectory("hosted-recover")
+        defer { temp.remove() }
+        let directory = try JournalDirectory.create(at: temp.path + "/j")
+        let replica = ReplicaID.random()
+        let path = directory.hostedSegmentPath(replica)
+        do {
+            let writer = try HostedReplicaWriter(directory: directory, replica: replica)
+            try writer.append(Self.events(replica, 1...4))
+        }
+        // A block cut short by a crash.
+        let whole = try FileSystem.readFile(path)
+        try FileSystem.writeAtomically(whole + Array(SegmentEncoder.block(Self.events(replica, 5...6)[...]).prefix(20)), to: path)
+        let writer = try HostedReplicaWriter(directory: directory, replica: replica)
+        #expect(writer.bytesCut == 20 && writer.lastOpenSeq == 4)
+        #expect(try FileSystem.readFile(path) == whole)
+        try writer.append(Self.events(replica, 5...6))
+
+        // A crash after the seal was written, before the open segment was reset.
+        let open = try FileSystem.readFile(path)
+        try #require(try writer.seal()) != nil
+        try FileSystem.writeAtomically(open, to: path)
+        let again = try HostedReplicaWriter(directory: directory, replica: replica)
+        #expect(again.openEvents == 0 && again.lastOpenSeq == nil)
+        #expect(hostedEvents(directory, replica) == Self.events(replica, 1...6))
+    }
+
+    @Test func aSkipSealsFirstAndWrongEventsAreRefused() throws {
+        let temp = TemporaryDirectory("hosted-skip")
+        defer { temp.remove() }
+        let directory = try JournalDirectory.create(at: temp.path + "/j")
+        let replica = ReplicaID.random()
+        let writer = try HostedReplicaWriter(directory: directory, replica: replica)
+        try writer.append(Self.events(replica, 1...3))
+        // Seqs 4…9 came from elsewhere (sync): a segment's seqs are dense, so 1…3 is sealed.
+        let sealed = try writer.append(Self.events(replica, 10...12))
+        #expect(sealed.map { "\($0.firstSeq)-\($0.lastSeq)" } == ["1-3"])
+        #expect(writer.lastOpenSeq == 12 && writer.openEvents == 3)
+
+        #expect(throws: JournalError.self) { try writer.append(Self.events(ReplicaID.random(), 13...13)) }
+        #expect(throws: JournalError.self) { try writer.append([Self.events(replica, 13...13)[0], Self.events(replica, 15...15)[0]]) }
+        #expect(throws: JournalError.self) { try HostedReplicaWriter(directory: directory, replica: try directory.identity()) }
+        #expect(hostedEvents(directory, replica) == Self.events(replica, 1...3) + Self.events(replica, 10...12))
+    }
+
+    @Test func aPlantedHostedFileOfAnotherReplicaIsReportedNotRead() throws {
+        let temp = TemporaryDirectory("hosted-planted")
+        defer { temp.remove() }
+        let directory = try JournalDirectory.create(at: temp.path + "/j")
+        let named = ReplicaID.random()
+        let inside = ReplicaID.random()
+        try FileSystem.createDirectory(directory.hostedPath)
+        try FileSystem.writeAtomically(SegmentEncoder.segment(replica: inside, events: Self.events(inside, 1...2)),
+                                       to: directory.hostedSegmentPath(named))
+        let set = SegmentSet.load(directory)
+        #expect(!set.members.contains { $0.replica == inside || $0.replica == named })
+        #expect(set.problems.contains { $0.reason.contains("holds replica \(inside.hex)") })
+        // Its writer refuses to cut it (it is no crash leftover).
+        #expect(throws: JournalError.self) { try HostedReplicaWriter(directory: directory, replica: named) }
+    }
+}
