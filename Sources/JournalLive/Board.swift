@@ -36,6 +36,15 @@ public struct BoardOptions: Sendable {
     }
 }
 
+extension BoardOptions {
+    /// A relay's boards (`journal serve`): sealed 1 s after a pause and at the latest 5 s after
+    /// the first unsealed event, not 0.3 s and 0.5 s. Many clients draw there without a common
+    /// pause, and each seal is a file that every reader lists from then on: at 0.5 s, 20 boards
+    /// under 240 Hz pens spent a fifth of the relay's CPU sealing (docs/PERFORMANCE.md, "Relay").
+    /// Other machines see a board's strokes that much later through sync; its clients, at once.
+    public static var relay: BoardOptions { BoardOptions(sealAfterIdleMilliseconds: 1000, sealAfterMilliseconds: 5000) }
+}
+
 /// What changed on a board, as one batch an app redraws from.
 public struct BoardUpdate: Sendable, Equatable {
     public enum Origin: Sendable, Equatable {

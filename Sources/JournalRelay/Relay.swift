@@ -11,7 +11,7 @@ public final class Relay: Sendable {
     private let boards = Locked<[BoardName: RelayBoard]>([:])
     private let closed = Locked(false)
 
-    public init(dataDirectory: String, boardOptions: BoardOptions = BoardOptions()) throws(RelayError) {
+    public init(dataDirectory: String, boardOptions: BoardOptions = .relay) throws(RelayError) {
         self.dataDirectory = dataDirectory
         self.boardOptions = boardOptions
         do {
