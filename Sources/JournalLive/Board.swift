@@ -143,7 +143,7 @@ public final class Board: Sendable {
             sealOnClose: true))
         replica = writer.replica
         recovery = writer.recovery
-        let (live, _) = LiveReplay.load(directory)
+        let (live, _) = LiveReplay.load(directory, hostedSegments: false)
         state = Locked(State(writer: writer, live: live, durableSeq: writer.durableSeq))
         if options.watchForSegments {
             try? FileSystem.createDirectory(directory.replicasPath)
@@ -499,7 +499,7 @@ public final class Board: Sendable {
             // The last attempt holds the lock throughout: no append can slip in between.
             let (fresh, report): (LiveReplay?, ReplayReport) = last
                 ? (nil, ReplayReport())
-                : LiveReplay.load(directory, useSnapshots: false, extra: tail)
+                : LiveReplay.load(directory, useSnapshots: false, extra: tail, hostedSegments: false)
             let count = state.withLock { state -> Int? in
                 guard !state.closed else { return 0 }
                 var live: LiveReplay
@@ -513,7 +513,7 @@ public final class Board: Sendable {
                         guard live.applyOwn(event, changes: &ignored) == .applied else { return nil }
                     }
                 } else {
-                    (live, loaded) = LiveReplay.load(directory, useSnapshots: false, extra: state.ownTail)
+                    (live, loaded) = LiveReplay.load(directory, useSnapshots: false, extra: state.ownTail, hostedSegments: false)
                 }
                 state.live = live
                 state.reloadRequested = false

@@ -34,9 +34,11 @@ final class NativeHost: Sendable {
 
     private struct Files {
         var writers: [ReplicaID: HostedReplicaWriter] = [:]
-        /// Seqs this host made durable in its files, per replica.
+        /// Seqs this host made durable in its files (or found there at start), per replica.
         var stored = Have()
         var lastAppend: [ReplicaID: Double] = [:]
+        /// When the open segment got its first unsealed event.
+        var openSince: [ReplicaID: Double] = [:]
     }
 
     private struct State {
@@ -67,19 +69,25 @@ final class NativeHost: Sendable {
         onDurable.withLock { $0 = handler }
     }
 
-    /// Seals the hosted open segments a previous run left (a crash, or a close that could not
-    /// seal): their events are durable already, and sealed they are ordinary segments that
-    /// sync publishes. One that cannot be opened (damaged before its tail) is left as it is:
-    /// readers still read it, and a native client of that replica is told why it is refused.
+    /// Takes over the hosted open segments a previous run left (a crash, or a close that could
+    /// not seal): their events are durable, so they count as stored (held: a resend of one is a
+    /// duplicate), and they are sealed, as ordinary segments that sync publishes. One that
+    /// cannot be opened (damaged before its tail) is left as it is: readers still read it, and
+    /// a native client of that replica is told why its events cannot be stored.
+    /// Before the board takes connections.
     func recoverLeftovers() {
-        thread.submit { [board, files] in
-            files.withLock { _ in
-                for (replica, _) in board.directory.hostedSegments() {
-                    guard let writer = try? HostedReplicaWriter(directory: board.directory, replica: replica) else { continue }
-                    try? writer.close()
-                }
+        let directory = board.directory
+        let found = files.withLock { files -> Have in
+            var found = Have()
+            for (replica, _) in directory.hostedSegments() {
+                guard let writer = try? HostedReplicaWriter(directory: directory, replica: replica) else { continue }
+                if let seqs = writer.openSeqs { found.insert(replica, seqs) }
+                try? writer.close()
             }
+            files.stored.formUnion(found)
+            return found
         }
+        state.withLock { $0.accepted.formUnion(found) }
     }
 
     // MARK: Accepting
@@ -89,14 +97,23 @@ final class NativeHost: Sendable {
     /// so that a hosted replica has no hole the client did not mean. Throws the reason a frame
     /// is refused; then nothing of it is accepted.
     func accept(_ events: [Event], replica: ReplicaID, from connection: Int) throws(RelayError) -> Acceptance {
-        let covered = board.covered[replica] ?? SeqRanges()
+        let all = board.covered
+        let covered = all[replica] ?? SeqRanges()
+        let boardEvents = all.values.reduce(UInt64(0)) { $0 + $1.count }
         let (acceptance, schedule) = try state.withLock { state throws(RelayError) -> (Acceptance, Bool) in
             guard !state.closed else { throw .closed }
             var held = covered
             held.formUnion(state.accepted[replica])
+            // An event still waiting for its round is compared: a different one under its id
+            // is a second writer of the replica (or a client that forgot what it named).
+            let waiting = Dictionary((state.pending[replica] ?? []).map { ($0.id.seq, $0) }, uniquingKeysWith: { first, _ in first })
             var fresh: [Event] = []
-            for event in events where !held.contains(event.id.seq) {
+            for event in events {
                 let seq = event.id.seq
+                if let earlier = waiting[seq], earlier != event {
+                    throw .refusedFrame("seq \(seq) of replica \(replica.hex) differs from the event of that id the relay is storing: one replica, one writer")
+                }
+                guard !held.contains(seq) else { continue }
                 guard seq == 1 || held.contains(seq - 1) else {
                     let next = held.ranges.first.map { $0.lowerBound == 1 ? $0.upperBound + 1 : 1 } ?? 1
                     throw .refusedFrame("seq \(seq) of replica \(replica.hex) does not follow what the relay holds "
@@ -106,6 +123,13 @@ final class NativeHost: Sendable {
                 held.insert(seq...seq)
             }
             guard !fresh.isEmpty else { return (.allHeld, false) }
+            // A clock replay would quarantine is never stored (FORMAT.md §8.9), counted on what
+            // the board will hold with these events.
+            let known = boardEvents + state.accepted.eventCount + UInt64(fresh.count)
+            let limit = ClockBound.limit(distinctEvents: known)
+            if let wild = fresh.first(where: { $0.lamport < 1 || $0.lamport > limit }) {
+                throw .refusedFrame("seq \(wild.id.seq): Lamport clock \(wild.lamport) is not between 1 and \(limit) (replay would quarantine it)")
+            }
             for event in fresh { state.accepted.insert(event.id) }
             state.pending[replica, default: []].append(contentsOf: fresh)
             state.frames[connection, default: 0] += 1
@@ -168,7 +192,9 @@ final class NativeHost: Sendable {
                         files.stored.insert(replica, run[0].id.seq...run[run.count - 1].id.seq)
                         start = end
                     }
-                    files.lastAppend[replica] = ProcessInfoLite.monotonicSeconds()
+                    let now = ProcessInfoLite.monotonicSeconds()
+                    files.lastAppend[replica] = now
+                    if writer.openEvents == 0 { files.openSince[replica] = nil } else if files.openSince[replica] == nil { files.openSince[replica] = now }
                 } catch {
                     // Reopened on next use: the recovery cuts what a failed write left.
                     files.writers[replica] = nil
@@ -178,13 +204,13 @@ final class NativeHost: Sendable {
             }
         }
         if !round.failed.isEmpty {
-            // What was not stored is not held: the clients resend it.
+            // What was not stored is not held, and neither is what was accepted after it (it
+            // would follow a hole): the replica's connections are closed; the clients resend.
             let stored = files.withLock { $0.stored }
             state.withLock { state in
                 for replica in round.failed.keys {
-                    var accepted = stored[replica]
-                    for event in state.pending[replica] ?? [] { accepted.insert(event.id.seq...event.id.seq) }
-                    state.accepted.replace(replica, with: accepted)
+                    state.accepted.replace(replica, with: stored[replica])
+                    state.pending[replica] = nil
                 }
             }
         }
@@ -192,16 +218,18 @@ final class NativeHost: Sendable {
         onDurable.withLock { $0 }?(round)
     }
 
-    /// Seals the hosted open segments idle for `idleSeconds` (so that sync publishes them). A
-    /// seal that fails (a full disk) leaves the events durable in the open segment: tried again
-    /// next time.
-    func sealIdle(idleSeconds: Double) {
+    /// Seals the hosted open segments idle for `idleSeconds`, or unsealed for `maxAgeSeconds`
+    /// (so that sync publishes them, as the board's own). A seal that fails (a full disk)
+    /// leaves the events durable in the open segment: tried again next time.
+    func sealIdle(idleSeconds: Double, maxAgeSeconds: Double) {
         thread.submit { [files] in
             files.withLock { files in
                 let now = ProcessInfoLite.monotonicSeconds()
                 for (replica, writer) in files.writers where writer.openEvents > 0 {
-                    guard now - (files.lastAppend[replica] ?? 0) >= idleSeconds else { continue }
-                    _ = try? writer.seal()
+                    let idle = now - (files.lastAppend[replica] ?? 0) >= idleSeconds
+                    let old = now - (files.openSince[replica] ?? now) >= maxAgeSeconds
+                    guard idle || old else { continue }
+                    if (try? writer.seal()) != nil { files.openSince[replica] = nil }
                 }
             }
         }
@@ -221,6 +249,10 @@ final class NativeHost: Sendable {
 
     /// Seqs this host stored.
     var stored: Have { files.withLock { $0.stored } }
+
+    /// Seqs accepted: stored, or to be stored and sent by this host (a superset of what any
+    /// read of the journal finds of hosted events, taken after the read).
+    var accepted: Have { state.withLock { $0.accepted } }
 
     /// Stores what is accepted, seals every hosted segment and stops the thread. Before the
     /// board closes: its writer lock covers the hosted files.

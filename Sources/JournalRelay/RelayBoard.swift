@@ -57,6 +57,15 @@ public final class RelayBoard: Sendable {
 
     // MARK: Native clients
 
+    /// A native client's hello: one connection per replica (one writer). An older connection of
+    /// the same replica is closed: its client reconnected, or another claims its id.
+    func claim(_ replica: ReplicaID, by connection: Int) {
+        let all = connections.withLock { Array($0.values) }
+        for other in all where other.id != connection && other.nativeReplica == replica {
+            other.close(reason: "a newer connection of replica \(replica.hex) opened: this one is closed (one writer per replica)")
+        }
+    }
+
     /// A round of native events is durable: every connection but those of the events' own
     /// replica gets them, and those get an ack by seq. Connections of a replica whose events
     /// could not be stored are closed (nothing of the round is acknowledged; they resend).
@@ -99,11 +108,12 @@ public final class RelayBoard: Sendable {
     ) -> Result<(MissingEvents, EventFeed.Withheld?), RelayError> {
         guard ownDurable else {
             // Forwarding: native events go out as they are stored, never from here. Every
-            // hosted event the files hold is in `stored`, read with them.
+            // hosted event the files hold was accepted before it was written: `accepted`,
+            // taken after the files were read, holds them all.
             let hosted = host.scan()
-            var skip = have
-            skip.formUnion(hosted.stored)
             let set = SegmentSet.load(board.directory, hosted: (hosted.scans, hosted.problems))
+            var skip = have
+            skip.formUnion(host.accepted)
             return .success((MissingEvents(set: set, have: skip.ranges), nil))
         }
         // Read before the files: every own event up to it is in them (the open segment is read
@@ -150,7 +160,9 @@ public final class RelayBoard: Sendable {
             while let board = self, !board.closed.withLock({ $0 }) {
                 wake.yield()
                 // Hosted segments are sealed once their client pauses, for sync to publish.
-                board.host.sealIdle(idleSeconds: 1)
+                let options = board.board.options
+                board.host.sealIdle(idleSeconds: Double(options.sealAfterIdleMilliseconds ?? 1000) / 1000,
+                                    maxAgeSeconds: Double(options.sealAfterMilliseconds) / 1000)
                 // A cancelled sleep returns at once: stop rather than spin.
                 do { try await Task.sleep(for: .seconds(1)) } catch { return }
             }
@@ -169,8 +181,8 @@ public final class RelayBoard: Sendable {
         var target = Have(board.covered)
         target.remove(board.replica)
         var have = forwarded.withLock { $0 }
-        // Native clients' events went out as they were stored.
-        have.formUnion(host.stored)
+        // Native clients' events go out as they are stored.
+        have.formUnion(host.accepted)
         guard !have.containsAll(target) else { return }
         // The board's own events go out as they are acknowledged, never from here.
         have.insertAll(of: board.replica)

@@ -60,8 +60,12 @@ public struct LiveReplay: Sendable {
 
     /// The drawing of `directory` by a full replay, or continued from its newest snapshot,
     /// with `extra` (this process's events the files may not hold yet) applied on top.
-    public static func load(_ directory: JournalDirectory, useSnapshots: Bool = true, extra: [Event] = []) -> (LiveReplay, ReplayReport) {
-        let set = SegmentSet.load(directory)
+    /// Without `hostedSegments`, the open segments of replicas the journal hosts are left out
+    /// (a relay's board: its host writes them, and folds them in only once sealed).
+    public static func load(
+        _ directory: JournalDirectory, useSnapshots: Bool = true, extra: [Event] = [], hostedSegments: Bool = true
+    ) -> (LiveReplay, ReplayReport) {
+        let set = SegmentSet.load(directory, hosted: hostedSegments ? nil : ([], []))
         var (live, report) = load(set, directory: directory, useSnapshots: useSnapshots, orderFree: false)
         var ignored: [DrawingChange] = []
         for event in extra where live.covered[event.id.replica]?.contains(event.id.seq) != true {

@@ -59,6 +59,9 @@ public final class HostedReplicaWriter {
     public private(set) var lastOpenSeq: UInt64?
     /// Bytes a recovery cut from a torn tail (events never acknowledged).
     public private(set) var bytesCut: Int64 = 0
+    /// Set when a seal failed (a full disk): the events stay durable in the open segment and
+    /// appending goes on; the seal is tried again later. Nil once one succeeds.
+    public private(set) var sealProblem: JournalError?
 
     public var openEvents: Int { sink.openSegmentEvents }
     public var openSegmentPath: String { sink.openPath }
@@ -140,7 +143,8 @@ public final class HostedReplicaWriter {
         let outcome = sink.makeDurable(events, sealIfDue: true)
         if let error = outcome.error { throw error }
         if let name = outcome.sealedName { sealed.append(name) }
-        if let problem = outcome.sealProblem?.value { throw problem }
+        // The events are durable whether or not the seal that followed could be written.
+        if let problem = outcome.sealProblem { sealProblem = problem.value }
         lastOpenSeq = sink.openSegmentEvents > 0 ? events[events.count - 1].id.seq : nil
         return sealed
     }
@@ -148,9 +152,21 @@ public final class HostedReplicaWriter {
     /// Moves the open segment's events into a sealed segment under `replicas/<id>/`.
     @discardableResult
     public func seal() throws(JournalError) -> SegmentName? {
-        let name = try sink.seal()
-        if name != nil { lastOpenSeq = nil }
-        return name
+        do {
+            let name = try sink.seal()
+            if name != nil { lastOpenSeq = nil }
+            sealProblem = nil
+            return name
+        } catch {
+            sealProblem = error
+            throw error
+        }
+    }
+
+    /// The seqs in the open segment (what a recovery found, or what was appended since).
+    public var openSeqs: ClosedRange<UInt64>? {
+        guard let last = lastOpenSeq, openEvents > 0 else { return nil }
+        return (last + 1 - UInt64(openEvents))...last
     }
 
     /// Seals what is open (what a relay does when it closes a board) and closes the file.

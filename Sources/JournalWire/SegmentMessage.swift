@@ -42,15 +42,28 @@ public struct SegmentMessage: Sendable {
     /// Reads a binary frame the relay sent: every block is checked (checksum, inflate, body
     /// rules) as a journal reader checks it, so a damaged frame is refused whole, naming the
     /// offset and what was wrong, and nothing of it is drawn.
-    public init(decoding bytes: [UInt8]) throws(WireError) {
+    ///
+    /// `limits` bound what a message may hold in all, checked from the block headers before
+    /// anything is inflated: a relay reading a native client's frame must not let a small
+    /// frame of highly compressible blocks become millions of events.
+    public init(decoding bytes: [UInt8], limits: Limits? = nil) throws(WireError) {
         var decoded: Result<SegmentMessage, WireError> = .failure(WireError("not decoded"))
         bytes.withUnsafeBytes { buffer in
-            decoded = Result { () throws(WireError) in try Self.decode(buffer) }
+            decoded = Result { () throws(WireError) in try Self.decode(buffer, limits: limits) }
         }
         self = try decoded.get()
     }
 
-    private static func decode(_ buffer: UnsafeRawBufferPointer) throws(WireError) -> SegmentMessage {
+    public struct Limits: Sendable {
+        public var maxEvents: Int
+        public var maxRawBytes: Int
+        public init(maxEvents: Int, maxRawBytes: Int) {
+            self.maxEvents = maxEvents
+            self.maxRawBytes = maxRawBytes
+        }
+    }
+
+    private static func decode(_ buffer: UnsafeRawBufferPointer, limits: Limits?) throws(WireError) -> SegmentMessage {
         let header: SegmentHeader
         do { header = try SegmentHeader.decode(buffer) } catch {
             throw WireError("segment message: header: \(error)")
@@ -58,6 +71,21 @@ public struct SegmentMessage: Sendable {
         var message = SegmentMessage(replica: header.replica, version: header.version, blocks: [])
         var offset = FormatV1.fileHeaderSize
         var previousLast: UInt64 = 0
+        if let limits {
+            var events = 0
+            var raw = 0
+            var at = offset
+            while at < buffer.count {
+                guard let frame = try? BlockFrame.decodeHeader(UnsafeRawBufferPointer(rebasing: buffer[at...]), version: header.version)
+                else { break }  // the decoding below names what is wrong
+                events += frame.eventCount
+                raw += frame.rawLength
+                guard events <= limits.maxEvents, raw <= limits.maxRawBytes else {
+                    throw WireError("segment message of replica \(header.replica.hex): its blocks hold more than \(limits.maxEvents) events or \(limits.maxRawBytes) bytes uncompressed (block at offset \(at))")
+                }
+                at += frame.totalLength
+            }
+        }
         while offset < buffer.count {
             let remaining = UnsafeRawBufferPointer(rebasing: buffer[offset...])
             do throws(SegmentFormatError) {

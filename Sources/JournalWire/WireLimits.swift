@@ -27,4 +27,7 @@ extension WireLimits {
     /// The largest binary message the relay sends: a client's WebSocket must accept frames
     /// this long (the relay's own text frames stay within `maxFrameBytes`).
     public static let maxSegmentMessageBytes = 4 << 20
+    /// What one native frame may hold, checked before it is inflated: at most 4096 events and
+    /// 1 MiB of block bodies (`RelayClient` sends at most 1024 events per frame).
+    public static let nativeFrame = SegmentMessage.Limits(maxEvents: 4096, maxRawBytes: 1 << 20)
 }

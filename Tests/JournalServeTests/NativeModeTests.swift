@@ -144,6 +144,50 @@ import Testing
         #expect(Replay.replay(SegmentSet.load(board)).drawing.digest == digest)
     }
 
+    /// Bounds and the one-writer rule: a frame that would inflate to too many events, a clock
+    /// replay would quarantine, and a second connection of one replica.
+    @Test func oversizedFramesWildClocksAndASecondConnectionOfAReplica() async throws {
+        let temp = TemporaryDirectory("relay-native-bounds")
+        defer { temp.remove() }
+        let running = try await RunningRelay.start(data: temp.path + "/boards")
+        let replica = ReplicaID.random()
+
+        // 5000 events in one frame (a few KB compressed): refused before it is inflated.
+        let flood = RelayTestClient(port: running.port, board: "bounds")
+        flood.send(hello(replica))
+        #expect(try await flood.next() == .caughtUp(events: 0))
+        let many = Self.events(replica, 1...5000)
+        flood.send(binary: SegmentMessage.encode(replica: replica, version: FormatVersion.current,
+                                                 frames: [SegmentEncoder.block(many[0..<2500])[...], SegmentEncoder.block(many[2500...])[...]]))
+        guard case .error(nil, let tooMany)? = try await flood.next() else { Issue.record("no error for 5000 events"); return }
+        #expect(tooMany.contains("more than 4096 events"))
+
+        // A Lamport clock far past what the board could have seen.
+        let wild = RelayTestClient(port: running.port, board: "bounds")
+        wild.send(hello(replica))
+        #expect(try await wild.next() == .caughtUp(events: 0))
+        var far = Self.events(replica, 1...1)
+        far[0].lamport = 1 << 40
+        wild.send(binary: Self.frame(far))
+        guard case .error(nil, let clock)? = try await wild.next() else { Issue.record("no error for a wild clock"); return }
+        #expect(clock.contains("Lamport clock \(1 << 40)"))
+
+        // The newer connection of a replica closes the older one; it goes on alone.
+        let older = RelayTestClient(port: running.port, board: "bounds")
+        older.send(hello(replica))
+        #expect(try await older.next() == .caughtUp(events: 0))
+        let newer = RelayTestClient(port: running.port, board: "bounds")
+        newer.send(hello(replica))
+        guard case .error(nil, let replaced)? = try await older.next() else { Issue.record("the older connection stayed open"); return }
+        #expect(replaced.contains("newer connection of replica \(replica.hex)"))
+        #expect(try await newer.next() == .caughtUp(events: 0))
+        newer.send(binary: Self.frame(Self.events(replica, 1...3)))
+        #expect(try await newer.next() == .replicaAck(replica: replica, upTo: 3))
+
+        for client in [flood, wild, older, newer] { client.close() }
+        await running.stop()
+    }
+
     @Test func aNativeRelayClientResendsExactlyAcrossARelayRestart() async throws {
         let temp = TemporaryDirectory("relay-native-client")
         defer { temp.remove() }
