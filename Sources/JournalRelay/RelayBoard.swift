@@ -38,13 +38,23 @@ public final class RelayBoard: Sendable {
             return next
         }
         let connection = RelayConnection(id: id, board: self)
-        connections.withLock { $0[id] = connection }
+        connections.withLock { connections in
+            connections[id] = connection
+            idle.withLock { $0 = nil }
+        }
         return connection
     }
 
     func remove(_ id: Int) {
-        _ = connections.withLock { $0.removeValue(forKey: id) }
+        connections.withLock { connections in
+            connections.removeValue(forKey: id)
+            if connections.isEmpty { idle.withLock { $0 = $0 ?? ProcessInfoLite.monotonicSeconds() } }
+        }
     }
+
+    /// Since when the board has had no connection (nil: it has one).
+    private let idle = Locked<Double?>(ProcessInfoLite.monotonicSeconds())
+    public var idleSince: Double? { idle.withLock { $0 } }
 
     public var connectionCount: Int { connections.withLock { $0.count } }
 

@@ -36,7 +36,7 @@ public struct RelayServer: Sendable {
             let name = context.requestContext.parameters.get("board") ?? ""
             let connection: RelayConnection
             do throws(RelayError) {
-                connection = try relay.board(BoardName(name)).connect()
+                connection = try await relay.connect(to: BoardName(name))
             } catch {
                 try await Self.close(withError: error.description, inbound: inbound, outbound: outbound)
                 return
@@ -52,12 +52,18 @@ public struct RelayServer: Sendable {
             configuration: .init(address: .hostname(host, port: port), serverName: "journal-serve"),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) }
         )
+        // Boards nobody is connected to are closed after a while (their threads end, their
+        // journals are sealed and unlocked for sync).
+        let idleCloser = Task { await relay.closeIdleBoardsPeriodically() }
+        defer { idleCloser.cancel() }
         do {
             if handlingSignals { try await app.runService() } else { try await app.run() }
         } catch {
+            idleCloser.cancel()
             await relay.close()
             throw error
         }
+        idleCloser.cancel()
         await relay.close()
     }
 

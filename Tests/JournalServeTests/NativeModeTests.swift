@@ -188,6 +188,53 @@ import Testing
         await running.stop()
     }
 
+    /// A board nobody is connected to is closed (sealed, unlocked: a writer can open it) and
+    /// opened again, whole, by the next connection.
+    @Test func anIdleBoardIsClosedAndOpensAgainOnTheNextConnection() async throws {
+        let temp = TemporaryDirectory("relay-idle")
+        defer { temp.remove() }
+        let data = temp.path + "/boards"
+        let running = try await RunningRelay.start(data: data, idleBoardSeconds: 0.3)
+        let replica = ReplicaID.random()
+        let first = RelayTestClient(port: running.port, board: "nap")
+        first.send(hello(replica))
+        #expect(try await first.next() == .caughtUp(events: 0))
+        first.send(binary: Self.frame(Self.events(replica, 1...4)))
+        first.send(ClientFrame.text(for: .clear))
+        #expect(try await first.next() == .replicaAck(replica: replica, upTo: 4))
+        #expect(try await first.next() == .ack(upTo: 1))
+        // Open while someone is connected, however long.
+        try await Task.sleep(for: .milliseconds(800))
+        #expect(running.relay.openBoards.map(\.text) == ["nap"])
+        first.close()
+
+        let deadline = ProcessInfoLite.monotonicSeconds() + 60
+        while !running.relay.openBoards.isEmpty && ProcessInfoLite.monotonicSeconds() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(running.relay.openBoards.isEmpty)
+        // Closed means unlocked and sealed: a writer opens it, and nothing is left unsealed.
+        let directory = try JournalDirectory.open(at: data + "/nap")
+        var sealedEvents = 0
+        for _ in 0..<200 where sealedEvents < 5 {
+            if let writer = try? JournalWriter(directory: directory) {
+                try writer.close()
+                sealedEvents = SegmentSet.load(directory).members.filter(\.isSealed).reduce(0) { $0 + $1.scan.eventCount }
+            }
+            if sealedEvents < 5 { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(sealedEvents == 5)
+
+        let second = RelayTestClient(port: running.port, board: "nap")
+        second.send(ClientFrame.helloText(have: Have()))
+        let (before, last) = try await second.collect { if case .caughtUp = $0 { true } else { false } }
+        #expect(before.count == 5)
+        guard case .caughtUp(5, let have)? = last else { Issue.record("no caughtUp after reopening: \(String(describing: last))"); return }
+        #expect(have[replica] == SeqRanges([1...4]))
+        second.close()
+        await running.stop()
+    }
+
     @Test func aNativeRelayClientResendsExactlyAcrossARelayRestart() async throws {
         let temp = TemporaryDirectory("relay-native-client")
         defer { temp.remove() }

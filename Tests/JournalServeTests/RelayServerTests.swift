@@ -19,9 +19,10 @@ import Testing
         let task: Task<Void, any Error>
 
         static func start(
-            data: String, port: Int = 0, options: BoardOptions = BoardOptions(watchForSegments: false)
+            data: String, port: Int = 0, options: BoardOptions = BoardOptions(watchForSegments: false),
+            idleBoardSeconds: Double? = nil
         ) async throws -> RunningRelay {
-            let relay = try Relay(dataDirectory: data, boardOptions: options)
+            let relay = try Relay(dataDirectory: data, boardOptions: options, idleBoardSeconds: idleBoardSeconds)
             let (ports, portContinuation) = AsyncStream<Int>.makeStream()
             let server = RelayServer(relay: relay, port: port)
             let task = Task { try await server.run { port in portContinuation.yield(port) } }

@@ -21,6 +21,10 @@ extension JournalCommand {
 
                 A browser at http://HOST:PORT/boards/<board> gets a drawing page on that board.
 
+                A board nobody is connected to is closed after --close-idle-after seconds (60):
+                sealed, so 'journal sync' publishes all of it, and unlocked; the next
+                connection opens it again.
+
                 Ctrl-C or SIGTERM stop it: boards are sealed and their locks released.
 
                 Example:
@@ -32,16 +36,21 @@ extension JournalCommand {
         var data: String
         @Option(help: ArgumentHelp("The address to listen on; 0.0.0.0 serves every network.", valueName: "address"))
         var bind = "127.0.0.1"
+        @Option(help: ArgumentHelp(
+            "Close a board nobody has been connected to for this many seconds (sealed, its lock released for sync); 0: never.",
+            valueName: "seconds"))
+        var closeIdleAfter: Double = 60
 
         func validate() throws {
             guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
             guard !data.isEmpty else { throw ValidationError("--data must name a folder") }
+            guard closeIdleAfter >= 0, closeIdleAfter.isFinite else { throw ValidationError("--close-idle-after must be 0 or more seconds") }
         }
 
         func run() async throws {
             try await reportingErrors {
                 let relay: Relay
-                do throws(RelayError) { relay = try Relay(dataDirectory: data) } catch { throw CLIError(error.description, code: CLIError.ioError) }
+                do throws(RelayError) { relay = try Relay(dataDirectory: data, idleBoardSeconds: closeIdleAfter > 0 ? closeIdleAfter : nil) } catch { throw CLIError(error.description, code: CLIError.ioError) }
                 let server = RelayServer(relay: relay, host: bind, port: port)
                 let (bind, data) = (self.bind, self.data)
                 do {
