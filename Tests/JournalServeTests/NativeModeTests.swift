@@ -69,7 +69,7 @@ import Testing
         alice.send(binary: Self.frame(Array(sent[0..<3])))
         alice.send(ClientFrame.text(for: .clear))
         #expect(try await alice.next() == .ack(upTo: 1))
-        let afterResend = try await viewer.next(within: 5)
+        let afterResend = try await viewer.next()
         #expect(afterResend.map { (try? $0.event())??.payload } == .some(.clear))
 
         // A gap: refused, the connection closed with the reason; nothing of the frame stored.
@@ -87,8 +87,15 @@ import Testing
         bob.send(hello(replica, have: Have([replica: SeqRanges([1...12])])))
         // It lacks only the clear.
         let bobCatchUp = try await bob.collect { if case .caughtUp = $0 { true } else { false } }
-        #expect(bobCatchUp.before.count == 1)
-        guard case .caughtUp(1, let relayHas)? = bobCatchUp.last else { Issue.record("no caughtUp for bob"); return }
+        let lacked = bobCatchUp.before.compactMap { try? $0.event() }
+        #expect(lacked.contains { $0.payload == .clear })
+        if lacked.count != 1 {
+            // A hello the relay reads after `helloWaitMilliseconds` (a starved test run) gets
+            // the whole board, by design (PROTOCOL.md): the client dedups by id.
+            withKnownIssue("a hello read late gets the whole board") { #expect(lacked.count == 1) }
+            #expect(lacked.count == 13)
+        }
+        guard case .caughtUp(_, let relayHas)? = bobCatchUp.last else { Issue.record("no caughtUp for bob"); return }
         #expect(relayHas[replica] == SeqRanges([1...12]))
         bob.send(binary: Self.frame(Self.events(ReplicaID.random(), 1...2)))
         guard case .error(nil, let foreign)? = try await bob.next() else { Issue.record("no error for a foreign replica"); return }
@@ -201,8 +208,9 @@ import Testing
         #expect(try await first.next() == .caughtUp(events: 0))
         first.send(binary: Self.frame(Self.events(replica, 1...4)))
         first.send(ClientFrame.text(for: .clear))
-        #expect(try await first.next() == .replicaAck(replica: replica, upTo: 4))
-        #expect(try await first.next() == .ack(upTo: 1))
+        // Two commits (the host's, the board's): their acks come in either order.
+        let acks = [try await first.next(), try await first.next()].compactMap { $0?.text }
+        #expect(Set(acks) == [ServerMessage.replicaAck(replica: replica, upTo: 4).text, ServerMessage.ack(upTo: 1).text])
         // Open while someone is connected, however long.
         try await Task.sleep(for: .milliseconds(800))
         #expect(running.relay.openBoards.map(\.text) == ["nap"])
