@@ -77,6 +77,12 @@ public final class HostedReplicaWriter {
                            options: WriterOptions(flushEveryEvents: Int.max, flushIntervalMilliseconds: nil,
                                                   sealEveryEvents: sealEveryEvents, sealOnClose: true),
                            openPath: directory.hostedSegmentPath(replica))
+        // Both folders this writer writes in are the journal's own, never a symlink to
+        // elsewhere (a planted one would send the events, and the seal, outside the journal).
+        for folder in [directory.hostedPath, directory.replicaPath(replica)]
+        where FileSystem.linkStatus(folder)?.kind == .symlink {
+            throw .notHostable("\(folder) is a symbolic link: never followed")
+        }
         do throws(IOError) {
             if !FileSystem.isDirectory(directory.hostedPath) {
                 try FileSystem.createDirectory(directory.hostedPath)

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import JournalFormat
 import JournalPlatform
 import JournalStorage
@@ -106,5 +109,21 @@ import Testing
         #expect(set.problems.contains { $0.reason.contains("holds replica \(inside.hex)") })
         // Its writer refuses to cut it (it is no crash leftover).
         #expect(throws: JournalError.self) { try HostedReplicaWriter(directory: directory, replica: named) }
+    }
+
+    @Test func symlinkedFoldersAreNeverWrittenThrough() throws {
+        let temp = TemporaryDirectory("hosted-symlink")
+        defer { temp.remove() }
+        let directory = try JournalDirectory.create(at: temp.path + "/j")
+        let outside = temp.path + "/outside"
+        try FileSystem.createDirectory(outside)
+        let replica = ReplicaID.random()
+        try FileSystem.createDirectory(directory.replicasPath)
+        #expect(symlink(outside, directory.replicaPath(replica)) == 0)
+        #expect(throws: JournalError.self) { try HostedReplicaWriter(directory: directory, replica: replica) }
+        let other = ReplicaID.random()
+        #expect(symlink(outside, directory.hostedPath) == 0)
+        #expect(throws: JournalError.self) { try HostedReplicaWriter(directory: directory, replica: other) }
+        #expect(try FileSystem.list(outside).isEmpty)
     }
 }
