@@ -105,8 +105,8 @@ public final class RelayBoard: Sendable {
     func feed(lacking have: Have, ownDurable: Bool = true) async throws(RelayError) -> EventFeed {
         let result = await withCheckedContinuation {
             (continuation: CheckedContinuation<Result<(MissingEvents, EventFeed.Withheld?), RelayError>, Never>) in
-            reader.submit { [board, host, name] in
-                continuation.resume(returning: Self.open(board, host: host, name: name, have: have, ownDurable: ownDurable))
+            reader.submit { [board, host] in
+                continuation.resume(returning: Self.open(board, host: host, have: have, ownDurable: ownDurable))
             }
         }
         let (missing, withheld) = try result.get()
@@ -114,7 +114,7 @@ public final class RelayBoard: Sendable {
     }
 
     private static func open(
-        _ board: Board, host: NativeHost, name: BoardName, have: Have, ownDurable: Bool
+        _ board: Board, host: NativeHost, have: Have, ownDurable: Bool
     ) -> Result<(MissingEvents, EventFeed.Withheld?), RelayError> {
         guard ownDurable else {
             // Forwarding: native events go out as they are stored, never from here. Every
