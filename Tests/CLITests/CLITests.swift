@@ -10,16 +10,7 @@ import Testing
         var stderr: String
     }
 
-    static let binary: String = {
-        // The test bundle sits in the same build folder as the executable.
-        var folder = Bundle.main.bundleURL
-        for _ in 0..<3 {
-            let candidate = folder.appendingPathComponent("journal")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
-            folder = folder.deletingLastPathComponent()
-        }
-        return Bundle.main.bundleURL.appendingPathComponent("journal").path
-    }()
+    static var binary: String { JournalProcess.binary }
 
     @discardableResult
     func journal(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> Run {

@@ -8,41 +8,7 @@ import Testing
     let cli = CLITests()
 
     /// A `journal` child left running, its output in files.
-    final class Child {
-        let process = Process()
-        let scratch = TemporaryDirectory("watch-child")
-
-        init(_ arguments: [String]) throws {
-            process.executableURL = URL(fileURLWithPath: CLITests.binary)
-            process.arguments = arguments
-            var environment = ProcessInfo.processInfo.environment
-            environment.removeValue(forKey: "JOURNAL_DIR")
-            process.environment = environment
-            FileManager.default.createFile(atPath: scratch.path + "/out", contents: nil)
-            FileManager.default.createFile(atPath: scratch.path + "/err", contents: nil)
-            process.standardOutput = FileHandle(forWritingAtPath: scratch.path + "/out")
-            process.standardError = FileHandle(forWritingAtPath: scratch.path + "/err")
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-        }
-
-        deinit {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            scratch.remove()
-        }
-
-        var stdout: String { (try? String(contentsOfFile: scratch.path + "/out", encoding: .utf8)) ?? "" }
-        var stderr: String { (try? String(contentsOfFile: scratch.path + "/err", encoding: .utf8)) ?? "" }
-
-        /// Sends `signal` and waits for the exit: the status, or nil if it was killed by a signal
-        /// or still runs after `seconds`.
-        func stop(with signal: Int32, seconds: Double = 20) -> Int32? {
-            kill(process.processIdentifier, signal)
-            guard eventually(seconds, { !process.isRunning }) else { return nil }
-            process.waitUntilExit()
-            return process.terminationReason == .exit ? process.terminationStatus : nil
-        }
-    }
+    typealias Child = JournalProcess.Child
 
     /// Polls `condition` every 20 ms for up to `seconds`.
     static func eventually(_ seconds: Double, _ condition: () -> Bool) -> Bool {
@@ -97,7 +63,7 @@ import Testing
 
         // Recorded without sealing: the next interval round would seal it; SIGTERM first
         // finishes cleanly and says so.
-        #expect(watch.stop(with: SIGTERM) == 0, "\(watch.stderr)")
+        #expect(watch.stopBlocking(with: SIGTERM, seconds: 20) == 0, "\(watch.stderr)")
         #expect(watch.stdout.hasSuffix("sync: stopped\n"), "\(watch.stdout)")
         #expect(watch.stderr.isEmpty, "\(watch.stderr)")
         // The lock was released: a plain sync runs at once.
@@ -118,7 +84,7 @@ import Testing
         #expect(try cli.journal(["record", "-C", alice], stdin: CLITests.sample).status == 0)
         #expect(try cli.journal(["sync", "-C", alice, shared]).status == 0)
         #expect(eventually(40) { watch.stdout.contains("\"importedEvents\":8") }, "\(watch.stdout) \(watch.stderr)")
-        #expect(watch.stop(with: SIGINT) == 0)
+        #expect(watch.stopBlocking(with: SIGINT, seconds: 20) == 0)
         let lines = watch.stdout.split(separator: "\n")
         #expect(lines.count == 1 && lines[0].hasPrefix("{\"target\":"), "\(watch.stdout)")
         #expect(watch.stderr.hasSuffix("sync: stopped\n"), "\(watch.stderr)")

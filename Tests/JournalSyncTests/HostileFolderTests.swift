@@ -142,7 +142,7 @@ import Testing
     @Test func aSegmentSwappedForAFIFOAfterListingIsRefusedWithoutBlocking() async throws {
         let temp = TemporaryDirectory("hostile-swap-fifo")
         defer { temp.remove() }
-        let (shared, segment, listed) = try await publishedSegment(temp, seed: 58)
+        let (shared, _, listed) = try await publishedSegment(temp, seed: 58)
 
         let journal = try Machine(temp.path + "/alice", seed: 59).journal
         let result = Box<ReconcileReport>()

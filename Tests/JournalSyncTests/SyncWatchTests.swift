@@ -80,7 +80,7 @@ import Testing
         let temp = TemporaryDirectory("watch-two")
         defer { temp.remove() }
         var alice = try Machine(temp.path + "/alice", seed: 501)
-        var bob = try Machine(temp.path + "/bob", seed: 502)
+        let bob = try Machine(temp.path + "/bob", seed: 502)
         let shared = temp.path + "/shared"
         _ = try await SyncEngine(journal: alice.journal).sync(.directory(shared), create: true)
         let slow = SyncWatch.Options(interval: 60)
