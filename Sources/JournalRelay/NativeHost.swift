@@ -237,18 +237,12 @@ final class NativeHost: Sendable {
 
     // MARK: Reading
 
-    /// The hosted open segments as they are now, every byte of them fsynced, and the seqs this
-    /// host stored (each hosted event in those files is among them).
-    func scan() -> (scans: [ScannedSegment], problems: [Problem], stored: Have) {
+    /// The hosted open segments as they are now, every byte of them fsynced (their writer is
+    /// excluded meanwhile).
+    func scan() -> (scans: [ScannedSegment], problems: [Problem]) {
         let directory = board.directory
-        return files.withLock { files in
-            let (scans, problems) = directory.scanHostedSegments()
-            return (scans, problems, files.stored)
-        }
+        return files.withLock { _ in directory.scanHostedSegments() }
     }
-
-    /// Seqs this host stored.
-    var stored: Have { files.withLock { $0.stored } }
 
     /// Seqs accepted: stored, or to be stored and sent by this host (a superset of what any
     /// read of the journal finds of hosted events, taken after the read).

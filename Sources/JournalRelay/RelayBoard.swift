@@ -120,8 +120,7 @@ public final class RelayBoard: Sendable {
             // Forwarding: native events go out as they are stored, never from here. Every
             // hosted event the files hold was accepted before it was written: `accepted`,
             // taken after the files were read, holds them all.
-            let hosted = host.scan()
-            let set = SegmentSet.load(board.directory, hosted: (hosted.scans, hosted.problems))
+            let set = SegmentSet.load(board.directory, hosted: host.scan())
             var skip = have
             skip.formUnion(host.accepted)
             return .success((MissingEvents(set: set, have: skip.ranges), nil))
@@ -130,8 +129,7 @@ public final class RelayBoard: Sendable {
         // before the sealed ones, so a seal meanwhile cannot hide one).
         let durable = board.durableSeq
         // Hosted open segments are read with their writer excluded: all of them is durable.
-        let hosted = host.scan()
-        let set = SegmentSet.load(board.directory, hosted: (hosted.scans, hosted.problems))
+        let set = SegmentSet.load(board.directory, hosted: host.scan())
         // Own events past `durable` are passed over as if held, and taken out of what the feed
         // says it covered, so they reach the client live, once, when they are durable.
         let withheld = EventFeed.Withheld(replica: board.replica, seqs: (durable + 1)...UInt64.max)

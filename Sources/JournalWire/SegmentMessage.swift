@@ -71,25 +71,20 @@ public struct SegmentMessage: Sendable {
         var message = SegmentMessage(replica: header.replica, version: header.version, blocks: [])
         var offset = FormatV1.fileHeaderSize
         var previousLast: UInt64 = 0
-        if let limits {
-            var events = 0
-            var raw = 0
-            var at = offset
-            while at < buffer.count {
-                guard let frame = try? BlockFrame.decodeHeader(UnsafeRawBufferPointer(rebasing: buffer[at...]), version: header.version)
-                else { break }  // the decoding below names what is wrong
-                events += frame.eventCount
-                raw += frame.rawLength
-                guard events <= limits.maxEvents, raw <= limits.maxRawBytes else {
-                    throw WireError("segment message of replica \(header.replica.hex): its blocks hold more than \(limits.maxEvents) events or \(limits.maxRawBytes) bytes uncompressed (block at offset \(at))")
-                }
-                at += frame.totalLength
-            }
-        }
-        while offset < buffer.count {
+        var events = 0
+        var raw = 0
+        var overLimitAt: Int?
+        blocks: while offset < buffer.count {
             let remaining = UnsafeRawBufferPointer(rebasing: buffer[offset...])
             do throws(SegmentFormatError) {
                 let frame = try BlockFrame.decodeHeader(remaining, version: header.version)
+                // Counted from the headers, before the block is inflated.
+                events += frame.eventCount
+                raw += frame.rawLength
+                if let limits, events > limits.maxEvents || raw > limits.maxRawBytes {
+                    overLimitAt = offset
+                    break blocks
+                }
                 guard frame.totalLength <= remaining.count else { throw .truncatedBlock }
                 guard frame.firstSeq > previousLast else {
                     throw .seqOutOfOrder(expected: previousLast + 1, found: frame.firstSeq)
@@ -101,6 +96,9 @@ public struct SegmentMessage: Sendable {
             } catch {
                 throw WireError("segment message of replica \(header.replica.hex): block at offset \(offset): \(error)")
             }
+        }
+        if let at = overLimitAt, let limits {
+            throw WireError("segment message of replica \(header.replica.hex): its blocks hold more than \(limits.maxEvents) events or \(limits.maxRawBytes) bytes uncompressed (block at offset \(at))")
         }
         guard !message.blocks.isEmpty else { throw WireError("segment message of replica \(header.replica.hex) holds no block") }
         return message

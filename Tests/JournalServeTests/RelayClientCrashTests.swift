@@ -25,21 +25,21 @@ extension RelayProcessTests {
         try await killedRelayCampaign(native: true)
     }
 
-    /// Waits for `body`, at most `seconds`; false (and `body` cancelled) when it took longer.
+    /// Waits for `body`, at most `seconds`; false when it took longer. `body` runs on in a task
+    /// of its own: what it waits for (a continuation, a task's value) ignores cancellation, and
+    /// a task group would wait for it whatever the deadline.
     func within(_ seconds: Double, _ body: @escaping @Sendable () async -> Void) async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                await body()
-                return true
-            }
-            group.addTask {
-                try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
+        let (outcomes, outcome) = AsyncStream<Bool>.makeStream(bufferingPolicy: .bufferingOldest(1))
+        Task {
+            await body()
+            outcome.yield(true)
         }
+        let timer = Task {
+            try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+            outcome.yield(false)
+        }
+        defer { timer.cancel() }
+        return await outcomes.first { _ in true } ?? false
     }
 
     func killedRelayCampaign(native: Bool) async throws {
