@@ -336,7 +336,9 @@ struct RealColumnEncoderV2 {
     /// Order and stroke-start prediction minimising the coarse stream, all four measured in
     /// one pass.
     func chooseOrder(plan: Plan, range: Range<Int>) -> (UInt8, Bool, Int) {
-        var histograms = [[Int]](repeating: [Int](repeating: 0, count: 65), count: 4)
+        // Four histograms of 65 bit lengths, one after the other (one allocation, not five:
+        // a board commits a tiny block hundreds of times a second).
+        var histograms = [Int](repeating: 0, count: 4 * 65)
         var predictors = [Predictor](repeating: Predictor(), count: strokeCount)
         var last: Int64 = 0
         var cursor = 0
@@ -352,21 +354,23 @@ struct RealColumnEncoderV2 {
             if predictors[stroke].seen {
                 let first = Self.bitLength(n &- predictors[stroke].predict(order: 1))
                 let second = Self.bitLength(n &- predictors[stroke].predict(order: 2))
-                histograms[0][first] += 1; histograms[1][first] += 1
-                histograms[2][second] += 1; histograms[3][second] += 1
+                histograms[first] += 1; histograms[65 + first] += 1
+                histograms[130 + second] += 1; histograms[195 + second] += 1
             } else {
                 let fromZero = Self.bitLength(n)
                 let fromLast = Self.bitLength(n &- last)
-                histograms[0][fromZero] += 1; histograms[2][fromZero] += 1
-                histograms[1][fromLast] += 1; histograms[3][fromLast] += 1
+                histograms[fromZero] += 1; histograms[130 + fromZero] += 1
+                histograms[65 + fromLast] += 1; histograms[195 + fromLast] += 1
             }
             predictors[stroke].advance(n)
             last = n
         }
         var best = (order: UInt8(2), start: false, bits: Int.max)
-        for (combination, histogram) in histograms.enumerated() {
-            let bits = Self.histogramBits(histogram)
-            if bits < best.bits { best = (combination >= 2 ? 2 : 1, combination & 1 == 1, bits) }
+        histograms.withUnsafeBufferPointer { all in
+            for combination in 0..<4 {
+                let bits = Self.bestSplit(UnsafeBufferPointer(rebasing: all[(combination * 65)..<(combination * 65 + 65)])).bits
+                if bits < best.bits { best = (combination >= 2 ? 2 : 1, combination & 1 == 1, bits) }
+            }
         }
         return best
     }
@@ -374,25 +378,31 @@ struct RealColumnEncoderV2 {
     @inline(__always)
     static func bitLength(_ residual: Int64) -> Int { 64 - ExactReal.zigzag(residual).leadingZeroBitCount }
 
-    /// Estimated bits of a stream after deflate, with the best split (`lowBytes`).
-    static func histogramBits(_ histogram: [Int]) -> Int {
-        (0...7).map { histogramBits(histogram, low: $0) }.min()!
-    }
-
-    static func lowBytes(_ histogram: [Int]) -> Int {
-        (0...7).min { histogramBits(histogram, low: $0) < histogramBits(histogram, low: $1) }!
-    }
-
-    /// Raw low bytes cost 8 bits each; a high part under 128 costs about its bit length plus
-    /// one (deflate's Huffman codes see it), a larger one its whole varint.
-    private static func histogramBits(_ histogram: [Int], low: Int) -> Int {
-        var bits = 0
-        for length in 0...64 where histogram[length] != 0 {
-            let high = length - 8 * low
-            let highBits = high <= 0 ? 1 : high <= 7 ? high + 1 : 8 * ((high + 6) / 7)
-            bits += histogram[length] * (8 * low + highBits)
+    /// The split of a stream (how many raw low bytes per value, 0...7; the fewest of equal
+    /// cost) and its estimated bits after deflate, from the histogram of its values' bit
+    /// lengths. Raw low bytes cost 8 bits each; a high part under 128 costs about its bit
+    /// length plus one (deflate's Huffman codes see it), a larger one its whole varint.
+    static func bestSplit(_ histogram: UnsafeBufferPointer<Int>) -> (low: Int, bits: Int) {
+        guard let shortest = histogram.firstIndex(where: { $0 != 0 }),
+              let longest = histogram.lastIndex(where: { $0 != 0 }) else { return (0, 0) }
+        var best = (low: 0, bits: Int.max)
+        for low in 0...7 {
+            var bits = 0
+            for length in shortest...longest where histogram[length] != 0 {
+                let high = length - 8 * low
+                let highBits = high <= 0 ? 1 : high <= 7 ? high + 1 : 8 * ((high + 6) / 7)
+                bits += histogram[length] * (8 * low + highBits)
+            }
+            if bits < best.bits { best = (low, bits) }
+            // Once no value has a high part left, every further low byte only adds 8 bits a
+            // value: the rest cost strictly more.
+            if 8 * low >= longest { break }
         }
-        return bits
+        return best
+    }
+
+    static func bestSplit(_ histogram: [Int]) -> (low: Int, bits: Int) {
+        histogram.withUnsafeBufferPointer { bestSplit($0) }
     }
 
     static func histogram(_ stream: [UInt64]) -> [Int] {
@@ -401,13 +411,13 @@ struct RealColumnEncoderV2 {
         return histogram
     }
 
-    static func streamBits(_ stream: [UInt64]) -> Int { histogramBits(histogram(stream)) }
+    static func streamBits(_ stream: [UInt64]) -> Int { bestSplit(histogram(stream)).bits }
 
     /// `low:u8`, then each value's high part (value >> 8*low) as a varint, then each value's
     /// low bytes, little-endian: noise bits stay raw, where deflate cannot shrink them anyway,
     /// and the high parts stay small, where its Huffman codes can.
     static func writeStream(_ stream: [UInt64], to out: inout ByteWriter) {
-        let low = lowBytes(histogram(stream))
+        let low = bestSplit(histogram(stream)).low
         out.append(UInt8(low))
         let shift = UInt64(8 * low)
         for value in stream { out.appendVarint(low == 0 ? value : value >> shift) }

@@ -90,6 +90,7 @@ public final class Board: Sendable {
 
     struct Subscriber {
         var continuation: AsyncStream<BoardUpdate>.Continuation
+        var includesLocal = true
         /// An update was dropped (the app is not reading): it gets a `.reset` next.
         var missedUpdates = false
     }
@@ -106,7 +107,7 @@ public final class Board: Sendable {
         var lastAppend = 0.0
         /// When the oldest event not yet in a sealed segment was appended.
         var unsealedSince: Double?
-        var waiters: [(seq: UInt64, continuation: CheckedContinuation<Result<Void, JournalError>, Never>)] = []
+        var waiters: [(seq: UInt64, notify: DurableNotice)] = []
         var subscribers: [Int: Subscriber] = [:]
         var nextSubscriber = 0
         var reloadRequested = false
@@ -206,24 +207,32 @@ public final class Board: Sendable {
     /// Returns once every event appended before the call is durable (fsynced).
     public func flush() async throws(JournalError) {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, JournalError>, Never>) in
-            let schedule = state.withLock { state -> Bool in
-                if let failure = state.failure {
-                    continuation.resume(returning: .failure(failure))
-                    return false
-                }
-                let target = (state.writer?.nextSeq ?? 1) - 1
-                guard state.durableSeq < target else {
-                    continuation.resume(returning: .success(()))
-                    return false
-                }
-                state.waiters.append((target, continuation))
-                let schedule = !state.commitScheduled
-                state.commitScheduled = true
-                return schedule
-            }
-            if schedule { scheduleCommitJob(delayed: false) }
+            whenDurable { continuation.resume(returning: $0) }
         }
         try result.get()
+    }
+
+    /// What `whenDurable` calls: every event appended before it was durable, or the journal failed.
+    public typealias DurableNotice = @Sendable (Result<Void, JournalError>) -> Void
+
+    /// Calls `notify` once every event appended before this call is durable (at once, on this
+    /// thread, if they are), or with the failure that stopped them. Otherwise it is called on
+    /// the committer thread, right after the fsync, with no lock of the board held: keep it
+    /// short (the next commit waits for it). For callers that must not pay a task hop per
+    /// commit, as a relay acknowledging hundreds of commits a second does; `flush()` is the
+    /// same, awaited.
+    public func whenDurable(_ notify: @escaping DurableNotice) {
+        let (now, schedule) = state.withLock { state -> (Result<Void, JournalError>?, Bool) in
+            if let failure = state.failure { return (.failure(failure), false) }
+            let target = (state.writer?.nextSeq ?? 1) - 1
+            guard state.durableSeq < target else { return (.success(()), false) }
+            state.waiters.append((target, notify))
+            let schedule = !state.commitScheduled
+            state.commitScheduled = true
+            return (nil, schedule)
+        }
+        if let now { notify(now) }
+        if schedule { scheduleCommitJob(delayed: false) }
     }
 
     /// The whole drawing now (a copy: O(points) under the lock; prefer `stroke(_:)` for
@@ -244,8 +253,10 @@ public final class Board: Sendable {
 
     /// Every change from now on, one batch per append or integration. An app that stops
     /// reading misses nothing silently: once its buffer fills, changes are dropped and the
-    /// next one it can take is a `.reset` (redraw everything).
-    public func updates(bufferingLimit: Int = 4096) -> AsyncStream<BoardUpdate> {
+    /// next one it can take is a `.reset` (redraw everything). Without `includingLocal`, the
+    /// board's own appends are left out (a reader that only wants what sync brings is then
+    /// not woken for every pen point).
+    public func updates(bufferingLimit: Int = 4096, includingLocal: Bool = true) -> AsyncStream<BoardUpdate> {
         let (stream, continuation) = AsyncStream<BoardUpdate>.makeStream(bufferingPolicy: .bufferingOldest(bufferingLimit))
         let key = state.withLock { state -> Int in
             if state.closed {
@@ -254,7 +265,7 @@ public final class Board: Sendable {
             }
             let key = state.nextSubscriber
             state.nextSubscriber += 1
-            state.subscribers[key] = Subscriber(continuation: continuation)
+            state.subscribers[key] = Subscriber(continuation: continuation, includesLocal: includingLocal)
             return key
         }
         continuation.onTermination = { [weak self] _ in
@@ -264,7 +275,7 @@ public final class Board: Sendable {
     }
 
     private static func deliver(_ update: BoardUpdate, to state: inout State) {
-        for (key, var subscriber) in state.subscribers {
+        for (key, var subscriber) in state.subscribers where subscriber.includesLocal || update.origin != .local {
             if subscriber.missedUpdates {
                 guard case .enqueued = subscriber.continuation.yield(BoardUpdate(origin: .reload, changes: [.reset])) else { continue }
                 subscriber.missedUpdates = false
@@ -293,6 +304,7 @@ public final class Board: Sendable {
     /// is off), so that it knows which sealed files under its id are its own, and so that no
     /// seal renames the open segment while a reload reads it.
     private func commit(seal requested: Bool) {
+        var failed = DueWaiters()
         let (ticket, sealing) = state.withLock { state -> (FlushTicket?, Bool) in
             if !requested { state.commitScheduled = false }
             guard let writer = state.writer, state.failure == nil else { return (nil, false) }
@@ -307,13 +319,15 @@ public final class Board: Sendable {
                 return (ticket, seal && ticket != nil)
             } catch {
                 state.failure = error
-                Self.resumeWaiters(&state)
+                failed = Self.dueWaiters(&state)
                 return (nil, false)
             }
         }
+        failed.notifyAll()
         guard let ticket else { return }
         // The fsync (and a seal) happen here, with the lock free: appends go on meanwhile.
-        ticket.waitUntilDone()
+        ticket.run()
+        var due = DueWaiters()
         let (again, idle, sealed) = state.withLock { state -> (Bool, Bool, Bool) in
             guard let writer = state.writer else { return (false, false, false) }
             if sealing { state.sealInFlight = false }
@@ -335,7 +349,7 @@ public final class Board: Sendable {
             }
             let names = writer.takeSealedNames()
             for name in names { state.ownSealed.insert(name.relativePath(in: replica)) }
-            Self.resumeWaiters(&state)
+            due = Self.dueWaiters(&state)
             // Events appended during the flush, with a waiter: commit them without delay.
             let again = !state.waiters.isEmpty && !state.commitScheduled
             if again { state.commitScheduled = true }
@@ -343,6 +357,7 @@ public final class Board: Sendable {
             if idle { state.idleSealScheduled = true }
             return (again, idle, !names.isEmpty)
         }
+        due.notifyAll()
         if again { scheduleCommitJob(delayed: false) }
         if idle, let wait = options.sealAfterIdleMilliseconds { scheduleIdleSeal(after: wait) }
         // A look at the journal right away: the watcher may have woken before the name was
@@ -350,18 +365,30 @@ public final class Board: Sendable {
         if sealed { integrator.submit { [weak self] in _ = self?.integrateNewSegments() } }
     }
 
-    private static func resumeWaiters(_ state: inout State) {
+    /// Waiters whose events are durable (or failed), taken out under the lock and notified
+    /// after it: a notice may append, flush or lock other things.
+    struct DueWaiters {
+        var notices: [DurableNotice] = []
+        var outcome: Result<Void, JournalError> = .success(())
+
+        func notifyAll() {
+            for notify in notices { notify(outcome) }
+        }
+    }
+
+    private static func dueWaiters(_ state: inout State) -> DueWaiters {
         if let failure = state.failure {
-            for waiter in state.waiters { waiter.continuation.resume(returning: .failure(failure)) }
-            state.waiters.removeAll()
-            return
+            defer { state.waiters.removeAll() }
+            return DueWaiters(notices: state.waiters.map(\.notify), outcome: .failure(failure))
         }
         let durable = state.durableSeq
+        var due = DueWaiters()
         state.waiters.removeAll { waiter in
             guard waiter.seq <= durable else { return false }
-            waiter.continuation.resume(returning: .success(()))
+            due.notices.append(waiter.notify)
             return true
         }
+        return due
     }
 
     /// Seals the open segment after a pause in drawing, or once its oldest event is
@@ -538,6 +565,7 @@ public final class Board: Sendable {
             // Behind every commit already queued on the committer thread.
             committer.submit { [weak self] in
                 guard let self else { return continuation.resume(returning: .success(())) }
+                var due = DueWaiters(), failed = DueWaiters()
                 let (outcome, streams) = self.state.withLock { state -> (Result<Void, JournalError>, [AsyncStream<BoardUpdate>.Continuation]) in
                     guard let writer = state.writer else { return (.success(()), []) }
                     state.closed = true
@@ -549,15 +577,17 @@ public final class Board: Sendable {
                     if case .failure(let error) = outcome, case .sealFailed = error {} else if case .failure = outcome { durable = false }
                     if durable { state.durableSeq = writer.nextSeq - 1 }
                     state.writer = nil
-                    Self.resumeWaiters(&state)
+                    due = Self.dueWaiters(&state)
                     if case .failure(let error) = outcome {
                         if state.failure == nil { state.failure = error }
-                        Self.resumeWaiters(&state)
+                        failed = Self.dueWaiters(&state)
                     }
                     let streams = state.subscribers.values.map(\.continuation)
                     state.subscribers.removeAll()
                     return (outcome, streams)
                 }
+                due.notifyAll()
+                failed.notifyAll()
                 // Outside the lock: finishing a stream runs its termination handler, which locks.
                 for stream in streams { stream.finish() }
                 continuation.resume(returning: outcome)

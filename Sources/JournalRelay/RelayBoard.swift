@@ -62,7 +62,14 @@ public final class RelayBoard: Sendable {
     func broadcast(_ events: [Event], from sender: Int?) {
         guard !events.isEmpty else { return }
         let others = connections.withLock { connections in connections.filter { $0.key != sender }.map(\.value) }
-        for connection in others { connection.deliver(events) }
+        Self.deliver(events, to: others)
+    }
+
+    private static func deliver(_ events: [Event], to recipients: [RelayConnection]) {
+        guard !recipients.isEmpty, !events.isEmpty else { return }
+        // Encoded once, not once per connection.
+        let texts = events.map { ServerMessage.event($0).text }
+        for connection in recipients { connection.deliver(events, texts: texts) }
     }
 
     // MARK: Native clients
@@ -88,7 +95,7 @@ public final class RelayBoard: Sendable {
             for connection in all where connection.nativeReplica == replica { connection.close(reason: reason) }
         }
         for (replica, events) in round.stored {
-            for connection in all where connection.nativeReplica != replica { connection.deliver(events) }
+            Self.deliver(events, to: all.filter { $0.nativeReplica != replica })
             let upTo = host.durablePrefix(of: replica)
             for connection in all where connection.nativeReplica == replica { connection.acknowledge(replica: replica, upTo: upTo) }
         }
@@ -147,7 +154,7 @@ public final class RelayBoard: Sendable {
     /// ranges hold and that were not forwarded yet.
     private func startForwarding() {
         // Subscribed before `covered` is read: an integration in between is seen as an update.
-        let updates = board.updates()
+        let updates = board.updates(includingLocal: false)
         var start = Have(board.covered)
         start.remove(board.replica)
         forwarded.withLock { $0 = start }
@@ -161,7 +168,7 @@ public final class RelayBoard: Sendable {
         }
         // Ends when the board closes (its update streams finish).
         Task {
-            for await update in updates where update.origin != .local { wake.yield() }
+            for await _ in updates { wake.yield() }
             wake.finish()
         }
         Task { [weak self] in

@@ -313,7 +313,7 @@ public final class RelayConnection: Sendable {
             state.ackerRunning = true
             return true
         }
-        if start { Task { await self.acknowledge() } }
+        if start { acknowledgeNextRound() }
     }
 
     private func waitWhileThrottled() async {
@@ -331,22 +331,22 @@ public final class RelayConnection: Sendable {
         }
     }
 
-    /// The acker: one flush per round covers every frame appended before it.
-    private func acknowledge() async {
-        while true {
-            let round = state.withLock { state -> (events: [Event], through: UInt64)? in
-                guard state.appendedThrough > state.acknowledged else {
-                    state.ackerRunning = false
-                    return nil
-                }
-                let events = state.pending
-                state.pending.removeAll()
-                return (events, state.appendedThrough)
+    /// The acker: one round at a time, each covering every frame appended before it, acked
+    /// right after the board's fsync, on its committer thread (no task hop per commit: at a
+    /// pen's 240 Hz a relay acknowledges hundreds of commits a second per board).
+    private func acknowledgeNextRound() {
+        let round = state.withLock { state -> (events: [Event], through: UInt64)? in
+            guard state.appendedThrough > state.acknowledged else {
+                state.ackerRunning = false
+                return nil
             }
-            guard let round else { return }
-            do {
-                try await relayBoard.board.flush()
-            } catch {
+            let events = state.pending
+            state.pending.removeAll()
+            return (events, state.appendedThrough)
+        }
+        guard let round else { return }
+        relayBoard.board.whenDurable { [self] outcome in
+            if case .failure(let error) = outcome {
                 // Nothing of this round is acknowledged: the client resends it to a relay
                 // whose journal works.
                 close(reason: "board \(relayBoard.name): the journal failed, nothing after frame \(state.withLock { $0.acknowledged }) is acknowledged: \(error)")
@@ -358,7 +358,7 @@ public final class RelayConnection: Sendable {
                 // An echoing client gets its events before the ack that covers them: once a
                 // frame is acknowledged, its events are in the client's copy of the board.
                 if state.hello??.echo == true {
-                    deliverLocked(round.events, &state)
+                    deliverLocked(round.events, texts: nil, &state)
                     // Held events wait for the catch-up to end; so does the ack that covers them.
                     if case .catchingUp = state.phase { state.heldAck = round.through } else { send(.ack(upTo: round.through), &state) }
                 } else {
@@ -371,16 +371,19 @@ public final class RelayConnection: Sendable {
             throttled?.resume()
             // Even when this client is gone: its events are durable and the others want them.
             relayBoard.broadcast(round.events, from: id)
+            acknowledgeNextRound()
         }
     }
 
     // MARK: Events for this client
 
-    func deliver(_ events: [Event]) {
-        state.withLock { deliverLocked(events, &$0) }
+    /// `texts`: the events' `ServerMessage` texts, when a broadcast encoded them once for
+    /// every connection.
+    func deliver(_ events: [Event], texts: [String]? = nil) {
+        state.withLock { deliverLocked(events, texts: texts, &$0) }
     }
 
-    private func deliverLocked(_ events: [Event], _ state: inout State) {
+    private func deliverLocked(_ events: [Event], texts: [String]?, _ state: inout State) {
         switch state.phase {
         case .catchingUp(var held):
             guard held.count + events.count <= WireLimits.maxQueuedMessages else {
@@ -390,15 +393,23 @@ public final class RelayConnection: Sendable {
             held.append(contentsOf: events)
             state.phase = .catchingUp(held: held)
         case .live:
-            for event in events { send(.event(event), &state) }
+            if let texts {
+                for text in texts { send(text: text, &state) }
+            } else {
+                for event in events { send(.event(event), &state) }
+            }
         case .closed:
             return
         }
     }
 
     private func send(_ message: ServerMessage, _ state: inout State) {
+        send(text: message.text, &state)
+    }
+
+    private func send(text: String, _ state: inout State) {
         if case .closed = state.phase { return }
-        if case .dropped = continuation.yield(message.text) {
+        if case .dropped = continuation.yield(text) {
             closeLocked(reason: "this connection fell \(WireLimits.maxQueuedMessages) messages behind; reconnect to catch up", &state)
         }
     }

@@ -100,36 +100,10 @@ public final class HostedReplicaWriter {
         // A seal a crashed process did not finish (its temporary in the replica's folder).
         FileSystem.removeStaleTemporaries(in: directory.replicaPath(replica))
         FileSystem.removeStaleTemporaries(in: directory.hostedPath)
-        let path = sink.openPath
-        guard FileSystem.linkStatus(path) != nil else {
-            do { try sink.createOpenSegment() } catch { throw .io(error) }
-            return
-        }
-        let scan = SegmentScanner.scan(path: path, sealed: false)
-        if scan.header == nil || scan.replica != replica {
-            // The header is fsynced before any block: only a file no longer than one can be
-            // a crash leftover. Anything else is damage, and cutting it could lose events.
-            guard scan.bytes.count <= FormatV1.fileHeaderSize else {
-                throw .openSegmentCorrupt(scan.problems.first ?? Problem(
-                    .corrupt, file: path, offset: 0, replica: scan.replica,
-                    reason: "the hosted open segment of \(replica.hex) belongs to replica \(scan.replica?.hex ?? "?")"))
-            }
-            bytesCut = Int64(scan.bytes.count)
-            do { try sink.resetOpenSegment() } catch { throw .io(error) }
-            return
-        }
-        if !scan.problems.isEmpty {
-            guard scan.problemsAreOnlyAtTail else { throw .openSegmentCorrupt(scan.problems[0]) }
-            bytesCut = Int64(scan.bytes.count - scan.validPrefixLength)
-        }
-        if let range = scan.seqRange,
-           JournalWriter.isSealed(scan, range: range, replica: replica, index: LocalIndex.refresh(directory), directory: directory) {
-            // A crash between writing the sealed copy and resetting the open segment.
-            do { try sink.resetOpenSegment() } catch { throw .io(error) }
-            return
-        }
-        do { try sink.adoptOpenSegment(scan, cut: bytesCut > 0) } catch { throw .io(error) }
-        lastOpenSeq = scan.seqRange?.upperBound
+        let found = try sink.recoverOpenSegment(
+            what: "the hosted open segment of \(replica.hex)", index: { LocalIndex.refresh(directory) }, directory: directory)
+        bytesCut = found.bytesCut
+        lastOpenSeq = found.lastSeq
     }
 
     /// Appends `events` (of this replica, seqs consecutive and increasing) and fsyncs: durable

@@ -27,15 +27,16 @@ public struct WriterOptions: Sendable {
     }
 }
 
-/// A flush `JournalWriter.startFlush` handed to the background.
+/// A flush `JournalWriter.startFlush` took the pending events out for.
 public struct FlushTicket: Sendable {
     let job: DurableJob
     /// Every event up to this seq is in the batch.
     public let throughSeq: UInt64
 
-    /// Blocks the calling thread until the batch is written and fsynced (or failed). Meant
-    /// for a thread that does nothing else, never for the one that appends.
-    public func waitUntilDone() { job.waitUntilDone() }
+    /// Writes and fsyncs the batch on the calling thread (or waits for the writer, if it
+    /// needed the batch done first). Blocks: meant for a thread that does nothing else,
+    /// never for the one that appends.
+    public func run() { job.waitUntilDone() }
 }
 
 /// What opening the writer found and repaired.
@@ -167,7 +168,7 @@ public final class JournalWriter {
     deinit {
         // The lock must outlive any write in flight: another writer could otherwise open the
         // journal while this one still appends to its open segment.
-        inFlight?.done.wait()
+        inFlight?.waitUntilDone()
         background.stop()
         sink.closeFiles()
         lock?.close()
@@ -221,24 +222,23 @@ public final class JournalWriter {
         let batch = pending
         pending = []
         pending.reserveCapacity(min(options.flushEveryEvents, FormatV1.sealedBlockTargetEvents))
-        let job = DurableJob()
         let sink = self.sink
-        inFlight = job
         // Tests fail operations through a hook bound to their task; the background thread
         // has no task, so it carries the caller's hook on the thread instead.
         let hook = FaultInjection.current
+        let job = DurableJob { FaultInjection.withThreadHook(hook) { sink.makeDurable(batch, sealIfDue: true) } }
+        inFlight = job
         // The writer's own thread (`WorkerThread` says why not Dispatch or the pool).
-        background.submit {
-            job.outcome = FaultInjection.withThreadHook(hook) { sink.makeDurable(batch, sealIfDue: true) }
-            job.done.signal()
-        }
+        background.submit { job.runUnlessClaimed() }
     }
 
     // MARK: Flushing without waiting (for callers that must never block on disk)
 
-    /// Starts making every appended event durable on the writer's background thread, and
-    /// returns at once: the caller waits for the ticket on a thread of its own, then hands
-    /// it back to `finishFlush`. With `seal`, the open segment is sealed after the flush
+    /// Takes every appended event out for a flush and returns at once: the caller runs the
+    /// ticket (write, fsync) on a thread of its own, with whatever guards the writer released,
+    /// then hands it back to `finishFlush`. Run there rather than on the writer's background
+    /// thread: a board commits every few milliseconds, and one hand-off less per commit is
+    /// CPU a loaded relay lacks. With `seal`, the open segment is sealed after the flush
     /// (what a live board does when its user pauses, so that sync can publish the strokes);
     /// without `sealWhenFull`, a full open segment is not sealed by the policy either (the
     /// caller decides every seal).
@@ -252,14 +252,11 @@ public final class JournalWriter {
         guard !pending.isEmpty || (seal && openSegmentEvents > 0) else { return nil }
         let batch = pending
         pending = []
-        let job = DurableJob()
         let sink = self.sink
-        inFlight = job
         let hook = FaultInjection.current
-        background.submit {
-            job.outcome = FaultInjection.withThreadHook(hook) { sink.makeDurable(batch, sealIfDue: sealWhenFull, sealNow: seal) }
-            job.done.signal()
-        }
+        // Whoever needs the sink first runs it: the ticket's thread, or this writer (`collect`).
+        let job = DurableJob { FaultInjection.withThreadHook(hook) { sink.makeDurable(batch, sealIfDue: sealWhenFull, sealNow: seal) } }
+        inFlight = job
         return FlushTicket(job: job, throughSeq: nextSeq - 1)
     }
 
@@ -272,6 +269,7 @@ public final class JournalWriter {
     /// Waits for the batch in flight, if any, and takes in what it did.
     private func collect() {
         guard let job = inFlight else { return }
+        job.runUnlessClaimed()
         job.done.wait()
         inFlight = nil
         apply(job.outcome)
@@ -417,43 +415,15 @@ public final class JournalWriter {
         observe(lamport: index.maxLamport)
         removeStaleTemporaries()
 
-        let openPath = directory.openSegmentPath
-        if !FileSystem.exists(openPath) {
-            do { try sink.createOpenSegment() } catch { throw .io(error) }
-        } else {
-            let scan = SegmentScanner.scan(path: openPath, sealed: false)
-            if scan.header == nil || scan.header?.replica != replica {
-                // The header is written and fsynced before any block, so only a file no longer
-                // than a header can be a crash leftover; anything longer is damage or a
-                // foreign file, and cutting it could destroy acknowledged events.
-                guard scan.bytes.count <= FormatV1.fileHeaderSize else {
-                    throw .openSegmentCorrupt(scan.problems.first ?? Problem(
-                        .corrupt, file: openPath, offset: 0, replica: scan.header?.replica,
-                        reason: "the open segment belongs to replica \(scan.header?.replica.hex ?? "?"), not \(replica.hex)"))
-                }
-                recovery.bytesCut = Int64(scan.bytes.count)
-                recovery.tailProblem = scan.problems.first
-                do { try sink.resetOpenSegment() } catch { throw .io(error) }
-            } else {
-                if !scan.problems.isEmpty {
-                    guard scan.problemsAreOnlyAtTail else { throw .openSegmentCorrupt(scan.problems[0]) }
-                    recovery.bytesCut = Int64(scan.bytes.count - scan.validPrefixLength)
-                    recovery.tailProblem = scan.problems.first
-                }
-                knownEventsAtOpen += UInt64(scan.eventCount)
-                observe(lamport: scan.maxLamport)
-                if let range = scan.seqRange, Self.isSealed(scan, range: range, replica: replica, index: index, directory: directory) {
-                    // Crash after sealing but before the open segment was reset: a sealed
-                    // segment holds exactly these events. Nothing else may reset it: names
-                    // are only claims, and acknowledged events outrank them.
-                    recovery.discardedSealedCopy = true
-                    do { try sink.resetOpenSegment() } catch { throw .io(error) }
-                } else {
-                    do { try sink.adoptOpenSegment(scan, cut: recovery.bytesCut > 0) } catch { throw .io(error) }
-                    sealedLastSeq = max(sealedLastSeq, scan.seqRange?.upperBound ?? 0)
-                }
-            }
+        let found = try sink.recoverOpenSegment(what: "the open segment", index: { index }, directory: directory)
+        recovery.bytesCut = found.bytesCut
+        recovery.tailProblem = found.tailProblem
+        recovery.discardedSealedCopy = found.discardedSealedCopy
+        if let scan = found.scan {
+            knownEventsAtOpen += UInt64(scan.eventCount)
+            observe(lamport: scan.maxLamport)
         }
+        sealedLastSeq = max(sealedLastSeq, found.lastSeq ?? 0)
         nextSeq = sealedLastSeq + 1
         acknowledgedSeq = sealedLastSeq
     }

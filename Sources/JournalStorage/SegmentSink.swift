@@ -22,15 +22,31 @@ struct DurableOutcome: Sendable {
     struct SealProblem: Sendable { var value: JournalError? }
 }
 
-/// One batch in the background. `outcome` is written before `done` is signalled and read
-/// only after `done.wait()` returned: the semaphore orders the two accesses, so they never
-/// overlap, which is what makes the unchecked Sendable safe.
+/// One batch being made durable, run by whichever thread claims it first: the writer's
+/// background thread, a caller that runs its own flush (`FlushTicket.run`), or the writer
+/// when it needs the sink back before either did. `outcome` is written before `done` is
+/// signalled and read only after `done.wait()` returned: the semaphore orders the two
+/// accesses, so they never overlap, which is what makes the unchecked Sendable safe.
 final class DurableJob: @unchecked Sendable {
     let done = DispatchSemaphore(value: 0)
     var outcome = DurableOutcome()
+    private let work: Locked<(@Sendable () -> DurableOutcome)?>
 
-    /// Blocks until the job is done, leaving `done` signalled for the writer's own wait.
+    init(_ work: @escaping @Sendable () -> DurableOutcome) {
+        self.work = Locked(work)
+    }
+
+    /// Runs the work on this thread unless another thread claimed it; returns at once then.
+    func runUnlessClaimed() {
+        guard let work = work.withLock({ work in defer { work = nil }; return work }) else { return }
+        outcome = work()
+        done.signal()
+    }
+
+    /// Runs the work here, or waits for the thread that claimed it; leaves `done` signalled
+    /// for the writer's own wait.
     func waitUntilDone() {
+        runUnlessClaimed()
         done.wait()
         done.signal()
     }
@@ -236,6 +252,63 @@ final class SegmentSink: @unchecked Sendable {
 
     /// Takes over the open segment a recovery scanned: cuts a torn tail (`cut`: to its valid
     /// prefix) and appends after what stays.
+    /// What `recoverOpenSegment` found and did.
+    struct OpenSegmentRecovery {
+        /// The open segment as it was, when its header named this replica (nil: it was
+        /// missing, or a header-only leftover that was reset).
+        var scan: ScannedSegment?
+        /// Bytes cut from its end (a crash tail), and the problem found there.
+        var bytesCut: Int64 = 0
+        var tailProblem: Problem?
+        /// A sealed segment held exactly its events (a crash between a seal and the reset):
+        /// it was reset.
+        var discardedSealedCopy = false
+        /// The last seq it holds now (nil: none).
+        var lastSeq: UInt64?
+    }
+
+    /// Opens the open segment a previous run left (or creates it): a leftover no longer than
+    /// a header (written and fsynced before any block) is reset; a torn tail is cut; one that
+    /// a sealed segment already holds exactly is reset; damage before the tail, or a file of
+    /// another replica longer than a header, is refused, since cutting it could destroy
+    /// acknowledged events. `what` names the file in errors; `index` is asked only when a
+    /// sealed copy may exist.
+    func recoverOpenSegment(what: String, index: () -> LocalIndex, directory: JournalDirectory) throws(JournalError) -> OpenSegmentRecovery {
+        var recovery = OpenSegmentRecovery()
+        guard FileSystem.linkStatus(openPath) != nil else {
+            do { try createOpenSegment() } catch { throw .io(error) }
+            return recovery
+        }
+        let scan = SegmentScanner.scan(path: openPath, sealed: false)
+        guard scan.header != nil, scan.replica == replica else {
+            guard scan.bytes.count <= FormatV1.fileHeaderSize else {
+                throw .openSegmentCorrupt(scan.problems.first ?? Problem(
+                    .corrupt, file: openPath, offset: 0, replica: scan.replica,
+                    reason: "\(what) belongs to replica \(scan.replica?.hex ?? "?"), not \(replica.hex)"))
+            }
+            recovery.bytesCut = Int64(scan.bytes.count)
+            recovery.tailProblem = scan.problems.first
+            do { try resetOpenSegment() } catch { throw .io(error) }
+            return recovery
+        }
+        recovery.scan = scan
+        if !scan.problems.isEmpty {
+            guard scan.problemsAreOnlyAtTail else { throw .openSegmentCorrupt(scan.problems[0]) }
+            recovery.bytesCut = Int64(scan.bytes.count - scan.validPrefixLength)
+            recovery.tailProblem = scan.problems.first
+        }
+        if let range = scan.seqRange, JournalWriter.isSealed(scan, range: range, replica: replica, index: index(), directory: directory) {
+            // Nothing else may reset it: names are only claims, and acknowledged events
+            // outrank them.
+            recovery.discardedSealedCopy = true
+            do { try resetOpenSegment() } catch { throw .io(error) }
+            return recovery
+        }
+        do { try adoptOpenSegment(scan, cut: recovery.bytesCut > 0) } catch { throw .io(error) }
+        recovery.lastSeq = scan.seqRange?.upperBound
+        return recovery
+    }
+
     func adoptOpenSegment(_ scan: ScannedSegment, cut: Bool) throws(IOError) {
         let descriptor = try FileDescriptor.open(openPath, .readWrite)
         if cut {

@@ -29,7 +29,17 @@ import Testing
         #expect(atLimit >= 2.9, "the frame at the limit returned before the commit (\(atLimit) s)")
         var iterator = connection.outbound.makeAsyncIterator()
         #expect(await iterator.next() == ServerMessage.caughtUp(events: 0).text)
-        #expect(await iterator.next() == ServerMessage.ack(upTo: UInt64(limit)).text)
+        // Acks only grow and end at the last frame (a round may cover fewer frames than the
+        // commit did: the next ack follows at once).
+        var acked: UInt64 = 0
+        while acked < UInt64(limit), let text = await iterator.next() {
+            guard case .ack(let upTo) = try ServerMessage(parsing: text), upTo > acked else {
+                Issue.record("after ack \(acked): \(text)")
+                break
+            }
+            acked = upTo
+        }
+        #expect(acked == UInt64(limit))
         await relay.close()
     }
 
