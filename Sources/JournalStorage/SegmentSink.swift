@@ -280,6 +280,11 @@ final class SegmentSink: @unchecked Sendable {
             return recovery
         }
         let scan = SegmentScanner.scan(path: openPath, sealed: false)
+        // Unread is not empty: a file that could not be read (a symlink, no permission, an
+        // I/O error, past the size bound) may hold acknowledged events; never reset it.
+        if let problem = scan.problems.first, problem.kind == .unreadable || problem.kind == .ignored {
+            throw .openSegmentCorrupt(problem)
+        }
         guard scan.header != nil, scan.replica == replica else {
             guard scan.bytes.count <= FormatV1.fileHeaderSize else {
                 throw .openSegmentCorrupt(scan.problems.first ?? Problem(

@@ -50,6 +50,41 @@ import Testing
         #expect(hostedEvents(directory, replica) == Self.events(replica, 1...9))
     }
 
+    /// A file the writer cannot read may hold acknowledged events: both writers refuse to
+    /// open rather than reset it (a symlink here: files are never opened through one, and the
+    /// tests run as root, so permissions would not stop a read).
+    @Test func anOpenSegmentThatCannotBeReadIsRefusedNeverReset() throws {
+        let temp = TemporaryDirectory("open-unreadable")
+        defer { temp.remove() }
+        let directory = try JournalDirectory.create(at: temp.path + "/j")
+        let replica = ReplicaID.random()
+        do {
+            let own = try JournalWriter(directory: directory, options: WriterOptions(sealOnClose: false))
+            _ = try own.append(Self.events(replica, 1...1)[0].payload)
+            try own.flush()
+            let hosted = try HostedReplicaWriter(directory: directory, replica: replica)
+            try hosted.append(Self.events(replica, 1...4))
+            // Dropped without close: what a killed process leaves.
+        }
+        for path in [directory.openSegmentPath, directory.hostedSegmentPath(replica)] {
+            let moved = temp.path + "/moved-" + FileSystem.lastComponent(of: path)
+            #expect(rename(path, moved) == 0 && symlink(moved, path) == 0)
+            let before = try FileSystem.readFile(moved)
+            #expect {
+                if path == directory.openSegmentPath {
+                    _ = try JournalWriter(directory: directory)
+                } else {
+                    _ = try HostedReplicaWriter(directory: directory, replica: replica)
+                }
+            } throws: { error in
+                guard case JournalError.openSegmentCorrupt(let problem) = error else { return false }
+                return problem.file == path
+            }
+            #expect(FileSystem.linkStatus(path)?.kind == .symlink, "\(path) was replaced")
+            #expect(try FileSystem.readFile(moved) == before)
+        }
+    }
+
     @Test func aTornTailIsCutAndASealedLeftoverIsReset() throws {
         let temp = TemporaryDirectory("hosted-recover")
         defer { temp.remove() }
