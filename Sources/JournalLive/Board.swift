@@ -16,6 +16,10 @@ public struct BoardOptions: Sendable {
     /// on without a pause: the bound on how late other machines see a stroke. Each seal is a
     /// small file; sealing less often means fewer, larger ones.
     public var sealAfterMilliseconds: Int
+    /// Each seal's `sealAfterMilliseconds` deadline is drawn at random between (1 - spread)
+    /// and 1 times it. Boards that start together (a relay's, after a restart) would otherwise
+    /// seal together every period, and their summed seals stall every board's acks at once.
+    public var sealSpread: Double
     /// Seal the open segment once it holds this many events.
     public var sealEveryEvents: Int
     /// Look for new segments at least this often, notification or not (a shared folder on
@@ -25,11 +29,12 @@ public struct BoardOptions: Sendable {
     public var watchForSegments: Bool
 
     public init(commitDelayMilliseconds: Int = 5, sealAfterIdleMilliseconds: Int? = 300, sealAfterMilliseconds: Int = 500,
-                sealEveryEvents: Int = 262_144,
+                sealSpread: Double = 0, sealEveryEvents: Int = 262_144,
                 rescanIntervalSeconds: Double = 2, watchForSegments: Bool = true) {
         self.commitDelayMilliseconds = max(0, commitDelayMilliseconds)
         self.sealAfterIdleMilliseconds = sealAfterIdleMilliseconds
         self.sealAfterMilliseconds = max(0, sealAfterMilliseconds)
+        self.sealSpread = sealSpread.isFinite ? min(1, max(0, sealSpread)) : 0
         self.sealEveryEvents = sealEveryEvents
         self.rescanIntervalSeconds = max(0.05, rescanIntervalSeconds)
         self.watchForSegments = watchForSegments
@@ -42,7 +47,17 @@ extension BoardOptions {
     /// pause, and each seal is a file that every reader lists from then on: at 0.5 s, 20 boards
     /// under 240 Hz pens spent a fifth of the relay's CPU sealing (docs/PERFORMANCE.md, "Relay").
     /// Other machines see a board's strokes that much later through sync; its clients, at once.
-    public static var relay: BoardOptions { BoardOptions(sealAfterIdleMilliseconds: 1000, sealAfterMilliseconds: 5000) }
+    /// Deadlines spread over 3.5–5 s: 50 boards sealing in step every 5 s stalled every ack for
+    /// up to 0.4 s (docs/PERFORMANCE.md, "Fifth run").
+    public static var relay: BoardOptions {
+        BoardOptions(sealAfterIdleMilliseconds: 1000, sealAfterMilliseconds: 5000, sealSpread: 0.3)
+    }
+
+    /// One seal's `sealAfterMilliseconds`, in seconds, drawn within `sealSpread`.
+    public func drawSealAge() -> Double {
+        let age = Double(sealAfterMilliseconds) / 1000
+        return sealSpread > 0 ? age * Double.random(in: (1 - sealSpread)...1) : age
+    }
 }
 
 /// What changed on a board, as one batch an app redraws from.
@@ -395,7 +410,7 @@ public final class Board: Sendable {
     /// `sealAfterMilliseconds` old, so that sync can publish it.
     private func scheduleIdleSeal(after idleMilliseconds: Int) {
         let idle = Double(idleMilliseconds) / 1000
-        let maxAge = Double(options.sealAfterMilliseconds) / 1000
+        let maxAge = options.drawSealAge()
         timer.submit { [weak self] in
             while let self {
                 enum Next: Sendable { case wait(Double), seal, done }

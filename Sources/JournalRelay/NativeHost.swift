@@ -39,6 +39,8 @@ final class NativeHost: Sendable {
         var lastAppend: [ReplicaID: Double] = [:]
         /// When the open segment got its first unsealed event.
         var openSince: [ReplicaID: Double] = [:]
+        /// Its seal age, drawn then (`BoardOptions.sealSpread`).
+        var sealAge: [ReplicaID: Double] = [:]
     }
 
     private struct State {
@@ -194,7 +196,12 @@ final class NativeHost: Sendable {
                     }
                     let now = ProcessInfoLite.monotonicSeconds()
                     files.lastAppend[replica] = now
-                    if writer.openEvents == 0 { files.openSince[replica] = nil } else if files.openSince[replica] == nil { files.openSince[replica] = now }
+                    if writer.openEvents == 0 {
+                        files.openSince[replica] = nil
+                    } else if files.openSince[replica] == nil {
+                        files.openSince[replica] = now
+                        files.sealAge[replica] = board.options.drawSealAge()
+                    }
                 } catch {
                     // Reopened on next use: the recovery cuts what a failed write left.
                     files.writers[replica] = nil
@@ -218,16 +225,17 @@ final class NativeHost: Sendable {
         onDurable.withLock { $0 }?(round)
     }
 
-    /// Seals the hosted open segments idle for `idleSeconds`, or unsealed for `maxAgeSeconds`
-    /// (so that sync publishes them, as the board's own). A seal that fails (a full disk)
-    /// leaves the events durable in the open segment: tried again next time.
-    func sealIdle(idleSeconds: Double, maxAgeSeconds: Double) {
+    /// Seals the hosted open segments idle for `idleSeconds`, or unsealed for their seal age
+    /// (the board's `sealAfterMilliseconds`, spread), so that sync publishes them as the board's
+    /// own. A seal that fails (a full disk) leaves the events durable in the open segment: tried
+    /// again next time.
+    func sealIdle(idleSeconds: Double) {
         thread.submit { [files] in
             files.withLock { files in
                 let now = ProcessInfoLite.monotonicSeconds()
                 for (replica, writer) in files.writers where writer.openEvents > 0 {
                     let idle = now - (files.lastAppend[replica] ?? 0) >= idleSeconds
-                    let old = now - (files.openSince[replica] ?? now) >= maxAgeSeconds
+                    let old = now - (files.openSince[replica] ?? now) >= (files.sealAge[replica] ?? .infinity)
                     guard idle || old else { continue }
                     if (try? writer.seal()) != nil { files.openSince[replica] = nil }
                 }

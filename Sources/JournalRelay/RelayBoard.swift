@@ -176,8 +176,7 @@ public final class RelayBoard: Sendable {
                 wake.yield()
                 // Hosted segments are sealed once their client pauses, for sync to publish.
                 let options = board.board.options
-                board.host.sealIdle(idleSeconds: Double(options.sealAfterIdleMilliseconds ?? 1000) / 1000,
-                                    maxAgeSeconds: Double(options.sealAfterMilliseconds) / 1000)
+                board.host.sealIdle(idleSeconds: Double(options.sealAfterIdleMilliseconds ?? 1000) / 1000)
                 // A cancelled sleep returns at once: stop rather than spin.
                 do { try await Task.sleep(for: .seconds(1)) } catch { return }
             }

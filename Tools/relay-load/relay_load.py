@@ -197,7 +197,154 @@ def cpu_seconds():
     return t.user + t.system
 
 
+# Which WebSocket client the workers use (`--client`; set before they fork).
+CLIENT = "raw"
+
+
+class RawWs(asyncio.Protocol):
+    """A lean WebSocket client on asyncio's transport, for the ingest and latency loops: the
+    clients share the machine's 2 cores with the server under test, and the `websockets`
+    library's took 0.36–0.79 cores at 12,000 frames/s (0.26–0.30 for this one; README). Frames are built and masked in a few C-level operations, replies are parsed from
+    the buffer in `data_received` and handed to `on_message` without a task wake-up. The
+    frames on the wire are ordinary RFC 6455 client frames (masked, random key per socket).
+    Used for both servers; `--client websockets` runs the library instead."""
+
+    def __init__(self, port, path):
+        import base64
+        self.request = ("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                        "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n"
+                        % (path, port, base64.b64encode(os.urandom(16)).decode())).encode()
+        loop = asyncio.get_running_loop()
+        self.opened = loop.create_future()
+        self.buf = bytearray()
+        self.upgraded = False
+        self.queue = []  # messages while nobody handles them (`recv`)
+        self.waiter = None
+        self.on_message = None
+        self.on_close = None
+        self.closed = None
+        self.drained = None
+        self.mask = os.urandom(4)
+
+    # -- asyncio callbacks
+
+    def connection_made(self, transport):
+        self.transport = transport
+        transport.write(self.request)
+
+    def data_received(self, data):
+        buf = self.buf
+        buf += data
+        if not self.upgraded:
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = bytes(buf[:end])
+            del buf[:end + 4]
+            if b" 101 " not in head.split(b"\r\n", 1)[0]:
+                self.opened.set_exception(RuntimeError("no upgrade: %r" % head[:200]))
+                self.transport.close()
+                return
+            self.upgraded = True
+            self.opened.set_result(None)
+        pos, end = 0, len(buf)
+        while end - pos >= 2:
+            n, hdr = buf[pos + 1] & 0x7F, 2
+            if n == 126:
+                if end - pos < 4:
+                    break
+                n, hdr = int.from_bytes(buf[pos + 2:pos + 4], "big"), 4
+            elif n == 127:
+                if end - pos < 10:
+                    break
+                n, hdr = int.from_bytes(buf[pos + 2:pos + 10], "big"), 10
+            if end - pos < hdr + n:
+                break
+            opcode = buf[pos] & 0x0F
+            payload = bytes(buf[pos + hdr:pos + hdr + n])
+            pos += hdr + n
+            if opcode == 8:
+                self.transport.close()
+                break
+            if opcode == 9:
+                # A ping (journal serve sends one every 30 s and closes a socket that does not answer).
+                self.transport.write(self.frame(payload, opcode=10))
+                continue
+            if opcode in (1, 2):
+                if self.on_message is not None:
+                    self.on_message(payload)
+                else:
+                    self.queue.append(payload)
+                    if self.waiter is not None and not self.waiter.done():
+                        self.waiter.set_result(None)
+        del buf[:pos]
+
+    def connection_lost(self, exc):
+        self.closed = exc or ConnectionError("the server closed the connection")
+        if not self.opened.done():
+            self.opened.set_exception(self.closed)
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+        if self.drained is not None and not self.drained.done():
+            self.drained.set_result(None)
+        if self.on_close is not None:
+            self.on_close(self.closed)
+
+    def pause_writing(self):
+        self.drained = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self):
+        if self.drained is not None and not self.drained.done():
+            self.drained.set_result(None)
+        self.drained = None
+
+    # -- what the loops call (the `websockets` calls they use)
+
+    def frame(self, data, opcode=None):
+        payload, kind = (data.encode(), 1) if isinstance(data, str) else (data, 2)
+        opcode = opcode or kind
+        n = len(payload)
+        if n < 126:
+            head = bytes((0x80 | opcode, 0x80 | n))
+        elif n < 65536:
+            head = bytes((0x80 | opcode, 0xFE)) + n.to_bytes(2, "big")
+        else:
+            head = bytes((0x80 | opcode, 0xFF)) + n.to_bytes(8, "big")
+        key = (self.mask * (n // 4 + 1))[:n]
+        return head + self.mask + (int.from_bytes(payload, "little") ^ int.from_bytes(key, "little")).to_bytes(n, "little")
+
+    async def send(self, data):
+        await self.send_many((data,))
+
+    async def send_many(self, datas):
+        if self.closed is not None:
+            raise self.closed
+        self.transport.write(b"".join(self.frame(d) for d in datas))
+        if self.drained is not None:
+            await self.drained
+
+    async def recv(self, decode=False):
+        while not self.queue:
+            if self.closed is not None:
+                raise self.closed
+            self.waiter = asyncio.get_running_loop().create_future()
+            await self.waiter
+        return self.queue.pop(0)
+
+    async def close(self):
+        if self.closed is None:
+            self.transport.write(self.frame(b"\x03\xe8", opcode=8))  # 1000: normal closure
+            self.transport.close()
+
+
 async def connect(proto, board, blocks=False):
+    if CLIENT == "raw":
+        from urllib.parse import urlparse
+        loop = asyncio.get_running_loop()
+        _, ws = await loop.create_connection(lambda: RawWs(proto.port, urlparse(proto.url(board)).path), "127.0.0.1", proto.port)
+        await asyncio.wait_for(ws.opened, 120)
+        await proto.open(ws, blocks)
+        return ws
     from websockets.asyncio.client import connect as ws_connect
     ws = await ws_connect(proto.url(board), compression=None, max_size=None, ping_interval=None,
                           open_timeout=120, close_timeout=5)
@@ -220,25 +367,57 @@ class Client:
         self.record_latency = False
         self.error = None
 
+    def handle(self, m):
+        self.bytes_in += len(m)
+        n = self.proto.acked(m)
+        if n is not None and n > self.acked:
+            now = time.monotonic()
+            if self.record_latency:
+                st = self.send_times
+                self.latencies.extend(now - st[i] for i in range(self.acked, n))
+            self.acked = n
+            self.last_ack = now
+            self.ack_event.set()
+
+    def failed(self, e):
+        self.error = self.error or repr(e)
+        self.ack_event.set()
+
     async def reader(self):
-        acked_fn = self.proto.acked
+        ws = self.ws
+        if isinstance(ws, RawWs):
+            # Messages are handled as they are parsed; this task only waits for the end.
+            done = asyncio.get_running_loop().create_future()
+
+            def closed(e):
+                if not done.done():
+                    done.set_result(e)
+            ws.on_close = closed
+            try:
+                for m in ws.queue:
+                    self.handle(m)
+                ws.queue.clear()
+                ws.on_message = self._handle_or_fail
+                if ws.closed is not None:
+                    closed(ws.closed)
+                self.failed(await done)
+            except asyncio.CancelledError:
+                pass
+            return
         try:
             while True:
-                m = await self.ws.recv(decode=False)
-                self.bytes_in += len(m)
-                n = acked_fn(m)
-                if n is not None and n > self.acked:
-                    now = time.monotonic()
-                    if self.record_latency:
-                        st = self.send_times
-                        self.latencies.extend(now - st[i] for i in range(self.acked, n))
-                    self.acked = n
-                    self.last_ack = now
-                    self.ack_event.set()
+                self.handle(await ws.recv(decode=False))
         except Exception as e:  # closed
             if not isinstance(e, asyncio.CancelledError):
-                self.error = self.error or repr(e)
-            self.ack_event.set()
+                self.failed(e)
+            else:
+                self.ack_event.set()
+
+    def _handle_or_fail(self, m):
+        try:
+            self.handle(m)
+        except Exception as e:  # an error frame
+            self.failed(e)
 
     async def send(self, frame, points):
         await self.ws.send(frame)
@@ -249,12 +428,15 @@ class Client:
         """Several frames in one write: the library frames and masks each (its sans-I/O
         protocol), then writes and drains once; the frames are the same as `send`'s."""
         ws = self.ws
-        async with ws.send_context():
-            for frame, _ in batch:
-                if isinstance(frame, str):
-                    ws.protocol.send_text(frame.encode())
-                else:
-                    ws.protocol.send_binary(frame)
+        if isinstance(ws, RawWs):
+            await ws.send_many([frame for frame, _ in batch])
+        else:
+            async with ws.send_context():
+                for frame, _ in batch:
+                    if isinstance(frame, str):
+                        ws.protocol.send_text(frame.encode())
+                    else:
+                        ws.protocol.send_binary(frame)
         cum = self.cum
         for _, points in batch:
             cum.append(cum[-1] + points)
@@ -369,7 +551,9 @@ async def worker_async(conn, proto_kind, port, specs, scenario, params):
         if scenario == "latency":
             # drop the warm-up (frames sent in the first `warmup` seconds)
             start = msg[1] + params["warmup"]
-            r["latencies"] = [l for l, t in zip(c.latencies, c.send_times) if t >= start]
+            kept = [(l, t) for l, t in zip(c.latencies, c.send_times) if t >= start]
+            r["latencies"] = [l for l, _ in kept]
+            r["sentAt"] = [t - msg[1] for _, t in kept]
         result["clients"].append(r)
     for c in clients:
         await c.ws.close()
@@ -547,13 +731,22 @@ def run_latency(args, kind, pool, tag):
 
     def pct(p):
         return round(lat[min(len(lat) - 1, int(p / 100 * len(lat)))] * 1000, 2) if lat else None
+    # When the slow acks were sent: per quarter second, how many took over 50 ms (stalls that
+    # hit every client at once show as a spike here, a slow client as a flat line).
+    slow = {}
+    for c in cl:
+        for l, t in zip(c["latencies"], c.get("sentAt", [])):
+            if l > 0.05:
+                slow[int(t * 4)] = slow.get(int(t * 4), 0) + 1
+    timeline = [slow.get(q, 0) for q in range(int(args.latency_seconds * 4))]
     return {"clients": n, "hz": args.latency_hz, "clientsPerBoard": per_board, "seconds": args.latency_seconds,
             "samples": len(lat), "framesSent": sum(c["sent"] for c in cl), "p50Ms": pct(50), "p90Ms": pct(90), "p99Ms": pct(99),
             "maxMs": round(lat[-1] * 1000, 2) if lat else None, "unacked": unacked, "acked": acked,
             "note": "percentiles over acknowledged frames sent after a 1 s warm-up; unacked = frames still unacknowledged 30 s after sending stopped",
             "framesPerSecond": round(sum(c["sent"] for c in cl) / args.latency_seconds),
             "serverCPU": round((s1 - s0) / wall, 2), "clientCPU": round(sum(r["cpu"] for r in results) / wall, 2),
-            "load1": round(la, 2), "errors": errors[:3], "errorCount": len(errors)}
+            "load1": round(la, 2), "errors": errors[:3], "errorCount": len(errors),
+            "slowPerQuarterSecond": timeline}
 
 
 def settle_rss(pid, seconds=1.5):
@@ -854,6 +1047,7 @@ def print_table(res):
             print("  p50 %s ms  p90 %s ms  p99 %s ms  max %s ms  samples %d  acked %d of %d sent  frames/s %d  srvCPU %.2f  cliCPU %.2f  load %.2f  errors %d" % (
                 r["p50Ms"], r["p90Ms"], r["p99Ms"], r["maxMs"], r["samples"], r["acked"], r["framesSent"], r["framesPerSecond"],
                 r["serverCPU"], r["clientCPU"], r["load1"], r["errorCount"]))
+            print("  acks over 50 ms, by quarter second sent: %s" % " ".join(str(x) for x in r.get("slowPerQuarterSecond", [])))
         if "memory" in s:
             r = s["memory"]
             print("\n[%s] memory (VmRSS): start %s; +%d boards (1 conn each) %s; +%d idle conns %s; all closed %s" % (
@@ -887,6 +1081,8 @@ def main():
     ap.add_argument("--drain", type=float, default=30, help="ingest: seconds to wait for the last acks after sending stops")
     ap.add_argument("--stroke-window", type=int, default=64, help="the same for whole-stroke frames (64 x 200 points)")
     ap.add_argument("--workers", type=int, default=2, help="client processes")
+    ap.add_argument("--client", choices=["raw", "websockets"], default="raw",
+                    help="the clients' WebSocket code: a lean one on asyncio's transport (raw), or the websockets library (every run before 2026-11-25)")
     ap.add_argument("--pool", type=int, default=2000, help="distinct strokes the clients send (ids fresh per send)")
     ap.add_argument("--latency-clients", type=int, default=50)
     ap.add_argument("--latency-hz", type=float, default=240)
@@ -897,6 +1093,8 @@ def main():
     ap.add_argument("--blocks", action="store_true", help="late joiner asks for binary block catch-up (\"blocks\":true)")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
+    global CLIENT
+    CLIENT = args.client
     servers = args.servers.split(",")
     scenarios = args.scenarios.split(",")
     if "ours" in servers and not os.access(args.journal, os.X_OK):
