@@ -141,12 +141,7 @@ public final class Board: Sendable {
     /// Opens (or creates, with `create`) the journal at `path` and loads its drawing,
     /// starting from the newest snapshot.
     public convenience init(path: String, create: Bool = false, options: BoardOptions = BoardOptions()) throws(JournalError) {
-        let directory: JournalDirectory
-        if create && !FileSystem.exists(path) {
-            directory = try JournalDirectory.create(at: path)
-        } else {
-            directory = try JournalDirectory.open(at: path)
-        }
+        let directory = create ? try JournalDirectory.openOrCreate(at: path) : try JournalDirectory.open(at: path)
         try self.init(directory: directory, options: options)
     }
 

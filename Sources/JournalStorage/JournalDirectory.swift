@@ -58,6 +58,26 @@ public struct JournalDirectory: Sendable {
         return directory
     }
 
+    /// Whether `root` is a real folder (not a symlink) holding nothing but what `create` makes
+    /// before the identity: at most an empty `replicas/` and a `local/` with nothing but
+    /// temporaries (the identity's, half written). An empty folder is one too.
+    public var isUnfinishedCreation: Bool {
+        guard !isJournal, FileSystem.linkStatus(root)?.kind == .directory,
+              let entries = try? FileSystem.list(root) else { return false }
+        for entry in entries {
+            switch (entry.name, entry.kind) {
+            case ("replicas", .directory):
+                guard let replicas = try? FileSystem.list(replicasPath), replicas.isEmpty else { return false }
+            case ("local", .directory):
+                guard let local = try? FileSystem.list(localPath),
+                      local.allSatisfy({ $0.kind == .file && $0.name.hasPrefix(".tmp-") }) else { return false }
+            default:
+                return false
+            }
+        }
+        return true
+    }
+
     public func identity() throws(JournalError) -> ReplicaID {
         let bytes: [UInt8]
         do { bytes = try FileSystem.readFile(identityPath) } catch { throw .io(error) }

@@ -29,11 +29,17 @@ extension JournalDirectory {
 }
 
 extension JournalDirectory {
-    /// Opens the journal at `root`, creating it (with a new replica id) if it is not one yet:
-    /// what an app does every time it starts.
+    /// Opens the journal at `root`, creating it (with a new replica id) where there is none
+    /// yet: what an app does every time it starts, and a relay for each board. It is created
+    /// where nothing is, in an empty folder, and over what a `create` cut short left
+    /// (`isUnfinishedCreation`: `create` makes `replicas/` and `local/` before the identity, and
+    /// a relay killed in between left a board that `open` refused for ever). A folder holding
+    /// anything else is somebody's and is refused (`notAJournal`; `journal init` makes a
+    /// journal there on purpose).
     public static func openOrCreate(at root: String) throws(JournalError) -> JournalDirectory {
         let directory = JournalDirectory(root: root)
         if directory.isJournal { return directory }
+        guard !FileSystem.exists(root) || directory.isUnfinishedCreation else { throw .notAJournal(path: root) }
         do {
             return try create(at: root)
         } catch .alreadyAJournal {

@@ -3,12 +3,35 @@ import JournalIngest
 import JournalLive
 import JournalPlatform
 import JournalRelay
+import JournalStorage
 import JournalTestSupport
 import JournalWire
 import Testing
 
 /// The relay core without sockets: a flooding client waits for acks instead of growing memory.
 @Suite struct RelayConnectionTests {
+    /// A relay killed while it created a board's journal left `replicas/` and `local/`
+    /// without the identity; the next connection to that board found "not a journal" for
+    /// ever (RelayClientCrashTests, native mode, once in a fresh-clone CI). It is created again.
+    @Test func aBoardWhoseCreationWasCutOpensAndRecords() async throws {
+        let temp = TemporaryDirectory("relay-unfinished")
+        defer { temp.remove() }
+        try FileSystem.createDirectory(temp.path + "/cut/replicas")
+        try FileSystem.createDirectory(temp.path + "/cut/local")
+        try FileSystem.createDirectory(temp.path + "/other")
+        try FileSystem.writeAtomically(Array("mine".utf8), to: temp.path + "/other/notes.txt")
+        let relay = try Relay(dataDirectory: temp.path, boardOptions: BoardOptions(watchForSegments: false))
+        let board = try relay.board(BoardName("cut"))
+        _ = try board.board.append(.clear)
+        try await board.board.flush()
+        #expect(board.board.durableSeq == 1)
+        // A folder that holds somebody's files is no board: refused, and left as it was.
+        #expect(throws: RelayError.self) { try relay.board(BoardName("other")) }
+        #expect(try FileSystem.list(temp.path + "/other").map(\.name) == ["notes.txt"])
+        await relay.close()
+        #expect(JournalDirectory(root: temp.path + "/cut").isJournal)
+    }
+
     @Test func aClientAtTheUnacknowledgedLimitWaitsForTheNextAck() async throws {
         let temp = TemporaryDirectory("relay-throttle")
         defer { temp.remove() }

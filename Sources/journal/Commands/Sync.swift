@@ -149,8 +149,7 @@ extension JournalCommand {
             try await reportingErrors {
                 let journal: JournalDirectory
                 if let into {
-                    journal = JournalDirectory(root: into).isJournal
-                        ? try JournalDirectory.open(at: into) : try JournalDirectory.create(at: into)
+                    journal = try JournalDirectory.openOrCreate(at: into)
                 } else {
                     journal = try options.open()
                 }
