@@ -101,7 +101,6 @@ final class NativeHost: Sendable {
     func accept(_ events: [Event], replica: ReplicaID, from connection: Int) throws(RelayError) -> Acceptance {
         let all = board.covered
         let covered = all[replica] ?? SeqRanges()
-        let boardEvents = all.values.reduce(UInt64(0)) { $0 + $1.count }
         let (acceptance, schedule) = try state.withLock { state throws(RelayError) -> (Acceptance, Bool) in
             guard !state.closed else { throw .closed }
             var held = covered
@@ -126,8 +125,12 @@ final class NativeHost: Sendable {
             }
             guard !fresh.isEmpty else { return (.allHeld, false) }
             // A clock replay would quarantine is never stored (FORMAT.md §8.9), counted on what
-            // the board will hold with these events.
-            let known = boardEvents + state.accepted.eventCount + UInt64(fresh.count)
+            // the board will hold with these events: each id once. Sealed hosted events are
+            // both folded by the board and accepted here; counted twice, the bound let through
+            // a clock that replay then quarantined, an acknowledged event no reader applied.
+            var holds = Have(all)
+            holds.formUnion(state.accepted)
+            let known = holds.eventCount + UInt64(fresh.count)
             let limit = ClockBound.limit(distinctEvents: known)
             if let wild = fresh.first(where: { $0.lamport < 1 || $0.lamport > limit }) {
                 throw .refusedFrame("seq \(wild.id.seq): Lamport clock \(wild.lamport) is not between 1 and \(limit) (replay would quarantine it)")

@@ -3,6 +3,7 @@ import JournalIngest
 import JournalLive
 import JournalPlatform
 import JournalRelay
+import JournalReplay
 import JournalStorage
 import JournalTestSupport
 import JournalWire
@@ -10,6 +11,48 @@ import Testing
 
 /// The relay core without sockets: a flooding client waits for acks instead of growing memory.
 @Suite struct RelayConnectionTests {
+    /// A native client's clock is bounded by the events the board will hold, each counted
+    /// once. Sealed hosted events were counted twice (folded by the board, and accepted by the
+    /// host), so after a seal a clock past the bound was acknowledged and broadcast, and then
+    /// quarantined by every reader: a live viewer and a late joiner held different boards
+    /// (adversarial review).
+    @Test func aNativeClockPastTheBoundIsRefusedAfterItsReplicaWasSealed() async throws {
+        let temp = TemporaryDirectory("relay-native-clock")
+        defer { temp.remove() }
+        let relay = try Relay(dataDirectory: temp.path, boardOptions: BoardOptions(sealAfterIdleMilliseconds: 100))
+        let board = try relay.board(BoardName("clock"))
+        let replica = ReplicaID.random()
+        let hello = ClientFrame.helloText(Hello(have: Have(), replica: replica))
+        let first = board.connect()
+        await first.receive(text: hello)
+        first.goLive(caughtUp: 0)
+        await first.receive(binary: NativeModeTests.frame(NativeModeTests.events(replica, 1...1000)))
+        // The host seals the idle segment on the relay's 1 s timer, and the board folds it.
+        let deadline = ProcessInfoLite.monotonicSeconds() + 120
+        while board.board.covered[replica]?.count != 1000 && ProcessInfoLite.monotonicSeconds() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(board.board.covered[replica]?.count == 1000, "the hosted segment was never sealed and folded")
+
+        let limit = ClockBound.limit(distinctEvents: 1001)
+        var next = NativeModeTests.events(replica, 1001...1001)
+        next[0].lamport = limit + 1
+        await first.receive(binary: NativeModeTests.frame(next))
+        #expect(first.closeReason?.contains("Lamport clock \(limit + 1)") == true, "\(first.closeReason ?? "not refused")")
+
+        // At the bound it is stored, and every reader applies it.
+        let second = board.connect()
+        await second.receive(text: hello)
+        second.goLive(caughtUp: 0)
+        next[0].lamport = limit
+        await second.receive(binary: NativeModeTests.frame(next))
+        #expect(second.closeReason == nil)
+        await relay.close()
+        let (_, report) = Replay.load(JournalDirectory(root: temp.path + "/clock"))
+        #expect(report.quarantinedEvents == 0)
+        #expect(report.eventCount == 1001)
+    }
+
     /// A relay killed while it created a board's journal left `replicas/` and `local/`
     /// without the identity; the next connection to that board found "not a journal" for
     /// ever (RelayClientCrashTests, native mode, once in a fresh-clone CI). It is created again.
