@@ -225,17 +225,15 @@ final class SegmentSink: @unchecked Sendable {
         }
         bytes += SegmentEncoder.blocks(smallRun[...], version: header.version)
         let name = SegmentName(firstSeq: range.lowerBound, lastSeq: range.upperBound, contents: bytes)
-        let folder = directory.replicaPath(replica)
-        let finalPath = FileSystem.join(folder, name.fileName)
         var index = LocalIndex.refresh(directory)
         do {
             // Writing the sealed copy touches nothing the open segment holds: if it fails,
             // every event is still durable there and the writer can go on appending.
-            if !FileSystem.isDirectory(folder) {
-                try FileSystem.createDirectory(folder)
-                try FileSystem.syncDirectory(directory.replicasPath)
-            }
-            try FileSystem.writeAtomically(bytes, to: finalPath)
+            // `replicas/` is shared: a symlink planted at `replicas/` or `replicas/<id>` after
+            // the writer opened is refused here, never written through (by path, the seal
+            // followed one planted while a relay ran).
+            let folder = try DirectoryHandle.open("replicas/" + replica.hex, beneath: directory.root, create: true)
+            try folder.replaceFileAtomically(name: name.fileName, bytes: bytes)
         } catch {
             throw .sealFailed(error, neededBytes: Int64(bytes.count), available: FileSystem.availableBytes(directory.root))
         }

@@ -161,4 +161,45 @@ import Testing
         #expect(throws: JournalError.self) { try HostedReplicaWriter(directory: directory, replica: other) }
         #expect(try FileSystem.list(outside).isEmpty)
     }
+
+    /// A symlink planted at `replicas/<id>` (or at `replicas/`) while a writer is open: its seal
+    /// is refused, not written through; the events stay durable in the open segment, and the
+    /// seal goes through once the symlink is gone. Both writers (a relay's hosted replicas and
+    /// its own); by path, the seal followed the symlink (adversarial review).
+    @Test(arguments: [false, true], ["replica", "replicas"])
+    func aSymlinkPlantedAfterOpeningIsNeverSealedThrough(hosted: Bool, at level: String) throws {
+        let temp = TemporaryDirectory("seal-symlink")
+        defer { temp.remove() }
+        let directory = try JournalDirectory.create(at: temp.path + "/j")
+        let outside = temp.path + "/outside"
+        try FileSystem.createDirectory(outside)
+        let hostedReplica = ReplicaID.random()
+        let own = try JournalWriter(directory: directory, options: WriterOptions(sealOnClose: false))
+        let guest = try HostedReplicaWriter(directory: directory, replica: hostedReplica)
+        let replica = hosted ? hostedReplica : own.replica
+        if hosted {
+            try guest.append(Self.events(hostedReplica, 1...4))
+        } else {
+            for event in Self.events(replica, 1...4) { _ = try own.append(event.payload) }
+            try own.flush()
+        }
+        try FileSystem.createDirectory(directory.replicasPath)
+        let planted = level == "replica" ? directory.replicaPath(replica) : directory.replicasPath
+        if level == "replicas" { #expect(rename(directory.replicasPath, temp.path + "/replicas-moved") == 0) }
+        #expect(symlink(outside, planted) == 0)
+        #expect {
+            _ = hosted ? try guest.seal() : try own.seal()
+        } throws: { error in
+            guard case JournalError.sealFailed(let cause, _, _) = error else { return false }
+            return cause.isSymbolicLink
+        }
+        #expect(try FileSystem.list(outside).isEmpty, "written through the symlink")
+        try FileSystem.remove(planted)
+        if level == "replicas" { #expect(rename(temp.path + "/replicas-moved", directory.replicasPath) == 0) }
+        #expect(try (hosted ? guest.seal() : own.seal()) != nil)
+        let sealed = try FileSystem.list(directory.replicaPath(replica))
+        #expect(sealed.count == 1 && sealed[0].name.hasSuffix(".sjs"))
+        try own.close()
+        try guest.close()
+    }
 }
