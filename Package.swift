@@ -124,9 +124,10 @@ let package = Package(
         .target(
             name: "JournalServe",
             dependencies: [
-                "JournalRelay", "JournalWire",
+                "JournalPlatform", "JournalRelay", "JournalWire",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
             swiftSettings: strict),

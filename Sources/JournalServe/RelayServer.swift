@@ -1,7 +1,9 @@
 import Hummingbird
 import HummingbirdWebSocket
+import JournalPlatform
 import JournalRelay
 import JournalWire
+import NIOCore
 import NIOWebSocket
 
 /// `journal serve`: the relay on HTTP and WebSocket (Hummingbird on SwiftNIO).
@@ -13,11 +15,16 @@ public struct RelayServer: Sendable {
     public let relay: Relay
     public let host: String
     public let port: Int
+    /// A connection whose one write has waited this long for the client to read is ended.
+    /// A client that stops reading would otherwise hold its catch-up's memory, and stop the
+    /// relay from shutting down (a graceful stop waits for every connection), for ever.
+    public let writeStallSeconds: Double
 
-    public init(relay: Relay, host: String = "127.0.0.1", port: Int) {
+    public init(relay: Relay, host: String = "127.0.0.1", port: Int, writeStallSeconds: Double = 30) {
         self.relay = relay
         self.host = host
         self.port = port
+        self.writeStallSeconds = writeStallSeconds
     }
 
     /// Serves until the task is cancelled, or, with `handlingSignals`, until SIGINT or SIGTERM;
@@ -25,11 +32,11 @@ public struct RelayServer: Sendable {
     /// or the one the system picked for port 0).
     public func run(handlingSignals: Bool = false, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         let relay = self.relay
-        let router = Router(context: BasicWebSocketRequestContext.self)
+        let router = Router(context: RelaySocketContext.self)
         router.get("/") { _, _ in "StrokeJournal relay: ws://HOST:PORT/boards/<board>/ws, a drawing page at http://HOST:PORT/boards/<board>\n" }
         router.get("/boards/:board") { _, context in Self.drawingPage(board: context.parameters.get("board") ?? "") }
 
-        let sockets = Router(context: BasicWebSocketRequestContext.self)
+        let sockets = Router(context: RelaySocketContext.self)
         // Every request upgrades, a bad board name too: the client then reads why in an error
         // message (a browser's WebSocket never shows the body of a refused upgrade).
         sockets.ws("/boards/:board/ws", onUpgrade: { inbound, outbound, context in
@@ -41,7 +48,8 @@ public struct RelayServer: Sendable {
                 try await Self.close(withError: error.description, inbound: inbound, outbound: outbound)
                 return
             }
-            try await Self.serve(connection, inbound: inbound, outbound: outbound)
+            let writes = SocketWrites(channel: context.requestContext.channel, stallSeconds: writeStallSeconds)
+            try await Self.serve(connection, inbound: inbound, outbound: outbound, writes: writes)
         })
 
         let app = Application(
@@ -120,7 +128,8 @@ public struct RelayServer: Sendable {
     /// catch-up, then whatever the relay queues; a reader task reads frames one at a time (a
     /// throttled `receive` stops the reading, and TCP pushes back on the client).
     private static func serve(
-        _ connection: RelayConnection, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter
+        _ connection: RelayConnection, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter,
+        writes: SocketWrites
     ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -129,15 +138,19 @@ public struct RelayServer: Sendable {
                 let hello = await connection.awaitHello() ?? Hello()
                 do {
                     try await connection.catchUp(
-                        lacking: hello.have, write: { message in try await outbound.write(.text(message.text)) },
-                        writeSegment: hello.blocks ? { bytes in try await outbound.write(.binary(ByteBuffer(bytes: bytes))) } : nil)
+                        lacking: hello.have, write: { message in try await writes.text(message.text, to: outbound) },
+                        writeSegment: hello.blocks
+                            ? { bytes in try await writes.write(bytes: bytes.count) { try await outbound.write(.binary(ByteBuffer(bytes: bytes))) } }
+                            : nil)
                 } catch let error as RelayError {
                     connection.close(reason: error.description)
                 }
-                for await text in connection.outbound { try await outbound.write(.text(text)) }
+                for await text in connection.outbound { try await writes.text(text, to: outbound) }
                 if let reason = connection.closeReason {
-                    try await outbound.write(.text(ServerMessage.error(frame: nil, message: reason).text))
-                    try await outbound.close(.normalClosure, reason: nil)
+                    try await writes.write(bytes: 0) {
+                        try await outbound.write(.text(ServerMessage.error(frame: nil, message: reason).text))
+                        try await outbound.close(.normalClosure, reason: nil)
+                    }
                     // The reader task reads on until the client's close frame answers ours.
                     try await Task.sleep(for: closeLinger)
                 }
@@ -151,12 +164,96 @@ public struct RelayServer: Sendable {
                     }
                 }
             }
+            group.addTask {
+                // Ends the connection (by ending first, and closing the socket) once a write has
+                // waited too long for the client to read.
+                let period = min(5, max(0.05, writes.stallSeconds / 4))
+                while !Task.isCancelled {
+                    do { try await Task.sleep(for: .milliseconds(Int(period * 1000))) } catch { return }
+                    if writes.waited() > writes.stallSeconds {
+                        writes.abandon()
+                        return
+                    }
+                }
+            }
             // The first task to end ends the connection: the reader when the client closed (or
             // the socket failed), the writer when the relay ended the connection and the client
-            // did not answer its close frame within `closeLinger`.
+            // did not answer its close frame within `closeLinger`, the watchdog when the client
+            // stopped reading (cancelling the group ends the write it waits in).
             try await group.next()
             connection.close()
             group.cancelAll()
         }
+    }
+}
+
+/// The request context of the relay's routes: Hummingbird's, plus the connection's channel, which
+/// `SocketWrites` asks whether the socket took what was written.
+struct RelaySocketContext: RequestContext, WebSocketRequestContext {
+    var coreContext: CoreRequestContextStorage
+    let webSocket: WebSocketHandlerReference<Self>
+    let channel: any Channel
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        webSocket = .init()
+        channel = source.channel
+    }
+}
+
+/// One connection's writes, with backpressure that holds. A WebSocket write returns once
+/// queued for the channel's event loop, before the channel's writability reflects it, so a
+/// fast writer (a catch-up from memory) queued megabytes for a client that did not read, and
+/// kept them as long as it stayed connected. Every `drainEvery` bytes the writer waits until
+/// the channel has taken what was written; a write (or that wait) that lasts `stallSeconds`
+/// gets the socket closed by the watchdog.
+final class SocketWrites: Sendable {
+    let channel: any Channel
+    let stallSeconds: Double
+    /// Bytes written between two waits for the socket: about what one connection may hold
+    /// queued in the relay beyond the socket's own buffer.
+    static let drainEvery = 256 * 1024
+
+    private struct State {
+        var startedAt: Double?
+        var unchecked = 0
+    }
+    private let state = Locked(State())
+
+    init(channel: any Channel, stallSeconds: Double) {
+        self.channel = channel
+        self.stallSeconds = stallSeconds
+    }
+
+    func text(_ text: String, to outbound: WebSocketOutboundWriter) async throws {
+        try await write(bytes: text.utf8.count) { try await outbound.write(.text(text)) }
+    }
+
+    /// Runs `write` (of `count` bytes), then waits for the socket if enough went unchecked.
+    func write(bytes count: Int, _ write: () async throws -> Void) async throws {
+        state.withLock { $0.startedAt = ProcessInfoLite.monotonicSeconds() }
+        defer { state.withLock { $0.startedAt = nil } }
+        try await write()
+        let drain = state.withLock { state -> Bool in
+            state.unchecked += count
+            return state.unchecked >= Self.drainEvery
+        }
+        guard drain else { return }
+        let channel = self.channel
+        // Asked on the event loop, behind the writes queued before: their bytes are counted.
+        while try await !channel.eventLoop.submit({ channel.isWritable }).get() {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        state.withLock { $0.unchecked = 0 }
+    }
+
+    /// Seconds the write under way (or its wait for the socket) has lasted; 0 without one.
+    func waited() -> Double {
+        state.withLock { state in state.startedAt.map { ProcessInfoLite.monotonicSeconds() - $0 } ?? 0 }
+    }
+
+    /// Closes the socket: what was queued for it is dropped, and a write waiting in it ends.
+    func abandon() {
+        channel.close(promise: nil)
     }
 }

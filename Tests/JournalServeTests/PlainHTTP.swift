@@ -28,6 +28,39 @@ enum PlainHTTP {
         return try parse(raw)
     }
 
+    /// Opens a WebSocket to `path` and sends `text` as its first frame, then never reads: a
+    /// client that stalls. Returns the socket (the caller closes it); its receive buffer is
+    /// kept small, so that the relay's writes stall after a few kilobytes.
+    static func openNonReadingWebSocket(port: Int, path: String, text: String) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
+        var size: Int32 = 4096
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            throw Failure(description: "connect to 127.0.0.1:\(port): errno \(errno)")
+        }
+        let payload = Array(text.utf8)
+        precondition(payload.count < 126, "one short frame")
+        // A masked text frame with the all-zero key: the payload goes as it is.
+        let request = Array(("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8)
+            + [0x81, 0x80 | UInt8(payload.count), 0, 0, 0, 0] + payload
+        let sent = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        guard sent == request.count else {
+            close(fd)
+            throw Failure(description: "send: \(sent) of \(request.count) bytes, errno \(errno)")
+        }
+        return fd
+    }
+
     private static func exchange(port: Int, request: String, timeoutSeconds: Int) throws -> [UInt8] {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }

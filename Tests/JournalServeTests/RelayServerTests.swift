@@ -1,6 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import JournalFormat
 import JournalIngest
 import JournalLive
+import JournalPlatform
 import JournalRelay
 import JournalReplay
 import JournalServe
@@ -20,11 +24,11 @@ import Testing
 
         static func start(
             data: String, port: Int = 0, options: BoardOptions = BoardOptions(watchForSegments: false),
-            idleBoardSeconds: Double? = nil
+            idleBoardSeconds: Double? = nil, writeStallSeconds: Double = 30
         ) async throws -> RunningRelay {
             let relay = try Relay(dataDirectory: data, boardOptions: options, idleBoardSeconds: idleBoardSeconds)
             let (ports, portContinuation) = AsyncStream<Int>.makeStream()
-            let server = RelayServer(relay: relay, port: port)
+            let server = RelayServer(relay: relay, port: port, writeStallSeconds: writeStallSeconds)
             let task = Task { try await server.run { port in portContinuation.yield(port) } }
             var iterator = ports.makeAsyncIterator()
             let port = try #require(await iterator.next())
@@ -160,5 +164,42 @@ import Testing
         #expect(try await client.next(within: 5) == nil)
         #expect(running.relay.openBoards.isEmpty)
         await running.stop()
+    }
+
+    /// A client that stops reading during its catch-up is disconnected once a write has waited
+    /// `writeStallSeconds`, and the relay still stops at once: a stalled write used to hold the
+    /// catch-up's memory, and a graceful stop, for ever (adversarial review: SIGTERM never
+    /// finished, and 150 such sockets took 1.2 GB).
+    @Test func aClientThatStopsReadingIsDisconnectedAndTheRelayStillStops() async throws {
+        let temp = TemporaryDirectory("relay-stall")
+        defer { temp.remove() }
+        let data = temp.path + "/boards"
+        do {
+            // A text catch-up of some 10 MB: far more than the socket buffers hold.
+            let board = try Board(path: data + "/big", create: true, options: BoardOptions(watchForSegments: false))
+            let stroke = StrokeID(UUIDBits(high: 5, low: 5))
+            for index in 0..<40_000 {
+                try board.append(.point(PointSample(stroke: stroke, x: Double(index), y: 1, pressure: 0.5,
+                                                    style: Style(color: RGBA(rawValue: 0x336699FF), width: 2))))
+            }
+            try await board.close()
+        }
+        let running = try await RunningRelay.start(data: data, writeStallSeconds: 1)
+        let socket = try PlainHTTP.openNonReadingWebSocket(port: running.port, path: "/boards/big/ws",
+                                                           text: ClientFrame.helloText(have: Have()))
+        defer { close(socket) }
+        func connections() -> Int {
+            running.relay.openBoards.isEmpty ? 0 : ((try? running.relay.board(BoardName("big")).connectionCount) ?? 0)
+        }
+        // It connects, stalls, and is dropped (the deadlines only bound a starved run).
+        var deadline = ProcessInfoLite.monotonicSeconds() + 60
+        while connections() == 0 && ProcessInfoLite.monotonicSeconds() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(connections() == 1, "the client never connected")
+        deadline = ProcessInfoLite.monotonicSeconds() + 60
+        while connections() > 0 && ProcessInfoLite.monotonicSeconds() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(connections() == 0, "a client that stopped reading stayed connected")
+        let stopping = ProcessInfoLite.monotonicSeconds()
+        await running.stop()
+        #expect(ProcessInfoLite.monotonicSeconds() - stopping < 30)
     }
 }

@@ -40,18 +40,23 @@ extension JournalCommand {
             "Close a board nobody has been connected to for this many seconds (sealed, its lock released for sync); 0: never.",
             valueName: "seconds"))
         var closeIdleAfter: Double = 60
+        @Option(help: ArgumentHelp(
+            "Close a connection whose client has not taken a write for this many seconds (it stopped reading).",
+            valueName: "seconds"))
+        var writeTimeout: Double = 30
 
         func validate() throws {
             guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
             guard !data.isEmpty else { throw ValidationError("--data must name a folder") }
             guard closeIdleAfter >= 0, closeIdleAfter.isFinite else { throw ValidationError("--close-idle-after must be 0 or more seconds") }
+            guard writeTimeout > 0, writeTimeout.isFinite else { throw ValidationError("--write-timeout must be more than 0 seconds") }
         }
 
         func run() async throws {
             try await reportingErrors {
                 let relay: Relay
                 do throws(RelayError) { relay = try Relay(dataDirectory: data, idleBoardSeconds: closeIdleAfter > 0 ? closeIdleAfter : nil) } catch { throw CLIError(error.description, code: CLIError.ioError) }
-                let server = RelayServer(relay: relay, host: bind, port: port)
+                let server = RelayServer(relay: relay, host: bind, port: port, writeStallSeconds: writeTimeout)
                 let (bind, data) = (self.bind, self.data)
                 do {
                     try await server.run(handlingSignals: true) { port in
