@@ -32,21 +32,7 @@ enum PlainHTTP {
     /// client that stalls. Returns the socket (the caller closes it); its receive buffer is
     /// kept small, so that the relay's writes stall after a few kilobytes.
     static func openNonReadingWebSocket(port: Int, path: String, text: String) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
-        var size: Int32 = 4096
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            close(fd)
-            throw Failure(description: "connect to 127.0.0.1:\(port): errno \(errno)")
-        }
+        let fd = try connectedSocket(port: port, receiveBuffer: 4096)
         let payload = Array(text.utf8)
         precondition(payload.count < 126, "one short frame")
         // A masked text frame with the all-zero key: the payload goes as it is.
@@ -61,13 +47,11 @@ enum PlainHTTP {
         return fd
     }
 
-    private static func exchange(port: Int, request: String, timeoutSeconds: Int) throws -> [UInt8] {
+    /// A TCP socket connected to 127.0.0.1:`port` (a `receiveBuffer` set before connecting).
+    private static func connectedSocket(port: Int, receiveBuffer: Int32? = nil) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -75,7 +59,20 @@ enum PlainHTTP {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard connected == 0 else { throw Failure(description: "connect to 127.0.0.1:\(port): errno \(errno)") }
+        guard connected == 0 else {
+            let code = errno
+            close(fd)
+            throw Failure(description: "connect to 127.0.0.1:\(port): errno \(code)")
+        }
+        return fd
+    }
+
+    private static func exchange(port: Int, request: String, timeoutSeconds: Int) throws -> [UInt8] {
+        let fd = try connectedSocket(port: port)
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let bytes = Array(request.utf8)
         var sent = 0
         while sent < bytes.count {
