@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import JournalFormat
 import JournalIngest
 import JournalLive
@@ -56,7 +59,7 @@ import Testing
     /// A relay killed while it created a board's journal left `replicas/` and `local/`
     /// without the identity; the next connection to that board found "not a journal" for
     /// ever (RelayClientCrashTests, native mode, once in a fresh-clone CI). It is created again.
-    @Test func aBoardWhoseCreationWasCutOpensAndRecords() async throws {
+    @Test func aCutBoardIsCreatedAgainAndForeignOrSymlinkedFoldersAreRefused() async throws {
         let temp = TemporaryDirectory("relay-unfinished")
         defer { temp.remove() }
         try FileSystem.createDirectory(temp.path + "/cut/replicas")
@@ -71,6 +74,18 @@ import Testing
         // A folder that holds somebody's files is no board: refused, and left as it was.
         #expect(throws: RelayError.self) { try relay.board(BoardName("other")) }
         #expect(try FileSystem.list(temp.path + "/other").map(\.name) == ["notes.txt"])
+        // A board folder that is a symlink (to another journal, here) is never followed.
+        let other = TemporaryDirectory("relay-elsewhere")
+        defer { other.remove() }
+        let elsewhere = try JournalDirectory.create(at: other.path + "/j")
+        #expect(symlink(elsewhere.root, temp.path + "/linked") == 0)
+        #expect {
+            try relay.board(BoardName("linked"))
+        } throws: { error in
+            guard case RelayError.journal(_, .io(let cause)) = error else { return false }
+            return cause.isSymbolicLink
+        }
+        #expect(!FileSystem.exists(elsewhere.openSegmentPath), "a board was opened in the journal the symlink points to")
         await relay.close()
         #expect(JournalDirectory(root: temp.path + "/cut").isJournal)
     }
