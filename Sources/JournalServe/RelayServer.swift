@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Hummingbird
 import HummingbirdWebSocket
 import JournalPlatform
@@ -165,12 +168,12 @@ public struct RelayServer: Sendable {
                 }
             }
             group.addTask {
-                // Ends the connection (by ending first, and closing the socket) once a write has
-                // waited too long for the client to read.
+                // Ends the connection (by ending first, and closing the socket) once the client
+                // has taken nothing for `stallSeconds` while a write waited.
                 let period = min(5, max(0.05, writes.stallSeconds / 4))
                 while !Task.isCancelled {
                     do { try await Task.sleep(for: .milliseconds(Int(period * 1000))) } catch { return }
-                    if writes.waited() > writes.stallSeconds {
+                    if await writes.isStalled() {
                         writes.abandon()
                         return
                     }
@@ -205,8 +208,11 @@ struct RelaySocketContext: RequestContext, WebSocketRequestContext {
 /// queued for the channel's event loop, before the channel's writability reflects it, so a
 /// fast writer (a catch-up from memory) queued megabytes for a client that did not read, and
 /// kept them as long as it stayed connected. Every `drainEvery` bytes the writer waits until
-/// the channel has taken what was written; a write (or that wait) that lasts `stallSeconds`
-/// gets the socket closed by the watchdog.
+/// the channel has taken what was written. A connection whose write (or that wait) has made no
+/// progress for `stallSeconds` is stalled, and the watchdog closes its socket. Progress is the
+/// client's TCP acknowledging bytes (`tcp_info`): the relay's own buffers show none for tens of
+/// seconds while a slow client empties a 4 MB socket buffer, so a client reading 28 KB/s was
+/// taken for one that had stopped. A slow client that keeps reading is never stalled.
 final class SocketWrites: Sendable {
     let channel: any Channel
     let stallSeconds: Double
@@ -215,7 +221,12 @@ final class SocketWrites: Sendable {
     static let drainEvery = 256 * 1024
 
     private struct State {
-        var startedAt: Double?
+        /// A write (or its wait for the socket) is under way.
+        var writing = false
+        /// When the socket last took something: a write ended, or the buffered bytes went down.
+        var progressAt = 0.0
+        var acknowledged: UInt64?
+        var buffered: Int?
         var unchecked = 0
     }
     private let state = Locked(State())
@@ -231,8 +242,11 @@ final class SocketWrites: Sendable {
 
     /// Runs `write` (of `count` bytes), then waits for the socket if enough went unchecked.
     func write(bytes count: Int, _ write: () async throws -> Void) async throws {
-        state.withLock { $0.startedAt = ProcessInfoLite.monotonicSeconds() }
-        defer { state.withLock { $0.startedAt = nil } }
+        state.withLock { state in
+            state.writing = true
+            state.progressAt = ProcessInfoLite.monotonicSeconds()
+        }
+        defer { state.withLock { $0.writing = false } }
         try await write()
         let drain = state.withLock { state -> Bool in
             state.unchecked += count
@@ -247,9 +261,40 @@ final class SocketWrites: Sendable {
         state.withLock { $0.unchecked = 0 }
     }
 
-    /// Seconds the write under way (or its wait for the socket) has lasted; 0 without one.
-    func waited() -> Double {
-        state.withLock { state in state.startedAt.map { ProcessInfoLite.monotonicSeconds() - $0 } ?? 0 }
+    /// Whether the write under way has made no progress for `stallSeconds`: called by the
+    /// watchdog a few times per `stallSeconds`. Samples what the client's TCP acknowledged
+    /// (where the system does not say, the channel's buffered bytes going down).
+    func isStalled() async -> Bool {
+        guard state.withLock({ $0.writing }) else { return false }
+        let acknowledged = await bytesAcknowledged()
+        let buffered = acknowledged == nil ? (try? await channel.getOption(ChannelOptions.bufferedWritableBytes).get()) ?? 0 : nil
+        let now = ProcessInfoLite.monotonicSeconds()
+        return state.withLock { state in
+            if let acknowledged, acknowledged != state.acknowledged {
+                state.progressAt = now
+                state.acknowledged = acknowledged
+            }
+            if let buffered, buffered == 0 || buffered < (state.buffered ?? .max) { state.progressAt = now }
+            state.buffered = buffered
+            return state.writing && now - state.progressAt > stallSeconds
+        }
+    }
+
+    /// `struct tcp_info` up to `tcpi_bytes_acked` as <linux/tcp.h> lays it out (Linux 4.2 on):
+    /// the u64 at byte 120. Glibc's `tcp_info` (NIO's `getTCPInfo`) stops before it.
+    private typealias TCPInfo = (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
+                                 UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
+
+    /// Bytes of this connection the client's TCP has acknowledged, or nil where unknown.
+    private func bytesAcknowledged() async -> UInt64? {
+        #if os(Linux)
+        guard let provider = channel as? any SocketOptionProvider else { return nil }
+        let info: TCPInfo? = try? await provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(IPPROTO_TCP), name: SocketOptionName(TCP_INFO)).get()
+        return info?.15
+        #else
+        return nil
+        #endif
     }
 
     /// Closes the socket: what was queued for it is dropped, and a write waiting in it ends.

@@ -47,6 +47,36 @@ enum PlainHTTP {
         return fd
     }
 
+    /// Reads `fd` at about `bytesPerSecond` for `slowSeconds`, then as fast as it can, until
+    /// `marker` has arrived (true) or the socket ends or `timeoutSeconds` pass (false). On a
+    /// thread of its own: the reads block.
+    static func readSlowly(_ fd: Int32, bytesPerSecond: Int, slowSeconds: Double, until marker: String,
+                           timeoutSeconds: Int = 120) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            Thread.detachNewThread {
+                var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                let wanted = Array(marker.utf8)
+                let slice = max(1, bytesPerSecond / 25)
+                let started = Date()
+                var buffer = [UInt8](repeating: 0, count: 1 << 16)
+                var tail: [UInt8] = []
+                while Date().timeIntervalSince(started) < Double(timeoutSeconds) {
+                    let slow = Date().timeIntervalSince(started) < slowSeconds
+                    let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, slow ? slice : $0.count, 0) }
+                    guard n > 0 else { break }
+                    tail += buffer[0..<n]
+                    if tail.count >= wanted.count, tail.indices.contains(where: { tail[$0...].starts(with: wanted) }) {
+                        return continuation.resume(returning: true)
+                    }
+                    tail = Array(tail.suffix(wanted.count))
+                    if slow { usleep(40_000) }
+                }
+                continuation.resume(returning: false)
+            }
+        }
+    }
+
     /// A TCP socket connected to 127.0.0.1:`port` (a `receiveBuffer` set before connecting).
     private static func connectedSocket(port: Int, receiveBuffer: Int32? = nil) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

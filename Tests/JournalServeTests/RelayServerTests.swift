@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
 import JournalFormat
 import JournalIngest
 import JournalLive
@@ -166,6 +167,34 @@ import Testing
         await running.stop()
     }
 
+    /// A client on a slow link that keeps reading is never taken for one that stopped: the
+    /// stall is time without progress, not the time one write takes (a 1 MiB catch-up message
+    /// to a 28 KB/s client took longer than the write timeout; adversarial review).
+    @Test func aSlowClientThatKeepsReadingIsNotDisconnected() async throws {
+        let temp = TemporaryDirectory("relay-slow")
+        defer { temp.remove() }
+        let data = temp.path + "/boards"
+        try await makeBoard(data + "/big", points: 40_000)
+        let running = try await RunningRelay.start(data: data, writeStallSeconds: 0.5)
+        let socket = try PlainHTTP.openNonReadingWebSocket(port: running.port, path: "/boards/big/ws",
+                                                           text: ClientFrame.helloText(have: Have()))
+        defer { close(socket) }
+        // 200 KB/s for 4 s: each 256 KiB the relay writes waits about 1.3 s for the socket.
+        let caughtUp = await PlainHTTP.readSlowly(socket, bytesPerSecond: 200_000, slowSeconds: 4, until: "caughtUp")
+        #expect(caughtUp, "the relay closed a client that was reading")
+        await running.stop()
+    }
+
+    func makeBoard(_ path: String, points: Int) async throws {
+        let board = try Board(path: path, create: true, options: BoardOptions(watchForSegments: false))
+        let stroke = StrokeID(UUIDBits(high: 5, low: 5))
+        for index in 0..<points {
+            try board.append(.point(PointSample(stroke: stroke, x: Double(index), y: 1, pressure: 0.5,
+                                                style: Style(color: RGBA(rawValue: 0x336699FF), width: 2))))
+        }
+        try await board.close()
+    }
+
     /// A client that stops reading during its catch-up is disconnected once a write has waited
     /// `writeStallSeconds`, and the relay still stops at once: a stalled write used to hold the
     /// catch-up's memory, and a graceful stop, for ever (adversarial review: SIGTERM never
@@ -174,16 +203,8 @@ import Testing
         let temp = TemporaryDirectory("relay-stall")
         defer { temp.remove() }
         let data = temp.path + "/boards"
-        do {
-            // A text catch-up of some 10 MB: far more than the socket buffers hold.
-            let board = try Board(path: data + "/big", create: true, options: BoardOptions(watchForSegments: false))
-            let stroke = StrokeID(UUIDBits(high: 5, low: 5))
-            for index in 0..<40_000 {
-                try board.append(.point(PointSample(stroke: stroke, x: Double(index), y: 1, pressure: 0.5,
-                                                    style: Style(color: RGBA(rawValue: 0x336699FF), width: 2))))
-            }
-            try await board.close()
-        }
+        // A text catch-up of some 10 MB: far more than the socket buffers hold.
+        try await makeBoard(data + "/big", points: 40_000)
         let running = try await RunningRelay.start(data: data, writeStallSeconds: 1)
         let socket = try PlainHTTP.openNonReadingWebSocket(port: running.port, path: "/boards/big/ws",
                                                            text: ClientFrame.helloText(have: Have()))

@@ -41,7 +41,7 @@ extension JournalCommand {
             valueName: "seconds"))
         var closeIdleAfter: Double = 60
         @Option(help: ArgumentHelp(
-            "Close a connection whose client has not taken a write for this many seconds (it stopped reading).",
+            "Close a connection whose client has acknowledged none of a pending write for this many seconds (it stopped reading).",
             valueName: "seconds"))
         var writeTimeout: Double = 30
 
