@@ -53,10 +53,11 @@ public final class Relay: Sendable {
         guard boards.closing[name] == nil else { throw .disconnected("board \(name.text) is being closed; connect again") }
         let path = FileSystem.join(dataDirectory, name.text)
         do throws(JournalError) {
-            // Boards are named by whoever connects: a symlink planted in the data folder would
-            // send one board's strokes into any journal it points to.
-            if FileSystem.linkStatus(path)?.kind == .symlink {
-                throw .io(IOError("open board", path: path, code: ELOOP, reason: IOError.symbolicLinkReason))
+            // Boards are named by whoever connects: a symlink planted in the data folder (as
+            // the board, or as its `local/` or `replicas/`) would send one board's strokes into
+            // any journal it points to, writing as that journal's replica beside its writer.
+            for planted in [path, path + "/local", path + "/replicas"] where FileSystem.linkStatus(planted)?.kind == .symlink {
+                throw .io(IOError("open board", path: planted, code: ELOOP, reason: IOError.symbolicLinkReason))
             }
             let board = try Board(path: path, create: true, options: boardOptions)
             let relayBoard = RelayBoard(name: name, board: board)

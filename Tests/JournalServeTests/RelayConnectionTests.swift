@@ -85,6 +85,16 @@ import Testing
             guard case RelayError.journal(_, .io(let cause)) = error else { return false }
             return cause.isSymbolicLink
         }
+        // So is a real folder whose `local/` and `replicas/` are symlinks into that journal.
+        try FileSystem.createDirectory(temp.path + "/inner")
+        #expect(symlink(elsewhere.localPath, temp.path + "/inner/local") == 0)
+        #expect(symlink(elsewhere.replicasPath, temp.path + "/inner/replicas") == 0)
+        #expect {
+            try relay.board(BoardName("inner"))
+        } throws: { error in
+            guard case RelayError.journal(_, .io(let cause)) = error else { return false }
+            return cause.isSymbolicLink
+        }
         #expect(!FileSystem.exists(elsewhere.openSegmentPath), "a board was opened in the journal the symlink points to")
         await relay.close()
         #expect(JournalDirectory(root: temp.path + "/cut").isJournal)
