@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import JournalFormat
 import JournalPlatform
 
@@ -39,16 +44,29 @@ public struct JournalDirectory: Sendable {
         guard !directory.isJournal else { throw .alreadyAJournal(path: root) }
         // A journal inside another one would be read as a stray folder of the outer journal.
         if let outer = enclosing(FileSystem.parent(of: absolute(root))) { throw .insideAJournal(path: root, journal: outer.root) }
-        do {
+        var anotherWon = false
+        do throws(IOError) {
             try FileSystem.createDirectory(directory.replicasPath)
             try FileSystem.createDirectory(directory.localPath)
-            try FileSystem.writeAtomically(Array((replica.hex + "\n").utf8), to: directory.identityPath)
-            // Anchored at once: a copy made before any writer opened this journal is a copy too.
-            try IdentityAnchor.record(directory)
-            try FileSystem.syncDirectory(directory.root)
+            // Published with link(2), never over an existing identity: of two processes creating
+            // one journal at once (two relays' first connections to a board), one wins and the
+            // other opens what it made. A rename let the second replace the first's identity
+            // after the first had anchored it, and the journal then took itself for a copy.
+            do throws(IOError) {
+                try DirectoryHandle.open(directory.localPath, followingSymlink: false)
+                    .writeNewFileAtomically(name: "replica", bytes: Array((replica.hex + "\n").utf8))
+            } catch where error.code == EEXIST {
+                anotherWon = true
+            }
+            if !anotherWon {
+                // Anchored at once: a copy made before any writer opened this journal is a copy too.
+                try IdentityAnchor.record(directory)
+                try FileSystem.syncDirectory(directory.root)
+            }
         } catch {
             throw .io(error)
         }
+        if anotherWon { throw .alreadyAJournal(path: root) }
         return directory
     }
 

@@ -76,6 +76,35 @@ import Testing
         try recordsAndReads(try JournalDirectory.openOrCreate(at: root))
     }
 
+    /// Two creators of one journal at once: one identity wins, both get the journal, and it
+    /// never takes itself for a copy (a rename let the second replace the identity the first
+    /// had anchored; second review: 1 in 60 parallel `journal merge --into`).
+    @Test func twoCreatorsAtOnceAgreeOnOneIdentity() throws {
+        let temp = TemporaryDirectory("unfinished-race")
+        defer { temp.remove() }
+        for round in 0..<60 {
+            let root = temp.path + "/b\(round)"
+            let identities = Locked<[ReplicaID]>([])
+            let failures = Locked<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 2) { _ in
+                do {
+                    let journal = try JournalDirectory.openOrCreate(at: root)
+                    let identity = try journal.identity()
+                    identities.withLock { $0.append(identity) }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+            #expect(failures.withLock { $0 }.isEmpty, "round \(round)")
+            let seen = identities.withLock { $0 }
+            #expect(seen.count == 2 && seen[0] == seen[1], "round \(round): \(seen)")
+            let writer = try JournalWriter(directory: JournalDirectory(root: root))
+            #expect(writer.recovery.identityChange == nil, "round \(round): the journal took itself for a copy")
+            #expect(writer.replica == seen.first)
+            try writer.close()
+        }
+    }
+
     /// An existing journal is opened as it is (same identity), never created again.
     @Test func aJournalIsOpenedNotRecreated() throws {
         let temp = TemporaryDirectory("unfinished")
