@@ -18,9 +18,10 @@ public struct RelayServer: Sendable {
     public let relay: Relay
     public let host: String
     public let port: Int
-    /// A connection whose one write has waited this long for the client to read is ended.
-    /// A client that stops reading would otherwise hold its catch-up's memory, and stop the
-    /// relay from shutting down (a graceful stop waits for every connection), for ever.
+    /// A connection whose client has acknowledged nothing for this long while a write waited
+    /// is ended (`SocketWrites`). A client that stops reading would otherwise hold its
+    /// catch-up's memory, and stop the relay from shutting down (a graceful stop waits for
+    /// every connection), for ever.
     public let writeStallSeconds: Double
 
     public init(relay: Relay, host: String = "127.0.0.1", port: Int, writeStallSeconds: Double = 30) {
@@ -223,7 +224,8 @@ final class SocketWrites: Sendable {
     private struct State {
         /// A write (or its wait for the socket) is under way.
         var writing = false
-        /// When the socket last took something: a write ended, or the buffered bytes went down.
+        /// When the write under way started, or last made progress (the client's TCP
+        /// acknowledged more bytes; without `tcp_info`, the channel's buffered bytes went down).
         var progressAt = 0.0
         var acknowledged: UInt64?
         var buffered: Int?
