@@ -77,6 +77,9 @@ import Testing
             (#"{"type":"hello","origin":"x"}"#, "unknown key"),
             (#"{"type":"hello","have":[]}"#, "object"),
             (#"{"type":"hello"} trailing"#, "after"),
+            // Cut short or nested too deep after saying it is a hello: still a hello, refused.
+            (#"{"type":"hello","have":{"#, ""),
+            (#"{"type":"hello","have":"# + String(repeating: "[", count: 5000), ""),
         ]
         for (text, expected) in refused {
             do {
