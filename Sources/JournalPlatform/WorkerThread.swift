@@ -20,6 +20,9 @@ public final class WorkerThread: @unchecked Sendable {
     private var wakeUp = pthread_cond_t()
     private var jobs: [@Sendable () -> Void] = []
     private var stopping = false
+    private var closed = false
+    /// The thread saw `stopping` with no job left and is ending: a job queued now would never run.
+    private var exited = false
     private var thread: pthread_t?
 
     public init() {
@@ -33,15 +36,26 @@ public final class WorkerThread: @unchecked Sendable {
     /// Queues `job`; it runs after every job submitted before it.
     public func submit(_ job: @escaping @Sendable () -> Void) {
         pthread_mutex_lock(&mutex)
-        if thread == nil { start() }
-        let queued = thread != nil
+        if thread == nil && !closed { start() }
+        let queued = thread != nil && !exited
         if queued {
             jobs.append(job)
             pthread_cond_signal(&wakeUp)
         }
         pthread_mutex_unlock(&mutex)
-        // Without a thread (the process is out of them) the job runs on the caller.
+        // Without a thread (the process is out of them, or the worker is closed) the job
+        // runs on the caller.
         if !queued { job() }
+    }
+
+    /// `stop()` for good: the jobs queued still run on the thread, in order; jobs submitted
+    /// once it has ended run on their caller, and no thread is started again. For an owner that closes while others may still submit (a relay board
+    /// closed under a catch-up that reads on: each late job started a thread nobody stopped).
+    public func close() {
+        pthread_mutex_lock(&mutex)
+        closed = true
+        pthread_mutex_unlock(&mutex)
+        stop()
     }
 
     /// Lets the thread finish the jobs queued so far, then end (its owner calls this when it
@@ -87,6 +101,7 @@ public final class WorkerThread: @unchecked Sendable {
             return
         }
         thread = created
+        exited = false
     }
 
     private func loop() {
@@ -94,6 +109,7 @@ public final class WorkerThread: @unchecked Sendable {
             pthread_mutex_lock(&mutex)
             while jobs.isEmpty && !stopping { pthread_cond_wait(&wakeUp, &mutex) }
             if jobs.isEmpty {
+                exited = true
                 pthread_mutex_unlock(&mutex)
                 return
             }

@@ -222,6 +222,6 @@ public final class RelayBoard: Sendable {
         // What was acknowledged is durable already; a seal that fails here leaves the events
         // in the open segment, which the next open recovers.
         try? await board.close()
-        reader.stop()
+        reader.close()
     }
 }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import JournalPlatform
 import Synchronization
 import Testing
@@ -14,5 +17,21 @@ import Testing
         worker.submit { seen.withLock { $0.append(-1) } }
         worker.stop()
         #expect(seen.withLock { $0.last } == -1)
+    }
+
+    /// A closed worker starts no thread again: a late job runs on its caller, at once (a relay
+    /// board's reader, closed under a catch-up that read on, started a thread per late job
+    /// that nobody stopped).
+    @Test func aClosedWorkerRunsLateJobsOnTheCaller() {
+        let worker = WorkerThread()
+        let seen = Mutex<[Int]>([])
+        for index in 0..<100 { worker.submit { seen.withLock { $0.append(index) } } }
+        worker.close()
+        #expect(seen.withLock { $0 } == Array(0..<100))
+        let caller = pthread_self()
+        let ranOn = Mutex<pthread_t?>(nil)
+        worker.submit { ranOn.withLock { $0 = pthread_self() } }
+        // Run before `submit` returned, and on this thread.
+        #expect(ranOn.withLock { $0 }.map { pthread_equal($0, caller) != 0 } == true)
     }
 }
