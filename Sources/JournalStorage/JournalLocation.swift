@@ -39,7 +39,11 @@ extension JournalDirectory {
     public static func openOrCreate(at root: String) throws(JournalError) -> JournalDirectory {
         let directory = JournalDirectory(root: root)
         if directory.isJournal { return directory }
-        guard !FileSystem.exists(root) || directory.isUnfinishedCreation else { throw .notAJournal(path: root) }
+        guard !FileSystem.exists(root) || directory.isUnfinishedCreation else {
+            // Another process may have finished creating it since the first look.
+            if directory.isJournal { return directory }
+            throw .notAJournal(path: root)
+        }
         do {
             return try create(at: root)
         } catch .alreadyAJournal {

@@ -76,7 +76,7 @@ import Testing
         try recordsAndReads(try JournalDirectory.openOrCreate(at: root))
     }
 
-    /// Two creators of one journal at once: one identity wins, both get the journal, and it
+    /// Creators of one journal at once: one identity wins, all get the journal, and it
     /// never takes itself for a copy (a rename let the second replace the identity the first
     /// had anchored; second review: 1 in 60 parallel `journal merge --into`).
     @Test func twoCreatorsAtOnceAgreeOnOneIdentity() throws {
@@ -86,7 +86,7 @@ import Testing
             let root = temp.path + "/b\(round)"
             let identities = Locked<[ReplicaID]>([])
             let failures = Locked<[String]>([])
-            DispatchQueue.concurrentPerform(iterations: 2) { _ in
+            DispatchQueue.concurrentPerform(iterations: 4) { _ in
                 do {
                     let journal = try JournalDirectory.openOrCreate(at: root)
                     let identity = try journal.identity()
@@ -97,7 +97,7 @@ import Testing
             }
             #expect(failures.withLock { $0 }.isEmpty, "round \(round)")
             let seen = identities.withLock { $0 }
-            #expect(seen.count == 2 && seen[0] == seen[1], "round \(round): \(seen)")
+            #expect(seen.count == 4 && Set(seen).count == 1, "round \(round): \(seen)")
             let writer = try JournalWriter(directory: JournalDirectory(root: root))
             #expect(writer.recovery.identityChange == nil, "round \(round): the journal took itself for a copy")
             #expect(writer.replica == seen.first)
