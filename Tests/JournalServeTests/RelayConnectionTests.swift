@@ -12,7 +12,8 @@ import JournalTestSupport
 import JournalWire
 import Testing
 
-/// The relay core without sockets: a flooding client waits for acks instead of growing memory.
+/// The relay core without sockets: a flooding client waits for acks instead of growing memory,
+/// native clocks are bounded by what the board holds, and boards open only where they should.
 @Suite struct RelayConnectionTests {
     /// A native client's clock is bounded by the events the board will hold, each counted
     /// once. Sealed hosted events were counted twice (folded by the board, and accepted by the
