@@ -49,8 +49,9 @@ public final class WorkerThread: @unchecked Sendable {
     }
 
     /// `stop()` for good: the jobs queued still run on the thread, in order; jobs submitted
-    /// once it has ended run on their caller, and no thread is started again. For an owner that closes while others may still submit (a relay board
-    /// closed under a catch-up that reads on: each late job started a thread nobody stopped).
+    /// once it has ended run on their caller, and no thread is started again. For an owner
+    /// that closes while others may still submit (a relay board closed under a catch-up that
+    /// reads on: each late job started a thread nobody stopped).
     public func close() {
         pthread_mutex_lock(&mutex)
         closed = true

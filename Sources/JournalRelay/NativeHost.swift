@@ -37,10 +37,9 @@ final class NativeHost: Sendable {
         /// Seqs this host made durable in its files (or found there at start), per replica.
         var stored = Have()
         var lastAppend: [ReplicaID: Double] = [:]
-        /// When the open segment got its first unsealed event.
-        var openSince: [ReplicaID: Double] = [:]
-        /// Its seal age, drawn then (`BoardOptions.sealSpread`).
-        var sealAge: [ReplicaID: Double] = [:]
+        /// When the open segment is due to be sealed: its first unsealed event's time plus a
+        /// seal age drawn then (`BoardOptions.sealSpread`).
+        var sealDue: [ReplicaID: Double] = [:]
     }
 
     private struct State {
@@ -200,10 +199,9 @@ final class NativeHost: Sendable {
                     let now = ProcessInfoLite.monotonicSeconds()
                     files.lastAppend[replica] = now
                     if writer.openEvents == 0 {
-                        files.openSince[replica] = nil
-                    } else if files.openSince[replica] == nil {
-                        files.openSince[replica] = now
-                        files.sealAge[replica] = board.options.drawSealAge()
+                        files.sealDue[replica] = nil
+                    } else if files.sealDue[replica] == nil {
+                        files.sealDue[replica] = now + board.options.drawSealAge()
                     }
                 } catch {
                     // Reopened on next use: the recovery cuts what a failed write left.
@@ -238,9 +236,9 @@ final class NativeHost: Sendable {
                 let now = ProcessInfoLite.monotonicSeconds()
                 for (replica, writer) in files.writers where writer.openEvents > 0 {
                     let idle = now - (files.lastAppend[replica] ?? 0) >= idleSeconds
-                    let old = now - (files.openSince[replica] ?? now) >= (files.sealAge[replica] ?? .infinity)
+                    let old = now >= (files.sealDue[replica] ?? .infinity)
                     guard idle || old else { continue }
-                    if (try? writer.seal()) != nil { files.openSince[replica] = nil }
+                    if (try? writer.seal()) != nil { files.sealDue[replica] = nil }
                 }
             }
         }

@@ -67,10 +67,9 @@ extension ClientFrame {
                 }
             }
         } catch {
-            // Malformed after it said it is a hello (cut short, nested too deep): a hello the
-            // client got wrong, refused as one by the full read below. Taken for an event line,
-            // it was numbered frame 1, and the client's frames and acks were off by one.
-            guard type == "hello" else { return nil }
+            // Malformed after it said it is a hello (cut short, nested too deep): still a hello
+            // the client got wrong, refused as one by the full read below. Taken for an event
+            // line, it was numbered frame 1, and the client's frames and acks were off by one.
         }
         guard type == "hello" else { return nil }
 

@@ -173,11 +173,7 @@ import Testing
     @Test func aSlowClientThatKeepsReadingIsNotDisconnected() async throws {
         let temp = TemporaryDirectory("relay-slow")
         defer { temp.remove() }
-        let data = temp.path + "/boards"
-        try await makeBoard(data + "/big", points: 40_000)
-        let running = try await RunningRelay.start(data: data, writeStallSeconds: 0.5)
-        let socket = try PlainHTTP.openNonReadingWebSocket(port: running.port, path: "/boards/big/ws",
-                                                           text: ClientFrame.helloText(have: Have()))
+        let (running, socket) = try await bigBoardAndASocketThatDoesNotRead(in: temp, writeStallSeconds: 0.5)
         defer { close(socket) }
         // 200 KB/s for 4 s: each 256 KiB the relay writes waits about 1.3 s for the socket.
         let caughtUp = await PlainHTTP.readSlowly(socket, bytesPerSecond: 200_000, slowSeconds: 4, until: "caughtUp")
@@ -185,29 +181,31 @@ import Testing
         await running.stop()
     }
 
-    func makeBoard(_ path: String, points: Int) async throws {
-        let board = try Board(path: path, create: true, options: BoardOptions(watchForSegments: false))
+    /// A relay whose board "big" has a text catch-up of some 10 MB (far more than the socket
+    /// buffers hold), and a client socket that opened it, sent its hello and reads nothing yet.
+    func bigBoardAndASocketThatDoesNotRead(in temp: TemporaryDirectory, writeStallSeconds: Double) async throws -> (RunningRelay, Int32) {
+        let data = temp.path + "/boards"
+        let board = try Board(path: data + "/big", create: true, options: BoardOptions(watchForSegments: false))
         let stroke = StrokeID(UUIDBits(high: 5, low: 5))
-        for index in 0..<points {
+        for index in 0..<40_000 {
             try board.append(.point(PointSample(stroke: stroke, x: Double(index), y: 1, pressure: 0.5,
                                                 style: Style(color: RGBA(rawValue: 0x336699FF), width: 2))))
         }
         try await board.close()
+        let running = try await RunningRelay.start(data: data, writeStallSeconds: writeStallSeconds)
+        let socket = try PlainHTTP.openNonReadingWebSocket(port: running.port, path: "/boards/big/ws",
+                                                           text: ClientFrame.helloText(have: Have()))
+        return (running, socket)
     }
 
-    /// A client that stops reading during its catch-up is disconnected once a write has waited
-    /// `writeStallSeconds`, and the relay still stops at once: a stalled write used to hold the
-    /// catch-up's memory, and a graceful stop, for ever (adversarial review: SIGTERM never
-    /// finished, and 150 such sockets took 1.2 GB).
+    /// A client that stops reading during its catch-up is disconnected once its TCP has
+    /// acknowledged nothing for `writeStallSeconds`, and the relay still stops at once: a
+    /// stalled write used to hold the catch-up's memory, and a graceful stop, for ever
+    /// (adversarial review: SIGTERM never finished, and 150 such sockets took 1.2 GB).
     @Test func aClientThatStopsReadingIsDisconnectedAndTheRelayStillStops() async throws {
         let temp = TemporaryDirectory("relay-stall")
         defer { temp.remove() }
-        let data = temp.path + "/boards"
-        // A text catch-up of some 10 MB: far more than the socket buffers hold.
-        try await makeBoard(data + "/big", points: 40_000)
-        let running = try await RunningRelay.start(data: data, writeStallSeconds: 1)
-        let socket = try PlainHTTP.openNonReadingWebSocket(port: running.port, path: "/boards/big/ws",
-                                                           text: ClientFrame.helloText(have: Have()))
+        let (running, socket) = try await bigBoardAndASocketThatDoesNotRead(in: temp, writeStallSeconds: 1)
         defer { close(socket) }
         func connections() -> Int {
             running.relay.openBoards.isEmpty ? 0 : ((try? running.relay.board(BoardName("big")).connectionCount) ?? 0)
