@@ -144,6 +144,12 @@ public final class JournalWriter {
     public init(directory: JournalDirectory, options: WriterOptions = WriterOptions()) throws(JournalError) {
         self.directory = directory
         self.options = options
+        // `local/` is the writer's own: a symlink there (a folder copied with its links, or one
+        // planted by anyone who can write beside the journal) would send the identity read,
+        // the lock, the open segment and the index into whatever it points to, another
+        // journal's own `local/` included, where this writer would take that journal's lock
+        // and write under its identity.
+        do { _ = try DirectoryHandle.open("local", beneath: directory.root) } catch { throw .io(error) }
         replica = try directory.identity()
         sink = SegmentSink(directory: directory, replica: replica, options: options)
         let lock = try Self.acquireLock(directory)

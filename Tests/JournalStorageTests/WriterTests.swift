@@ -145,4 +145,32 @@ import Testing
             #expect(try FileSystem.readFile(journal.openSegmentPath) == damaged, "\(label): the file must be left as it was")
         }
     }
+
+    /// A journal whose `local/` is a symlink into another journal: its writer would read that
+    /// journal's identity, take its lock and append to its open segment, as if it were it.
+    @Test func aSymlinkedLocalFolderIsRefusedAndWhatItPointsToIsUntouched() throws {
+        let temp = TemporaryDirectory("writer-local-symlink")
+        defer { temp.remove() }
+        let victim = try JournalDirectory.create(at: temp.path + "/victim")
+        do {
+            let writer = try JournalWriter(directory: victim)
+            try writer.append(.clear)
+            try writer.close()
+        }
+        let before = try FileSystem.list(victim.localPath).map { [$0.name, String($0.size)] }
+        let planted = try JournalDirectory.create(at: temp.path + "/planted")
+        try FileSystem.rename(planted.localPath, to: temp.path + "/aside")
+        try FileSystem.symlink(victim.localPath, at: planted.localPath)
+        #expect {
+            _ = try JournalWriter(directory: planted)
+        } throws: { error in
+            guard case JournalError.io(let cause) = error else { return false }
+            return cause.isSymbolicLink && cause.path.hasSuffix("planted/local")
+        }
+        #expect(try FileSystem.list(victim.localPath).map { [$0.name, String($0.size)] } == before)
+        // The victim still opens as itself, with its one event.
+        let writer = try JournalWriter(directory: victim)
+        #expect(writer.durableSeq == 1)
+        try writer.close()
+    }
 }
