@@ -7,6 +7,25 @@ import JournalLive
 import JournalPlatform
 import JournalStorage
 
+/// What one relay serves at most at once (`journal serve --max-boards`, `--max-connections`).
+public struct RelayLimits: Sendable, Equatable {
+    /// Boards open at once. A board costs about five threads and 100 KB while open, and a
+    /// closed board none: past this, the board idle the longest is closed to make room.
+    public var maxOpenBoards: Int
+    /// Connections at once, over all boards (about 43 KB each when idle, and a catch-up's
+    /// batch while joining).
+    public var maxConnections: Int
+    /// Catch-ups reading journals at once, over all boards (`CatchUpGate`): each holds its
+    /// board's files until it is sent.
+    public var maxConcurrentCatchUps: Int
+
+    public init(maxOpenBoards: Int = 256, maxConnections: Int = 4096, maxConcurrentCatchUps: Int = 8) {
+        self.maxOpenBoards = max(1, maxOpenBoards)
+        self.maxConnections = max(1, maxConnections)
+        self.maxConcurrentCatchUps = max(1, maxConcurrentCatchUps)
+    }
+}
+
 /// Boards served from one data directory: `DIR/<board>` is the journal of board `<board>`,
 /// an ordinary journal (sync, merge and every command work on it). A board is opened on its
 /// first connection and stays open, holding its journal's writer lock, until it has had no
@@ -17,6 +36,7 @@ public final class Relay: Sendable {
     /// A board without a connection this long is closed: its segments sealed (sync can then
     /// publish everything), its writer lock released, its threads ended. Nil: never.
     public let idleBoardSeconds: Double?
+    public let limits: RelayLimits
 
     private struct Boards {
         var open: [BoardName: RelayBoard] = [:]
@@ -27,11 +47,17 @@ public final class Relay: Sendable {
     }
 
     private let boards = Locked(Boards())
+    private let catchUps: CatchUpGate
 
-    public init(dataDirectory: String, boardOptions: BoardOptions = .relay, idleBoardSeconds: Double? = 60) throws(RelayError) {
+    public init(
+        dataDirectory: String, boardOptions: BoardOptions = .relay, idleBoardSeconds: Double? = 60,
+        limits: RelayLimits = RelayLimits()
+    ) throws(RelayError) {
         self.dataDirectory = dataDirectory
         self.boardOptions = boardOptions
         self.idleBoardSeconds = idleBoardSeconds
+        self.limits = limits
+        catchUps = CatchUpGate(limit: limits.maxConcurrentCatchUps)
         do {
             if !FileSystem.exists(dataDirectory) { try FileSystem.createDirectory(dataDirectory) }
         } catch {
@@ -51,6 +77,7 @@ public final class Relay: Sendable {
         if boards.closed { throw .closed }
         if let board = boards.open[name] { return board }
         guard boards.closing[name] == nil else { throw .disconnected("board \(name.text) is being closed; connect again") }
+        if boards.open.count >= limits.maxOpenBoards { try makeRoomForABoard(&boards) }
         let path = FileSystem.join(dataDirectory, name.text)
         do throws(JournalError) {
             // Boards are named by whoever connects: a symlink planted in the data folder (as
@@ -60,7 +87,7 @@ public final class Relay: Sendable {
                 throw .io(IOError("open board", path: planted, code: ELOOP, reason: IOError.symbolicLinkReason))
             }
             let board = try Board(path: path, create: true, options: boardOptions)
-            let relayBoard = RelayBoard(name: name, board: board)
+            let relayBoard = RelayBoard(name: name, board: board, catchUps: catchUps)
             relayBoard.start()
             boards.open[name] = relayBoard
             return relayBoard
@@ -76,11 +103,35 @@ public final class Relay: Sendable {
         while true {
             let outcome = try boards.withLock { boards throws(RelayError) -> Result<RelayConnection, Never>? in
                 if boards.closing[name] != nil && boards.open[name] == nil { return nil }
+                // Counted under the lock every connection is made under: never past the limit.
+                let connections = boards.open.values.reduce(0) { $0 + $1.connectionCount }
+                guard connections < limits.maxConnections else {
+                    throw .atCapacity("the relay serves \(connections) connections, its limit (--max-connections); try again later")
+                }
                 return .success(try open(name, &boards).connect())
             }
             if let outcome { return try outcome.get() }
             let closing = boards.withLock { $0.closing[name] }
             await closing?.value
+        }
+    }
+
+    /// Every board open costs threads (committer, watcher, reader...), descriptors and memory,
+    /// and anyone who can connect names boards: at the limit, the board idle the longest is
+    /// closed to make room, and when every open board has a connection the new one is refused.
+    private func makeRoomForABoard(_ boards: inout Boards) throws(RelayError) {
+        let idle = boards.open.compactMap { name, board in board.idleSince.map { (name, board, $0) } }
+        guard let (name, board, _) = idle.min(by: { $0.2 < $1.2 }) else {
+            throw .atCapacity("the relay has \(boards.open.count) boards open, each with a connection, its limit (--max-boards); try again later")
+        }
+        startClosing(name, board, &boards)
+    }
+
+    private func startClosing(_ name: BoardName, _ board: RelayBoard, _ boards: inout Boards) {
+        boards.open[name] = nil
+        boards.closing[name] = Task { [weak self] in
+            await board.close()
+            _ = self?.boards.withLock { $0.closing.removeValue(forKey: name) }
         }
     }
 
@@ -96,11 +147,7 @@ public final class Relay: Sendable {
             var closed: [BoardName] = []
             for (name, board) in boards.open {
                 guard let since = board.idleSince, now - since >= idleBoardSeconds else { continue }
-                boards.open[name] = nil
-                boards.closing[name] = Task { [weak self] in
-                    await board.close()
-                    _ = self?.boards.withLock { $0.closing.removeValue(forKey: name) }
-                }
+                startClosing(name, board, &boards)
                 closed.append(name)
             }
             return closed

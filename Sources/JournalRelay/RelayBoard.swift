@@ -15,10 +15,13 @@ public final class RelayBoard: Sendable {
     private let reader = WorkerThread()
     /// Native clients' replicas, stored under their own ids.
     let host: NativeHost
+    /// The relay's bound on catch-ups at once (every board's connections share it).
+    let catchUps: CatchUpGate
 
-    init(name: BoardName, board: Board) {
+    init(name: BoardName, board: Board, catchUps: CatchUpGate) {
         self.name = name
         self.board = board
+        self.catchUps = catchUps
         host = NativeHost(board: board, commitDelayMilliseconds: board.options.commitDelayMilliseconds)
     }
 

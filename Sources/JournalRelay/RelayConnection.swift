@@ -68,7 +68,18 @@ public final class RelayConnection: Sendable {
     /// or none came in time, or the connection closed); the client gets the whole board.
     public func awaitHello() async -> Hello? {
         let timer = Task {
-            try? await Task.sleep(for: .milliseconds(WireLimits.helloWaitMilliseconds))
+            // In ticks, not one sleep: on a starved machine (every thread of the pool busy for
+            // longer than the wait) one sleep ended before the reader task, starved too, read
+            // a hello already in the socket, and a client that held nearly all the board was
+            // sent all of it. The wait now also lasts 20 ticks of this task's own run time, and
+            // the reader gets its turns between them.
+            let ticks = 20
+            let deadline = ContinuousClock.now + .milliseconds(WireLimits.helloWaitMilliseconds)
+            var ticked = 0
+            while ticked < ticks || ContinuousClock.now < deadline {
+                do { try await Task.sleep(for: .milliseconds(WireLimits.helloWaitMilliseconds / ticks)) } catch { return }
+                ticked += 1
+            }
             self.decideHello(nil)
         }
         defer { timer.cancel() }
@@ -102,23 +113,31 @@ public final class RelayConnection: Sendable {
     /// With `writeSegment`, the events go as binary `SegmentMessage`s instead (the client's
     /// hello asked for blocks): blocks it lacks wholly as the journal stores them, the rest
     /// encoded the same way.
+    ///
+    /// Waits first for a place among the relay's catch-ups (`RelayLimits.maxConcurrentCatchUps`);
+    /// live events are held for the client meanwhile, as during the catch-up itself.
     public func catchUp(
         lacking have: Have, write: (ServerMessage) async throws -> Void,
         writeSegment: (([UInt8]) async throws -> Void)? = nil
     ) async throws {
         if case .closed = state.withLock({ $0.phase }) { return }
-        let feed = try await relayBoard.feed(lacking: have)
-        if let writeSegment {
-            while let message = await feed.nextSegmentMessage() {
-                if case .closed = state.withLock({ $0.phase }) { return }
-                try await writeSegment(message)
+        let feed: EventFeed? = try await relayBoard.catchUps.run {
+            if case .closed = state.withLock({ $0.phase }) { return nil }
+            let feed = try await relayBoard.feed(lacking: have)
+            if let writeSegment {
+                while let message = await feed.nextSegmentMessage() {
+                    if case .closed = state.withLock({ $0.phase }) { return nil }
+                    try await writeSegment(message)
+                }
+            } else {
+                while let batch = await feed.next() {
+                    if case .closed = state.withLock({ $0.phase }) { return nil }
+                    for event in batch { try await write(.event(event)) }
+                }
             }
-        } else {
-            while let batch = await feed.next() {
-                if case .closed = state.withLock({ $0.phase }) { return }
-                for event in batch { try await write(.event(event)) }
-            }
+            return feed
         }
+        guard let feed else { return }
         goLive(caughtUp: feed.count, have: feed.covered, clientHad: have)
     }
 

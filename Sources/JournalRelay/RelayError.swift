@@ -12,6 +12,8 @@ public enum RelayError: Error, Equatable, Sendable, CustomStringConvertible {
     case closed
     /// The connection fell too far behind or was closed while catching up.
     case disconnected(String)
+    /// The relay is at one of its limits (`RelayLimits`): which, and what to do.
+    case atCapacity(String)
     /// A native frame the relay does not store (the reason); the connection is closed.
     case refusedFrame(String)
 
@@ -24,6 +26,8 @@ public enum RelayError: Error, Equatable, Sendable, CustomStringConvertible {
         case .closed:
             return "the relay is shutting down"
         case .disconnected(let reason):
+            return reason
+        case .atCapacity(let reason):
             return reason
         case .refusedFrame(let reason):
             return "native frame refused: " + reason

@@ -25,6 +25,11 @@ extension JournalCommand {
                 sealed, so 'journal sync' publishes all of it, and unlocked; the next
                 connection opens it again.
 
+                At most --max-boards boards are open at once (256): past it, the board idle
+                the longest is closed to make room, and a new board is refused while every
+                open one has a connection. At most --max-connections connections (4096) are
+                served at once; past it a new one is refused with an error message.
+
                 Ctrl-C or SIGTERM stop it: boards are sealed and their locks released.
 
                 Example:
@@ -44,18 +49,26 @@ extension JournalCommand {
             "Close a connection whose client has acknowledged none of a pending write for this many seconds (it stopped reading).",
             valueName: "seconds"))
         var writeTimeout: Double = 30
+        @Option(help: ArgumentHelp("Boards open at once (each costs threads and memory); the longest idle makes room.", valueName: "n"))
+        var maxBoards = RelayLimits().maxOpenBoards
+        @Option(help: ArgumentHelp("Connections served at once, over all boards; more are refused.", valueName: "n"))
+        var maxConnections = RelayLimits().maxConnections
 
         func validate() throws {
             guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
             guard !data.isEmpty else { throw ValidationError("--data must name a folder") }
             guard closeIdleAfter >= 0, closeIdleAfter.isFinite else { throw ValidationError("--close-idle-after must be 0 or more seconds") }
             guard writeTimeout > 0, writeTimeout.isFinite else { throw ValidationError("--write-timeout must be more than 0 seconds") }
+            guard maxBoards >= 1 else { throw ValidationError("--max-boards must be 1 or more") }
+            guard maxConnections >= 1 else { throw ValidationError("--max-connections must be 1 or more") }
         }
 
         func run() async throws {
             try await reportingErrors {
                 let relay: Relay
-                do throws(RelayError) { relay = try Relay(dataDirectory: data, idleBoardSeconds: closeIdleAfter > 0 ? closeIdleAfter : nil) } catch { throw CLIError(error.description, code: CLIError.ioError) }
+                do throws(RelayError) { relay = try Relay(
+                    dataDirectory: data, idleBoardSeconds: closeIdleAfter > 0 ? closeIdleAfter : nil,
+                    limits: RelayLimits(maxOpenBoards: maxBoards, maxConnections: maxConnections)) } catch { throw CLIError(error.description, code: CLIError.ioError) }
                 let server = RelayServer(relay: relay, host: bind, port: port, writeStallSeconds: writeTimeout)
                 let (bind, data) = (self.bind, self.data)
                 do {
