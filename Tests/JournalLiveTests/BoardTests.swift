@@ -214,11 +214,7 @@ import Testing
         func holdsEverything(_ board: Board) -> Bool { board.covered.values.reduce(0) { $0 + Int($1.count) } == total }
         // That they converge, not how soon (interval and debounce are short): the deadline only
         // bounds a full parallel `swift test`, which starved these loops past 20 s in CI.
-        let deadline = ProcessInfoLite.monotonicSeconds() + 180
-        while !boards.allSatisfy(holdsEverything) && ProcessInfoLite.monotonicSeconds() < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        #expect(boards.allSatisfy(holdsEverything), "the boards did not exchange every event within 180 s")
+        #expect(await eventually(within: 180) { boards.allSatisfy(holdsEverything) }, "the boards did not exchange every event within 180 s")
         for task in sawRemoteWhileDrawing { #expect(await task.value) }
         let drawings = boards.map(\.drawing)
         #expect(drawings[0] == drawings[1])

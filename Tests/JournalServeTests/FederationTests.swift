@@ -11,17 +11,6 @@ import Testing
 /// other receives those strokes live, forwarded by its own relay.
 extension RelayProcessTests {
 @Suite(.serialized) struct FederationTests {
-    /// Polls `condition` every 50 ms for up to `seconds`, then once more: a starved test pool
-    /// can keep this task from running past the deadline while the work was done in time.
-    func eventually(_ seconds: Double, _ condition: () throws -> Bool) async rethrows -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            if try condition() { return true }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return try condition()
-    }
-
     /// The frames of one stroke of `points` points, ended.
     func stroke(_ id: StrokeID, points: Int, y: Double) -> [String] {
         (0..<points).map { index in
@@ -51,18 +40,18 @@ extension RelayProcessTests {
         let aliceDraws = Task { await alice.draw(port: portA, board: board, pace: pace) }
         let bobDraws = Task { await bob.draw(port: portB, board: board, pace: pace) }
         let journalA = dataA + "/" + board, journalB = dataB + "/" + board
-        #expect(await eventually(60) { FileManager.default.fileExists(atPath: journalA + "/replicas") && FileManager.default.fileExists(atPath: journalB + "/replicas") })
+        #expect(await eventually(within: 60) { FileManager.default.fileExists(atPath: journalA + "/replicas") && FileManager.default.fileExists(atPath: journalB + "/replicas") })
 
         // Relay A's board ↔ the shared folder ↔ relay B's board.
         let watchA = try JournalProcess.Child(["sync", "-C", journalA, shared, "--create", "--watch", "--interval", "1"], label: "watch-a")
-        #expect(await eventually(60) { FileManager.default.fileExists(atPath: shared + "/replicas") }, "\(watchA.stderr)")
+        #expect(await eventually(within: 60) { FileManager.default.fileExists(atPath: shared + "/replicas") }, "\(watchA.stderr)")
         let watchB = try JournalProcess.Child(["sync", "-C", journalB, shared, "--watch", "--interval", "1"], label: "watch-b")
 
         // Each client receives the other's events live: it never reconnected, and its own
         // events never come back to it on a connection that stays open.
         // A full `swift test` can keep this process's tasks waiting for minutes (2 pool threads,
         // synchronous CLI tests): the relays and watches are processes of their own and go on.
-        let arrived = await eventually(300) {
+        let arrived = await eventually(within: 300) {
             alice.snapshot.events.count == bob.frames.count && bob.snapshot.events.count == alice.frames.count
         }
         #expect(arrived, "alice has \(alice.snapshot.events.count) of bob's \(bob.frames.count), bob \(bob.snapshot.events.count) of alice's \(alice.frames.count); \(watchA.stdout) \(watchA.stderr) \(watchB.stdout) \(watchB.stderr)")
@@ -85,7 +74,7 @@ extension RelayProcessTests {
         // Both journals converge: the same digest (each seals within 500 ms, sync publishes
         // and imports within a debounce).
         func digest(_ journal: String) throws -> String { try JournalProcess.run(["digest", "-C", journal]).stdout }
-        let converged = try await eventually(60) { try digest(journalA) == digest(journalB) && !digest(journalA).isEmpty }
+        let converged = try await eventually(within: 60) { try digest(journalA) == digest(journalB) && !digest(journalA).isEmpty }
         let digests = (try digest(journalA), try digest(journalB))
         #expect(converged, "digests \(digests.0) / \(digests.1)")
 

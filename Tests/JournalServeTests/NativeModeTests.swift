@@ -216,11 +216,7 @@ import Testing
         #expect(running.relay.openBoards.map(\.text) == ["nap"])
         first.close()
 
-        let deadline = ProcessInfoLite.monotonicSeconds() + 60
-        while !running.relay.openBoards.isEmpty && ProcessInfoLite.monotonicSeconds() < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        #expect(running.relay.openBoards.isEmpty)
+        #expect(await eventually(within: 60) { running.relay.openBoards.isEmpty })
         // Closed means unlocked and sealed: a writer opens it, and nothing is left unsealed.
         let directory = try JournalDirectory.open(at: data + "/nap")
         var sealedEvents = 0

@@ -22,15 +22,9 @@ import Testing
         return payloads
     }
 
-    /// Waits until `client`'s drawing has `points` points (checking once more after the
-    /// deadline: the test pool can starve this task).
+    /// Waits until `client`'s drawing has `points` points.
     func waitFor(_ client: RelayClient, points: Int, within seconds: Double = 120) async -> Bool {
-        let deadline = ProcessInfoLite.monotonicSeconds() + seconds
-        while ProcessInfoLite.monotonicSeconds() < deadline {
-            if client.drawing.strokes.reduce(0, { $0 + $1.points.count }) == points { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return client.drawing.strokes.reduce(0, { $0 + $1.points.count }) == points
+        await eventually(within: seconds, every: 20) { client.drawing.strokes.reduce(0, { $0 + $1.points.count }) == points }
     }
 
     func journalDigest(_ path: String) throws -> String {

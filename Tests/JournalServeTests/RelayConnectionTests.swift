@@ -32,11 +32,8 @@ import Testing
         first.goLive(caughtUp: 0)
         await first.receive(binary: NativeModeTests.frame(NativeModeTests.events(replica, 1...1000)))
         // The host seals the idle segment on the relay's 1 s timer, and the board folds it.
-        let deadline = ProcessInfoLite.monotonicSeconds() + 120
-        while board.board.covered[replica]?.count != 1000 && ProcessInfoLite.monotonicSeconds() < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        #expect(board.board.covered[replica]?.count == 1000, "the hosted segment was never sealed and folded")
+        #expect(await eventually(within: 120) { board.board.covered[replica]?.count == 1000 },
+                "the hosted segment was never sealed and folded")
 
         let limit = ClockBound.limit(distinctEvents: 1001)
         var next = NativeModeTests.events(replica, 1001...1001)

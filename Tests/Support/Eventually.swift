@@ -1,0 +1,22 @@
+/// Waits for something other tasks or threads do, in a test run where the test pool can be
+/// starved: the synchronous CLI tests (child processes) have held both of its threads for over
+/// 160 s in a fresh-clone CI. A plain deadline then expires while nothing, neither this task nor
+/// the relay's or board's own tasks, could run, and a check right after it fails what would
+/// have happened a second later. So the deadline is in wall time, and past it the wait still
+/// goes on for `gracePolls` polls: polls advance only while this task runs, which is when the
+/// others can run too.
+public func eventually(
+    within seconds: Double, every milliseconds: Int = 50, gracePolls: Int = 100,
+    _ condition: () throws -> Bool
+) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    var pollsPastDeadline = 0
+    while true {
+        if try condition() { return true }
+        if ContinuousClock.now >= deadline {
+            pollsPastDeadline += 1
+            if pollsPastDeadline > gracePolls { return false }
+        }
+        try? await Task.sleep(for: .milliseconds(milliseconds))
+    }
+}
