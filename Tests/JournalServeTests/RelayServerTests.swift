@@ -25,9 +25,9 @@ import Testing
 
         static func start(
             data: String, port: Int = 0, options: BoardOptions = BoardOptions(watchForSegments: false),
-            idleBoardSeconds: Double? = nil, writeStallSeconds: Double = 30
+            idleBoardSeconds: Double? = nil, writeStallSeconds: Double = 30, limits: RelayLimits = RelayLimits()
         ) async throws -> RunningRelay {
-            let relay = try Relay(dataDirectory: data, boardOptions: options, idleBoardSeconds: idleBoardSeconds)
+            let relay = try Relay(dataDirectory: data, boardOptions: options, idleBoardSeconds: idleBoardSeconds, limits: limits)
             let (ports, portContinuation) = AsyncStream<Int>.makeStream()
             let server = RelayServer(relay: relay, port: port, writeStallSeconds: writeStallSeconds)
             let task = Task { try await server.run { port in portContinuation.yield(port) } }
@@ -164,6 +164,29 @@ import Testing
         // …and the relay closes the connection.
         #expect(try await client.next(within: 5) == nil)
         #expect(running.relay.openBoards.isEmpty)
+        await running.stop()
+    }
+
+    /// Past `--max-connections`, a new socket is told why, in an error message, and closed; the
+    /// connections already served go on.
+    @Test func aConnectionPastTheLimitIsToldWhyOnTheSocket() async throws {
+        let temp = TemporaryDirectory("relay-full")
+        defer { temp.remove() }
+        let running = try await RunningRelay.start(data: temp.path + "/boards", limits: RelayLimits(maxConnections: 1))
+        let first = RelayTestClient(port: running.port, board: "one")
+        #expect(try await first.next() == .caughtUp(events: 0))
+        let second = RelayTestClient(port: running.port, board: "two")
+        let refusal = try await second.next()
+        guard case .error(nil, let message) = refusal else {
+            Issue.record("got \(String(describing: refusal)), expected an error about the connection")
+            return
+        }
+        #expect(message.contains("--max-connections"), "message: \(message)")
+        #expect(try await second.next(within: 5) == nil)
+        #expect(running.relay.openBoards.map(\.text) == ["one"])
+        first.send(CanonicalJSON.line(for: .clear))
+        #expect(try await first.next() == .ack(upTo: 1))
+        first.close()
         await running.stop()
     }
 
