@@ -47,9 +47,13 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   <button id="clear" title="clear the board for everyone">Clear</button>
   <span id="status">connecting</span>
 </div>
+<script id="segment-reader">
+\#(SegmentReaderScript.source)
+</script>
 <script>
 'use strict';
 (function () {
+  const Segments = window.StrokeJournalSegments;
   const board = decodeURIComponent(location.pathname.split('/')[2] || '');
   document.title = board + ' · StrokeJournal';
   const socketURL = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host +
@@ -57,11 +61,13 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
 
   // ---- Order keys (FORMAT.md §7.3): [lamport, wall time, replica hex, seq] ----
   // Events of this page not yet seen back from the relay have no key; they get a provisional
-  // one just after everything seen so far ([max lamport seen + 0.5, 0, '', local counter]),
+  // one just after everything seen so far ([max lamport seen, +Infinity, '', local counter]),
   // which is where the relay will put them, give or take events still on their way.
+  // Integers are Numbers, or BigInts past 2^53 (from blocks, which are exact): < and >
+  // compare the two kinds exactly, and a key never does arithmetic on them.
   let maxLamport = 0;
   let localCounter = 0;
-  function provisionalKey() { localCounter += 1; return [maxLamport + 0.5, 0, '', localCounter]; }
+  function provisionalKey() { localCounter += 1; return [maxLamport, Infinity, '', localCounter]; }
   function compareKeys(a, b) {
     for (let i = 0; i < 4; i++) {
       if (a[i] < b[i]) return -1;
@@ -108,7 +114,7 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   function apply(record) {
     if (record.kind === 'clear') {
       clears.push(record);
-      latestClear = maxKey(clears);
+      if (!latestClear || compareKeys(record.key, latestClear.key) > 0) latestClear = record;
       return false;
     }
     const s = strokeFor(record.stroke);
@@ -163,32 +169,65 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
 
   // ---- Events held, per replica, as sorted seq ranges (what the hello says) ----
   const held = new Map();         // replica hex -> [[first, last], ...] sorted, disjoint, not adjacent
-  // Inserts seq; false when it was held already (a duplicate).
-  function hold(replica, seq) {
+  const after = (seq) => Segments.plus(seq, 1);
+  const before = (seq) => Segments.plus(seq, -1);
+  function rangesOf(replica) {
     let ranges = held.get(replica);
     if (!ranges) { ranges = []; held.set(replica, ranges); }
+    return ranges;
+  }
+  // The first range that ends at or after seq - 1.
+  function rangeIndex(ranges, seq) {
+    const bound = before(seq);
     let lo = 0, hi = ranges.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (ranges[mid][1] < seq - 1) lo = mid + 1; else hi = mid;
+      if (ranges[mid][1] < bound) lo = mid + 1; else hi = mid;
     }
+    return lo;
+  }
+  // Inserts seq; false when it was held already (a duplicate).
+  function hold(replica, seq) {
+    const ranges = rangesOf(replica);
+    const lastRange = ranges[ranges.length - 1];
+    // A replica's events mostly come in seq order.
+    if (lastRange && lastRange[1] === before(seq)) { lastRange[1] = seq; return true; }
+    const lo = rangeIndex(ranges, seq);
     const r = ranges[lo];
     if (r && r[0] <= seq && seq <= r[1]) return false;
-    if (r && r[1] === seq - 1) {
+    if (r && r[1] === before(seq)) {
       r[1] = seq;
       const next = ranges[lo + 1];
-      if (next && next[0] === seq + 1) { r[1] = next[1]; ranges.splice(lo + 1, 1); }
-    } else if (r && r[0] === seq + 1) {
+      if (next && next[0] === after(seq)) { r[1] = next[1]; ranges.splice(lo + 1, 1); }
+    } else if (r && r[0] === after(seq)) {
       r[0] = seq;
     } else {
       ranges.splice(lo, 0, [seq, seq]);
     }
     return true;
   }
+  // Inserts first…last when none of it is held (true); else changes nothing (false).
+  function holdRange(replica, first, last) {
+    const ranges = rangesOf(replica);
+    const lo = rangeIndex(ranges, first);
+    const end = after(last);
+    let hi = lo;
+    for (; hi < ranges.length && ranges[hi][0] <= end; hi++) {
+      if (ranges[hi][0] <= last && ranges[hi][1] >= first) return false;
+    }
+    // ranges[lo..hi) only touch first…last: one ends at first - 1, one starts at last + 1.
+    const start = hi > lo && ranges[lo][0] < first ? ranges[lo][0] : first;
+    const stop = hi > lo && ranges[hi - 1][1] > last ? ranges[hi - 1][1] : last;
+    ranges.splice(lo, hi - lo, [start, stop]);
+    return true;
+  }
+  // By hand, not JSON.stringify: seqs past 2^53 are BigInts.
   function helloText() {
-    const have = {};
-    for (const [replica, ranges] of held) have[replica] = ranges;
-    return JSON.stringify({ type: 'hello', have: have });
+    const have = [];
+    for (const [replica, ranges] of held) {
+      have.push(JSON.stringify(replica) + ':[' + ranges.map((r) => '[' + r[0] + ',' + r[1] + ']').join(',') + ']');
+    }
+    return '{"type":"hello","have":{' + have.join(',') + '}' + (useBlocks ? ',"blocks":true' : '') + '}';
   }
 
   // ---- Drawing ----
@@ -223,6 +262,7 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   }
   function redrawAll() {
     refreshZOrder();
+    pointsDrawn = pointCount;
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.clearRect(0, 0, canvas.width, canvas.height);
     ctx.setTransform(scale, 0, 0, scale, 0, 0);
@@ -238,26 +278,37 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     drawSegment(n > 1 ? s.points[n - 2].point : null, s.points[n - 1].point);
   }
   let redrawPending = false;
+  let redrawTimer = 0;
   let catchingUp = true;
-  let lastCatchUpDraw = 0;
+  let catchUpStarted = 0;
+  let pointsDrawn = 0;            // points held at the last full redraw
+  // While a board streams in, a full redraw costs what the board holds: a catch-up draws
+  // nothing for its first second, then only each time the board has doubled since the last
+  // redraw, so all its redraws together cost at most twice the final one.
+  function catchUpRedrawDue() {
+    return performance.now() - catchUpStarted >= 1000 && pointCount >= 2 * pointsDrawn;
+  }
   function scheduleRedraw() {
     if (redrawPending) return;
     redrawPending = true;
-    requestAnimationFrame(function frame() {
-      // While a big board streams in, a full redraw per frame would cost more than the
-      // stream: draw a few times a second until it is caught up.
-      const since = performance.now() - lastCatchUpDraw;
-      if (catchingUp && since < 200) {
-        setTimeout(() => requestAnimationFrame(frame), 200 - since);
-        return;
-      }
-      lastCatchUpDraw = performance.now();
+    if (catchingUp && !catchUpRedrawDue()) {
+      redrawTimer = setTimeout(() => { redrawTimer = 0; redrawPending = false; scheduleRedraw(); }, 250);
+      return;
+    }
+    requestAnimationFrame(() => {
       redrawPending = false;
       redrawAll();
+      if (timing.caughtUp && !timing.drawn) requestAnimationFrame(() => { timing.drawn = performance.now(); });
     });
   }
+  function redrawNow() {
+    if (redrawTimer) { clearTimeout(redrawTimer); redrawTimer = 0; redrawPending = false; }
+    scheduleRedraw();
+  }
+  // Live events are drawn at once (in place when they extend the top stroke); a catch-up's
+  // only when it ends or by the rule above, never per event.
   function show(record) {
-    if (apply(record)) {
+    if (apply(record) && !catchingUp) {
       if (record.kind === 'point') drawLastSegment(strokes.get(record.stroke));
     } else {
       scheduleRedraw();
@@ -286,12 +337,24 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   // current connection once sent (0: not sent on it yet).
   let outbox = [];
   const unconfirmed = new Map();  // content -> own records not yet seen back from the relay
+  function forget(content, record) {
+    const list = unconfirmed.get(content);
+    if (!list || list.indexOf(record) < 0) return;
+    list.splice(list.indexOf(record), 1);
+    if (!list.length) unconfirmed.delete(content);
+  }
   function recordOwn(kind, stroke, point) {
     const record = { kind: kind, stroke: stroke, key: provisionalKey(), point: point };
     const content = contentOf(kind, stroke, point);
     if (!unconfirmed.has(content)) unconfirmed.set(content, []);
     unconfirmed.get(content).push(record);
-    show(record);
+    if (catchingUp && record.kind === 'point') {
+      // On top of what is drawn so far; the catch-up's redraw puts it in its place.
+      apply(record);
+      drawLastSegment(strokes.get(stroke));
+    } else {
+      show(record);
+    }
     let line;
     if (kind === 'point') line = pointLine(stroke, point);
     else if (kind === 'clear') line = '{"type":"clear"}';
@@ -302,12 +365,11 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   }
 
   // ---- Events from the relay ----
+  // An event message (text): the same fold as a decoded block's events below.
   function receiveEvent(message) {
     const replica = String(message.replica);
     const seq = message.seq;
     if (!hold(replica, seq)) return;   // a duplicate
-    if (message.lamport > maxLamport) maxLamport = message.lamport;
-    const key = [message.lamport, message.time, replica, seq];
     const kind = message.type;
     const stroke = kind === 'clear' ? null : normaliseID(message.stroke);
     let point;
@@ -316,18 +378,55 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
       if (message.pressure !== undefined) point.pressure = message.pressure;
       if (message.t !== undefined) point.t = message.t;
     }
+    receive([message.lamport, message.time, replica, seq], kind, stroke, point);
+  }
+  // An event held just now (never before): folded, or matched with one of this page's own.
+  function receive(key, kind, stroke, point) {
+    if (key[0] > maxLamport) maxLamport = key[0];
     // One of this page's own events, back in a catch-up: give its record the real key
     // instead of drawing it twice, and never send it again.
-    const waiting = catchingUp ? unconfirmed.get(contentOf(kind, stroke, point)) : undefined;
-    if (waiting && waiting.length) {
-      const record = waiting.shift();
-      unapply(record);
-      record.key = key;
-      outbox = outbox.filter((entry) => entry.record !== record || entry.frame !== 0);
-      show(record);
-      return;
+    if (catchingUp && unconfirmed.size) {
+      const content = contentOf(kind, stroke, point);
+      const waiting = unconfirmed.get(content);
+      if (waiting) {
+        const record = waiting[0];
+        forget(content, record);
+        unapply(record);
+        record.key = key;
+        outbox = outbox.filter((entry) => entry.record !== record || entry.frame !== 0);
+        show(record);
+        return;
+      }
     }
     show({ kind: kind, stroke: stroke, key: key, point: point });
+  }
+  // A catch-up message in blocks, decoded (Segments.decode): its events in seq order, as
+  // the relay's event messages would have brought them. Ids, colours and numbers come out
+  // spelled as receiveEvent spells them, so own events are recognised the same way.
+  function receiveBlocks(message) {
+    const replica = message.replica;
+    for (const block of message.blocks) {
+      const first = block.firstSeq, count = block.count;
+      // Usually nothing of a block is held: one range then, not one per event.
+      const fresh = holdRange(replica, first, Segments.plus(first, count - 1));
+      const exact = typeof first === 'number' && first + count <= Number.MAX_SAFE_INTEGER;
+      const kinds = block.kinds, styles = block.styles, flags = block.flags;
+      for (let i = 0, p = 0; i < count; i++) {
+        const kind = kinds[i];
+        let point;
+        if (kind === 0) {
+          const style = styles[block.styleRefs[p]];
+          point = { x: block.xs[p], y: block.ys[p], color: style.color, width: style.width };
+          if (flags[p] & 1) point.pressure = block.pressures[p];
+          if (flags[p] & 2) point.t = block.times[p];
+          p += 1;
+        }
+        const seq = exact ? first + i : Segments.plus(first, i);
+        if (!fresh && !hold(replica, seq)) continue;   // a duplicate
+        const stroke = kind === 5 ? null : block.strokes[block.strokeRefs[i]];
+        receive([block.lamports[i], block.walls[i], replica, seq], Segments.kindNames[kind], stroke, point);
+      }
+    }
   }
 
   // ---- The connection ----
@@ -335,6 +434,12 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   let live = false;
   let framesSent = 0;
   let backoff = 250;
+  // Catch-up in blocks until a message of them is refused; text from then on (a relay that
+  // sent one damaged or unreadable message would likely send another).
+  let useBlocks = true;
+  const received = { text: 0, binary: 0 };
+  // performance.now() when the latest socket was opened, caught up, and drawn after that.
+  const timing = { opened: 0, caughtUp: 0, drawn: 0 };
   let problem = '';
   let problemUntil = 0;
   const statusView = document.getElementById('status');
@@ -381,8 +486,7 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
           if (entry) {
             outbox.splice(outbox.indexOf(entry), 1);
             unapply(entry.record);
-            const list = unconfirmed.get(contentOf(entry.record.kind, entry.record.stroke, entry.record.point));
-            if (list && list.indexOf(entry.record) >= 0) list.splice(list.indexOf(entry.record), 1);
+            forget(contentOf(entry.record.kind, entry.record.stroke, entry.record.point), entry.record);
             scheduleRedraw();
           }
           report('frame refused: ' + message.message, 8);
@@ -396,25 +500,73 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
         catchingUp = false;
         live = true;
         backoff = 250;
+        timing.caughtUp = performance.now();
         flushOutbox();
-        scheduleRedraw();
+        redrawNow();
         updateStatus();
         return;
       default:
         if (typeof message.replica === 'string' && typeof message.seq === 'number') receiveEvent(message);
     }
   }
+  // A damaged catch-up message is refused whole, with everything after it on its connection
+  // (its events would follow a hole): the page reconnects and catches up in text, its own
+  // unacknowledged frames still queued.
+  function refuseBlocks(opened, error) {
+    useBlocks = false;
+    report('catch-up in blocks refused (' + (error && error.message || error) + '); catching up in text', 10);
+    socket = null;
+    live = false;
+    try { opened.close(); } catch (e) { /* closed already */ }
+    retryLater();
+  }
+  // Messages of one connection, handled strictly in arrival order: a binary message is
+  // decoded asynchronously, and what came after it (more blocks, caughtUp, live events)
+  // waits for it. Entries: {text} or {pending, message, error}.
+  function inbox(opened) {
+    const queue = [];
+    let head = 0;
+    function pump() {
+      while (head < queue.length && socket === opened) {
+        const entry = queue[head];
+        if (entry.pending) return;
+        queue[head++] = null;
+        if (entry.error) { refuseBlocks(opened, entry.error); return; }
+        if (entry.message) { receiveBlocks(entry.message); scheduleRedraw(); } else handleMessage(entry.text);
+      }
+      if (head === queue.length) { queue.length = 0; head = 0; }
+    }
+    return function (data) {
+      if (socket !== opened) return;
+      if (typeof data === 'string') {
+        received.text += data.length;
+        if (head === queue.length) handleMessage(data); else queue.push({ text: data });
+        return;
+      }
+      received.binary += data.byteLength;
+      const entry = { pending: true, message: null, error: null };
+      queue.push(entry);
+      Segments.decode(new Uint8Array(data))
+        .then((message) => { entry.message = message; }, (error) => { entry.error = error; })
+        .then(() => { entry.pending = false; pump(); });
+    };
+  }
   function connect() {
     let opened;
     try { opened = new WebSocket(socketURL); } catch (e) { report(String(e), 5); retryLater(); return; }
+    opened.binaryType = 'arraybuffer';
     socket = opened;
     live = false;
     catchingUp = true;
+    catchUpStarted = performance.now();
+    timing.opened = catchUpStarted;
+    timing.caughtUp = timing.drawn = 0;
     framesSent = 0;
     for (const entry of outbox) entry.frame = 0;
     updateStatus();
     opened.onopen = () => { opened.send(helloText()); };
-    opened.onmessage = (event) => { if (socket === opened) handleMessage(event.data); };
+    const deliver = inbox(opened);
+    opened.onmessage = (event) => deliver(event.data);
     opened.onclose = () => {
       if (socket !== opened) return;
       socket = null;
@@ -495,7 +647,22 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
       strokeCount += 1;
       if (isVisible(s)) visibleStrokes += 1;
     }
-    return { strokes: strokeCount, points: pointCount, visibleStrokes: visibleStrokes, live: live, unacked: unackedCount() };
+    return {
+      strokes: strokeCount, points: pointCount, visibleStrokes: visibleStrokes, live: live, unacked: unackedCount(),
+      blocks: useBlocks, status: statusView.textContent, received: { text: received.text, binary: received.binary },
+      timing: { opened: timing.opened, caughtUp: timing.caughtUp, drawn: timing.drawn },
+    };
+  };
+  // For tests: the fold itself (strokes in z-order, each point's values as held) and the
+  // seq ranges held per replica (as text: they may be BigInts). Read only.
+  window.strokeJournalFold = function () {
+    refreshZOrder();
+    const held_ = {};
+    for (const [replica, ranges] of held) held_[replica] = ranges.map((r) => [String(r[0]), String(r[1])]);
+    return {
+      strokes: zOrder.map((s) => ({ id: s.id, visible: isVisible(s), ended: s.ends > 0, points: s.points.map((r) => r.point) })),
+      held: held_,
+    };
   };
 
   resize();
