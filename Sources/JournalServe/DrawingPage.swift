@@ -121,7 +121,7 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     if (record.kind === 'point') {
       const wasEmpty = s.points.length === 0;
       const at = insertionIndex(s.points, record.key);
-      s.points.splice(at, 0, record);
+      if (at === s.points.length) s.points.push(record); else s.points.splice(at, 0, record);
       pointCount += 1;
       if (wasEmpty) { zOrderStale = true; return false; }
       if (at === 0) { zOrderStale = true; return false; }
@@ -261,6 +261,7 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     ctx.stroke();
   }
   function redrawAll() {
+    const started = performance.now();
     refreshZOrder();
     pointsDrawn = pointCount;
     ctx.setTransform(1, 0, 0, 1, 0, 0);
@@ -272,6 +273,7 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
       if (!isVisible(s)) continue;
       for (let i = 0; i < s.points.length; i++) drawSegment(i > 0 ? s.points[i - 1].point : null, s.points[i].point);
     }
+    timing.redraw = performance.now() - started;
   }
   function drawLastSegment(s) {
     const n = s.points.length;
@@ -283,10 +285,11 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   let catchUpStarted = 0;
   let pointsDrawn = 0;            // points held at the last full redraw
   // While a board streams in, a full redraw costs what the board holds: a catch-up draws
-  // nothing for its first second, then only each time the board has doubled since the last
-  // redraw, so all its redraws together cost at most twice the final one.
+  // nothing for its first 3 seconds (a catch-up in blocks of 2M points is done by then),
+  // then only each time the board has doubled since the last redraw, so all its redraws
+  // together cost at most twice the final one.
   function catchUpRedrawDue() {
-    return performance.now() - catchUpStarted >= 1000 && pointCount >= 2 * pointsDrawn;
+    return performance.now() - catchUpStarted >= 3000 && pointCount >= 2 * pointsDrawn;
   }
   function scheduleRedraw() {
     if (redrawPending) return;
@@ -400,6 +403,18 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     }
     show({ kind: kind, stroke: stroke, key: key, point: point });
   }
+  // A point of a decoded block, read from the block's columns: one small object per point
+  // where a point of its own would hold six numbers (each boxed apart by the engine), which
+  // made most of the garbage of a big catch-up. Reads as the point objects above do.
+  class BlockPoint {
+    constructor(block, p) { this.block = block; this.p = p; }
+    get x() { return this.block.xs[this.p]; }
+    get y() { return this.block.ys[this.p]; }
+    get color() { return this.block.styles[this.block.styleRefs[this.p]].color; }
+    get width() { return this.block.styles[this.block.styleRefs[this.p]].width; }
+    get pressure() { return this.block.flags[this.p] & 1 ? this.block.pressures[this.p] : undefined; }
+    get t() { return this.block.flags[this.p] & 2 ? this.block.times[this.p] : undefined; }
+  }
   // A catch-up message in blocks, decoded (Segments.decode): its events in seq order, as
   // the relay's event messages would have brought them. Ids, colours and numbers come out
   // spelled as receiveEvent spells them, so own events are recognised the same way.
@@ -410,22 +425,17 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
       // Usually nothing of a block is held: one range then, not one per event.
       const fresh = holdRange(replica, first, Segments.plus(first, count - 1));
       const exact = typeof first === 'number' && first + count <= Number.MAX_SAFE_INTEGER;
-      const kinds = block.kinds, styles = block.styles, flags = block.flags;
+      const kinds = block.kinds;
       for (let i = 0, p = 0; i < count; i++) {
         const kind = kinds[i];
-        let point;
-        if (kind === 0) {
-          const style = styles[block.styleRefs[p]];
-          point = { x: block.xs[p], y: block.ys[p], color: style.color, width: style.width };
-          if (flags[p] & 1) point.pressure = block.pressures[p];
-          if (flags[p] & 2) point.t = block.times[p];
-          p += 1;
-        }
+        const point = kind === 0 ? new BlockPoint(block, p++) : undefined;
         const seq = exact ? first + i : Segments.plus(first, i);
         if (!fresh && !hold(replica, seq)) continue;   // a duplicate
         const stroke = kind === 5 ? null : block.strokes[block.strokeRefs[i]];
         receive([block.lamports[i], block.walls[i], replica, seq], Segments.kindNames[kind], stroke, point);
       }
+      // Points keep reading their values; nothing else of the block is needed any more.
+      block.kinds = block.lamports = block.walls = block.strokeRefs = null;
     }
   }
 
@@ -438,8 +448,9 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   // sent one damaged or unreadable message would likely send another).
   let useBlocks = true;
   const received = { text: 0, binary: 0 };
-  // performance.now() when the latest socket was opened, caught up, and drawn after that.
-  const timing = { opened: 0, caughtUp: 0, drawn: 0 };
+  // performance.now() when the latest socket was opened, caught up, and drawn after that;
+  // how long the latest full redraw took (ms).
+  const timing = { opened: 0, caughtUp: 0, drawn: 0, redraw: 0 };
   let problem = '';
   let problemUntil = 0;
   const statusView = document.getElementById('status');
@@ -509,6 +520,59 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
         if (typeof message.replica === 'string' && typeof message.seq === 'number') receiveEvent(message);
     }
   }
+  // Catch-up messages are decoded in a worker made from the reader's own source (a Blob
+  // URL: nothing fetched), so the main thread folds one message while the next is decoded;
+  // where no worker can be made, or one fails, on the main thread. Columns come back
+  // transferred, not copied.
+  const decodeBlocks = (() => {
+    const glue = `
+      self.onmessage = (event) => {
+        StrokeJournalSegments.decode(event.data.bytes).then((message) => {
+          const moved = [];
+          for (const block of message.blocks) {
+            for (const name of ['lamports', 'walls']) {
+              if (block[name].every((v) => typeof v === 'number')) block[name] = Float64Array.from(block[name]);
+            }
+            for (const name of ['kinds', 'lamports', 'walls', 'strokeRefs', 'styleRefs', 'flags', 'xs', 'ys', 'pressures', 'times']) {
+              if (ArrayBuffer.isView(block[name])) moved.push(block[name].buffer);
+            }
+          }
+          self.postMessage({ id: event.data.id, message: message }, moved);
+        }, (error) => { self.postMessage({ id: event.data.id, error: String(error && error.message || error) }); });
+      };`;
+    const waiting = new Map();
+    let worker = null, next = 0;
+    function fallBack() {
+      worker = null;
+      for (const [, job] of waiting) Segments.decode(job.bytes).then(job.resolve, job.reject);
+      waiting.clear();
+    }
+    try {
+      const source = document.getElementById('segment-reader').textContent;
+      worker = new Worker(URL.createObjectURL(new Blob([source, glue], { type: 'text/javascript' })));
+      worker.onmessage = (event) => {
+        const job = waiting.get(event.data.id);
+        if (!job) return;
+        waiting.delete(event.data.id);
+        if (event.data.error !== undefined) job.reject(new Segments.SegmentMessageError(event.data.error));
+        else job.resolve(event.data.message);
+      };
+      worker.onerror = fallBack;
+    } catch (e) {
+      worker = null;
+    }
+    const decode = function (bytes) {
+      if (!worker) return Segments.decode(bytes);
+      return new Promise((resolve, reject) => {
+        next += 1;
+        waiting.set(next, { bytes: bytes, resolve: resolve, reject: reject });
+        worker.postMessage({ id: next, bytes: bytes });
+      });
+    };
+    decode.where = () => (worker ? 'worker' : 'page');
+    return decode;
+  })();
+
   // A damaged catch-up message is refused whole, with everything after it on its connection
   // (its events would follow a hole): the page reconnects and catches up in text, its own
   // unacknowledged frames still queued.
@@ -546,7 +610,7 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
       received.binary += data.byteLength;
       const entry = { pending: true, message: null, error: null };
       queue.push(entry);
-      Segments.decode(new Uint8Array(data))
+      decodeBlocks(new Uint8Array(data))
         .then((message) => { entry.message = message; }, (error) => { entry.error = error; })
         .then(() => { entry.pending = false; pump(); });
     };
@@ -649,8 +713,8 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     }
     return {
       strokes: strokeCount, points: pointCount, visibleStrokes: visibleStrokes, live: live, unacked: unackedCount(),
-      blocks: useBlocks, status: statusView.textContent, received: { text: received.text, binary: received.binary },
-      timing: { opened: timing.opened, caughtUp: timing.caughtUp, drawn: timing.drawn },
+      blocks: useBlocks, decoder: decodeBlocks.where(), status: statusView.textContent, received: { text: received.text, binary: received.binary },
+      timing: { opened: timing.opened, caughtUp: timing.caughtUp, drawn: timing.drawn, redraw: timing.redraw },
     };
   };
   // For tests: the fold itself (strokes in z-order, each point's values as held) and the

@@ -324,9 +324,10 @@ def as_relay_sends(line, replica, seq, lamport):
     return message
 
 
-def with_fake_relay(browser, url, name):
-    """A page whose relay the test plays (FAKE_RELAY), and the first hello it sent."""
-    page = Page(browser, url, name, before_page_script=FAKE_RELAY)
+def with_fake_relay(browser, url, name, no_worker=False):
+    """A page whose relay the test plays (FAKE_RELAY), and the first hello it sent; with
+    no_worker, a browser without Worker (the page decodes blocks itself)."""
+    page = Page(browser, url, name, before_page_script=FAKE_RELAY + ("window.Worker = undefined;" if no_worker else ""))
     end = time.monotonic() + DEADLINE
     while not page.evaluate("window.__fake && __fake.sockets.length > 0 && __fake.current().sent.length > 0"):
         if time.monotonic() > end:
@@ -597,7 +598,7 @@ def check_blocks_fold(browser, url):
     catch-up are matched by content and not resent; caughtUp and a live event sent right
     behind a binary message wait for it; a damaged message is refused, shown, and the page
     catches up in text with its unacknowledged frames intact."""
-    d, hello = with_fake_relay(browser, url, "D")
+    d, hello = with_fake_relay(browser, url, "D", no_worker=True)
     if hello != {"type": "hello", "have": {}, "blocks": True}:
         fail("page D's first hello is %s, expected one asking for blocks" % hello)
     stroke_s = STROKE_S.replace("-", "").lower()
@@ -605,7 +606,9 @@ def check_blocks_fold(browser, url):
              for seq in (1, 2, 3)] + [dict(event("end", R1, 4, 4, stroke_s))]
     d.evaluate("__fake.deliverBinary(%s)" % json.dumps(base64.b64encode(segments.message_v1(R1, [first])).decode()))
     d.evaluate("__fake.deliver([{type: 'caughtUp', events: 4, have: {}}])")
-    d.wait_for("live with 1 stroke and 3 points", lambda s: s["live"] and (s["strokes"], s["points"]) == (1, 3))
+    state = d.wait_for("live with 1 stroke and 3 points", lambda s: s["live"] and (s["strokes"], s["points"]) == (1, 3))
+    if state["decoder"] != "page":
+        fail("page D, without Worker, decodes blocks in %r, expected the page itself" % state["decoder"])
 
     sent = own_stroke_partly_acknowledged(d)
     hello = json.loads(d.evaluate("__fake.current().sent[0]"))
@@ -786,6 +789,8 @@ def check_late_joiner(browser, port, expected):
             fail("page %s's fold has digest %s and %d points; the journal's: %s, %d points"
                  % (name, digest, state["points"], expected["digest"], expected["points"]))
         binary = state["received"]["binary"]
+        if state["decoder"] != "worker":
+            fail("page %s decodes blocks in %r, expected its worker" % (name, state["decoder"]))
         if text_only == (binary > 0) or not state["blocks"]:
             fail("page %s received %d bytes in binary messages (blocks %s), expected %s" % (name, binary, state["blocks"], "none" if text_only else "some"))
         pages.append(page)
