@@ -396,7 +396,7 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
         forget(content, record);
         unapply(record);
         record.key = key;
-        outbox = outbox.filter((entry) => entry.record !== record || entry.frame !== 0);
+        record.settled = true;          // its frame leaves the outbox at caughtUp
         show(record);
         return;
       }
@@ -512,6 +512,8 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
         live = true;
         backoff = 250;
         timing.caughtUp = performance.now();
+        // Frames are sent only once caught up: the settled ones were never sent on this socket.
+        outbox = outbox.filter((entry) => !entry.record.settled);
         flushOutbox();
         redrawNow();
         updateStatus();

@@ -178,9 +178,17 @@ public enum SegmentReaderScript {
     }
     pos += count;
 
+    // The hot loops below first try a one-byte varint in Numbers inline (most clocks,
+    // references and residuals are one), and take the general path for anything else: a
+    // page decodes each catch-up once, mostly before the engine has optimised anything.
     const lamports = new Array(count);
     let previous = 0;
     for (let i = 0; i < count; i++) {
+      const b = raw[pos];
+      if (b < 0x80 && typeof previous === 'number') {
+        const lamport = previous + ((b >>> 1) ^ -(b & 1)) + 1;
+        if (lamport >= 1 && lamport <= MAX_SAFE) { pos += 1; lamports[i] = previous = lamport; continue; }
+      }
       const start = pos;
       const delta = svarint();
       let lamport = typeof delta === 'number' && typeof previous === 'number' ? previous + delta : NaN;
@@ -197,6 +205,11 @@ public enum SegmentReaderScript {
     const walls = new Array(count);
     previous = 0;
     for (let i = 0; i < count; i++) {
+      const b = raw[pos];
+      if (b < 0x80 && typeof previous === 'number') {
+        const wall = previous + ((b >>> 1) ^ -(b & 1));
+        if (isSafe(wall)) { pos += 1; walls[i] = previous = wall; continue; }
+      }
       const delta = svarint();
       let wall = typeof delta === 'number' && typeof previous === 'number' ? previous + delta : NaN;
       if (!isSafe(wall)) wall = canonical(BigInt.asIntN(64, big(previous) + big(delta)));
@@ -207,6 +220,11 @@ public enum SegmentReaderScript {
     // One reference: v1 stores the index, v2 the difference from the previous one.
     let previousRef = 0;
     function reference(tableCount, what) {
+      const b = raw[pos];
+      if (b < 0x80) {
+        const ref = differences ? previousRef + ((b >>> 1) ^ -(b & 1)) : b;
+        if (ref >= 0 && ref < tableCount) { pos += 1; return previousRef = ref; }
+      }
       const start = pos;
       let ref;
       if (differences) {
@@ -294,7 +312,10 @@ public enum SegmentReaderScript {
       if (low > 7) malformed(start, what + ' stream: ' + low + ' low bytes per value (at most 7)');
       if (end - pos < c * (1 + low)) truncated(pos, c + ' ' + what + ' values');
       const values = new Array(c);
-      for (let j = 0; j < c; j++) values[j] = varint();
+      for (let j = 0; j < c; j++) {
+        const b = raw[pos];
+        if (b < 0x80) { values[j] = b; pos += 1; } else values[j] = varint();
+      }
       if (low === 0) return values;
       const highBits = 64 - 8 * low;
       const limit = 2 ** highBits, bigLimit = 1n << BigInt(highBits);
@@ -363,6 +384,14 @@ public enum SegmentReaderScript {
         return narrow ? Math.fround(value) : value;
       };
       if (fine === 0) {
+        if (!ordered && coarse instanceof Float64Array) {
+          for (let j = 0, c = 0; j < k; j++) {
+            if (isException[j]) continue;
+            const value = coarse[c++] / divisor;
+            values[j] = narrow ? Math.fround(value) : value;
+          }
+          return values;
+        }
         for (let j = 0, c = 0; j < k; j++) if (!isException[j]) { values[j] = gridValue(coarse[c], j); c += 1; }
         return values;
       }
@@ -417,20 +446,21 @@ public enum SegmentReaderScript {
       const prev = new Float64Array(strokeCount), delta = new Float64Array(strokeCount);
       const seen = new Uint8Array(strokeCount);
       const coarse = new Float64Array(residuals.length);
+      const anyException = residuals.length !== entryStrokes.length;
       let last = 0;
       for (let j = 0, c = 0; j < entryStrokes.length; j++) {
-        if (isException[j]) continue;
+        if (anyException && isException[j]) continue;
         const s = entryStrokes[j];
         let p;
         if (seen[s]) p = order === 2 ? prev[s] + delta[s] : prev[s];
         else p = fromPrevious ? last : 0;
         const z = residuals[c];
-        if (typeof z !== 'number' || !isSafe(p)) return null;
-        const n = p + unzigzag(z);
-        if (!isSafe(n)) return null;
+        if (typeof z !== 'number' || !(p <= MAX_SAFE && p >= -MAX_SAFE)) return null;
+        const n = p + (z < TWO32 ? (z >>> 1) ^ -(z & 1) : unzigzag(z));
+        if (!(n <= MAX_SAFE && n >= -MAX_SAFE)) return null;
         if (seen[s]) {
           const d = n - prev[s];
-          if (!isSafe(d)) return null;
+          if (!(d <= MAX_SAFE && d >= -MAX_SAFE)) return null;
           delta[s] = d;
         }
         prev[s] = n;

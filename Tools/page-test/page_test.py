@@ -447,7 +447,15 @@ READER_HELPERS = r"""
 
 
 def log_line(event):
-    """The page reader's event (READER_HELPERS) as `journal log` prints it (via sjread)."""
+    """The page reader's event (READER_HELPERS) as `journal log` prints it (via sjread); a
+    field missing or malformed makes it say so instead."""
+    try:
+        return event_line(event)
+    except (KeyError, ValueError, TypeError) as error:
+        return "unprintable event %s (%r)" % (json.dumps(event), error)
+
+
+def event_line(event):
     e = {"replica": bytes.fromhex(event["replica"]), "seq": int(event["seq"]), "lamport": int(event["lamport"]),
          "wall": int(event["time"]), "kind": sjread.KINDS.index(event["type"])}
     if event["stroke"] is not None:
