@@ -59,31 +59,42 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   const socketURL = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host +
     '/boards/' + encodeURIComponent(board) + '/ws';
 
-  // ---- Order keys (FORMAT.md §7.3): [lamport, wall time, replica hex, seq] ----
+  // ---- Order keys (FORMAT.md §7.3): (lamport, wall time, replica hex, seq) of a record ----
   // Events of this page not yet seen back from the relay have no key; they get a provisional
-  // one just after everything seen so far ([max lamport seen, +Infinity, '', local counter]),
+  // one just after everything seen so far (max lamport seen, +Infinity, '', local counter),
   // which is where the relay will put them, give or take events still on their way.
   // Integers are Numbers, or BigInts past 2^53 (from blocks, which are exact): < and >
   // compare the two kinds exactly, and a key never does arithmetic on them.
   let maxLamport = 0;
   let localCounter = 0;
-  function provisionalKey() { localCounter += 1; return [maxLamport, Infinity, '', localCounter]; }
+  function setProvisionalKey(record) {
+    localCounter += 1;
+    record.lamport = maxLamport;
+    record.time = Infinity;
+    record.replica = '';
+    record.seq = localCounter;
+  }
   function compareKeys(a, b) {
-    for (let i = 0; i < 4; i++) {
-      if (a[i] < b[i]) return -1;
-      if (a[i] > b[i]) return 1;
-    }
+    if (a.lamport < b.lamport) return -1;
+    if (a.lamport > b.lamport) return 1;
+    if (a.time < b.time) return -1;
+    if (a.time > b.time) return 1;
+    if (a.replica < b.replica) return -1;
+    if (a.replica > b.replica) return 1;
+    if (a.seq < b.seq) return -1;
+    if (a.seq > b.seq) return 1;
     return 0;
   }
   function maxKey(records) {
     let best = null;
-    for (const r of records) if (!best || compareKeys(r.key, best.key) > 0) best = r;
+    for (const r of records) if (!best || compareKeys(r, best) > 0) best = r;
     return best;
   }
 
   // ---- The fold (FORMAT.md §9.1) ----
-  // A record is one event: {kind, stroke, key, point?}. A stroke holds its point records
-  // sorted by key, its undo/redo/erase records and whether an end names it.
+  // A record is one event: {kind, stroke, lamport, time, replica, seq, point?} (a BlockRecord
+  // reads the same fields from its block). A stroke holds its point records sorted by key,
+  // its undo/redo/erase records and whether an end names it.
   const strokes = new Map();      // stroke id (32 lowercase hex) -> stroke
   const clears = [];              // clear records
   let latestClear = null;
@@ -99,13 +110,12 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     }
     return s;
   }
-  function creationKey(s) { return s.points.length ? s.points[0].key : null; }
   function isVisible(s) {
     const op = maxKey(s.ops);
     let visible = op ? op.kind === 'redo' : true;
-    const created = creationKey(s);
-    if (latestClear && created && compareKeys(created, latestClear.key) < 0 &&
-        (!op || compareKeys(op.key, latestClear.key) < 0)) visible = false;
+    const created = s.points[0];     // the record with the creation key
+    if (latestClear && created && compareKeys(created, latestClear) < 0 &&
+        (!op || compareKeys(op, latestClear) < 0)) visible = false;
     return visible;
   }
 
@@ -114,13 +124,13 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   function apply(record) {
     if (record.kind === 'clear') {
       clears.push(record);
-      if (!latestClear || compareKeys(record.key, latestClear.key) > 0) latestClear = record;
+      if (!latestClear || compareKeys(record, latestClear) > 0) latestClear = record;
       return false;
     }
     const s = strokeFor(record.stroke);
     if (record.kind === 'point') {
       const wasEmpty = s.points.length === 0;
-      const at = insertionIndex(s.points, record.key);
+      const at = insertionIndex(s.points, record);
       if (at === s.points.length) s.points.push(record); else s.points.splice(at, 0, record);
       pointCount += 1;
       if (wasEmpty) { zOrderStale = true; return false; }
@@ -150,12 +160,12 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     }
   }
   // Points mostly arrive in order: search from the end.
-  function insertionIndex(points, key) {
+  function insertionIndex(points, record) {
     let lo = 0, hi = points.length;
-    if (hi === 0 || compareKeys(points[hi - 1].key, key) < 0) return hi;
+    if (hi === 0 || compareKeys(points[hi - 1], record) < 0) return hi;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (compareKeys(points[mid].key, key) < 0) lo = mid + 1; else hi = mid;
+      if (compareKeys(points[mid], record) < 0) lo = mid + 1; else hi = mid;
     }
     return lo;
   }
@@ -163,7 +173,7 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     if (!zOrderStale) return;
     zOrder = [];
     for (const s of strokes.values()) if (s.points.length) zOrder.push(s);
-    zOrder.sort((a, b) => compareKeys(a.points[0].key, b.points[0].key));
+    zOrder.sort((a, b) => compareKeys(a.points[0], b.points[0]));
     zOrderStale = false;
   }
 
@@ -347,7 +357,8 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     if (!list.length) unconfirmed.delete(content);
   }
   function recordOwn(kind, stroke, point) {
-    const record = { kind: kind, stroke: stroke, key: provisionalKey(), point: point };
+    const record = { kind: kind, stroke: stroke, lamport: 0, time: 0, replica: '', seq: 0, point: point };
+    setProvisionalKey(record);
     const content = contentOf(kind, stroke, point);
     if (!unconfirmed.has(content)) unconfirmed.set(content, []);
     unconfirmed.get(content).push(record);
@@ -381,33 +392,42 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
       if (message.pressure !== undefined) point.pressure = message.pressure;
       if (message.t !== undefined) point.t = message.t;
     }
-    receive([message.lamport, message.time, replica, seq], kind, stroke, point);
+    receive({ kind: kind, stroke: stroke, lamport: message.lamport, time: message.time, replica: replica, seq: seq, point: point });
   }
   // An event held just now (never before): folded, or matched with one of this page's own.
-  function receive(key, kind, stroke, point) {
-    if (key[0] > maxLamport) maxLamport = key[0];
+  function receive(record) {
+    if (record.lamport > maxLamport) maxLamport = record.lamport;
     // One of this page's own events, back in a catch-up: give its record the real key
     // instead of drawing it twice, and never send it again.
     if (catchingUp && unconfirmed.size) {
-      const content = contentOf(kind, stroke, point);
+      const content = contentOf(record.kind, record.stroke, record.point);
       const waiting = unconfirmed.get(content);
       if (waiting) {
-        const record = waiting[0];
-        forget(content, record);
-        unapply(record);
-        record.key = key;
-        record.settled = true;          // its frame leaves the outbox at caughtUp
-        show(record);
+        const own = waiting[0];
+        forget(content, own);
+        unapply(own);
+        own.lamport = record.lamport;
+        own.time = record.time;
+        own.replica = record.replica;
+        own.seq = record.seq;
+        own.settled = true;             // its frame leaves the outbox at caughtUp
+        show(own);
         return;
       }
     }
-    show({ kind: kind, stroke: stroke, key: key, point: point });
+    show(record);
   }
-  // A point of a decoded block, read from the block's columns: one small object per point
-  // where a point of its own would hold six numbers (each boxed apart by the engine), which
-  // made most of the garbage of a big catch-up. Reads as the point objects above do.
-  class BlockPoint {
-    constructor(block, p) { this.block = block; this.p = p; }
+  // An event of a decoded block, read from the block's columns: one small object per event
+  // where a record of its own, its key and its point would hold a dozen values (each number
+  // boxed apart by the engine), which made most of the time and garbage of a big catch-up.
+  // Reads as the records and point objects above do; a point is its own point.
+  class BlockRecord {
+    constructor(block, i, p, kind, stroke) { this.block = block; this.i = i; this.p = p; this.kind = kind; this.stroke = stroke; }
+    get lamport() { return this.block.lamports[this.i]; }
+    get time() { return this.block.walls[this.i]; }
+    get replica() { return this.block.replica; }
+    get seq() { return this.block.exact ? this.block.firstSeq + this.i : Segments.plus(this.block.firstSeq, this.i); }
+    get point() { return this.kind === 'point' ? this : undefined; }
     get x() { return this.block.xs[this.p]; }
     get y() { return this.block.ys[this.p]; }
     get color() { return this.block.styles[this.block.styleRefs[this.p]].color; }
@@ -422,20 +442,19 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     const replica = message.replica;
     for (const block of message.blocks) {
       const first = block.firstSeq, count = block.count;
+      block.replica = replica;
+      block.exact = typeof first === 'number' && first + count <= Number.MAX_SAFE_INTEGER;
       // Usually nothing of a block is held: one range then, not one per event.
       const fresh = holdRange(replica, first, Segments.plus(first, count - 1));
-      const exact = typeof first === 'number' && first + count <= Number.MAX_SAFE_INTEGER;
-      const kinds = block.kinds;
+      const kinds = block.kinds, names = Segments.kindNames;
       for (let i = 0, p = 0; i < count; i++) {
         const kind = kinds[i];
-        const point = kind === 0 ? new BlockPoint(block, p++) : undefined;
-        const seq = exact ? first + i : Segments.plus(first, i);
-        if (!fresh && !hold(replica, seq)) continue;   // a duplicate
-        const stroke = kind === 5 ? null : block.strokes[block.strokeRefs[i]];
-        receive([block.lamports[i], block.walls[i], replica, seq], Segments.kindNames[kind], stroke, point);
+        const record = new BlockRecord(block, i, kind === 0 ? p++ : -1, names[kind], kind === 5 ? null : block.strokes[block.strokeRefs[i]]);
+        if (!fresh && !hold(replica, record.seq)) continue;   // a duplicate
+        receive(record);
       }
-      // Points keep reading their values; nothing else of the block is needed any more.
-      block.kinds = block.lamports = block.walls = block.strokeRefs = null;
+      // Records keep reading their clocks and values; nothing else of the block is needed.
+      block.kinds = block.strokeRefs = null;
     }
   }
 
@@ -522,10 +541,10 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
         if (typeof message.replica === 'string' && typeof message.seq === 'number') receiveEvent(message);
     }
   }
-  // Catch-up messages are decoded in a worker made from the reader's own source (a Blob
-  // URL: nothing fetched), so the main thread folds one message while the next is decoded;
-  // where no worker can be made, or one fails, on the main thread. Columns come back
-  // transferred, not copied.
+  // Catch-up messages are decoded in workers made from the reader's own source (a Blob
+  // URL: nothing fetched), so the main thread folds one message while the next ones are
+  // decoded; where no worker can be made, or one fails, on the main thread. Columns come
+  // back transferred, not copied.
   const decodeBlocks = (() => {
     const glue = `
       self.onmessage = (event) => {
@@ -543,35 +562,42 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
         }, (error) => { self.postMessage({ id: event.data.id, error: String(error && error.message || error) }); });
       };`;
     const waiting = new Map();
-    let worker = null, next = 0;
+    // Two workers take messages in turn: decoding, not folding, is what a catch-up in blocks
+    // waits for, and two cores are the least a page can expect.
+    let workers = [], next = 0;
     function fallBack() {
-      worker = null;
+      for (const worker of workers) worker.terminate();
+      workers = [];
       for (const [, job] of waiting) Segments.decode(job.bytes).then(job.resolve, job.reject);
       waiting.clear();
     }
     try {
       const source = document.getElementById('segment-reader').textContent;
-      worker = new Worker(URL.createObjectURL(new Blob([source, glue], { type: 'text/javascript' })));
-      worker.onmessage = (event) => {
-        const job = waiting.get(event.data.id);
-        if (!job) return;
-        waiting.delete(event.data.id);
-        if (event.data.error !== undefined) job.reject(new Segments.SegmentMessageError(event.data.error));
-        else job.resolve(event.data.message);
-      };
-      worker.onerror = fallBack;
+      const url = URL.createObjectURL(new Blob([source, glue], { type: 'text/javascript' }));
+      for (let n = 0; n < 2; n++) {
+        const worker = new Worker(url);
+        worker.onmessage = (event) => {
+          const job = waiting.get(event.data.id);
+          if (!job) return;
+          waiting.delete(event.data.id);
+          if (event.data.error !== undefined) job.reject(new Segments.SegmentMessageError(event.data.error));
+          else job.resolve(event.data.message);
+        };
+        worker.onerror = fallBack;
+        workers.push(worker);
+      }
     } catch (e) {
-      worker = null;
+      workers = [];
     }
     const decode = function (bytes) {
-      if (!worker) return Segments.decode(bytes);
+      if (!workers.length) return Segments.decode(bytes);
       return new Promise((resolve, reject) => {
         next += 1;
         waiting.set(next, { bytes: bytes, resolve: resolve, reject: reject });
-        worker.postMessage({ id: next, bytes: bytes });
+        workers[next % workers.length].postMessage({ id: next, bytes: bytes });
       });
     };
-    decode.where = () => (worker ? 'worker' : 'page');
+    decode.where = () => (workers.length ? 'worker' : 'page');
     return decode;
   })();
 
