@@ -551,9 +551,6 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
         StrokeJournalSegments.decode(event.data.bytes).then((message) => {
           const moved = [];
           for (const block of message.blocks) {
-            for (const name of ['lamports', 'walls']) {
-              if (block[name].every((v) => typeof v === 'number')) block[name] = Float64Array.from(block[name]);
-            }
             for (const name of ['kinds', 'lamports', 'walls', 'strokeRefs', 'styleRefs', 'flags', 'xs', 'ys', 'pressures', 'times']) {
               if (ArrayBuffer.isView(block[name])) moved.push(block[name].buffer);
             }

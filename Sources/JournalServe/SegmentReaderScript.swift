@@ -181,13 +181,19 @@ public enum SegmentReaderScript {
     // The hot loops below first try a one-byte varint in Numbers inline (most clocks,
     // references and residuals are one), and take the general path for anything else: a
     // page decodes each catch-up once, mostly before the engine has optimised anything.
-    const lamports = new Array(count);
-    let previous = 0;
+    // Clocks go into a Float64Array, which becomes an Array at the first BigInt.
+    let lamports = new Float64Array(count);
+    let previous = 0, largest = 0;
     for (let i = 0; i < count; i++) {
       const b = raw[pos];
       if (b < 0x80 && typeof previous === 'number') {
         const lamport = previous + ((b >>> 1) ^ -(b & 1)) + 1;
-        if (lamport >= 1 && lamport <= MAX_SAFE) { pos += 1; lamports[i] = previous = lamport; continue; }
+        if (lamport >= 1 && lamport <= MAX_SAFE) {
+          pos += 1;
+          lamports[i] = previous = lamport;
+          if (lamport > largest) largest = lamport;
+          continue;
+        }
       }
       const start = pos;
       const delta = svarint();
@@ -199,10 +205,12 @@ public enum SegmentReaderScript {
         if (exact < 1n || exact >= BIG_TWO62) malformed(start, 'lamport clock ' + exact + ' out of range');
         lamport = canonical(exact);
       }
+      if (typeof lamport !== 'number' && !Array.isArray(lamports)) lamports = Array.from(lamports);
       lamports[i] = lamport;
       previous = lamport;
+      if (lamport > largest) largest = lamport;
     }
-    const walls = new Array(count);
+    let walls = new Float64Array(count);
     previous = 0;
     for (let i = 0; i < count; i++) {
       const b = raw[pos];
@@ -213,6 +221,7 @@ public enum SegmentReaderScript {
       const delta = svarint();
       let wall = typeof delta === 'number' && typeof previous === 'number' ? previous + delta : NaN;
       if (!isSafe(wall)) wall = canonical(BigInt.asIntN(64, big(previous) + big(delta)));
+      if (typeof wall !== 'number' && !Array.isArray(walls)) walls = Array.from(walls);
       walls[i] = wall;
       previous = wall;
     }
@@ -514,6 +523,7 @@ public enum SegmentReaderScript {
       if (!(Number.isFinite(style.width) && style.width >= 0)) malformed(0, 'style width ' + style.width + ' must be finite and not negative');
     }
     return {
+      largestLamport: largest,
       strokes: strokes, styles: styles, kinds: kinds, lamports: lamports, walls: walls, strokeRefs: strokeRefs,
       styleRefs: styleRefs, flags: flags, xs: xs, ys: ys, pressures: pressures, times: times,
     };
@@ -636,10 +646,8 @@ public enum SegmentReaderScript {
         if (!(error instanceof BodyError)) throw error;
         throw blockProblem(frame.offset, 'block body is malformed: ' + error.message);
       }
-      let largest = block.lamports[0];
-      for (const lamport of block.lamports) if (lamport > largest) largest = lamport;
-      if (largest !== frame.maxLamport) {
-        throw blockProblem(frame.offset, 'block body is malformed: frame says max lamport ' + frame.maxLamport + ', events hold ' + largest + ' at byte 0');
+      if (block.largestLamport !== frame.maxLamport) {
+        throw blockProblem(frame.offset, 'block body is malformed: frame says max lamport ' + frame.maxLamport + ', events hold ' + block.largestLamport + ' at byte 0');
       }
       block.firstSeq = frame.firstSeq;
       block.count = frame.count;
