@@ -301,7 +301,7 @@ FAKE_RELAY = r"""
 })();
 """
 
-R1, R2 = "11" * 16, "22" * 16
+R1, R2, R3 = "11" * 16, "22" * 16, "33" * 16
 STROKE_S, STROKE_T = "AAAAAAAA-0000-4000-8000-000000000001", "AAAAAAAA-0000-4000-8000-000000000002"
 
 
@@ -632,24 +632,33 @@ def check_blocks_fold(browser, url):
         json.dumps([{"type": "caughtUp", "events": 3, "have": {R1: [[1, 7]]}}, live])))
     resent_only_the_last_two(d, sent, 2, 8)
 
-    # A damaged message: refused whole, said in the status, then text; nothing of it drawn.
+    # Seqs and clocks past 2^53 (BigInts in the page): held and named exactly, points after
+    # every other by their clocks. Then a damaged message: refused whole, said in the status,
+    # then text; nothing of it drawn.
     d.evaluate("__fake.drop()")
     d.wait_for("a third socket", lambda s: d.evaluate("__fake.sockets.length") == 3)
     time.sleep(0.3)
+    huge = [dict(event("point", R3, (1 << 53) + n, 0, stroke_s, x=100.0 + n, y=80.0), lamport=(1 << 60) + n, time=1 << 62)
+            for n in (1, 2, 3)]
+    d.evaluate("__fake.deliverBinary(%s)" % json.dumps(base64.b64encode(segments.message_v1(R3, [huge])).decode()))
     more = [dict(event("point", R1, 8, 12, stroke_s, x=99.0, y=70.0))]
     damaged = segments.flip(segments.message_v1(R1, [more]), 32 + 36 + 3)
     d.evaluate("__fake.deliverBinary(%s)" % json.dumps(base64.b64encode(damaged).decode()))
     state = d.wait_for("a fourth socket after the refusal", lambda s: d.evaluate("__fake.sockets.length") == 4)
     if "refused" not in state["status"] or "checksum" not in state["status"]:
         fail("page D's status after a damaged message is %r, expected the refusal and its reason" % state["status"])
-    if (state["points"], state["unacked"], state["blocks"]) != (8, 2, False):
-        fail("page D after a damaged message: %s, expected 8 points, 2 unacked, blocks off" % state)
+    if (state["points"], state["unacked"], state["blocks"]) != (11, 2, False):
+        fail("page D after a damaged message: %s, expected 11 points, 2 unacked, blocks off" % state)
     time.sleep(0.3)
     hello = json.loads(d.evaluate("__fake.current().sent[0]"))
-    if hello != {"type": "hello", "have": {R1: [[1, 7]], R2: [[1, 1]]}}:
-        fail("page D after a refused message said %s, expected its seqs and no blocks (text)" % hello)
+    want = {R1: [[1, 7]], R2: [[1, 1]], R3: [[(1 << 53) + 1, (1 << 53) + 3]]}
+    if hello != {"type": "hello", "have": want}:
+        fail("page D after a refused message said %s, expected its seqs, exactly, and no blocks (text)" % hello)
     d.evaluate("__fake.deliver(%s)" % json.dumps([more[0], {"type": "caughtUp", "events": 1, "have": {}}]))
-    state = d.wait_for("live in text", lambda s: s["live"] and s["points"] == 9)
+    state = d.wait_for("live in text", lambda s: s["live"] and s["points"] == 12)
+    xs = [p[0] for p in d.evaluate(FOLD_DUMP)["strokes"][0]["points"]]
+    if [struct.unpack("<d", bytes.fromhex(x)[::-1])[0] for x in xs[-4:]] != [99.0, 101.0, 102.0, 103.0]:
+        fail("page D's stroke S ends with x %s, expected the points of clocks past 2^60 last" % xs[-4:])
     if d.evaluate("__fake.current().sent.slice(1)") != sent[2:]:
         fail("page D after the text catch-up did not resend exactly its 2 unacknowledged frames")
     return d
