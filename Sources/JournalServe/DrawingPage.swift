@@ -10,14 +10,19 @@
 /// - folds what it holds as `journal` does (FORMAT.md §7.3, §9.1): points sorted by order key,
 ///   strokes in creation order, visibility by the latest of undo/redo/erase/clear;
 /// - keeps every frame until it is acknowledged and resends what was not after reconnecting,
-///   with a `hello` naming the events it holds so the relay sends exactly what it lacks.
+///   with a `hello` naming the events it holds so the relay sends exactly what it lacks;
+/// - takes that catch-up in blocks (`"blocks":true`): the journal's own compressed blocks,
+///   read by `SegmentReaderScript` (its own script element, also run in two workers), about
+///   100× fewer bytes than one event message per event; a damaged message makes it catch up
+///   in text instead.
 ///
 /// Its own events come back from the relay only in a catch-up (the relay sends a client acks,
 /// not its own events, and a hello cannot name them: the page never learns their seqs). The
 /// page matches those by content with what it drew, so nothing is drawn twice and frames the
 /// journal already holds are not sent again.
 ///
-/// `window.strokeJournalState()` reports counts for tests (Tools/page-test/page_test.py).
+/// `window.strokeJournalState()` reports counts and `window.strokeJournalFold()` the fold, for
+/// tests (Tools/page-test/page_test.py).
 public enum DrawingPage {
     public static let contentType = "text/html; charset=utf-8"
 
