@@ -58,7 +58,13 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
 <script>
 'use strict';
 (function () {
+  // A browser without BigInt cannot load the reader, one without a raw-DEFLATE
+  // DecompressionStream cannot use it: such a page catches up in text, as before blocks.
   const Segments = window.StrokeJournalSegments;
+  const plus = Segments ? Segments.plus : (a, b) => a + b;
+  const blocksReadable = (() => {
+    try { return !!Segments && !!new DecompressionStream('deflate-raw'); } catch (e) { return false; }
+  })();
   const board = decodeURIComponent(location.pathname.split('/')[2] || '');
   document.title = board + ' · StrokeJournal';
   const socketURL = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host +
@@ -184,8 +190,8 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
 
   // ---- Events held, per replica, as sorted seq ranges (what the hello says) ----
   const held = new Map();         // replica hex -> [[first, last], ...] sorted, disjoint, not adjacent
-  const after = (seq) => Segments.plus(seq, 1);
-  const before = (seq) => Segments.plus(seq, -1);
+  const after = (seq) => plus(seq, 1);
+  const before = (seq) => plus(seq, -1);
   function rangesOf(replica) {
     let ranges = held.get(replica);
     if (!ranges) { ranges = []; held.set(replica, ranges); }
@@ -431,7 +437,7 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     get lamport() { return this.block.lamports[this.i]; }
     get time() { return this.block.walls[this.i]; }
     get replica() { return this.block.replica; }
-    get seq() { return this.block.exact ? this.block.firstSeq + this.i : Segments.plus(this.block.firstSeq, this.i); }
+    get seq() { return this.block.exact ? this.block.firstSeq + this.i : plus(this.block.firstSeq, this.i); }
     get point() { return this.kind === 'point' ? this : undefined; }
     get x() { return this.block.xs[this.p]; }
     get y() { return this.block.ys[this.p]; }
@@ -450,7 +456,7 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
       block.replica = replica;
       block.exact = typeof first === 'number' && first + count <= Number.MAX_SAFE_INTEGER;
       // Usually nothing of a block is held: one range then, not one per event.
-      const fresh = holdRange(replica, first, Segments.plus(first, count - 1));
+      const fresh = holdRange(replica, first, plus(first, count - 1));
       const kinds = block.kinds, names = Segments.kindNames;
       for (let i = 0, p = 0; i < count; i++) {
         const kind = kinds[i];
@@ -470,7 +476,7 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   let backoff = 250;
   // Catch-up in blocks until a message of them is refused; text from then on (a relay that
   // sent one damaged or unreadable message would likely send another).
-  let useBlocks = true;
+  let useBlocks = blocksReadable;
   const received = { text: 0, binary: 0 };
   // performance.now() when the latest socket was opened, caught up, and drawn after that;
   // how long the latest full redraw took (ms).
@@ -551,6 +557,11 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   // decoded; where no worker can be made, or one fails, on the main thread. Columns come
   // back transferred, not copied.
   const decodeBlocks = (() => {
+    if (!blocksReadable) {
+      const none = () => Promise.reject(new Error('this browser cannot read catch-up blocks'));
+      none.where = () => 'none';
+      return none;
+    }
     const glue = `
       self.onmessage = (event) => {
         StrokeJournalSegments.decode(event.data.bytes).then((message) => {

@@ -20,6 +20,7 @@ protocol on --remote-debugging-pipe: NUL-terminated JSON on fds 3 and 4, stdlib 
     catch-up matched by content, caughtUp and a live event right behind a binary message
     applied after it, a damaged message refused (status) and the catch-up done again in text
     with its unacknowledged frames intact;
+  * page G, in a browser without DecompressionStream, asks for text;
   * pages E (blocks) and F (text) joining a board recorded beforehand with device-like values
     (gen_session.py's float32, third and double precisions, -0.0, subnormals; three replicas):
     each holds exactly the journal's events (the digest of its fold, FORMAT.md §9.3, equals
@@ -324,10 +325,10 @@ def as_relay_sends(line, replica, seq, lamport):
     return message
 
 
-def with_fake_relay(browser, url, name, no_worker=False):
+def with_fake_relay(browser, url, name, lacking=None):
     """A page whose relay the test plays (FAKE_RELAY), and the first hello it sent; with
-    no_worker, a browser without Worker (the page decodes blocks itself)."""
-    page = Page(browser, url, name, before_page_script=FAKE_RELAY + ("window.Worker = undefined;" if no_worker else ""))
+    `lacking`, in a browser without that global (Worker: the page decodes blocks itself)."""
+    page = Page(browser, url, name, before_page_script=FAKE_RELAY + ("window.%s = undefined;" % lacking if lacking else ""))
     end = time.monotonic() + DEADLINE
     while not page.evaluate("window.__fake && __fake.sockets.length > 0 && __fake.current().sent.length > 0"):
         if time.monotonic() > end:
@@ -594,6 +595,20 @@ def check_reader(browser, port, args):
     return r
 
 
+def check_text_without_decompression(browser, url):
+    """Page G, in a browser without DecompressionStream: it cannot read blocks, so it asks
+    for none and catches up in text as before."""
+    g, hello = with_fake_relay(browser, url, "G", lacking="DecompressionStream")
+    if hello != {"type": "hello", "have": {}}:
+        fail("page G, without DecompressionStream, said %s, expected a hello without blocks" % hello)
+    g.evaluate("__fake.deliver(%s)" % json.dumps([event("point", R1, 1, 1, STROKE_S, x=10, y=50),
+                                                 {"type": "caughtUp", "events": 1, "have": {}}]))
+    state = g.wait_for("live with a point", lambda s: s["live"] and s["points"] == 1)
+    if state["blocks"] or state["decoder"] != "none":
+        fail("page G, without DecompressionStream: %s, expected blocks off and no decoder" % state)
+    return g
+
+
 def own_echo(line, replica, seq, lamport):
     """The event the relay's journal holds for a line the page sent, as a block decodes it."""
     message = json.loads(line)
@@ -606,7 +621,7 @@ def check_blocks_fold(browser, url):
     catch-up are matched by content and not resent; caughtUp and a live event sent right
     behind a binary message wait for it; a damaged message is refused, shown, and the page
     catches up in text with its unacknowledged frames intact."""
-    d, hello = with_fake_relay(browser, url, "D", no_worker=True)
+    d, hello = with_fake_relay(browser, url, "D", lacking="Worker")
     if hello != {"type": "hello", "have": {}, "blocks": True}:
         fail("page D's first hello is %s, expected one asking for blocks" % hello)
     stroke_s = STROKE_S.replace("-", "").lower()
@@ -861,9 +876,11 @@ def check(args, work, artefacts):
         check_reader(browser, port, args)
         d = check_blocks_fold(browser, "http://127.0.0.1:%d/boards/blocks-check" % port)
         say("page D (a relay played by the test, in blocks): own events matched, messages in order, damage refused, text after it")
+        g = check_text_without_decompression(browser, "http://127.0.0.1:%d/boards/no-blocks" % port)
+        say("page G, in a browser without DecompressionStream, asks for no blocks and catches up in text")
         e, f = check_late_joiner(browser, port, device)
 
-        for page in (a, b, c, d, e, f):
+        for page in (a, b, c, d, e, f, g):
             path = os.path.join(artefacts, "page-%s.png" % page.name)
             page.screenshot(path)
             if os.path.getsize(path) < 1000:
@@ -936,7 +953,7 @@ def main():
         sys.exit(1)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    say("passed in %.1f s (screenshots page-A.png … page-F.png in %s)" % (time.monotonic() - started, artefacts))
+    say("passed in %.1f s (screenshots page-A.png … page-G.png in %s)" % (time.monotonic() - started, artefacts))
 
 
 if __name__ == "__main__":
