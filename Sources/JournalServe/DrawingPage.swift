@@ -10,14 +10,19 @@
 /// - folds what it holds as `journal` does (FORMAT.md §7.3, §9.1): points sorted by order key,
 ///   strokes in creation order, visibility by the latest of undo/redo/erase/clear;
 /// - keeps every frame until it is acknowledged and resends what was not after reconnecting,
-///   with a `hello` naming the events it holds so the relay sends exactly what it lacks.
+///   with a `hello` naming the events it holds so the relay sends exactly what it lacks;
+/// - takes that catch-up in blocks (`"blocks":true`): the journal's own compressed blocks,
+///   read by `SegmentReaderScript` (its own script element, also run in two workers), about
+///   100× fewer bytes than one event message per event; a damaged message makes it catch up
+///   in text instead.
 ///
 /// Its own events come back from the relay only in a catch-up (the relay sends a client acks,
 /// not its own events, and a hello cannot name them: the page never learns their seqs). The
 /// page matches those by content with what it drew, so nothing is drawn twice and frames the
 /// journal already holds are not sent again.
 ///
-/// `window.strokeJournalState()` reports counts for tests (Tools/page-test/page_test.py).
+/// `window.strokeJournalState()` reports counts and `window.strokeJournalFold()` the fold, for
+/// tests (Tools/page-test/page_test.py).
 public enum DrawingPage {
     public static let contentType = "text/html; charset=utf-8"
 
@@ -47,37 +52,60 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   <button id="clear" title="clear the board for everyone">Clear</button>
   <span id="status">connecting</span>
 </div>
+<script id="segment-reader">
+\#(SegmentReaderScript.source)
+</script>
 <script>
 'use strict';
 (function () {
+  // A browser without BigInt cannot load the reader, one without a raw-DEFLATE
+  // DecompressionStream cannot use it: such a page catches up in text, as before blocks.
+  const Segments = window.StrokeJournalSegments;
+  const plus = Segments ? Segments.plus : (a, b) => a + b;
+  const blocksReadable = (() => {
+    try { return !!Segments && !!new DecompressionStream('deflate-raw'); } catch (e) { return false; }
+  })();
   const board = decodeURIComponent(location.pathname.split('/')[2] || '');
   document.title = board + ' · StrokeJournal';
   const socketURL = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host +
     '/boards/' + encodeURIComponent(board) + '/ws';
 
-  // ---- Order keys (FORMAT.md §7.3): [lamport, wall time, replica hex, seq] ----
+  // ---- Order keys (FORMAT.md §7.3): (lamport, wall time, replica hex, seq) of a record ----
   // Events of this page not yet seen back from the relay have no key; they get a provisional
-  // one just after everything seen so far ([max lamport seen + 0.5, 0, '', local counter]),
+  // one just after everything seen so far (max lamport seen, +Infinity, '', local counter),
   // which is where the relay will put them, give or take events still on their way.
+  // Integers are Numbers, or BigInts past 2^53 (from blocks, which are exact): < and >
+  // compare the two kinds exactly, and a key never does arithmetic on them.
   let maxLamport = 0;
   let localCounter = 0;
-  function provisionalKey() { localCounter += 1; return [maxLamport + 0.5, 0, '', localCounter]; }
+  function setProvisionalKey(record) {
+    localCounter += 1;
+    record.lamport = maxLamport;
+    record.time = Infinity;
+    record.replica = '';
+    record.seq = localCounter;
+  }
   function compareKeys(a, b) {
-    for (let i = 0; i < 4; i++) {
-      if (a[i] < b[i]) return -1;
-      if (a[i] > b[i]) return 1;
-    }
+    if (a.lamport < b.lamport) return -1;
+    if (a.lamport > b.lamport) return 1;
+    if (a.time < b.time) return -1;
+    if (a.time > b.time) return 1;
+    if (a.replica < b.replica) return -1;
+    if (a.replica > b.replica) return 1;
+    if (a.seq < b.seq) return -1;
+    if (a.seq > b.seq) return 1;
     return 0;
   }
   function maxKey(records) {
     let best = null;
-    for (const r of records) if (!best || compareKeys(r.key, best.key) > 0) best = r;
+    for (const r of records) if (!best || compareKeys(r, best) > 0) best = r;
     return best;
   }
 
   // ---- The fold (FORMAT.md §9.1) ----
-  // A record is one event: {kind, stroke, key, point?}. A stroke holds its point records
-  // sorted by key, its undo/redo/erase records and whether an end names it.
+  // A record is one event: {kind, stroke, lamport, time, replica, seq, point?} (a BlockRecord
+  // reads the same fields from its block). A stroke holds its point records sorted by key,
+  // its undo/redo/erase records and whether an end names it.
   const strokes = new Map();      // stroke id (32 lowercase hex) -> stroke
   const clears = [];              // clear records
   let latestClear = null;
@@ -93,13 +121,12 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     }
     return s;
   }
-  function creationKey(s) { return s.points.length ? s.points[0].key : null; }
   function isVisible(s) {
     const op = maxKey(s.ops);
     let visible = op ? op.kind === 'redo' : true;
-    const created = creationKey(s);
-    if (latestClear && created && compareKeys(created, latestClear.key) < 0 &&
-        (!op || compareKeys(op.key, latestClear.key) < 0)) visible = false;
+    const created = s.points[0];     // the record with the creation key
+    if (latestClear && created && compareKeys(created, latestClear) < 0 &&
+        (!op || compareKeys(op, latestClear) < 0)) visible = false;
     return visible;
   }
 
@@ -108,14 +135,14 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   function apply(record) {
     if (record.kind === 'clear') {
       clears.push(record);
-      latestClear = maxKey(clears);
+      if (!latestClear || compareKeys(record, latestClear) > 0) latestClear = record;
       return false;
     }
     const s = strokeFor(record.stroke);
     if (record.kind === 'point') {
       const wasEmpty = s.points.length === 0;
-      const at = insertionIndex(s.points, record.key);
-      s.points.splice(at, 0, record);
+      const at = insertionIndex(s.points, record);
+      if (at === s.points.length) s.points.push(record); else s.points.splice(at, 0, record);
       pointCount += 1;
       if (wasEmpty) { zOrderStale = true; return false; }
       if (at === 0) { zOrderStale = true; return false; }
@@ -144,12 +171,12 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     }
   }
   // Points mostly arrive in order: search from the end.
-  function insertionIndex(points, key) {
+  function insertionIndex(points, record) {
     let lo = 0, hi = points.length;
-    if (hi === 0 || compareKeys(points[hi - 1].key, key) < 0) return hi;
+    if (hi === 0 || compareKeys(points[hi - 1], record) < 0) return hi;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (compareKeys(points[mid].key, key) < 0) lo = mid + 1; else hi = mid;
+      if (compareKeys(points[mid], record) < 0) lo = mid + 1; else hi = mid;
     }
     return lo;
   }
@@ -157,38 +184,71 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     if (!zOrderStale) return;
     zOrder = [];
     for (const s of strokes.values()) if (s.points.length) zOrder.push(s);
-    zOrder.sort((a, b) => compareKeys(a.points[0].key, b.points[0].key));
+    zOrder.sort((a, b) => compareKeys(a.points[0], b.points[0]));
     zOrderStale = false;
   }
 
   // ---- Events held, per replica, as sorted seq ranges (what the hello says) ----
   const held = new Map();         // replica hex -> [[first, last], ...] sorted, disjoint, not adjacent
-  // Inserts seq; false when it was held already (a duplicate).
-  function hold(replica, seq) {
+  const after = (seq) => plus(seq, 1);
+  const before = (seq) => plus(seq, -1);
+  function rangesOf(replica) {
     let ranges = held.get(replica);
     if (!ranges) { ranges = []; held.set(replica, ranges); }
+    return ranges;
+  }
+  // The first range that ends at or after seq - 1.
+  function rangeIndex(ranges, seq) {
+    const bound = before(seq);
     let lo = 0, hi = ranges.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (ranges[mid][1] < seq - 1) lo = mid + 1; else hi = mid;
+      if (ranges[mid][1] < bound) lo = mid + 1; else hi = mid;
     }
+    return lo;
+  }
+  // Inserts seq; false when it was held already (a duplicate).
+  function hold(replica, seq) {
+    const ranges = rangesOf(replica);
+    const lastRange = ranges[ranges.length - 1];
+    // A replica's events mostly come in seq order.
+    if (lastRange && lastRange[1] === before(seq)) { lastRange[1] = seq; return true; }
+    const lo = rangeIndex(ranges, seq);
     const r = ranges[lo];
     if (r && r[0] <= seq && seq <= r[1]) return false;
-    if (r && r[1] === seq - 1) {
+    if (r && r[1] === before(seq)) {
       r[1] = seq;
       const next = ranges[lo + 1];
-      if (next && next[0] === seq + 1) { r[1] = next[1]; ranges.splice(lo + 1, 1); }
-    } else if (r && r[0] === seq + 1) {
+      if (next && next[0] === after(seq)) { r[1] = next[1]; ranges.splice(lo + 1, 1); }
+    } else if (r && r[0] === after(seq)) {
       r[0] = seq;
     } else {
       ranges.splice(lo, 0, [seq, seq]);
     }
     return true;
   }
+  // Inserts first…last when none of it is held (true); else changes nothing (false).
+  function holdRange(replica, first, last) {
+    const ranges = rangesOf(replica);
+    const lo = rangeIndex(ranges, first);
+    const end = after(last);
+    let hi = lo;
+    for (; hi < ranges.length && ranges[hi][0] <= end; hi++) {
+      if (ranges[hi][0] <= last && ranges[hi][1] >= first) return false;
+    }
+    // ranges[lo..hi) only touch first…last: one ends at first - 1, one starts at last + 1.
+    const start = hi > lo && ranges[lo][0] < first ? ranges[lo][0] : first;
+    const stop = hi > lo && ranges[hi - 1][1] > last ? ranges[hi - 1][1] : last;
+    ranges.splice(lo, hi - lo, [start, stop]);
+    return true;
+  }
+  // By hand, not JSON.stringify: seqs past 2^53 are BigInts.
   function helloText() {
-    const have = {};
-    for (const [replica, ranges] of held) have[replica] = ranges;
-    return JSON.stringify({ type: 'hello', have: have });
+    const have = [];
+    for (const [replica, ranges] of held) {
+      have.push(JSON.stringify(replica) + ':[' + ranges.map((r) => '[' + r[0] + ',' + r[1] + ']').join(',') + ']');
+    }
+    return '{"type":"hello","have":{' + have.join(',') + '}' + (useBlocks ? ',"blocks":true' : '') + '}';
   }
 
   // ---- Drawing ----
@@ -222,7 +282,9 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     ctx.stroke();
   }
   function redrawAll() {
+    const started = performance.now();
     refreshZOrder();
+    pointsDrawn = pointCount;
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.clearRect(0, 0, canvas.width, canvas.height);
     ctx.setTransform(scale, 0, 0, scale, 0, 0);
@@ -232,32 +294,45 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
       if (!isVisible(s)) continue;
       for (let i = 0; i < s.points.length; i++) drawSegment(i > 0 ? s.points[i - 1].point : null, s.points[i].point);
     }
+    timing.redraw = performance.now() - started;
   }
   function drawLastSegment(s) {
     const n = s.points.length;
     drawSegment(n > 1 ? s.points[n - 2].point : null, s.points[n - 1].point);
   }
   let redrawPending = false;
+  let redrawTimer = 0;
   let catchingUp = true;
-  let lastCatchUpDraw = 0;
+  let catchUpStarted = 0;
+  let pointsDrawn = 0;            // points held at the last full redraw
+  // While a board streams in, a full redraw costs what the board holds: a catch-up draws
+  // nothing for its first 3 seconds (a catch-up in blocks of 2M points is done by then),
+  // then only each time the board has doubled since the last redraw, so all its redraws
+  // together cost at most twice the final one.
+  function catchUpRedrawDue() {
+    return performance.now() - catchUpStarted >= 3000 && pointCount >= 2 * pointsDrawn;
+  }
   function scheduleRedraw() {
     if (redrawPending) return;
     redrawPending = true;
-    requestAnimationFrame(function frame() {
-      // While a big board streams in, a full redraw per frame would cost more than the
-      // stream: draw a few times a second until it is caught up.
-      const since = performance.now() - lastCatchUpDraw;
-      if (catchingUp && since < 200) {
-        setTimeout(() => requestAnimationFrame(frame), 200 - since);
-        return;
-      }
-      lastCatchUpDraw = performance.now();
+    if (catchingUp && !catchUpRedrawDue()) {
+      redrawTimer = setTimeout(() => { redrawTimer = 0; redrawPending = false; scheduleRedraw(); }, 250);
+      return;
+    }
+    requestAnimationFrame(() => {
       redrawPending = false;
       redrawAll();
+      if (timing.caughtUp && !timing.drawn) requestAnimationFrame(() => { timing.drawn = performance.now(); });
     });
   }
+  function redrawNow() {
+    if (redrawTimer) { clearTimeout(redrawTimer); redrawTimer = 0; redrawPending = false; }
+    scheduleRedraw();
+  }
+  // Live events are drawn at once (in place when they extend the top stroke); a catch-up's
+  // only when it ends or by the rule above, never per event.
   function show(record) {
-    if (apply(record)) {
+    if (apply(record) && !catchingUp) {
       if (record.kind === 'point') drawLastSegment(strokes.get(record.stroke));
     } else {
       scheduleRedraw();
@@ -286,12 +361,25 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   // current connection once sent (0: not sent on it yet).
   let outbox = [];
   const unconfirmed = new Map();  // content -> own records not yet seen back from the relay
+  function forget(content, record) {
+    const list = unconfirmed.get(content);
+    if (!list || list.indexOf(record) < 0) return;
+    list.splice(list.indexOf(record), 1);
+    if (!list.length) unconfirmed.delete(content);
+  }
   function recordOwn(kind, stroke, point) {
-    const record = { kind: kind, stroke: stroke, key: provisionalKey(), point: point };
+    const record = { kind: kind, stroke: stroke, lamport: 0, time: 0, replica: '', seq: 0, point: point };
+    setProvisionalKey(record);
     const content = contentOf(kind, stroke, point);
     if (!unconfirmed.has(content)) unconfirmed.set(content, []);
     unconfirmed.get(content).push(record);
-    show(record);
+    if (catchingUp && record.kind === 'point') {
+      // On top of what is drawn so far; the catch-up's redraw puts it in its place.
+      apply(record);
+      drawLastSegment(strokes.get(stroke));
+    } else {
+      show(record);
+    }
     let line;
     if (kind === 'point') line = pointLine(stroke, point);
     else if (kind === 'clear') line = '{"type":"clear"}';
@@ -302,12 +390,11 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   }
 
   // ---- Events from the relay ----
+  // An event message (text): the same fold as a decoded block's events below.
   function receiveEvent(message) {
     const replica = String(message.replica);
     const seq = message.seq;
     if (!hold(replica, seq)) return;   // a duplicate
-    if (message.lamport > maxLamport) maxLamport = message.lamport;
-    const key = [message.lamport, message.time, replica, seq];
     const kind = message.type;
     const stroke = kind === 'clear' ? null : normaliseID(message.stroke);
     let point;
@@ -316,18 +403,70 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
       if (message.pressure !== undefined) point.pressure = message.pressure;
       if (message.t !== undefined) point.t = message.t;
     }
+    receive({ kind: kind, stroke: stroke, lamport: message.lamport, time: message.time, replica: replica, seq: seq, point: point });
+  }
+  // An event held just now (never before): folded, or matched with one of this page's own.
+  function receive(record) {
+    if (record.lamport > maxLamport) maxLamport = record.lamport;
     // One of this page's own events, back in a catch-up: give its record the real key
     // instead of drawing it twice, and never send it again.
-    const waiting = catchingUp ? unconfirmed.get(contentOf(kind, stroke, point)) : undefined;
-    if (waiting && waiting.length) {
-      const record = waiting.shift();
-      unapply(record);
-      record.key = key;
-      outbox = outbox.filter((entry) => entry.record !== record || entry.frame !== 0);
-      show(record);
-      return;
+    if (catchingUp && unconfirmed.size) {
+      const content = contentOf(record.kind, record.stroke, record.point);
+      const waiting = unconfirmed.get(content);
+      if (waiting) {
+        const own = waiting[0];
+        forget(content, own);
+        unapply(own);
+        own.lamport = record.lamport;
+        own.time = record.time;
+        own.replica = record.replica;
+        own.seq = record.seq;
+        own.settled = true;             // its frame leaves the outbox at caughtUp
+        show(own);
+        return;
+      }
     }
-    show({ kind: kind, stroke: stroke, key: key, point: point });
+    show(record);
+  }
+  // An event of a decoded block, read from the block's columns: one small object per event
+  // where a record of its own, its key and its point would hold a dozen values (each number
+  // boxed apart by the engine), which made most of the time and garbage of a big catch-up.
+  // Reads as the records and point objects above do; a point is its own point.
+  class BlockRecord {
+    constructor(block, i, p, kind, stroke) { this.block = block; this.i = i; this.p = p; this.kind = kind; this.stroke = stroke; }
+    get lamport() { return this.block.lamports[this.i]; }
+    get time() { return this.block.walls[this.i]; }
+    get replica() { return this.block.replica; }
+    get seq() { return this.block.exact ? this.block.firstSeq + this.i : plus(this.block.firstSeq, this.i); }
+    get point() { return this.kind === 'point' ? this : undefined; }
+    get x() { return this.block.xs[this.p]; }
+    get y() { return this.block.ys[this.p]; }
+    get color() { return this.block.styles[this.block.styleRefs[this.p]].color; }
+    get width() { return this.block.styles[this.block.styleRefs[this.p]].width; }
+    get pressure() { return this.block.flags[this.p] & 1 ? this.block.pressures[this.p] : undefined; }
+    get t() { return this.block.flags[this.p] & 2 ? this.block.times[this.p] : undefined; }
+  }
+  // A catch-up message in blocks, decoded (Segments.decode): its events in seq order, as
+  // the relay's event messages would have brought them. Ids, colours and numbers come out
+  // spelled as receiveEvent spells them, so own events are recognised the same way.
+  function receiveBlocks(message) {
+    const replica = message.replica;
+    for (const block of message.blocks) {
+      const first = block.firstSeq, count = block.count;
+      block.replica = replica;
+      block.exact = typeof first === 'number' && first + count <= Number.MAX_SAFE_INTEGER;
+      // Usually nothing of a block is held: one range then, not one per event.
+      const fresh = holdRange(replica, first, plus(first, count - 1));
+      const kinds = block.kinds, names = Segments.kindNames;
+      for (let i = 0, p = 0; i < count; i++) {
+        const kind = kinds[i];
+        const record = new BlockRecord(block, i, kind === 0 ? p++ : -1, names[kind], kind === 5 ? null : block.strokes[block.strokeRefs[i]]);
+        if (!fresh && !hold(replica, record.seq)) continue;   // a duplicate
+        receive(record);
+      }
+      // Records keep reading their clocks and values; nothing else of the block is needed.
+      block.kinds = block.strokeRefs = null;
+    }
   }
 
   // ---- The connection ----
@@ -335,6 +474,13 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   let live = false;
   let framesSent = 0;
   let backoff = 250;
+  // Catch-up in blocks until a message of them is refused; text from then on (a relay that
+  // sent one damaged or unreadable message would likely send another).
+  let useBlocks = blocksReadable;
+  const received = { text: 0, binary: 0 };
+  // performance.now() when the latest socket was opened, caught up, and drawn after that;
+  // how long the latest full redraw took (ms).
+  const timing = { opened: 0, caughtUp: 0, drawn: 0, redraw: 0 };
   let problem = '';
   let problemUntil = 0;
   const statusView = document.getElementById('status');
@@ -381,8 +527,7 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
           if (entry) {
             outbox.splice(outbox.indexOf(entry), 1);
             unapply(entry.record);
-            const list = unconfirmed.get(contentOf(entry.record.kind, entry.record.stroke, entry.record.point));
-            if (list && list.indexOf(entry.record) >= 0) list.splice(list.indexOf(entry.record), 1);
+            forget(contentOf(entry.record.kind, entry.record.stroke, entry.record.point), entry.record);
             scheduleRedraw();
           }
           report('frame refused: ' + message.message, 8);
@@ -396,25 +541,137 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
         catchingUp = false;
         live = true;
         backoff = 250;
+        timing.caughtUp = performance.now();
+        // Frames are sent only once caught up: the settled ones were never sent on this socket.
+        outbox = outbox.filter((entry) => !entry.record.settled);
         flushOutbox();
-        scheduleRedraw();
+        redrawNow();
         updateStatus();
         return;
       default:
         if (typeof message.replica === 'string' && typeof message.seq === 'number') receiveEvent(message);
     }
   }
+  // Catch-up messages are decoded in workers made from the reader's own source (a Blob
+  // URL: nothing fetched), so the main thread folds one message while the next ones are
+  // decoded; where no worker can be made, or one fails, on the main thread. Columns come
+  // back transferred, not copied.
+  const decodeBlocks = (() => {
+    if (!blocksReadable) {
+      const none = () => Promise.reject(new Error('this browser cannot read catch-up blocks'));
+      none.where = () => 'none';
+      return none;
+    }
+    const glue = `
+      self.onmessage = (event) => {
+        StrokeJournalSegments.decode(event.data.bytes).then((message) => {
+          const moved = [];
+          for (const block of message.blocks) {
+            for (const name of ['kinds', 'lamports', 'walls', 'strokeRefs', 'styleRefs', 'flags', 'xs', 'ys', 'pressures', 'times']) {
+              if (ArrayBuffer.isView(block[name])) moved.push(block[name].buffer);
+            }
+          }
+          self.postMessage({ id: event.data.id, message: message }, moved);
+        }, (error) => { self.postMessage({ id: event.data.id, error: String(error && error.message || error) }); });
+      };`;
+    const waiting = new Map();
+    // Two workers take messages in turn: decoding, not folding, is what a catch-up in blocks
+    // waits for, and two cores are the least a page can expect.
+    let workers = [], next = 0;
+    function fallBack() {
+      for (const worker of workers) worker.terminate();
+      workers = [];
+      for (const [, job] of waiting) Segments.decode(job.bytes).then(job.resolve, job.reject);
+      waiting.clear();
+    }
+    try {
+      const source = document.getElementById('segment-reader').textContent;
+      const url = URL.createObjectURL(new Blob([source, glue], { type: 'text/javascript' }));
+      for (let n = 0; n < 2; n++) {
+        const worker = new Worker(url);
+        worker.onmessage = (event) => {
+          const job = waiting.get(event.data.id);
+          if (!job) return;
+          waiting.delete(event.data.id);
+          if (event.data.error !== undefined) job.reject(new Segments.SegmentMessageError(event.data.error));
+          else job.resolve(event.data.message);
+        };
+        worker.onerror = fallBack;
+        workers.push(worker);
+      }
+    } catch (e) {
+      workers = [];
+    }
+    const decode = function (bytes) {
+      if (!workers.length) return Segments.decode(bytes);
+      return new Promise((resolve, reject) => {
+        next += 1;
+        waiting.set(next, { bytes: bytes, resolve: resolve, reject: reject });
+        workers[next % workers.length].postMessage({ id: next, bytes: bytes });
+      });
+    };
+    decode.where = () => (workers.length ? 'worker' : 'page');
+    return decode;
+  })();
+
+  // A damaged catch-up message is refused whole, with everything after it on its connection
+  // (its events would follow a hole): the page reconnects and catches up in text, its own
+  // unacknowledged frames still queued.
+  function refuseBlocks(opened, error) {
+    useBlocks = false;
+    report('catch-up in blocks refused (' + (error && error.message || error) + '); catching up in text', 10);
+    socket = null;
+    live = false;
+    try { opened.close(); } catch (e) { /* closed already */ }
+    retryLater();
+  }
+  // Messages of one connection, handled strictly in arrival order: a binary message is
+  // decoded asynchronously, and what came after it (more blocks, caughtUp, live events)
+  // waits for it. Entries: {text} or {pending, message, error}.
+  function inbox(opened) {
+    const queue = [];
+    let head = 0;
+    function pump() {
+      while (head < queue.length && socket === opened) {
+        const entry = queue[head];
+        if (entry.pending) return;
+        queue[head++] = null;
+        if (entry.error) { refuseBlocks(opened, entry.error); return; }
+        if (entry.message) { receiveBlocks(entry.message); scheduleRedraw(); } else handleMessage(entry.text);
+      }
+      if (head === queue.length) { queue.length = 0; head = 0; }
+    }
+    return function (data) {
+      if (socket !== opened) return;
+      if (typeof data === 'string') {
+        received.text += data.length;
+        if (head === queue.length) handleMessage(data); else queue.push({ text: data });
+        return;
+      }
+      received.binary += data.byteLength;
+      const entry = { pending: true, message: null, error: null };
+      queue.push(entry);
+      decodeBlocks(new Uint8Array(data))
+        .then((message) => { entry.message = message; }, (error) => { entry.error = error; })
+        .then(() => { entry.pending = false; pump(); });
+    };
+  }
   function connect() {
     let opened;
     try { opened = new WebSocket(socketURL); } catch (e) { report(String(e), 5); retryLater(); return; }
+    opened.binaryType = 'arraybuffer';
     socket = opened;
     live = false;
     catchingUp = true;
+    catchUpStarted = performance.now();
+    timing.opened = catchUpStarted;
+    timing.caughtUp = timing.drawn = 0;
     framesSent = 0;
     for (const entry of outbox) entry.frame = 0;
     updateStatus();
     opened.onopen = () => { opened.send(helloText()); };
-    opened.onmessage = (event) => { if (socket === opened) handleMessage(event.data); };
+    const deliver = inbox(opened);
+    opened.onmessage = (event) => deliver(event.data);
     opened.onclose = () => {
       if (socket !== opened) return;
       socket = null;
@@ -495,7 +752,22 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
       strokeCount += 1;
       if (isVisible(s)) visibleStrokes += 1;
     }
-    return { strokes: strokeCount, points: pointCount, visibleStrokes: visibleStrokes, live: live, unacked: unackedCount() };
+    return {
+      strokes: strokeCount, points: pointCount, visibleStrokes: visibleStrokes, live: live, unacked: unackedCount(),
+      blocks: useBlocks, decoder: decodeBlocks.where(), status: statusView.textContent, received: { text: received.text, binary: received.binary },
+      timing: { opened: timing.opened, caughtUp: timing.caughtUp, drawn: timing.drawn, redraw: timing.redraw },
+    };
+  };
+  // For tests: the fold itself (strokes in z-order, each point's values as held) and the
+  // seq ranges held per replica (as text: they may be BigInts). Read only.
+  window.strokeJournalFold = function () {
+    refreshZOrder();
+    const held_ = {};
+    for (const [replica, ranges] of held) held_[replica] = ranges.map((r) => [String(r[0]), String(r[1])]);
+    return {
+      strokes: zOrder.map((s) => ({ id: s.id, visible: isVisible(s), ended: s.ends > 0, points: s.points.map((r) => r.point) })),
+      held: held_,
+    };
   };
 
   resize();

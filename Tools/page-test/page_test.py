@@ -12,6 +12,20 @@ protocol on --remote-debugging-pipe: NUL-terminated JSON on fds 3 and 4, stdlib 
   * page C, whose WebSocket the test replaces to play the relay itself: points delivered out
     of order and twice, undo/redo/erase/clear by order key, the hello after a reconnection,
     and resending only the frames its catch-up did not bring back;
+  * the page's reader of catch-up blocks (its <script id="segment-reader">, as served) alone
+    in a blank page: the golden vectors (Tests/JournalStorageTests/Golden/v1, v2) decode to
+    their canonical lines, 28 kinds of damage are refused for their reason, and random
+    messages (integers past 2^53, every v2 coder, broken rules) decode as Tools/sjread does;
+  * page D, in blocks against a relay the test plays: its own events back in a binary
+    catch-up matched by content, caughtUp and a live event right behind a binary message
+    applied after it, a damaged message refused (status) and the catch-up done again in text
+    with its unacknowledged frames intact;
+  * page G, in a browser without DecompressionStream, asks for text;
+  * pages E (blocks) and F (text) joining a board recorded beforehand with device-like values
+    (gen_session.py's float32, third and double precisions, -0.0, subnormals; three replicas):
+    each holds exactly the journal's events (the digest of its fold, FORMAT.md §9.3, equals
+    `journal digest`; its seqs equal `journal log`'s). E's first hello claims ranges it lacks,
+    so blocks skip seqs, and it reconnects for them;
   * saves PNG screenshots of the pages into the artefact folder, and fails on any script
     error a page reported;
   * stops the relay (SIGTERM) and checks the board's journal with the real CLI
@@ -20,24 +34,34 @@ protocol on --remote-debugging-pipe: NUL-terminated JSON on fds 3 and 4, stdlib 
 Exits 1 with a message on the first failure; its relay and browser are killed in every case.
 
 Usage: page_test.py --journal-bin PATH [--chromium /usr/bin/chromium] [--artefacts DIR]
-                    [--strokes 3] [--moves 12] [--wrong-count]
+                    [--strokes 3] [--moves 12] [--random-messages 400] [--seed 1] [--wrong-count]
 --wrong-count expects one point more than was drawn: the run must then fail (a check of the
 checker).
 """
 import argparse
 import base64
 import fcntl
+import hashlib
 import json
 import os
 import queue
+import random
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "sjread"))
+import segments  # noqa: E402
+import sjread  # noqa: E402  (the independent reader of FORMAT.md: the reference here)
 
 BOARD = "page-test"
 DEADLINE = 20.0
@@ -169,7 +193,7 @@ class Page:
         return self.browser.call(method, params, session=self.session)
 
     def evaluate(self, expression):
-        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True})
         if "exceptionDetails" in result:
             fail("page %s: %s threw: %s" % (self.name, expression, result["exceptionDetails"].get("text")))
         return result["result"].get("value")
@@ -268,13 +292,17 @@ FAKE_RELAY = r"""
   };
   fake.current = () => fake.sockets[fake.sockets.length - 1];
   fake.deliver = (messages) => { for (const m of messages) fake.current().onmessage({ data: JSON.stringify(m) }); };
+  fake.deliverBinary = (base64) => {
+    const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+    fake.current().onmessage({ data: bytes.buffer });
+  };
   fake.drop = () => fake.current().onclose({});
   const lineTo = CanvasRenderingContext2D.prototype.lineTo;
   CanvasRenderingContext2D.prototype.lineTo = function (x, y) { fake.lines.push([x, y]); return lineTo.call(this, x, y); };
 })();
 """
 
-R1, R2 = "11" * 16, "22" * 16
+R1, R2, R3 = "11" * 16, "22" * 16, "33" * 16
 STROKE_S, STROKE_T = "AAAAAAAA-0000-4000-8000-000000000001", "AAAAAAAA-0000-4000-8000-000000000002"
 
 
@@ -297,18 +325,58 @@ def as_relay_sends(line, replica, seq, lamport):
     return message
 
 
+def with_fake_relay(browser, url, name, lacking=None):
+    """A page whose relay the test plays (FAKE_RELAY), and the first hello it sent; with
+    `lacking`, in a browser without that global (Worker: the page decodes blocks itself)."""
+    page = Page(browser, url, name, before_page_script=FAKE_RELAY + ("window.%s = undefined;" % lacking if lacking else ""))
+    end = time.monotonic() + DEADLINE
+    while not page.evaluate("window.__fake && __fake.sockets.length > 0 && __fake.current().sent.length > 0"):
+        if time.monotonic() > end:
+            fail("page %s: no hello within %.0f s" % (name, DEADLINE))
+        time.sleep(0.05)
+    return page, json.loads(page.evaluate("__fake.current().sent[0]"))
+
+
+def own_stroke_partly_acknowledged(page):
+    """Draws a pen stroke of 3 samples (4 frames with its end), acknowledges only the first
+    frame, and drops the connection; returns the frames as sent."""
+    page.pen("mousePressed", 400, 300, 0.25, 1)
+    page.pen("mouseMoved", 420, 310, 0.5, 1)
+    page.pen("mouseMoved", 440, 330, 0.75, 1)
+    page.pen("mouseReleased", 440, 330, 0, 0)
+    sent = page.evaluate("__fake.current().sent.slice(1)")
+    kinds = [json.loads(line)["type"] for line in sent]
+    if kinds != ["point", "point", "point", "end"]:
+        fail("page %s sent %s for one pen stroke of 3 samples, expected 3 points and an end" % (page.name, kinds))
+    pressures = [json.loads(line).get("pressure") for line in sent[:3]]
+    if pressures != [0.25, 0.5, 0.75]:
+        fail("page %s sent pressures %s, expected [0.25, 0.5, 0.75]" % (page.name, pressures))
+    page.evaluate("__fake.deliver([{type: 'ack', upTo: 1}])")
+    page.wait_for("3 frames unacknowledged", lambda s: s["unacked"] == 3)
+    page.evaluate("__fake.drop()")
+    page.wait_for("a new socket", lambda s: page.evaluate("__fake.sockets.length") == 2)
+    time.sleep(0.3)
+    return sent
+
+
+def resent_only_the_last_two(page, sent, strokes, points):
+    """After a catch-up that brought back the first two of `sent`: live, the other two resent
+    and unacknowledged, and the counts expected (own events not held twice)."""
+    state = page.wait_for("live again", lambda s: s["live"])
+    resent = page.evaluate("__fake.current().sent.slice(1)")
+    if resent != sent[2:]:
+        fail("page %s resent %s, expected only the frames the journal lacks: %s" % (page.name, resent, sent[2:]))
+    if (state["strokes"], state["points"], state["unacked"]) != (strokes, points, 2):
+        fail("page %s after the catch-up: %s, expected %d strokes, %d points (none twice), 2 unacked"
+             % (page.name, state, strokes, points))
+
+
 def check_fold_and_resending(browser, url):
     """Page C against a relay played by the test: points out of order, duplicates, visibility
     by the latest operation, the hello after a reconnection, and resending only what the
     journal lacks."""
-    c = Page(browser, url, "C", before_page_script=FAKE_RELAY)
-    end = time.monotonic() + DEADLINE
-    while not c.evaluate("window.__fake && __fake.sockets.length > 0 && __fake.current().sent.length > 0"):
-        if time.monotonic() > end:
-            fail("page C: no hello within %.0f s" % DEADLINE)
-        time.sleep(0.05)
-    hello = json.loads(c.evaluate("__fake.current().sent[0]"))
-    if hello != {"type": "hello", "have": {}}:
+    c, hello = with_fake_relay(browser, url, "C")
+    if hello != {"type": "hello", "have": {}, "blocks": True}:
         fail("page C's first hello is %s, expected one holding nothing" % hello)
 
     deliver = lambda messages: c.evaluate("__fake.deliver(%s)" % json.dumps(messages))
@@ -335,43 +403,439 @@ def check_fold_and_resending(browser, url):
             fail("page C: %s: %d visible strokes, expected %d" % (meaning, state["visibleStrokes"], visible))
 
     # Own stroke: 3 samples and an end, 4 frames; the relay acknowledges only the first.
-    c.pen("mousePressed", 400, 300, 0.25, 1)
-    c.pen("mouseMoved", 420, 310, 0.5, 1)
-    c.pen("mouseMoved", 440, 330, 0.75, 1)
-    c.pen("mouseReleased", 440, 330, 0, 0)
-    sent = c.evaluate("__fake.current().sent.slice(1)")
-    kinds = [json.loads(line)["type"] for line in sent]
-    if kinds != ["point", "point", "point", "end"]:
-        fail("page C sent %s for one pen stroke of 3 samples, expected 3 points and an end" % kinds)
-    pressures = [json.loads(line).get("pressure") for line in sent[:3]]
-    if pressures != [0.25, 0.5, 0.75]:
-        fail("page C sent pressures %s, expected [0.25, 0.5, 0.75]" % pressures)
-    deliver([{"type": "ack", "upTo": 1}])
-    c.wait_for("3 frames unacknowledged", lambda s: s["unacked"] == 3)
-
-    c.evaluate("__fake.drop()")
-    c.wait_for("a new socket", lambda s: c.evaluate("__fake.sockets.length") == 2)
-    time.sleep(0.3)
+    sent = own_stroke_partly_acknowledged(c)
     again = c.evaluate("__fake.current().sent")
     want_have = {R1: [[1, 4]], R2: [[1, 4]]}
-    if len(again) != 1 or json.loads(again[0]) != {"type": "hello", "have": want_have}:
+    if len(again) != 1 or json.loads(again[0]) != {"type": "hello", "have": want_have, "blocks": True}:
         fail("page C after reconnecting sent %s, expected only a hello with have %s" % (again, want_have))
     # The catch-up brings back the page's first two frames (the journal holds them).
     deliver([as_relay_sends(sent[0], R1, 5, 8), as_relay_sends(sent[1], R1, 6, 9),
              {"type": "caughtUp", "events": 2, "have": {R1: [[1, 6]], R2: [[1, 4]]}}])
-    state = c.wait_for("live again", lambda s: s["live"])
-    resent = c.evaluate("__fake.current().sent.slice(1)")
-    if resent != sent[2:]:
-        fail("page C resent %s, expected only the frames the journal lacks: %s" % (resent, sent[2:]))
-    if (state["strokes"], state["points"], state["unacked"]) != (3, 7, 2):
-        fail("page C after the catch-up: %s, expected 3 strokes, 7 points (none twice), 2 unacked" % state)
+    resent_only_the_last_two(c, sent, 3, 7)
     deliver([{"type": "ack", "upTo": 2}])
     c.wait_for("everything acknowledged", lambda s: s["unacked"] == 0)
     return c
 
 
+# ---- Catch-up in blocks: the page's reader of SegmentMessages, alone and in the page ----
+
+GOLDEN = os.path.join(HERE, "..", "..", "Tests", "JournalStorageTests", "Golden")
+
+# Helpers evaluated in a page that holds the reader: a message in (base64), its events out as
+# canonical fields with every double as its 64-bit pattern (hex), or the reader's refusal.
+READER_HELPERS = r"""
+(() => {
+  const view = new DataView(new ArrayBuffer(8));
+  const bits = (v) => { view.setFloat64(0, v, true); return view.getBigUint64(0, true).toString(16).padStart(16, '0'); };
+  window.__bits = bits;
+  window.__decode = async (base64) => {
+    const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+    let message;
+    try { message = await StrokeJournalSegments.decode(bytes); } catch (error) {
+      return { refused: error instanceof StrokeJournalSegments.SegmentMessageError, error: String(error && error.message || error) };
+    }
+    return { events: StrokeJournalSegments.events(message).map((e) => ({
+      type: e.type, stroke: e.stroke === undefined ? null : e.stroke, replica: e.replica,
+      seq: String(e.seq), lamport: String(e.lamport), time: String(e.time),
+      x: e.x === undefined ? null : bits(e.x), y: e.y === undefined ? null : bits(e.y),
+      color: e.color === undefined ? null : e.color, width: e.width === undefined ? null : bits(e.width),
+      pressure: e.pressure === undefined ? null : bits(e.pressure), t: e.t === undefined ? null : bits(e.t),
+    })) };
+  };
+  window.__decodeAll = async (list) => { const out = []; for (const m of list) out.push(await window.__decode(m)); return out; };
+})();
+"""
+
+
+def log_line(event):
+    """The page reader's event (READER_HELPERS) as `journal log` prints it (via sjread); a
+    field missing or malformed makes it say so instead."""
+    try:
+        return event_line(event)
+    except (KeyError, ValueError, TypeError) as error:
+        return "unprintable event %s (%r)" % (json.dumps(event), error)
+
+
+def event_line(event):
+    e = {"replica": bytes.fromhex(event["replica"]), "seq": int(event["seq"]), "lamport": int(event["lamport"]),
+         "wall": int(event["time"]), "kind": sjread.KINDS.index(event["type"])}
+    if event["stroke"] is not None:
+        e["stroke"] = bytes.fromhex(event["stroke"])
+    if event["type"] == "point":
+        for name in ("x", "y", "width", "pressure", "t"):
+            e[name] = None if event[name] is None else int(event[name], 16)
+        e["color"] = int(event["color"][1:], 16)
+    return sjread.log_line(e)
+
+
+def reference_lines(message):
+    """What sjread decodes a message to (its canonical lines), or None when it refuses it."""
+    head, frames = segments.split(message)
+    version = struct.unpack_from("<H", head, 8)[0]
+    lines = []
+    try:
+        for f in frames:
+            events, styles = sjread.decode_body(segments.inflate(f["body"]), head[12:28], f["first"], f["count"], version)
+            sjread.validate(events, styles, f["max_lamport"])
+            lines += [sjread.log_line(e) for e in events]
+    except sjread.Malformed:
+        return None
+    return lines
+
+
+def damaged_messages():
+    """(name, bytes, words the refusal must hold): each check of FORMAT.md §4-§6 a reader makes."""
+    a = open(os.path.join(GOLDEN, "v2", "segment-a.sjs"), "rb").read()
+    head, frames = segments.split(a)
+    rest = frames[1]["bytes"]
+    raw = segments.inflate(frames[0]["body"])
+
+    def patched(offset, value):  # the first block's body, one value replaced (§14.4's offsets)
+        body = bytearray(raw)
+        body[offset:offset + len(value)] = value
+        return head + segments.reframe(frames[0], raw=bytes(body)) + rest
+
+    return [
+        ("a byte of a body flipped", segments.flip(a, 32 + 36 + 5), "checksum mismatch"),
+        ("a byte of a block checksum flipped", segments.flip(a, 32 + 32), "checksum mismatch"),
+        ("a byte of the header flipped", segments.flip(a, 20), "header checksum mismatch"),
+        ("bad magic", b"X" + a[1:], "bad magic"),
+        ("cut short by a byte", a[:-1], "cut short"),
+        ("cut inside a frame header", a[:len(a) - len(rest) + 20], "cut short"),
+        ("cut inside the file header", a[:20], "cut short"),
+        ("3 trailing bytes", a + b"\0\0\0", "cut short"),
+        ("40 trailing bytes", a + b"\0" * 40, "bad block magic"),
+        ("format version 3", segments.header(head[12:28].hex(), 3) + frames[0]["bytes"] + rest, "unsupported format version 3"),
+        ("no block", head, "holds no block"),
+        ("a block repeated", head + frames[0]["bytes"] + frames[0]["bytes"], "expected"),
+        ("blocks out of order", head + rest + frames[0]["bytes"], "expected"),
+        ("input after the end of the deflate stream",
+         head + segments.reframe(frames[0], body=frames[0]["body"] + b"\0\1") + rest, "does not inflate"),
+        ("a deflate stream cut short", head + segments.reframe(frames[0], body=frames[0]["body"][:-3]) + rest, "does not inflate"),
+        ("inflates to more than its raw length",
+         head + segments.reframe(frames[0], raw_length=frames[0]["raw_length"] - 1) + rest, "does not inflate"),
+        ("inflates to less than its raw length",
+         head + segments.reframe(frames[0], raw_length=frames[0]["raw_length"] + 1) + rest, "does not inflate"),
+        ("a byte after the last column", head + segments.reframe(frames[0], raw=raw + b"\0") + rest, "unexpected bytes"),
+        ("maxLamport not the events' largest clock",
+         head + segments.reframe(frames[0], max_lamport=frames[0]["max_lamport"] + 1) + rest, "max lamport"),
+        ("an event count the body does not hold", head + segments.reframe(frames[0], count=frames[0]["count"] - 1) + rest, "malformed"),
+        ("a NaN exception for x", patched(107, struct.pack("<d", float("nan"))), "finite"),
+        ("an infinite exception for y", patched(137, struct.pack("<d", float("inf"))), "finite"),
+        ("a negative width", patched(38, struct.pack("<d", -1.0)), "width"),
+        ("an unknown event kind", patched(58, b"\x06"), "unknown event kind"),
+        ("an unknown real-column grid", patched(103, b"\x0a"), "grid"),
+        ("a stroke reference past the table", patched(87, b"\x04"), "reference"),
+        ("raw length past the bound", head + segments.frame(frames[0]["body"], (8 << 20) + 1, 7, 1, 14) + rest, "bounds"),
+        ("first seq 0", head + segments.frame(frames[0]["body"], frames[0]["raw_length"], 7, 0, 14) + rest, "bounds"),
+    ]
+
+
+def reader_source(port):
+    """The reader exactly as the relay serves it inside the page."""
+    html = urllib.request.urlopen("http://127.0.0.1:%d/boards/reader" % port, timeout=DEADLINE).read().decode()
+    match = re.search(r'<script id="segment-reader">(.*?)</script>', html, re.S)
+    if not match:
+        fail("the drawing page has no <script id=\"segment-reader\">")
+    return match.group(1)
+
+
+def check_reader(browser, port, args):
+    """The reader alone, in a blank page: (a) the golden vectors decode to their canonical
+    lines; (b) every kind of damage is refused as such; and random messages (integers past
+    2^53, wrapping sums, every v2 coder, broken rules) decode as sjread decodes them."""
+    r = Page(browser, "about:blank", "R")
+    r.evaluate(reader_source(port))
+    r.evaluate(READER_HELPERS)
+    encode = lambda data: base64.b64encode(data).decode()
+    decode_all = lambda messages: r.evaluate("__decodeAll(%s)" % json.dumps([encode(m) for m in messages]))
+
+    golden = []
+    for version in ("v1", "v2"):
+        folder = os.path.join(GOLDEN, version)
+        for name in sorted(n for n in os.listdir(folder) if n.endswith(".sjs")):
+            expected = open(os.path.join(folder, name[:-4] + ".expected.ndjson")).read().splitlines()
+            golden.append(("%s/%s" % (version, name), open(os.path.join(folder, name), "rb").read(), expected))
+    if len(golden) < 3:
+        fail("expected at least 3 golden vectors under %s, found %d" % (GOLDEN, len(golden)))
+    for (name, _, expected), result in zip(golden, decode_all([g[1] for g in golden])):
+        if "events" not in result:
+            fail("the page's reader refused golden vector %s: %s" % (name, result.get("error")))
+        got = [log_line(e) for e in result["events"]]
+        if got != expected:
+            first = next(i for i in range(max(len(got), len(expected))) if got[i:i + 1] != expected[i:i + 1])
+            fail("golden vector %s: line %d decodes to %s, expected %s" % (name, first + 1, got[first:first + 1], expected[first:first + 1]))
+    say("the page's reader decodes the %d golden vectors (%s) to their canonical lines" % (len(golden), ", ".join(g[0] for g in golden)))
+
+    damaged = damaged_messages()
+    for (name, data, words), result in zip(damaged, decode_all([d[1] for d in damaged])):
+        if "events" in result:
+            fail("the page's reader took a message with %s (%d events)" % (name, len(result["events"])))
+        if not result["refused"] or words not in result["error"]:
+            fail("the page's reader refused a message with %s by %r, expected a SegmentMessageError saying %r"
+                 % (name, result["error"], words))
+    say("the page's reader refuses %d kinds of damaged messages, each for its reason" % len(damaged))
+
+    rng = random.Random(args.seed)
+    generated = [segments.random_message(rng)[1] for _ in range(args.random_messages)]
+    agreed = accepted = 0
+    for index in range(0, len(generated), 100):
+        for message, result in zip(generated[index:index + 100], decode_all(generated[index:index + 100])):
+            want = reference_lines(message)
+            got = [log_line(e) for e in result["events"]] if "events" in result else None
+            if "events" not in result and not result["refused"]:
+                fail("the page's reader failed on a random message with %r, not a SegmentMessageError (seed %d)" % (result["error"], args.seed))
+            if got != want:
+                fail("random message (seed %d, %s): sjread says %s, the page's reader %s"
+                     % (args.seed, encode(message)[:80], want[:2] if want else "refused", got[:2] if got else result.get("error")))
+            agreed += 1
+            accepted += want is not None
+    say("the page's reader agrees with sjread on %d random messages (%d accepted, %d refused; seed %d)"
+        % (agreed, accepted, agreed - accepted, args.seed))
+    return r
+
+
+def check_text_without_decompression(browser, url):
+    """Page G, in a browser without DecompressionStream: it cannot read blocks, so it asks
+    for none and catches up in text as before."""
+    g, hello = with_fake_relay(browser, url, "G", lacking="DecompressionStream")
+    if hello != {"type": "hello", "have": {}}:
+        fail("page G, without DecompressionStream, said %s, expected a hello without blocks" % hello)
+    g.evaluate("__fake.deliver(%s)" % json.dumps([event("point", R1, 1, 1, STROKE_S, x=10, y=50),
+                                                 {"type": "caughtUp", "events": 1, "have": {}}]))
+    state = g.wait_for("live with a point", lambda s: s["live"] and s["points"] == 1)
+    if state["blocks"] or state["decoder"] != "none":
+        fail("page G, without DecompressionStream: %s, expected blocks off and no decoder" % state)
+    return g
+
+
+def own_echo(line, replica, seq, lamport):
+    """The event the relay's journal holds for a line the page sent, as a block decodes it."""
+    message = json.loads(line)
+    message.update({"replica": replica, "seq": seq, "lamport": lamport, "time": 1700000000000 + lamport})
+    return message
+
+
+def check_blocks_fold(browser, url):
+    """Page D against a relay played by the test, in blocks: its own events back in a binary
+    catch-up are matched by content and not resent; caughtUp and a live event sent right
+    behind a binary message wait for it; a damaged message is refused, shown, and the page
+    catches up in text with its unacknowledged frames intact."""
+    d, hello = with_fake_relay(browser, url, "D", lacking="Worker")
+    if hello != {"type": "hello", "have": {}, "blocks": True}:
+        fail("page D's first hello is %s, expected one asking for blocks" % hello)
+    stroke_s = STROKE_S.replace("-", "").lower()
+    first = [dict(event("point", R1, seq, seq, stroke_s, x=10.0 * seq, y=-0.0 if seq == 2 else 50.5), pressure=seq / 8)
+             for seq in (1, 2, 3)] + [dict(event("end", R1, 4, 4, stroke_s))]
+    d.evaluate("__fake.deliverBinary(%s)" % json.dumps(base64.b64encode(segments.message_v1(R1, [first])).decode()))
+    d.evaluate("__fake.deliver([{type: 'caughtUp', events: 4, have: {}}])")
+    state = d.wait_for("live with 1 stroke and 3 points", lambda s: s["live"] and (s["strokes"], s["points"]) == (1, 3))
+    if state["decoder"] != "page":
+        fail("page D, without Worker, decodes blocks in %r, expected the page itself" % state["decoder"])
+
+    sent = own_stroke_partly_acknowledged(d)
+    hello = json.loads(d.evaluate("__fake.current().sent[0]"))
+    if hello != {"type": "hello", "have": {R1: [[1, 4]]}, "blocks": True}:
+        fail("page D after reconnecting said %s, expected the seqs it holds and blocks" % hello)
+    # Its first two frames come back in a block (seqs 5, 6; 7 is another page's), then
+    # caughtUp and a live event at once: the page must apply them after the block.
+    echoed = [own_echo(sent[0], R1, 5, 8), own_echo(sent[1], R1, 6, 9)]
+    other = dict(event("point", R1, 7, 10, stroke_s, x=90.0, y=60.25))
+    live = dict(event("point", R2, 1, 11, stroke_s, x=95.0, y=61.0))
+    d.evaluate("__fake.deliverBinary(%s); __fake.deliver(%s)" % (
+        json.dumps(base64.b64encode(segments.message_v1(R1, [echoed + [other]])).decode()),
+        json.dumps([{"type": "caughtUp", "events": 3, "have": {R1: [[1, 7]]}}, live])))
+    resent_only_the_last_two(d, sent, 2, 8)
+
+    # Seqs and clocks past 2^53 (BigInts in the page): held and named exactly, points after
+    # every other by their clocks. Then a damaged message: refused whole, said in the status,
+    # then text; nothing of it drawn.
+    d.evaluate("__fake.drop()")
+    d.wait_for("a third socket", lambda s: d.evaluate("__fake.sockets.length") == 3)
+    time.sleep(0.3)
+    huge = [dict(event("point", R3, (1 << 53) + n, 0, stroke_s, x=100.0 + n, y=80.0), lamport=(1 << 60) + n, time=1 << 62)
+            for n in (1, 2, 3)]
+    d.evaluate("__fake.deliverBinary(%s)" % json.dumps(base64.b64encode(segments.message_v1(R3, [huge])).decode()))
+    more = [dict(event("point", R1, 8, 12, stroke_s, x=99.0, y=70.0))]
+    damaged = segments.flip(segments.message_v1(R1, [more]), 32 + 36 + 3)
+    d.evaluate("__fake.deliverBinary(%s)" % json.dumps(base64.b64encode(damaged).decode()))
+    state = d.wait_for("a fourth socket after the refusal", lambda s: d.evaluate("__fake.sockets.length") == 4)
+    if "refused" not in state["status"] or "checksum" not in state["status"]:
+        fail("page D's status after a damaged message is %r, expected the refusal and its reason" % state["status"])
+    if (state["points"], state["unacked"], state["blocks"]) != (11, 2, False):
+        fail("page D after a damaged message: %s, expected 11 points, 2 unacked, blocks off" % state)
+    time.sleep(0.3)
+    hello = json.loads(d.evaluate("__fake.current().sent[0]"))
+    want = {R1: [[1, 7]], R2: [[1, 1]], R3: [[(1 << 53) + 1, (1 << 53) + 3]]}
+    if hello != {"type": "hello", "have": want}:
+        fail("page D after a refused message said %s, expected its seqs, exactly, and no blocks (text)" % hello)
+    d.evaluate("__fake.deliver(%s)" % json.dumps([more[0], {"type": "caughtUp", "events": 1, "have": {}}]))
+    state = d.wait_for("live in text", lambda s: s["live"] and s["points"] == 12)
+    xs = [p[0] for p in d.evaluate(FOLD_DUMP)["strokes"][0]["points"]]
+    if [struct.unpack("<d", bytes.fromhex(x)[::-1])[0] for x in xs[-4:]] != [99.0, 101.0, 102.0, 103.0]:
+        fail("page D's stroke S ends with x %s, expected the points of clocks past 2^60 last" % xs[-4:])
+    if d.evaluate("__fake.current().sent.slice(1)") != sent[2:]:
+        fail("page D after the text catch-up did not resend exactly its 2 unacknowledged frames")
+    return d
+
+
+# Before a page of the real relay: keeps its sockets (so the test can drop one) and rewrites
+# its hellos: TEXT_ONLY strips "blocks":true; CLAIM (a replica's seq ranges) makes the first
+# hello claim ranges the page does not hold, so the relay's blocks skip them.
+SOCKET_SPY = r"""
+(() => {
+  const Native = window.WebSocket;
+  const spy = { sockets: [], hellos: [], textOnly: TEXT_ONLY, claim: CLAIM };
+  window.__spy = spy;
+  window.WebSocket = class extends Native {
+    constructor(url) { super(url); spy.sockets.push(this); }
+    send(data) {
+      if (typeof data === 'string' && data.startsWith('{"type":"hello"')) {
+        const hello = JSON.parse(data);
+        if (spy.textOnly) delete hello.blocks;
+        if (spy.claim) { Object.assign(hello.have, spy.claim); spy.claim = null; }
+        data = JSON.stringify(hello);
+        spy.hellos.push(data);
+      }
+      super.send(data);
+    }
+  };
+})();
+"""
+
+FOLD_DUMP = r"""
+(() => {
+  const view = new DataView(new ArrayBuffer(8));
+  const bits = (v) => { view.setFloat64(0, v, true); return view.getBigUint64(0, true).toString(16).padStart(16, '0'); };
+  const fold = window.strokeJournalFold();
+  return { held: fold.held, strokes: fold.strokes.map((s) => ({ id: s.id, visible: s.visible, ended: s.ended,
+    points: s.points.map((p) => [bits(p.x), bits(p.y), p.pressure === undefined ? null : bits(p.pressure),
+                                 p.t === undefined ? null : bits(p.t), p.color, bits(p.width)]) })) };
+})()
+"""
+
+
+def fold_digest(strokes):
+    """FORMAT.md §9.3 over the page's fold (FOLD_DUMP): what `journal digest` prints for it."""
+    h = hashlib.sha256(b"StrokeJournal drawing v1\n")
+    h.update(struct.pack("<Q", len(strokes)))
+    for stroke in strokes:
+        h.update(bytes.fromhex(stroke["id"]) + bytes([stroke["visible"], stroke["ended"]]))
+        h.update(struct.pack("<Q", len(stroke["points"])))
+        for x, y, pressure, t, color, width in stroke["points"]:
+            h.update(bytes([(pressure is not None) | (t is not None) << 1]) + struct.pack("<QQ", int(x, 16), int(y, 16)))
+            for value in (pressure, t):
+                if value is not None:
+                    h.update(struct.pack("<Q", int(value, 16)))
+            h.update(struct.pack("<IQ", int(color[1:], 16), int(width, 16)))
+    return h.hexdigest()
+
+
+def seq_ranges(seqs):
+    ranges = []
+    for seq in sorted(seqs):
+        if ranges and ranges[-1][1] == seq - 1:
+            ranges[-1][1] = seq
+        else:
+            ranges.append([seq, seq])
+    return [[str(a), str(b)] for a, b in ranges]
+
+
+EDGE_VALUES = [  # device-like and awkward values a v2 block must keep to the bit
+    {"x": -0.0, "y": 0.1 + 0.2, "pressure": 0.5, "t": 0.0},
+    {"x": 5e-324, "y": 1e300, "t": 1e-05},
+    {"x": -123.456, "y": 604.3333333333334, "pressure": 0.30000001192092896, "t": 0.008000617614015937},
+    {"x": 603.9993896484375, "y": -0.0, "pressure": 1.0},
+    {"x": 2.0 ** 53 + 2, "y": -2.5e-310},
+]
+
+
+def prepare_device_board(journal, data, work):
+    """A board of three replicas recorded from device-like sessions (gen_session.py's float32,
+    third and double precisions, undo/redo/erase/clear included) and a stroke of awkward
+    values: real columns of every v2 coder. Returns its folder, digest and seq ranges."""
+    generator = os.path.join(HERE, "..", "..", "..", "shared", "bench", "gen_session.py")
+    if not os.path.exists(generator):
+        fail("no session generator at %s (the shared/ folder beside the repository)" % generator)
+    board = os.path.join(data, "device")
+    sources = []
+    for index, precision in enumerate(("third", "float32", "double")):
+        session = os.path.join(work, "session-" + precision)
+        subprocess.run([sys.executable, generator, "--replicas", "1", "--strokes", "40", "--points", "60",
+                        "--seed", str(11 + index), "--precision", precision, "--clear-rate", "0.02", "--out", session],
+                       check=True, stdout=subprocess.DEVNULL)
+        files = [os.path.join(session, "replica-0.ndjson")]
+        if index == 0:
+            edge = os.path.join(work, "edge.ndjson")
+            with open(edge, "w") as out:
+                for values in EDGE_VALUES:
+                    out.write(json.dumps(dict({"type": "point", "stroke": "0123456789ABCDEF0123456789ABCDEF",
+                                               "color": "#0A0B0CFF", "width": 2.5}, **values)) + "\n")
+                out.write('{"type":"end","stroke":"0123456789ABCDEF0123456789ABCDEF"}\n')
+            files.append(edge)
+        journal_dir = board if index == 0 else os.path.join(work, "journal-" + precision)
+        subprocess.run([journal, "init", journal_dir], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([journal, "record", "-C", journal_dir] + files, check=True, stdout=subprocess.DEVNULL)
+        if index:
+            sources.append(journal_dir)
+    subprocess.run([journal, "merge", "-C", board] + sources, check=True, stdout=subprocess.DEVNULL)
+    digest = subprocess.run([journal, "digest", "-C", board, "--json"], check=True, capture_output=True, text=True)
+    log = subprocess.run([journal, "log", "-C", board], check=True, capture_output=True, text=True).stdout.splitlines()
+    by_replica = {}
+    for line in log:
+        event = json.loads(line)
+        by_replica.setdefault(event["replica"], []).append(event["seq"])
+    summary = json.loads(digest.stdout)
+    summary["held"] = {replica: seq_ranges(seqs) for replica, seqs in by_replica.items()}
+    return board, summary
+
+
+def check_late_joiner(browser, port, expected):
+    """Pages joining the device board hold exactly the journal's events: their fold's digest
+    (§9.3, bit for bit) is `journal digest`'s and the seqs they hold are `journal log`'s. E
+    catches up in blocks with a first hello that claims ranges it lacks (blocks then skip
+    seqs and are encoded again), then reconnects for them; F catches up in text."""
+    url = "http://127.0.0.1:%d/boards/device" % port
+    replica = max(expected["held"], key=lambda r: int(expected["held"][r][-1][1]))
+    last = int(expected["held"][replica][-1][1])
+    claim = {replica: [[2, 40], [last // 2, last // 2 + 99]]}
+    pages = []
+    for name, text_only, claimed in (("E", False, claim), ("F", True, None)):
+        spy = SOCKET_SPY.replace("TEXT_ONLY", json.dumps(text_only)).replace("CLAIM", json.dumps(claimed))
+        page = Page(browser, url, name, before_page_script=spy)
+        page.wait_for("live on the device board", lambda s: s["live"])
+        if claimed:
+            held = page.evaluate("window.strokeJournalFold().held")
+            if held.get(replica, [[None]])[0][1] != "1":
+                fail("page %s holds %s of replica %s after a catch-up around a claimed range, expected 1-1 first" % (name, held.get(replica), replica))
+            page.evaluate("__spy.sockets[0].close()")
+            page.wait_for("live again after a reconnection", lambda s: s["live"] and page.evaluate("__spy.sockets.length") == 2)
+        dump = page.evaluate(FOLD_DUMP)
+        state = page.state()
+        digest = fold_digest(dump["strokes"])
+        if dump["held"] != expected["held"]:
+            diff = {r: (dump["held"].get(r), expected["held"].get(r)) for r in set(dump["held"]) | set(expected["held"])
+                    if dump["held"].get(r) != expected["held"].get(r)}
+            fail("page %s holds other seqs than the journal (page, journal): %s" % (name, json.dumps(diff)[:400]))
+        if digest != expected["digest"] or state["points"] != expected["points"]:
+            fail("page %s's fold has digest %s and %d points; the journal's: %s, %d points"
+                 % (name, digest, state["points"], expected["digest"], expected["points"]))
+        binary = state["received"]["binary"]
+        if state["decoder"] != "worker":
+            fail("page %s decodes blocks in %r, expected its worker" % (name, state["decoder"]))
+        if text_only == (binary > 0) or not state["blocks"]:
+            fail("page %s received %d bytes in binary messages (blocks %s), expected %s" % (name, binary, state["blocks"], "none" if text_only else "some"))
+        pages.append(page)
+        say("page %s (%s) holds the journal's %d events: digest %s… = journal digest, %d points, %d strokes (%d B text, %d B binary)"
+            % (name, "text" if text_only else "blocks, around claimed ranges, then the rest",
+               expected["events"], digest[:12], state["points"], state["strokes"], state["received"]["text"], binary))
+    return pages
+
+
 def check(args, work, artefacts):
     data = os.path.join(work, "boards")
+    device_board, device = prepare_device_board(args.journal_bin, data, work)
+    say("device board recorded: %d events, %d points, digest %s…" % (device["events"], device["points"], device["digest"][:12]))
     relay, port = start_relay(args.journal_bin, data, os.path.join(artefacts, "relay.log"))
     browser = None
     try:
@@ -395,8 +859,10 @@ def check(args, work, artefacts):
         say("page B shows A's %d strokes, %d points (live)" % (args.strokes, expected_points))
 
         b.call("Page.reload", {"ignoreCache": True})
-        b.wait_for("the whole board after a reload", lambda s: s["live"] and same(s))
-        say("page B shows the whole board again after a reload")
+        state_b = b.wait_for("the whole board after a reload", lambda s: s["live"] and same(s))
+        if state_b["received"]["binary"] == 0 or not state_b["blocks"]:
+            fail("page B caught up after a reload without binary messages: %s" % state_b)
+        say("page B shows the whole board again after a reload (%d B of blocks)" % state_b["received"]["binary"])
 
         a.evaluate("document.getElementById('undo').click()")
         hidden = lambda s: s["visibleStrokes"] == args.strokes - 1 and s["strokes"] == args.strokes
@@ -407,7 +873,14 @@ def check(args, work, artefacts):
         c = check_fold_and_resending(browser, "http://127.0.0.1:%d/boards/fold-check" % port)
         say("page C (a relay played by the test): out-of-order points, duplicates, visibility, hello and resending as expected")
 
-        for page in (a, b, c):
+        check_reader(browser, port, args)
+        d = check_blocks_fold(browser, "http://127.0.0.1:%d/boards/blocks-check" % port)
+        say("page D (a relay played by the test, in blocks): own events matched, messages in order, damage refused, text after it")
+        g = check_text_without_decompression(browser, "http://127.0.0.1:%d/boards/no-blocks" % port)
+        say("page G, in a browser without DecompressionStream, asks for no blocks and catches up in text")
+        e, f = check_late_joiner(browser, port, device)
+
+        for page in (a, b, c, d, e, f, g):
             path = os.path.join(artefacts, "page-%s.png" % page.name)
             page.screenshot(path)
             if os.path.getsize(path) < 1000:
@@ -455,6 +928,8 @@ def main():
     ap.add_argument("--artefacts", help="where screenshots and logs go (default: a new temporary folder)")
     ap.add_argument("--strokes", type=int, default=3)
     ap.add_argument("--moves", type=int, default=12)
+    ap.add_argument("--random-messages", type=int, default=400, help="random messages the reader must decode as sjread does")
+    ap.add_argument("--seed", type=int, default=1, help="of the random messages")
     ap.add_argument("--wrong-count", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     # SIGTERM (a CI timeout) unwinds like a failure, so the relay and browser are killed too.
@@ -478,7 +953,7 @@ def main():
         sys.exit(1)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    say("passed in %.1f s (screenshots page-A.png, page-B.png, page-C.png in %s)" % (time.monotonic() - started, artefacts))
+    say("passed in %.1f s (screenshots page-A.png … page-G.png in %s)" % (time.monotonic() - started, artefacts))
 
 
 if __name__ == "__main__":
