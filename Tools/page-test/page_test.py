@@ -750,21 +750,60 @@ EDGE_VALUES = [  # device-like and awkward values a v2 block must keep to the bi
 ]
 
 
+def device_session(path, seed, precision, strokes=40, points=60):
+    """One replica's session in canonical lines, its values as devices deliver them: float32
+    samples widened to double, a 1/3-point grid, or arbitrary doubles; pressure in float32, t
+    a difference of two clock readings; undo, redo, erase and clear among the strokes. (Made
+    here, so the test needs nothing beside the repository.)"""
+    rng = random.Random(seed)
+
+    def device(v):
+        if precision == "float32":
+            return struct.unpack("<f", struct.pack("<f", v))[0]
+        if precision == "third":
+            return round(v * 3) / 3
+        return v
+
+    boot = 1000.0 + rng.random() * 1e5
+    ended = []
+    with open(path, "w") as out:
+        def emit(event):
+            out.write(json.dumps(event) + "\n")
+        for index in range(strokes):
+            stroke = "%032X" % rng.getrandbits(128)
+            x, y = rng.uniform(0, 1000), rng.uniform(0, 800)
+            color = "#%06X%s" % (rng.getrandbits(24), rng.choice(["FF", "80"]))
+            width = device(rng.uniform(1, 8))
+            start = boot + index * 2.0
+            for sample in range(points):
+                x += rng.uniform(-4, 4)
+                y += rng.uniform(-4, 4)
+                now = start + sample / 120 + rng.uniform(-0.0004, 0.0004)
+                emit({"type": "point", "stroke": stroke, "x": device(x), "y": device(y), "color": color, "width": width,
+                      "pressure": struct.unpack("<f", struct.pack("<f", rng.random()))[0], "t": now - start})
+            emit({"type": "end", "stroke": stroke})
+            ended.append(stroke)
+            roll = rng.random()
+            if roll < 0.1:
+                emit({"type": "undo", "stroke": stroke})
+                if rng.random() < 0.5:
+                    emit({"type": "redo", "stroke": stroke})
+            elif roll < 0.16:
+                emit({"type": "erase", "stroke": rng.choice(ended)})
+            elif roll < 0.18:
+                emit({"type": "clear"})
+
+
 def prepare_device_board(journal, data, work):
-    """A board of three replicas recorded from device-like sessions (gen_session.py's float32,
-    third and double precisions, undo/redo/erase/clear included) and a stroke of awkward
-    values: real columns of every v2 coder. Returns its folder, digest and seq ranges."""
-    generator = os.path.join(HERE, "..", "..", "..", "shared", "bench", "gen_session.py")
-    if not os.path.exists(generator):
-        fail("no session generator at %s (the shared/ folder beside the repository)" % generator)
+    """A board of three replicas recorded from device-like sessions (device_session's float32,
+    third and double values, undo/redo/erase/clear included) and a stroke of awkward values:
+    real columns of every v2 coder. Returns its folder, digest and seq ranges."""
     board = os.path.join(data, "device")
     sources = []
     for index, precision in enumerate(("third", "float32", "double")):
-        session = os.path.join(work, "session-" + precision)
-        subprocess.run([sys.executable, generator, "--replicas", "1", "--strokes", "40", "--points", "60",
-                        "--seed", str(11 + index), "--precision", precision, "--clear-rate", "0.02", "--out", session],
-                       check=True, stdout=subprocess.DEVNULL)
-        files = [os.path.join(session, "replica-0.ndjson")]
+        session = os.path.join(work, "session-" + precision + ".ndjson")
+        device_session(session, 11 + index, precision)
+        files = [session]
         if index == 0:
             edge = os.path.join(work, "edge.ndjson")
             with open(edge, "w") as out:
