@@ -45,6 +45,8 @@ final class NativeHost: Sendable {
     private struct State {
         /// Seqs accepted (waiting for their round, or stored), per replica.
         var accepted = Have()
+        /// Replicas whose client sent an event that differs from the journal's under its id (why).
+        var forks: [ReplicaID: String] = [:]
         var pending: [ReplicaID: [Event]] = [:]
         var frames: [Int: Int] = [:]
         var commitScheduled = false
@@ -102,6 +104,7 @@ final class NativeHost: Sendable {
         let covered = all[replica] ?? SeqRanges()
         let (acceptance, schedule) = try state.withLock { state throws(RelayError) -> (Acceptance, Bool) in
             guard !state.closed else { throw .closed }
+            if let fork = state.forks[replica] { throw .refusedFrame(fork) }
             var held = covered
             held.formUnion(state.accepted[replica])
             // An event still waiting for its round is compared: a different one under its id
@@ -149,6 +152,25 @@ final class NativeHost: Sendable {
             }
         }
         return acceptance
+    }
+
+    /// The events of a native frame whose ids the board holds from files this host did not
+    /// write (a segment sync brought, or one a previous run sealed): dedup by id is sound only
+    /// if the event under that id is the same, and anyone can put a segment of any replica in
+    /// a synced folder.
+    /// Records that the journal holds events of `replica` that differ from the client's under
+    /// the same ids (`reason` says which): from then on this board takes nothing more of that
+    /// replica, since an ack by seq would count the other events as the client's. Until the
+    /// board is reopened, after a person has resolved it (`journal verify` names the fork once
+    /// both copies exist).
+    func recordFork(of replica: ReplicaID, _ reason: String) {
+        state.withLock { state in if state.forks[replica] == nil { state.forks[replica] = reason } }
+    }
+
+    func heldFromElsewhere(_ events: [Event], replica: ReplicaID) -> [Event] {
+        let covered = board.covered[replica] ?? SeqRanges()
+        let hosted = state.withLock { $0.accepted.ranges[replica] } ?? SeqRanges()
+        return events.filter { covered.contains($0.id.seq) && !hosted.contains($0.id.seq) }
     }
 
     /// The highest seq n such that every event 1…n of `replica` is durable in the board's
@@ -234,11 +256,23 @@ final class NativeHost: Sendable {
         thread.submit { [files] in
             files.withLock { files in
                 let now = ProcessInfoLite.monotonicSeconds()
-                for (replica, writer) in files.writers where writer.openEvents > 0 {
+                for (replica, writer) in files.writers {
                     let idle = now - (files.lastAppend[replica] ?? 0) >= idleSeconds
-                    let old = now >= (files.sealDue[replica] ?? .infinity)
-                    guard idle || old else { continue }
-                    if (try? writer.seal()) != nil { files.sealDue[replica] = nil }
+                    if writer.openEvents > 0 {
+                        let old = now >= (files.sealDue[replica] ?? .infinity)
+                        guard idle || old else { continue }
+                        guard (try? writer.seal()) != nil else { continue }
+                        files.sealDue[replica] = nil
+                    }
+                    // A replica that paused holds no descriptor (its writer opens again on its
+                    // next frame): a client naming a new replica on each connection piled up
+                    // one open segment per replica until the board closed, and the relay ran
+                    // out of descriptors.
+                    if idle {
+                        try? writer.close()
+                        files.writers[replica] = nil
+                        files.lastAppend[replica] = nil
+                    }
                 }
             }
         }

@@ -148,6 +148,30 @@ public final class RelayBoard: Sendable {
         return .success((MissingEvents(set: set, have: skip.ranges), withheld))
     }
 
+    /// The seq of the first of `events` (of one replica) that the journal holds differently,
+    /// or that it cannot read; nil when it holds each of them as it is.
+    func firstDiffering(_ events: [Event]) async -> UInt64? {
+        guard let replica = events.first?.id.replica else { return nil }
+        var wanted = SeqRanges()
+        for event in events { wanted.insert(event.id.seq...event.id.seq) }
+        // Everything but the wanted events counts as held: the feed reads only those.
+        var others = SeqRanges()
+        var next: UInt64 = 1
+        for range in wanted.ranges {
+            if range.lowerBound > next { others.insert(next...(range.lowerBound - 1)) }
+            next = range.upperBound + 1
+        }
+        others.insert(next...UInt64.max)
+        var have = Have(board.covered)
+        have.replace(replica, with: others)
+        guard let feed = try? await feed(lacking: have, ownDurable: false) else { return events[0].id.seq }
+        var stored: [UInt64: Event] = [:]
+        while let batch = await feed.next() {
+            for event in batch where event.id.replica == replica { stored[event.id.seq] = event }
+        }
+        return events.first { stored[$0.id.seq] != $0 }?.id.seq
+    }
+
     // MARK: Segments other machines bring
 
     /// Forwards to every connection the events that sync brings into the board's journal
@@ -188,6 +212,18 @@ public final class RelayBoard: Sendable {
 
     private let closed = Locked(false)
 
+    /// Sends what sync brought to every connection, but a native client none of its own
+    /// replica's events: they are its own, or a fork of them it must not take for its own.
+    private func forward(_ events: [Event]) {
+        let all = connections.withLock { Array($0.values) }
+        let replicas = Set(events.map(\.id.replica))
+        Self.deliver(events, to: all.filter { $0.nativeReplica.map { !replicas.contains($0) } ?? true })
+        for connection in all {
+            guard let own = connection.nativeReplica, replicas.contains(own) else { continue }
+            Self.deliver(events.filter { $0.id.replica != own }, to: [connection])
+        }
+    }
+
     /// Other replicas' events that were forwarded, or held by the journal when the board
     /// opened (every connection's catch-up reads those).
     private let forwarded = Locked(Have())
@@ -205,7 +241,7 @@ public final class RelayBoard: Sendable {
         have.insertAll(of: board.replica)
         guard let feed = try? await feed(lacking: have, ownDurable: false) else { return }
         while let batch = await feed.next() {
-            broadcast(batch, from: nil)
+            forward(batch)
         }
         var read = feed.covered
         read.remove(board.replica)

@@ -267,6 +267,14 @@ public final class RelayConnection: Sendable {
         state.withLock { $0.nativeInFlight += 1 }
         do throws(RelayError) {
             let events = try Self.nativeEvents(bytes, replica: replica)
+            let elsewhere = relayBoard.host.heldFromElsewhere(events, replica: replica)
+            if !elsewhere.isEmpty, let seq = await relayBoard.firstDiffering(elsewhere) {
+                // Acknowledged as held, the client's event would never be stored, and its
+                // drawing would differ from the board's for good, silently.
+                let reason = "seq \(seq) of replica \(replica.hex): the board's journal holds a different event under this id (from a segment that came from elsewhere, through sync): a fork of this replica; nothing more of it is stored or acknowledged on this board"
+                relayBoard.host.recordFork(of: replica, reason)
+                throw .refusedFrame(reason)
+            }
             if try relayBoard.host.accept(events, replica: replica, from: id) == .allHeld {
                 nativeFramesSettled(1)
                 acknowledge(replica: replica, upTo: relayBoard.host.durablePrefix(of: replica))

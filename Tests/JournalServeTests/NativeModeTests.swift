@@ -1,5 +1,6 @@
 import JournalClient
 import JournalFormat
+import JournalLive
 import JournalPlatform
 import JournalRelay
 import JournalReplay
@@ -236,6 +237,63 @@ import Testing
         guard case .caughtUp(5, let have)? = last else { Issue.record("no caughtUp after reopening: \(String(describing: last))"); return }
         #expect(have[replica] == SeqRanges([1...4]))
         second.close()
+        await running.stop()
+    }
+
+    /// Anyone who can write into the folder a relay syncs with can put a segment of a native
+    /// client's replica there (every event message names the replica), seqs above what the
+    /// relay holds. The client's own events under those seqs were skipped as held and
+    /// acknowledged: the journal kept the forger's, no fork was reported, and the client's
+    /// drawing differed from the board's for good (adversarial review 2, R2-8). Now an event
+    /// under an id the board holds from elsewhere is compared: the same is dedup, a different
+    /// one is a fork, refused with its reason, never acknowledged; and the client is not sent
+    /// events of its own replica that it did not make.
+    @Test func aForgedSegmentOfAClientsReplicaIsAForkNeverAnAck() async throws {
+        let temp = TemporaryDirectory("relay-native-forged")
+        defer { temp.remove() }
+        let data = temp.path + "/boards"
+        let running = try await RunningRelay.start(data: data, options: .relay)
+        let replica = ReplicaID.random()
+        let real = Self.events(replica, 1...8, stroke: 7)
+        let client = RelayTestClient(port: running.port, board: "p")
+        client.send(hello(replica))
+        #expect(try await client.next() == .caughtUp(events: 0))
+        client.send(binary: Self.frame(Array(real[0..<2])))
+        #expect(try await client.next() == .replicaAck(replica: replica, upTo: 2))
+
+        // The forger's 3...6 and an honest copy of 7...8 (the client's own journal, synced).
+        let board = try JournalDirectory.open(at: data + "/p")
+        for events in [Self.events(replica, 3...6, stroke: 666), Array(real[6..<8])] {
+            let bytes = SegmentEncoder.segment(replica: replica, events: events)
+            let name = SegmentName(firstSeq: events[0].id.seq, lastSeq: events[events.count - 1].id.seq, contents: bytes)
+            try FileSystem.createDirectory(board.replicaPath(replica))
+            try FileSystem.writeAtomically(bytes, to: board.segmentPath(replica, name))
+        }
+        let relayBoard = try running.relay.board(BoardName("p"))
+        #expect(await eventually(within: 60) { relayBoard.board.covered[replica]?.count == 8 }, "the board never folded the planted segments")
+
+        client.send(binary: Self.frame(Array(real[2..<6])))
+        let (before, last) = try await client.collect(until: { if case .error = $0 { true } else { false } }, within: 30)
+        guard case .error(nil, let reason) = last else {
+            Issue.record("expected the frame refused, got \(before) then \(String(describing: last))")
+            return
+        }
+        #expect(reason.contains("seq 3 of replica \(replica.hex)") && reason.contains("fork"), "\(reason)")
+        #expect(!before.contains { if case .replicaAck(_, let upTo) = $0 { upTo > 2 } else { false } }, "\(before)")
+        #expect(try before.compactMap { try $0.event() }.allSatisfy { $0.id.replica != replica }, "the client was sent events of its own replica")
+
+        // Once forked, nothing more of the replica is taken on this board: an ack by seq would
+        // count the forger's 3...6 among what it says is stored, even for 7...8, which the
+        // journal holds exactly as the client does.
+        let again = RelayTestClient(port: running.port, board: "p")
+        again.send(hello(replica, have: Have([replica: SeqRanges([1...2])])))
+        _ = try await again.collect(until: { if case .caughtUp = $0 { true } else { false } })
+        again.send(binary: Self.frame(Array(real[6..<8])))
+        let refused = try await again.collect(until: { if case .error = $0 { true } else { false } })
+        #expect(!refused.before.contains { if case .replicaAck(_, let upTo) = $0 { upTo > 2 } else { false } }, "\(refused.before)")
+        if case .error(nil, let reason) = refused.last { #expect(reason.contains("fork"), "\(reason)") } else { Issue.record("\(refused)") }
+        client.close()
+        again.close()
         await running.stop()
     }
 
