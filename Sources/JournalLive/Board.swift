@@ -102,6 +102,9 @@ public final class Board: Sendable {
     private let integrator = WorkerThread()
     private let watcherThread = WorkerThread()
     private let watcher: FolderWatcher?
+    /// A test's fault hook where the board was opened: the committer's writes and fsyncs run
+    /// on a thread of the board's own, which the test's task-local hook does not reach.
+    private let faultHook = FaultInjection.current
 
     struct Subscriber {
         var continuation: AsyncStream<BoardUpdate>.Continuation
@@ -258,6 +261,10 @@ public final class Board: Sendable {
     public var pointCount: Int { state.withLock { $0.live.drawing.pointCount } }
     /// Every own event up to this seq is durable.
     public var durableSeq: UInt64 { state.withLock { $0.durableSeq } }
+    /// Why the board stopped recording (a write or fsync failed: a full disk, no descriptor
+    /// left), or nil. Every later append and flush fails with it; what was acknowledged is
+    /// durable, and reopening the journal (a new `Board`) cuts what the failed write left.
+    public var failure: JournalError? { state.withLock { $0.failure } }
     /// Seq ranges of every replica folded into the drawing.
     public var covered: [ReplicaID: SeqRanges] { state.withLock { $0.live.covered } }
 
@@ -314,6 +321,10 @@ public final class Board: Sendable {
     /// is off), so that it knows which sealed files under its id are its own, and so that no
     /// seal renames the open segment while a reload reads it.
     private func commit(seal requested: Bool) {
+        FaultInjection.withThreadHook(faultHook) { commitNow(seal: requested) }
+    }
+
+    private func commitNow(seal requested: Bool) {
         var failed = DueWaiters()
         let (ticket, sealing) = state.withLock { state -> (FlushTicket?, Bool) in
             if !requested { state.commitScheduled = false }

@@ -546,3 +546,23 @@ extension ProcessInfoLite {
 
     private static let timeZoneLoaded: Void = tzset()
 }
+
+extension ProcessInfoLite {
+    /// Raises this process's soft limit on open descriptors to its hard limit (a relay's
+    /// sockets and journals need more than the usual soft 1024) and returns the limit in force.
+    public static func raiseDescriptorLimit() -> Int {
+        var limit = rlimit()
+        #if os(Linux)
+        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        #else
+        let resource = RLIMIT_NOFILE
+        #endif
+        guard getrlimit(resource, &limit) == 0 else { return 1024 }
+        if limit.rlim_cur < limit.rlim_max {
+            var raised = limit
+            raised.rlim_cur = limit.rlim_max
+            if setrlimit(resource, &raised) == 0 { limit = raised }
+        }
+        return Int(clamping: limit.rlim_cur)
+    }
+}

@@ -24,6 +24,39 @@ public struct RelayLimits: Sendable, Equatable {
         self.maxConnections = max(1, maxConnections)
         self.maxConcurrentCatchUps = max(1, maxConcurrentCatchUps)
     }
+
+    /// Descriptors an open board holds (its lock, open segment, folder watches and their
+    /// wake-ups; measured: 6) and a connection (its socket).
+    public static let descriptorsPerBoard = 6
+    public static let descriptorsPerConnection = 1
+    /// Sockets accepted beyond `maxConnections`: requests for the drawing page, and sockets
+    /// that are told the relay is full. Past them the relay stops accepting (the system queues
+    /// further ones), so that sockets that never finish their request cannot take every
+    /// descriptor.
+    public static let extraSockets = 64
+    /// Descriptors kept for everything else: standard streams, the listening socket, the files
+    /// a catch-up or a seal opens, a hosted replica's open segment.
+    public static let reservedDescriptors = 256
+
+    /// Descriptors these limits can take at once.
+    public var descriptorsNeeded: Int {
+        maxOpenBoards * Self.descriptorsPerBoard + (maxConnections + Self.extraSockets) * Self.descriptorsPerConnection
+            + Self.reservedDescriptors
+    }
+
+    /// These limits, or, when they need more descriptors than `descriptorLimit` allows, boards
+    /// and connections lowered in proportion until they fit. A relay out of descriptors fails
+    /// to open journals and to accept, and the failures look like damage.
+    public func fitting(descriptorLimit: Int) -> RelayLimits {
+        guard descriptorsNeeded > descriptorLimit else { return self }
+        let available = descriptorLimit - Self.reservedDescriptors - Self.extraSockets * Self.descriptorsPerConnection
+        let wanted = maxOpenBoards * Self.descriptorsPerBoard + maxConnections * Self.descriptorsPerConnection
+        let share = max(0, Double(available) / Double(wanted))
+        var fitted = self
+        fitted.maxOpenBoards = max(1, Int(Double(maxOpenBoards) * share))
+        fitted.maxConnections = max(1, Int(Double(maxConnections) * share))
+        return fitted
+    }
 }
 
 /// Boards served from one data directory: `DIR/<board>` is the journal of board `<board>`,
@@ -103,6 +136,13 @@ public final class Relay: Sendable {
         while true {
             let outcome = try boards.withLock { boards throws(RelayError) -> Result<RelayConnection, Never>? in
                 if boards.closing[name] != nil && boards.open[name] == nil { return nil }
+                if let failed = boards.open[name], failed.board.failure != nil {
+                    // Its journal failed (a full disk, descriptors exhausted): every frame would
+                    // fail until the relay restarted. Reopened instead, which cuts what the
+                    // failed write left, recording resumes once the cause is gone.
+                    startClosing(name, failed, &boards)
+                    return nil
+                }
                 // Counted under the lock every connection is made under: never past the limit.
                 let connections = boards.open.values.reduce(0) { $0 + $1.connectionCount }
                 guard connections < limits.maxConnections else {
@@ -129,8 +169,11 @@ public final class Relay: Sendable {
 
     private func startClosing(_ name: BoardName, _ board: RelayBoard, _ boards: inout Boards) {
         boards.open[name] = nil
+        let reason = board.board.failure.map {
+            "board \(name.text): its journal failed (\($0)); it is being opened again: reconnect, and resend what was not acknowledged"
+        } ?? RelayError.closed.description
         boards.closing[name] = Task { [weak self] in
-            await board.close()
+            await board.close(reason: reason)
             _ = self?.boards.withLock { $0.closing.removeValue(forKey: name) }
         }
     }
@@ -138,15 +181,17 @@ public final class Relay: Sendable {
     /// Names of the boards open now.
     public var openBoards: [BoardName] { boards.withLock { Array($0.open.keys) } }
 
-    /// Closes every board without a connection for `idleBoardSeconds`. Returns their names.
+    /// Closes every board without a connection for `idleBoardSeconds`, and every board whose
+    /// journal failed (its connections are told; the next one opens it anew, which recovers
+    /// what the failed write left). Returns their names.
     @discardableResult
     public func closeIdleBoards() -> [BoardName] {
-        guard let idleBoardSeconds else { return [] }
         let now = ProcessInfoLite.monotonicSeconds()
         return boards.withLock { boards -> [BoardName] in
             var closed: [BoardName] = []
             for (name, board) in boards.open {
-                guard let since = board.idleSince, now - since >= idleBoardSeconds else { continue }
+                let idle = idleBoardSeconds.map { seconds in board.idleSince.map { now - $0 >= seconds } ?? false } ?? false
+                guard idle || board.board.failure != nil else { continue }
                 startClosing(name, board, &boards)
                 closed.append(name)
             }
@@ -157,8 +202,7 @@ public final class Relay: Sendable {
     /// Calls `closeIdleBoards` every quarter of `idleBoardSeconds` (at most every 10 s) until
     /// the task is cancelled or the relay closes.
     public func closeIdleBoardsPeriodically() async {
-        guard let idleBoardSeconds else { return }
-        let interval = min(10, max(0.05, idleBoardSeconds / 4))
+        let interval = min(10, max(0.05, (idleBoardSeconds ?? 40) / 4))
         while !Task.isCancelled && !boards.withLock({ $0.closed }) {
             closeIdleBoards()
             do { try await Task.sleep(for: .milliseconds(Int(interval * 1000))) } catch { return }

@@ -248,14 +248,15 @@ public final class RelayBoard: Sendable {
         forwarded.withLock { $0.formUnion(read) }
     }
 
-    func close() async {
+    /// Closes the board; its connections are told `reason`.
+    func close(reason: String = RelayError.closed.description) async {
         closed.withLock { $0 = true }
         let all = connections.withLock { connections -> [RelayConnection] in
             let all = Array(connections.values)
             connections.removeAll()
             return all
         }
-        for connection in all { connection.close(reason: RelayError.closed.description) }
+        for connection in all { connection.close(reason: reason) }
         // Hosted segments first: the board's writer lock covers them.
         await host.close()
         // What was acknowledged is durable already; a seal that fails here leaves the events

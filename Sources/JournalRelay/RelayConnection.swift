@@ -228,7 +228,14 @@ public final class RelayConnection: Sendable {
                 // acknowledged with the frames before it); the message says how many.
                 let done = events.count
                 stage(events, through: frame - 1)
-                refuse(frame: frame, done == 0 ? "not recorded: \(error)" : "recorded \(done) of \(payloads.count) events, then: \(error)")
+                if case .invalidEvent = error {
+                    refuse(frame: frame, done == 0 ? "not recorded: \(error)" : "recorded \(done) of \(payloads.count) events, then: \(error)")
+                } else {
+                    // The board failed (a full disk, no descriptor left), not the frame: a
+                    // refusal would make the client drop a good frame for good. Closed instead,
+                    // the client keeps it and resends it to the board the relay reopens.
+                    close(reason: "board \(relayBoard.name.text): frame \(frame) not recorded, the journal failed: \(error); reconnect and resend what was not acknowledged")
+                }
                 return
             }
         }

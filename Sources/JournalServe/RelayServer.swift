@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import JournalPlatform
 import JournalRelay
@@ -61,7 +62,9 @@ public struct RelayServer: Sendable {
             server: .http1WebSocketUpgrade(
                 webSocketRouter: sockets,
                 configuration: .init(ws: .init(maxFrameSize: WireLimits.maxFrameBytes, validateUTF8: true))),
-            configuration: .init(address: .hostname(host, port: port), serverName: "journal-serve"),
+            configuration: .init(
+                address: .hostname(host, port: port), serverName: "journal-serve",
+                availableConnectionsDelegate: MaximumAvailableConnections(relay.limits.maxConnections + RelayLimits.extraSockets)),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) }
         )
         // Boards nobody is connected to are closed after a while (their threads end, their

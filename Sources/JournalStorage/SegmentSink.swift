@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Dispatch
 import JournalCompression
 import JournalFormat
@@ -193,6 +196,13 @@ final class SegmentSink: @unchecked Sendable {
         if let failure { throw .writerFailed(failure) }
         guard openSegmentEvents > 0 else { return nil }
         let scan = SegmentScanner.scan(path: openPath, sealed: false)
+        if let problem = scan.problems.first, problem.kind == .unreadable {
+            // Not damage: the file could not be read now (no descriptor left, an I/O error).
+            // Every event is still durable in it; the seal is tried again later. Reported as
+            // damage, it stopped a relay's board for good, with `verify` finding nothing.
+            throw .sealFailed(IOError("read", path: openPath, code: EIO, reason: problem.reason),
+                              neededBytes: FileSystem.linkStatus(openPath)?.size ?? 0, available: FileSystem.availableBytes(directory.root))
+        }
         guard scan.problems.isEmpty, let range = scan.seqRange, let header = scan.header, header.replica == replica else {
             throw .openSegmentCorrupt(scan.problems.first
                 ?? Problem(.corrupt, file: openPath, reason: "no events to seal"))

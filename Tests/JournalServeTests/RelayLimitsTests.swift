@@ -1,13 +1,20 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import JournalFormat
+import JournalIngest
 import JournalLive
 import JournalPlatform
+import JournalReplay
+import JournalStorage
 @testable import JournalRelay
 import JournalTestSupport
 import JournalWire
 import Testing
 
 /// What anyone who can connect could otherwise exhaust: boards open (threads, descriptors),
-/// connections, and catch-ups at once (each holds its board's files until it is sent).
+/// connections, and catch-ups at once (each holds its board's files until it is sent); and a
+/// board whose disk filled for a while.
 @Suite struct RelayLimitsTests {
     static let quiet = BoardOptions(watchForSegments: false)
 
@@ -153,5 +160,78 @@ import Testing
         try await holder.value
         #expect(try await next.value == 7)
         #expect(gate.counts.running == 0 && gate.counts.waiting == 0)
+    }
+
+    @Test func limitsThatNeedMoreDescriptorsThanTheProcessHasAreLoweredToFit() {
+        let asked = RelayLimits()
+        #expect(asked.fitting(descriptorLimit: 1 << 20) == asked)
+        for limit in [256, 1024, 4096] {
+            let fitted = asked.fitting(descriptorLimit: limit)
+            #expect(fitted.maxOpenBoards >= 1 && fitted.maxConnections >= 1)
+            #expect(fitted.maxOpenBoards < asked.maxOpenBoards && fitted.maxConnections < asked.maxConnections)
+            if limit > 512 { #expect(fitted.descriptorsNeeded <= limit, "\(fitted) needs \(fitted.descriptorsNeeded) of \(limit)") }
+        }
+        #expect(ProcessInfoLite.raiseDescriptorLimit() >= 1024)
+    }
+
+    /// A disk that fills while clients draw: the frames the board could not store are never
+    /// refused (a client drops a refused frame for good); their connections are closed, the
+    /// board is reopened by the next connection once the disk has room, and the resent frames
+    /// are recorded. Before, the board refused every frame until the relay restarted.
+    @Test func aBoardWhoseDiskFilledIsReopenedAndNothingIsRefused() async throws {
+        let temp = TemporaryDirectory("relay-disk-full")
+        defer { temp.remove() }
+        let full = Locked(false)
+        let diskFull: @Sendable (FaultInjection.Operation, String) -> Int32? = { operation, _ in
+            full.withLock { $0 } && (operation == .write || operation == .fsync) ? ENOSPC : nil
+        }
+        let relay = try Relay(dataDirectory: temp.path, boardOptions: Self.quiet, idleBoardSeconds: nil)
+        let name = try BoardName("disk")
+        let first = try await FaultInjection.$hook.withValue(diskFull) { try await relay.connect(to: name) }
+        let failing = first.relayBoard
+        first.goLive(caughtUp: 0)
+        let stroke = StrokeID(UUIDBits(high: 0xD15C, low: 1))
+        func line(_ index: Int) -> String {
+            CanonicalJSON.line(for: .point(PointSample(stroke: stroke, x: Double(index), y: 1, pressure: 0.5,
+                                                       style: Style(color: RGBA(rawValue: 0x336699FF), width: 2))))
+        }
+        var messages = first.outbound.makeAsyncIterator()
+        #expect(await messages.next() == ServerMessage.caughtUp(events: 0).text)
+        await first.receive(text: line(0))
+        #expect(await messages.next() == ServerMessage.ack(upTo: 1).text)
+
+        full.withLock { $0 = true }
+        await first.receive(text: line(1))
+        #expect(await messages.next() == nil, "frame 2 was answered although nothing was stored")
+        #expect(first.closeReason?.contains("the journal failed") == true, "\(first.closeReason ?? "not closed")")
+        // A connection still on the failed board: its frame closes it, and is not refused.
+        let second = failing.connect()
+        second.goLive(caughtUp: 0)
+        await second.receive(text: line(1))
+        var secondMessages: [String] = []
+        for await text in second.outbound { secondMessages.append(text) }
+        #expect(!secondMessages.contains { $0.contains("\"frame\"") }, "a frame was refused: \(secondMessages)")
+        #expect(second.closeReason?.contains("frame 1 not recorded, the journal failed") == true, "\(second.closeReason ?? "not closed")")
+
+        // The relay's periodic closer takes a failed board down, connections or not (here one
+        // viewer that sends nothing), telling why; the next connection opens it anew.
+        let viewer = failing.connect()
+        #expect(relay.closeIdleBoards() == [name])
+        #expect(await eventually(within: 30) { viewer.closeReason?.contains("it is being opened again") == true },
+                "\(viewer.closeReason ?? "not closed")")
+
+        // Room again: the next connection gets a board opened anew, and what is resent is stored.
+        full.withLock { $0 = false }
+        let third = try await relay.connect(to: name)
+        #expect(third.relayBoard !== failing)
+        third.goLive(caughtUp: 0)
+        var thirdMessages = third.outbound.makeAsyncIterator()
+        #expect(await thirdMessages.next() == ServerMessage.caughtUp(events: 0).text)
+        await third.receive(text: line(1))
+        #expect(await thirdMessages.next() == ServerMessage.ack(upTo: 1).text)
+        await relay.close()
+        let (drawing, report) = Replay.load(JournalDirectory(root: temp.path + "/disk"))
+        #expect(report.eventCount == 2 && report.problems.isEmpty)
+        #expect(drawing.strokes.first { $0.id == stroke }?.points.map(\.x) == [0, 1])
     }
 }

@@ -28,7 +28,9 @@ extension JournalCommand {
                 At most --max-boards boards are open at once (256): past it, the board idle
                 the longest is closed to make room, and a new board is refused while every
                 open one has a connection. At most --max-connections connections (4096) are
-                served at once; past it a new one is refused with an error message.
+                served at once; past it a new one is refused with an error message. Both are
+                lowered, with a note, when the descriptor limit (ulimit -n, raised to its hard
+                limit at start) cannot hold them.
 
                 Ctrl-C or SIGTERM stop it: boards are sealed and their locks released.
 
@@ -65,10 +67,16 @@ extension JournalCommand {
 
         func run() async throws {
             try await reportingErrors {
+                let asked = RelayLimits(maxOpenBoards: maxBoards, maxConnections: maxConnections)
+                let descriptors = ProcessInfoLite.raiseDescriptorLimit()
+                let limits = asked.fitting(descriptorLimit: descriptors)
+                if limits != asked {
+                    Terminal.standardError("journal: the descriptor limit is \(descriptors) (ulimit -n): serving at most \(limits.maxOpenBoards) boards and \(limits.maxConnections) connections instead of \(asked.maxOpenBoards) and \(asked.maxConnections)\n")
+                }
                 let relay: Relay
                 do throws(RelayError) { relay = try Relay(
                     dataDirectory: data, idleBoardSeconds: closeIdleAfter > 0 ? closeIdleAfter : nil,
-                    limits: RelayLimits(maxOpenBoards: maxBoards, maxConnections: maxConnections)) } catch { throw CLIError(error.description, code: CLIError.ioError) }
+                    limits: limits) } catch { throw CLIError(error.description, code: CLIError.ioError) }
                 let server = RelayServer(relay: relay, host: bind, port: port, writeStallSeconds: writeTimeout)
                 let (bind, data) = (self.bind, self.data)
                 do {
