@@ -43,6 +43,8 @@ public final class RelayConnection: Sendable {
         var hello: Hello??
         var helloWaiter: CheckedContinuation<Hello?, Never>?
         var sawFirstFrame = false
+        /// When this connection's catch-up took its place among the relay's catch-ups.
+        var catchUpSince: Double?
         /// An echoing client's latest ack while its events are held during the catch-up.
         var heldAck: UInt64?
         /// Native frames accepted and not yet durable.
@@ -60,6 +62,15 @@ public final class RelayConnection: Sendable {
 
     /// Why the relay ended the connection (a last error for the client), or nil.
     public var closeReason: String? { state.withLock { $0.closeReason } }
+
+    /// Since when this connection's catch-up holds one of the relay's places
+    /// (`RelayLimits.maxConcurrentCatchUps`), while others wait for one; nil otherwise. A
+    /// server ends a connection that holds a place others wait for and reads too slowly
+    /// (`RelayServer`): it reconnects, says what it got, and the rest comes later.
+    public var catchUpHeldWhileOthersWait: Double? {
+        guard relayBoard.catchUps.counts.waiting > 0 else { return nil }
+        return state.withLock { $0.catchUpSince }
+    }
 
     // MARK: Catch-up
 
@@ -122,6 +133,8 @@ public final class RelayConnection: Sendable {
     ) async throws {
         if case .closed = state.withLock({ $0.phase }) { return }
         let feed: EventFeed? = try await relayBoard.catchUps.run {
+            state.withLock { $0.catchUpSince = ProcessInfoLite.monotonicSeconds() }
+            defer { state.withLock { $0.catchUpSince = nil } }
             if case .closed = state.withLock({ $0.phase }) { return nil }
             let feed = try await relayBoard.feed(lacking: have)
             if let writeSegment {

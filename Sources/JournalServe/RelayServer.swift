@@ -181,6 +181,10 @@ public struct RelayServer: Sendable {
                         writes.abandon()
                         return
                     }
+                    if let since = connection.catchUpHeldWhileOthersWait, await writes.isTooSlowForACatchUp(since: since) {
+                        writes.abandon()
+                        return
+                    }
                 }
             }
             // The first task to end ends the connection: the reader when the client closed (or
@@ -285,6 +289,33 @@ final class SocketWrites: Sendable {
         }
     }
 
+    /// A catch-up that others wait for must take at least this many bytes a second, measured
+    /// over at least `catchUpGraceSeconds` (a slow link that keeps reading is otherwise never
+    /// ended): eight clients reading a big board at 3 KB/s held every place for hours, and no
+    /// one could join any board (adversarial review 2, R2-6). The client ended reconnects with
+    /// what it got in its hello; exact catch-up sends it only the rest.
+    static let catchUpFloorBytesPerSecond = 64.0 * 1024
+    static let catchUpGraceSeconds = 10.0
+
+    /// The catch-up watched (when its place was taken), when the watch began and what the
+    /// client had acknowledged then.
+    private let catchUpMark = Locked<(since: Double, watchedFrom: Double, acknowledged: UInt64)?>(nil)
+
+    /// Whether the catch-up holding its place since `since` has had its client acknowledge less
+    /// than `catchUpFloorBytesPerSecond` over the last `catchUpGraceSeconds` or more of it that
+    /// others waited (false where the system does not say).
+    func isTooSlowForACatchUp(since: Double) async -> Bool {
+        guard let acknowledged = await bytesAcknowledged() else { return false }
+        let now = ProcessInfoLite.monotonicSeconds()
+        let mark = catchUpMark.withLock { mark -> (since: Double, watchedFrom: Double, acknowledged: UInt64) in
+            if mark?.since != since { mark = (since, now, acknowledged) }
+            return mark!
+        }
+        let elapsed = now - mark.watchedFrom
+        guard elapsed >= Self.catchUpGraceSeconds else { return false }
+        return Double(acknowledged &- mark.acknowledged) / elapsed < Self.catchUpFloorBytesPerSecond
+    }
+
     /// `struct tcp_info` up to `tcpi_bytes_acked` as <linux/tcp.h> lays it out (Linux 4.2 on):
     /// the u64 at byte 120. Glibc's `tcp_info` (NIO's `getTCPInfo`) stops before it.
     private typealias TCPInfo = (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
@@ -302,8 +333,15 @@ final class SocketWrites: Sendable {
         #endif
     }
 
-    /// Closes the socket: what was queued for it is dropped, and a write waiting in it ends.
+    /// Closes the socket with a reset: what was queued for it is dropped, in the relay and in
+    /// the system's send buffer (a plain close keeps sending those megabytes to a client that
+    /// reads a few kilobytes a second, for minutes), and a write waiting in it ends.
     func abandon() {
-        channel.close(promise: nil)
+        let channel = self.channel
+        guard let provider = channel as? any SocketOptionProvider else {
+            channel.close(promise: nil)
+            return
+        }
+        provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
     }
 }

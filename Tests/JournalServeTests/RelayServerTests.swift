@@ -6,7 +6,7 @@ import JournalFormat
 import JournalIngest
 import JournalLive
 import JournalPlatform
-import JournalRelay
+@testable import JournalRelay
 import JournalReplay
 import JournalServe
 import JournalStorage
@@ -207,9 +207,34 @@ import Testing
         await running.stop()
     }
 
+    /// A client that reads its catch-up slowly while others wait for a place among the relay's
+    /// catch-ups is ended (it would reconnect and get the rest); the one waiting then joins.
+    /// Eight such clients kept everyone from joining any board for hours (adversarial review 2).
+    @Test func aSlowCatchUpOthersWaitForIsEndedAndTheyJoin() async throws {
+        let temp = TemporaryDirectory("relay-slow-catch-up")
+        defer { temp.remove() }
+        let (running, socket) = try await bigBoardAndASocketThatDoesNotRead(
+            in: temp, writeStallSeconds: 120, limits: RelayLimits(maxConcurrentCatchUps: 1))
+        defer { close(socket) }
+        // 8 KB/s: its 10 MB would take 20 minutes. Read on a thread of its own meanwhile.
+        async let slowCaughtUp = PlainHTTP.readSlowly(socket, bytesPerSecond: 8_000, slowSeconds: 600, until: "caughtUp", timeoutSeconds: 120)
+        let board = try running.relay.board(BoardName("big"))
+        #expect(await eventually(within: 60) { board.catchUps.counts.running == 1 }, "the slow client never started its catch-up")
+        let started = ProcessInfoLite.monotonicSeconds()
+        let waiting = RelayTestClient(port: running.port, board: "other")
+        #expect(try await waiting.next(within: 90) == .caughtUp(events: 0), "the joiner of another board never got a place")
+        let waited = ProcessInfoLite.monotonicSeconds() - started
+        #expect(waited >= 5, "it joined after \(waited) s: the slow client was never holding the place")
+        #expect(await slowCaughtUp == false, "the slow client was not ended")
+        waiting.close()
+        await running.stop()
+    }
+
     /// A relay whose board "big" has a text catch-up of some 10 MB (far more than the socket
     /// buffers hold), and a client socket that opened it, sent its hello and reads nothing yet.
-    func bigBoardAndASocketThatDoesNotRead(in temp: TemporaryDirectory, writeStallSeconds: Double) async throws -> (RunningRelay, Int32) {
+    func bigBoardAndASocketThatDoesNotRead(
+        in temp: TemporaryDirectory, writeStallSeconds: Double, limits: RelayLimits = RelayLimits()
+    ) async throws -> (RunningRelay, Int32) {
         let data = temp.path + "/boards"
         let board = try Board(path: data + "/big", create: true, options: BoardOptions(watchForSegments: false))
         let stroke = StrokeID(UUIDBits(high: 5, low: 5))
@@ -218,7 +243,7 @@ import Testing
                                                 style: Style(color: RGBA(rawValue: 0x336699FF), width: 2))))
         }
         try await board.close()
-        let running = try await RunningRelay.start(data: data, writeStallSeconds: writeStallSeconds)
+        let running = try await RunningRelay.start(data: data, writeStallSeconds: writeStallSeconds, limits: limits)
         let socket = try PlainHTTP.openNonReadingWebSocket(port: running.port, path: "/boards/big/ws",
                                                            text: ClientFrame.helloText(have: Have()))
         return (running, socket)
