@@ -128,10 +128,11 @@ public final class RelayConnection: Sendable {
     /// Waits first for a place among the relay's catch-ups (`RelayLimits.maxConcurrentCatchUps`);
     /// live events are held for the client meanwhile, as during the catch-up itself.
     public func catchUp(
-        lacking have: Have, write: (ServerMessage) async throws -> Void,
+        lacking hello: Have, write: (ServerMessage) async throws -> Void,
         writeSegment: (([UInt8]) async throws -> Void)? = nil
     ) async throws {
         if case .closed = state.withLock({ $0.phase }) { return }
+        let have = hello.keepingLongest(WireLimits.helloRangesPerReplica)
         let feed: EventFeed? = try await relayBoard.catchUps.run {
             state.withLock { $0.catchUpSince = ProcessInfoLite.monotonicSeconds() }
             defer { state.withLock { $0.catchUpSince = nil } }

@@ -50,6 +50,17 @@ public struct Have: Equatable, Sendable {
 
     public mutating func replace(_ replica: ReplicaID, with seqs: SeqRanges) { ranges[replica] = seqs.isEmpty ? nil : seqs }
 
+    /// The same holding with at most `count` ranges per replica: the longest ones (the others
+    /// count as not held).
+    public func keepingLongest(_ count: Int) -> Have {
+        var kept = self
+        for (replica, seqs) in ranges where seqs.ranges.count > count {
+            let longest = seqs.ranges.sorted { $0.upperBound - $0.lowerBound > $1.upperBound - $1.lowerBound }.prefix(max(0, count))
+            kept.replace(replica, with: SeqRanges(longest))
+        }
+        return kept
+    }
+
     /// Every seq of `replica`, held or ever to be written.
     public mutating func insertAll(of replica: ReplicaID) { ranges[replica] = SeqRanges([1...UInt64.max]) }
 

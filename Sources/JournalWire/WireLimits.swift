@@ -30,4 +30,10 @@ extension WireLimits {
     /// What one native frame may hold, checked before it is inflated: at most 4096 events and
     /// 1 MiB of block bodies (`RelayClient` sends at most 1024 events per frame).
     public static let nativeFrame = SegmentMessage.Limits(maxEvents: 4096, maxRawBytes: 1 << 20)
+    /// Ranges of one replica in a hello that the catch-up honours: the longest this many
+    /// (`Have.keepingLongest`). Every gap of a client's holding splits a stored block the relay
+    /// then decodes and encodes again: a 64 KiB hello of 4,000 single-seq ranges cost 7 times
+    /// the CPU of the whole board's catch-up. A client that holds a replica in more pieces gets
+    /// the events of its shorter pieces again, and drops them by id.
+    public static let helloRangesPerReplica = 64
 }

@@ -234,4 +234,38 @@ import Testing
         #expect(report.eventCount == 2 && report.problems.isEmpty)
         #expect(drawing.strokes.first { $0.id == stroke }?.points.map(\.x) == [0, 1])
     }
+
+    /// A hello of many small ranges made every block a partial one, decoded and encoded again
+    /// (seven times the CPU of the whole board's catch-up, adversarial review 2): only the
+    /// longest `WireLimits.helloRangesPerReplica` ranges of a replica count. The client gets the
+    /// events of the others again (it drops them by id) and lacks nothing.
+    @Test func aHelloOfManySmallRangesCountsItsLongestAndTheClientLacksNothing() async throws {
+        let temp = TemporaryDirectory("relay-fragmented-hello")
+        defer { temp.remove() }
+        let relay = try Relay(dataDirectory: temp.path, boardOptions: Self.quiet, idleBoardSeconds: nil)
+        let board = try relay.board(BoardName("holes"))
+        for _ in 0..<3000 { _ = try board.board.append(.clear) }
+        try await board.board.flush()
+        let replica = board.board.replica
+        // 300 ranges: seqs 10k+1 alone, and one long range 2001...2500 among them.
+        var held = Have([replica: SeqRanges([2001...2500])])
+        for index in 0..<300 where !(2001...2500).contains(UInt64(index * 10 + 1)) { held.insert(replica, UInt64(index * 10 + 1)...UInt64(index * 10 + 1)) }
+        let kept = held.keepingLongest(WireLimits.helloRangesPerReplica)
+        #expect(kept[replica].ranges.count == WireLimits.helloRangesPerReplica)
+        #expect(kept[replica].containsAll(2001...2500), "the longest range was dropped")
+        #expect(held.containsAll(kept))
+
+        let connection = board.connect()
+        let sent = Locked<[EventID]>([])
+        try await connection.catchUp(lacking: held, write: { message in
+            if case .event = message, let event = try message.event() { sent.withLock { $0.append(event.id) } }
+        })
+        let ids = sent.withLock { $0 }
+        #expect(Set(ids).count == ids.count, "an event was sent twice")
+        var after = held
+        for id in ids { after.insert(id) }
+        #expect(after.containsAll(Have(board.board.covered)), "the client lacks events after its catch-up")
+        #expect(ids.count == 3000 - Int(kept.eventCount))
+        await relay.close()
+    }
 }
