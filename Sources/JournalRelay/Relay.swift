@@ -114,9 +114,10 @@ public final class Relay: Sendable {
         let path = FileSystem.join(dataDirectory, name.text)
         do throws(JournalError) {
             // Boards are named by whoever connects: a symlink planted in the data folder (as
-            // the board, or as its `local/` or `replicas/`) would send one board's strokes into
-            // any journal it points to, writing as that journal's replica beside its writer.
-            for planted in [path, path + "/local", path + "/replicas"] where FileSystem.linkStatus(planted)?.kind == .symlink {
+            // the board, or as its `replicas/`) would send one board's strokes into any journal
+            // it points to, writing as that journal's replica beside its writer. (A symlinked
+            // `local/` is refused by the board's `JournalWriter`, as for every journal.)
+            for planted in [path, path + "/replicas"] where FileSystem.linkStatus(planted)?.kind == .symlink {
                 throw .io(IOError("open board", path: planted, code: ELOOP, reason: IOError.symbolicLinkReason))
             }
             let board = try Board(path: path, create: true, options: boardOptions)
@@ -202,7 +203,7 @@ public final class Relay: Sendable {
     /// Calls `closeIdleBoards` every quarter of `idleBoardSeconds` (at most every 10 s) until
     /// the task is cancelled or the relay closes.
     public func closeIdleBoardsPeriodically() async {
-        let interval = min(10, max(0.05, (idleBoardSeconds ?? 40) / 4))
+        let interval = min(10, max(0.05, (idleBoardSeconds ?? .infinity) / 4))
         while !Task.isCancelled && !boards.withLock({ $0.closed }) {
             closeIdleBoards()
             do { try await Task.sleep(for: .milliseconds(Int(interval * 1000))) } catch { return }

@@ -155,15 +155,8 @@ public final class RelayBoard: Sendable {
         var wanted = SeqRanges()
         for event in events { wanted.insert(event.id.seq...event.id.seq) }
         // Everything but the wanted events counts as held: the feed reads only those.
-        var others = SeqRanges()
-        var next: UInt64 = 1
-        for range in wanted.ranges {
-            if range.lowerBound > next { others.insert(next...(range.lowerBound - 1)) }
-            next = range.upperBound + 1
-        }
-        others.insert(next...UInt64.max)
         var have = Have(board.covered)
-        have.replace(replica, with: others)
+        have.replace(replica, with: SeqRanges(wanted.gaps(through: .max)))
         guard let feed = try? await feed(lacking: have, ownDurable: false) else { return events[0].id.seq }
         var stored: [UInt64: Event] = [:]
         while let batch = await feed.next() {

@@ -264,10 +264,7 @@ import Testing
         // The forger's 3...6 and an honest copy of 7...8 (the client's own journal, synced).
         let board = try JournalDirectory.open(at: data + "/p")
         for events in [Self.events(replica, 3...6, stroke: 666), Array(real[6..<8])] {
-            let bytes = SegmentEncoder.segment(replica: replica, events: events)
-            let name = SegmentName(firstSeq: events[0].id.seq, lastSeq: events[events.count - 1].id.seq, contents: bytes)
-            try FileSystem.createDirectory(board.replicaPath(replica))
-            try FileSystem.writeAtomically(bytes, to: board.segmentPath(replica, name))
+            try RelayReviewTests.plant(events, in: board)
         }
         let relayBoard = try running.relay.board(BoardName("p"))
         #expect(await eventually(within: 60) { relayBoard.board.covered[replica]?.count == 8 }, "the board never folded the planted segments")

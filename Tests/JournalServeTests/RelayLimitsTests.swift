@@ -18,6 +18,19 @@ import Testing
 @Suite struct RelayLimitsTests {
     static let quiet = BoardOptions(watchForSegments: false)
 
+    /// Connecting to `board` is refused for one of the relay's limits, the reason naming each
+    /// of `words`.
+    func expectAtCapacity(
+        _ relay: Relay, _ board: String, naming words: [String], sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        await #expect(sourceLocation: sourceLocation) {
+            _ = try await relay.connect(to: BoardName(board))
+        } throws: { error in
+            guard case RelayError.atCapacity(let reason) = error else { return false }
+            return words.allSatisfy { reason.contains($0) }
+        }
+    }
+
     @Test func atTheBoardLimitTheLongestIdleBoardMakesRoomAndBusyBoardsAreNeverClosed() async throws {
         let temp = TemporaryDirectory("relay-max-boards")
         defer { temp.remove() }
@@ -32,12 +45,7 @@ import Testing
         let third = try await relay.connect(to: BoardName("third"))
         #expect(Set(relay.openBoards.map(\.text)) == ["busy", "third"])
         // Every open board has a connection: a fourth is refused, naming the limit.
-        await #expect {
-            _ = try await relay.connect(to: BoardName("fourth"))
-        } throws: { error in
-            guard case RelayError.atCapacity(let reason) = error else { return false }
-            return reason.contains("--max-boards")
-        }
+        await expectAtCapacity(relay, "fourth", naming: ["--max-boards"])
         #expect(!FileSystem.exists(temp.path + "/fourth"), "a refused board was created on disk")
         // Boards already open still take connections.
         let again = try await relay.connect(to: BoardName("busy"))
@@ -59,12 +67,7 @@ import Testing
         _ = try await relay.connect(to: BoardName("b"))
         // Counted over all boards.
         for board in ["a", "b", "c"] {
-            await #expect {
-                _ = try await relay.connect(to: BoardName(board))
-            } throws: { error in
-                guard case RelayError.atCapacity(let reason) = error else { return false }
-                return reason.contains("3 connections") && reason.contains("--max-connections")
-            }
+            await expectAtCapacity(relay, board, naming: ["3 connections", "--max-connections"])
         }
         first.close()
         _ = try await relay.connect(to: BoardName("c"))

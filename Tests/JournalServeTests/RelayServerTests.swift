@@ -150,19 +150,26 @@ import Testing
     // and no end within 10 s when the relay wrote the refusal at once on the upgrade. The relay
     // now waits for the client's first frame (or 500 ms), then closes with a handshake
     // (RelayServer.close(withError:)). 30 runs in a row pass.
+    /// The client's first message is an error about the connection, naming `reason`, and then
+    /// the relay closes the connection.
+    func expectRefused(
+        _ client: RelayTestClient, saying reason: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let refusal = try await client.next()
+        guard case .error(nil, let message) = refusal else {
+            Issue.record("got \(String(describing: refusal)), expected an error about the connection", sourceLocation: sourceLocation)
+            return
+        }
+        #expect(message.contains(reason), "message: \(message)", sourceLocation: sourceLocation)
+        #expect(try await client.next(within: 5) == nil, "the relay did not close the connection", sourceLocation: sourceLocation)
+    }
+
     @Test func aBoardNameThatIsAPathIsRefusedOnTheSocket() async throws {
         let temp = TemporaryDirectory("relay-bad-name")
         defer { temp.remove() }
         let running = try await RunningRelay.start(data: temp.path + "/boards")
         let client = RelayTestClient(port: running.port, board: "..%2F..%2Fetc")
-        let refusal = try await client.next()
-        guard case .error(nil, let message) = refusal else {
-            Issue.record("got \(String(describing: refusal)), expected an error about the connection")
-            return
-        }
-        #expect(message.contains("invalid board name"), "message: \(message)")
-        // …and the relay closes the connection.
-        #expect(try await client.next(within: 5) == nil)
+        try await expectRefused(client, saying: "invalid board name")
         #expect(running.relay.openBoards.isEmpty)
         await running.stop()
     }
@@ -176,13 +183,7 @@ import Testing
         let first = RelayTestClient(port: running.port, board: "one")
         #expect(try await first.next() == .caughtUp(events: 0))
         let second = RelayTestClient(port: running.port, board: "two")
-        let refusal = try await second.next()
-        guard case .error(nil, let message) = refusal else {
-            Issue.record("got \(String(describing: refusal)), expected an error about the connection")
-            return
-        }
-        #expect(message.contains("--max-connections"), "message: \(message)")
-        #expect(try await second.next(within: 5) == nil)
+        try await expectRefused(second, saying: "--max-connections")
         #expect(running.relay.openBoards.map(\.text) == ["one"])
         first.send(CanonicalJSON.line(for: .clear))
         #expect(try await first.next() == .ack(upTo: 1))
