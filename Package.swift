@@ -30,7 +30,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        // SHA-256 for segment names (a name must identify its bytes against forgery).
+        // SHA-256 for segment names (a name must identify its bytes against forgery); Ed25519
+        // for the relay's tokens.
         .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
         // Atomic access to the clock a sync shares with a running writer (local/clock).
         .package(url: "https://github.com/apple/swift-atomics", from: "1.2.0"),
@@ -47,6 +48,9 @@ let package = Package(
         // close codes, the client's logger); Hummingbird brings them in any case.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.14.0"),
+        // The relay tests' client sets an Authorization header (HTTPFields); Hummingbird
+        // brings the package in any case.
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
     ],
     targets: [
         // MARK: C interop (the only modules that call C)
@@ -93,7 +97,10 @@ let package = Package(
         .target(name: "JournalIngest", dependencies: ["JournalFormat", "JournalPlatform"], swiftSettings: strict),
         .target(name: "JournalRender", dependencies: ["JournalFormat", "JournalReplay"], swiftSettings: strict),
         .target(name: "JournalSamples", dependencies: ["JournalFormat"], swiftSettings: strict),
-        .target(name: "JournalWire", dependencies: ["JournalFormat", "JournalIngest"], swiftSettings: strict),
+        // Crypto: native clients' replica keys (Ed25519) and the ids derived from them.
+        .target(
+            name: "JournalWire", dependencies: ["JournalFormat", "JournalIngest", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict),
 
         .target(
             name: "StrokeJournal",
@@ -107,7 +114,11 @@ let package = Package(
         // Boards, connections, acks and catch-up, without any network code (testable alone).
         .target(
             name: "JournalRelay",
-            dependencies: ["JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay", "JournalLive", "JournalIngest", "JournalWire"],
+            dependencies: [
+                "JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay", "JournalLive", "JournalIngest", "JournalWire",
+                // Ed25519: the relay's tokens (who may view, draw, create a board).
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strict),
         // A reconnecting client of the relay (hummingbird-websocket's client).
         .target(
@@ -200,7 +211,7 @@ let package = Package(
                 "journal",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: strict),
         // Depends on the umbrella module only, as an app does.

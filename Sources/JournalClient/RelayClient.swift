@@ -47,12 +47,17 @@ public final class RelayClient: Sendable {
         /// A socket not open this long after the attempt began is given up and tried again:
         /// a connect that reaches a relay as it dies can otherwise wait for ever.
         public var connectTimeout: Double = 10
-        /// Native mode: the client names its events as this replica (id, seq, Lamport clock)
-        /// and the relay stores them under it, acknowledging by seq; a resend after a lost
-        /// ack is then recognised by id, exactly. The replica must be this client's alone
-        /// (invariant 2): a fresh `ReplicaID.random()`, or one whose events the relay holds
-        /// all of (its seqs go on after the highest the relay holds).
-        public var replica: ReplicaID?
+        /// Native mode: the client names its events as the replica of this key (id, seq,
+        /// Lamport clock), signs its frames with it, and the relay stores them under that
+        /// replica, acknowledging by seq; a resend after a lost ack is then recognised by id,
+        /// exactly. The key must be this client's alone (invariant 2): a fresh `ReplicaKey()`,
+        /// or one kept from before whose events the relay holds all of (its seqs go on after
+        /// the highest the relay holds).
+        public var replicaKey: ReplicaKey?
+        /// The replica native mode writes as (`replicaKey`'s), nil in text mode.
+        public var replica: ReplicaID? { replicaKey?.replica }
+        /// The token a relay that is not open asks for (`journal token`), sent in every hello.
+        public var token: String?
         public init() {}
     }
 
@@ -113,6 +118,14 @@ public final class RelayClient: Sendable {
 
     public convenience init(host: String = "127.0.0.1", port: Int, board: String, options: Options = Options()) {
         self.init(url: "ws://\(host):\(port)/boards/\(board)/ws", options: options)
+    }
+
+    /// The board's name, as its socket's address says it (`/boards/<board>/ws`): native frames
+    /// are signed for it.
+    var board: String {
+        guard let start = url.firstRange(of: "/boards/")?.upperBound else { return "" }
+        let rest = url[start...]
+        return String(rest[..<(rest.firstIndex(of: "/") ?? rest.endIndex)])
     }
 
     /// What happens from now on, in order: one reader (a second call ends the first stream).
@@ -269,7 +282,12 @@ public final class RelayClient: Sendable {
                     for index in state.outgoing.indices { state.outgoing[index].frame = nil }
                     state.writtenThrough = 0
                     state.wake = wake
-                    return Hello(have: state.have, blocks: self.options.blocks, echo: true, replica: self.options.replica)
+                    var hello = Hello(have: state.have, blocks: self.options.blocks, echo: true, token: self.options.token)
+                    if let key = self.options.replicaKey {
+                        hello.replica = key.replica
+                        hello.key = key.publicKey
+                    }
+                    return hello
                 }
                 self.report(.connected(attempt: attempt))
                 try await outbound.write(.text(ClientFrame.helloText(hello)))
@@ -326,7 +344,8 @@ public final class RelayClient: Sendable {
     /// Native mode: the next binary frame of named events not yet written on this
     /// connection (naming what is queued first), at most `WireLimits.maxFrameBytes` long.
     private func nextNativeFrame() -> [UInt8]? {
-        guard let replica = options.replica else { return nil }
+        guard let key = options.replicaKey else { return nil }
+        let replica = key.replica
         let (events, changes) = state.withLock { state -> ([Event], [DrawingChange]) in
             guard state.caughtUp else { return ([], []) }
             var changes: [DrawingChange] = []
@@ -349,13 +368,13 @@ public final class RelayClient: Sendable {
         guard !events.isEmpty else { return nil }
         var count = events.count
         var bytes = SegmentMessage.encode(replica: replica, events: events[0..<count])
-        while bytes.count > WireLimits.maxFrameBytes && count > 1 {
+        while bytes.count + NativeFrame.signatureBytes > WireLimits.maxFrameBytes && count > 1 {
             count /= 2
             bytes = SegmentMessage.encode(replica: replica, events: events[0..<count])
         }
         let through = events[count - 1].id.seq
         state.withLock { $0.writtenThrough = through }
-        return bytes
+        return NativeFrame.sign(bytes, board: board, with: key)
     }
 
     /// Events per native frame at most (fewer when they would not fit in a frame).

@@ -36,6 +36,30 @@ public enum Hex {
     /// `0x` and 8 digits: how messages print a CRC-32.
     public static func checksum(_ value: UInt32) -> String { "0x" + string(UInt64(value), digits: 8) }
 
+    /// Two lowercase digits a byte (keys, signatures, token ids).
+    public static func bytes(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes { append(UInt64(byte) << 56, digits: 2, uppercase: false, to: &out) }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The bytes of an even number of hex digits (either case), or nil.
+    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(digits.count / 2)
+        var index = 0
+        while index < digits.count {
+            let high = digitValue(digits[index]), low = digitValue(digits[index + 1])
+            guard high != invalidDigit, low != invalidDigit else { return nil }
+            out.append(high << 4 | low)
+            index += 2
+        }
+        return out
+    }
+
     public static func isDecimalDigit(_ byte: UInt8) -> Bool { (48...57).contains(byte) }
     public static func isLowercaseHexDigit(_ byte: UInt8) -> Bool { (48...57).contains(byte) || (97...102).contains(byte) }
 }

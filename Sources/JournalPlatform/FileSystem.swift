@@ -276,6 +276,13 @@ public enum FileSystem {
         guard fsync(fd) == 0 else { throw IOError("fsync", path: path, code: errno) }
     }
 
+    /// Only the owner may read or write `path` (0700 for a folder, 0600 for a file): where a
+    /// secret key is kept.
+    public static func restrictToOwner(_ path: String) throws(IOError) {
+        let mode: mode_t = isDirectory(path) ? 0o700 : 0o600
+        guard chmod(path, mode) == 0 else { throw IOError("chmod", path: path, code: errno) }
+    }
+
     /// `mkdir -p`.
     public static func createDirectory(_ path: String) throws(IOError) {
         if isDirectory(path) { return }

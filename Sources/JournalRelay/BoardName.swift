@@ -18,7 +18,7 @@ public struct BoardName: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { text }
 
-    private static func isAllowed(_ byte: UInt8) -> Bool {
+    static func isAllowed(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
              UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"):

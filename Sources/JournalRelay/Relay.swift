@@ -19,10 +19,15 @@ public struct RelayLimits: Sendable, Equatable {
     /// board's files until it is sent.
     public var maxConcurrentCatchUps: Int
 
-    public init(maxOpenBoards: Int = 256, maxConnections: Int = 4096, maxConcurrentCatchUps: Int = 8) {
+    /// Connections at once that present one token, over all boards: one leaked token cannot
+    /// take every connection of the relay.
+    public var maxConnectionsPerToken: Int
+
+    public init(maxOpenBoards: Int = 256, maxConnections: Int = 4096, maxConcurrentCatchUps: Int = 8, maxConnectionsPerToken: Int = 64) {
         self.maxOpenBoards = max(1, maxOpenBoards)
         self.maxConnections = max(1, maxConnections)
         self.maxConcurrentCatchUps = max(1, maxConcurrentCatchUps)
+        self.maxConnectionsPerToken = max(1, maxConnectionsPerToken)
     }
 
     /// Descriptors an open board holds (its lock, open segment, folder watches and their
@@ -70,6 +75,8 @@ public final class Relay: Sendable {
     /// publish everything), its writer lock released, its threads ended. Nil: never.
     public let idleBoardSeconds: Double?
     public let limits: RelayLimits
+    /// Who may connect (invariant 12).
+    public let access: RelayAccess
 
     private struct Boards {
         var open: [BoardName: RelayBoard] = [:]
@@ -83,10 +90,11 @@ public final class Relay: Sendable {
     private let catchUps: CatchUpGate
 
     public init(
-        dataDirectory: String, boardOptions: BoardOptions = .relay, idleBoardSeconds: Double? = 60,
+        dataDirectory: String, access: RelayAccess, boardOptions: BoardOptions = .relay, idleBoardSeconds: Double? = 60,
         limits: RelayLimits = RelayLimits()
     ) throws(RelayError) {
         self.dataDirectory = dataDirectory
+        self.access = access
         self.boardOptions = boardOptions
         self.idleBoardSeconds = idleBoardSeconds
         self.limits = limits
@@ -133,7 +141,15 @@ public final class Relay: Sendable {
     /// A new connection to board `name`, which is opened if needed (after a close under way
     /// ends). Registered under the same lock that `closeIdleBoards` takes, so no connection
     /// ever lands on a board being closed.
-    public func connect(to name: BoardName) async throws(RelayError) -> RelayConnection {
+    /// `grant`: what `access.authorize` granted the client; nil (no token) is refused unless
+    /// the relay is open.
+    public func connect(to name: BoardName, grant presented: Grant? = nil) async throws(RelayError) -> RelayConnection {
+        let grant: Grant
+        switch (presented, access) {
+        case (let given?, _): grant = given
+        case (nil, .open): grant = .open
+        case (nil, .tokens): throw .forbidden(.missing)
+        }
         while true {
             let outcome = try boards.withLock { boards throws(RelayError) -> Result<RelayConnection, Never>? in
                 if boards.closing[name] != nil && boards.open[name] == nil { return nil }
@@ -149,7 +165,18 @@ public final class Relay: Sendable {
                 guard connections < limits.maxConnections else {
                     throw .atCapacity("the relay serves \(connections) connections, its limit (--max-connections); try again later")
                 }
-                return .success(try open(name, &boards).connect())
+                if let token = grant.tokenID {
+                    let holding = boards.open.values.reduce(0) { $0 + $1.connectionCount(tokenID: token) }
+                    guard holding < limits.maxConnectionsPerToken else {
+                        throw .atCapacity("token \(token) holds \(holding) connections, the relay's limit per token (--max-connections-per-token); close one first")
+                    }
+                }
+                // Creating a board is an admin's (a name anyone may type would otherwise make
+                // a journal on the relay's disk).
+                if boards.open[name] == nil && !grant.allows(.admin) && !FileSystem.exists(FileSystem.join(dataDirectory, name.text)) {
+                    throw .forbidden(.notAllowed("board \(name.text) does not exist; only a token of scope admin may create it (this one's scope is \(grant.scope))"))
+                }
+                return .success(try open(name, &boards).connect(grant: grant))
             }
             if let outcome { return try outcome.get() }
             let closing = boards.withLock { $0.closing[name] }
@@ -197,6 +224,34 @@ public final class Relay: Sendable {
                 closed.append(name)
             }
             return closed
+        }
+    }
+
+    /// Closes the connections whose token expired or was revoked since they connected (their
+    /// clients are told why). Returns how many.
+    @discardableResult
+    public func closeConnectionsWithoutAccess() -> Int {
+        guard !access.isOpen else { return 0 }
+        let now = ProcessInfoLite.wallClockMilliseconds()
+        let open = boards.withLock { Array($0.open.values) }
+        var closed = 0
+        for board in open {
+            board.closeConnections { grant in
+                let error = access.stillHolds(grant, nowMilliseconds: now)
+                if error != nil { closed += 1 }
+                return error
+            }
+        }
+        return closed
+    }
+
+    /// Calls `closeConnectionsWithoutAccess` every second until the task is cancelled or the
+    /// relay closes (nothing to do on an open relay).
+    public func closeConnectionsWithoutAccessPeriodically() async {
+        guard !access.isOpen else { return }
+        while !Task.isCancelled && !boards.withLock({ $0.closed }) {
+            closeConnectionsWithoutAccess()
+            do { try await Task.sleep(for: .seconds(1)) } catch { return }
         }
     }
 

@@ -35,12 +35,12 @@ public final class RelayBoard: Sendable {
 
     /// A new connection, registered at once, so that nothing broadcast from now on passes it
     /// by; it holds live events back until its catch-up is sent (`RelayConnection.catchUp`).
-    public func connect() -> RelayConnection {
+    public func connect(grant: Grant = .open) -> RelayConnection {
         let id = nextConnection.withLock { next -> Int in
             next += 1
             return next
         }
-        let connection = RelayConnection(id: id, board: self)
+        let connection = RelayConnection(id: id, board: self, grant: grant)
         connections.withLock { connections in
             connections[id] = connection
             idle.withLock { $0 = nil }
@@ -60,6 +60,17 @@ public final class RelayBoard: Sendable {
     public var idleSince: Double? { idle.withLock { $0 } }
 
     public var connectionCount: Int { connections.withLock { $0.count } }
+
+    /// Connections holding a token with this id.
+    func connectionCount(tokenID: String) -> Int { connections.withLock { $0.values.count { $0.grant.tokenID == tokenID } } }
+
+    /// Closes every connection whose grant no longer holds (`why` says why), telling its client.
+    func closeConnections(whose why: (Grant) -> AccessError?) {
+        let all = connections.withLock { Array($0.values) }
+        for connection in all {
+            if let error = why(connection.grant) { connection.close(reason: error.description) }
+        }
+    }
 
     /// Sends durable events to every connection but their sender's (nil: to every one).
     func broadcast(_ events: [Event], from sender: Int?) {

@@ -14,6 +14,8 @@ import JournalWire
 public final class RelayConnection: Sendable {
     public let id: Int
     public let relayBoard: RelayBoard
+    /// What this client may do (invariant 12): checked before any of its frames is read.
+    public let grant: Grant
     /// The text frames to send, in order. Finishes when the connection is closed; then
     /// `closeReason` tells whether the client should get a last error.
     public let outbound: AsyncStream<String>
@@ -54,9 +56,10 @@ public final class RelayConnection: Sendable {
         var heldReplicaAck: UInt64?
     }
 
-    init(id: Int, board: RelayBoard) {
+    init(id: Int, board: RelayBoard, grant: Grant) {
         self.id = id
         self.relayBoard = board
+        self.grant = grant
         (outbound, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(WireLimits.maxQueuedMessages))
     }
 
@@ -204,7 +207,13 @@ public final class RelayConnection: Sendable {
                     state.withLock { state in
                         if case .some(.none) = state.hello { state.hello = .some(hello) }
                     }
-                    if let replica = hello.replica { relayBoard.claim(replica, by: id) }
+                    if let replica = hello.replica {
+                        guard grant.allows(.draw) else {
+                            close(reason: viewOnly("native mode sends events"))
+                            return
+                        }
+                        relayBoard.claim(replica, by: id)
+                    }
                     return
                 }
             } catch {
@@ -221,6 +230,11 @@ public final class RelayConnection: Sendable {
             return state.framesReceived
         }
         guard let frame else { return }
+        guard grant.allows(.draw) else {
+            // Not even parsed: a viewer's frames cost the relay nothing but this answer.
+            refuse(frame: frame, viewOnly("frame \(frame) not recorded"))
+            return
+        }
         let payloads: [Payload]
         do {
             payloads = try ClientFrame.payloads(of: text)
@@ -257,6 +271,10 @@ public final class RelayConnection: Sendable {
         await waitWhileThrottled()
     }
 
+    private func viewOnly(_ what: String) -> String {
+        "\(what): this connection may only view board \(relayBoard.name.text) (its token's scope is \(grant.scope)); drawing needs a token of scope draw"
+    }
+
     /// The replica a native client owns (its hello said so), or nil for a text-mode client.
     public var nativeReplica: ReplicaID? { state.withLock { $0.hello??.replica } }
 
@@ -284,10 +302,14 @@ public final class RelayConnection: Sendable {
             return
         }
         if case .closed = state.withLock({ $0.phase }) { return }
+        guard grant.allows(.draw) else {
+            close(reason: viewOnly("native frame not stored"))
+            return
+        }
         // Counted before the host may store it (and settle it, on its own thread).
         state.withLock { $0.nativeInFlight += 1 }
         do throws(RelayError) {
-            let events = try Self.nativeEvents(bytes, replica: replica)
+            let events = try Self.nativeEvents(bytes, replica: replica, key: state.withLock { $0.hello??.key } ?? [], board: relayBoard.name)
             let elsewhere = relayBoard.host.heldFromElsewhere(events, replica: replica)
             if !elsewhere.isEmpty, let seq = await relayBoard.firstDiffering(elsewhere) {
                 // Acknowledged as held, the client's event would never be stored, and its
@@ -308,12 +330,17 @@ public final class RelayConnection: Sendable {
         await waitWhileThrottled()
     }
 
-    /// The events of a native frame, checked as a journal reader checks a segment (bounded
-    /// before inflating, checksums, inflate, body rules: `SegmentMessage`) and as a writer
-    /// checks an event (payload rules). Clocks are checked by the host, against what is new.
-    static func nativeEvents(_ bytes: [UInt8], replica: ReplicaID) throws(RelayError) -> [Event] {
+    /// The events of a native frame, signed by the replica's key for this board (`NativeFrame`:
+    /// checked first, so a frame of someone else's replica costs one signature check), checked
+    /// as a journal reader checks a segment (bounded before inflating, checksums, inflate, body
+    /// rules: `SegmentMessage`) and as a writer checks an event (payload rules). Clocks are
+    /// checked by the host, against what is new.
+    static func nativeEvents(_ frame: [UInt8], replica: ReplicaID, key: [UInt8], board: BoardName) throws(RelayError) -> [Event] {
         let message: SegmentMessage
-        do { message = try SegmentMessage(decoding: bytes, limits: WireLimits.nativeFrame) } catch { throw .refusedFrame(error.reason) }
+        do {
+            let bytes = try NativeFrame.open(frame, board: board.text, publicKey: key)
+            message = try SegmentMessage(decoding: bytes, limits: WireLimits.nativeFrame)
+        } catch { throw .refusedFrame(error.reason) }
         guard message.replica == replica else {
             throw .refusedFrame("it holds events of replica \(message.replica.hex); this connection's hello named \(replica.hex)")
         }

@@ -16,6 +16,8 @@ public enum RelayError: Error, Equatable, Sendable, CustomStringConvertible {
     case atCapacity(String)
     /// A native frame the relay does not store (the reason); the connection is closed.
     case refusedFrame(String)
+    /// The client may not do this (no token, a bad one, too small a scope: invariant 12).
+    case forbidden(AccessError)
 
     public var description: String {
         switch self {
@@ -31,6 +33,8 @@ public enum RelayError: Error, Equatable, Sendable, CustomStringConvertible {
             return reason
         case .refusedFrame(let reason):
             return "native frame refused: " + reason
+        case .forbidden(let error):
+            return error.description
         }
     }
 }

@@ -45,16 +45,35 @@ public struct RelayServer: Sendable {
         // Every request upgrades, a bad board name too: the client then reads why in an error
         // message (a browser's WebSocket never shows the body of a refused upgrade).
         sockets.ws("/boards/:board/ws", onUpgrade: { inbound, outbound, context in
+            let messages = InboundMessages(inbound)
             let name = context.requestContext.parameters.get("board") ?? ""
+            let header = Self.bearerToken(context.request.headers[.authorization])
             let connection: RelayConnection
+            var first: WebSocketMessage?
             do throws(RelayError) {
-                connection = try await relay.connect(to: BoardName(name))
+                let board = try BoardName(name)
+                var grant: Grant?
+                if !relay.access.isOpen {
+                    // The token comes before anything else is done for the client: no board is
+                    // opened (let alone created) and nothing read for one who has none.
+                    var token = header
+                    if token == nil {
+                        first = await messages.first(within: Self.tokenWait)
+                        if case .text(let text)? = first { token = (try? ClientFrame.hello(in: text))??.token }
+                    }
+                    do throws(AccessError) {
+                        grant = try relay.access.authorize(token, board: board, nowMilliseconds: ProcessInfoLite.wallClockMilliseconds())
+                    } catch {
+                        throw .forbidden(error)
+                    }
+                }
+                connection = try await relay.connect(to: board, grant: grant)
             } catch {
-                try await Self.close(withError: error.description, inbound: inbound, outbound: outbound)
+                try await Self.close(withError: error.description, messages: messages, outbound: outbound, waitForFirst: first == nil)
                 return
             }
             let writes = SocketWrites(channel: context.requestContext.channel, stallSeconds: writeStallSeconds)
-            try await Self.serve(connection, inbound: inbound, outbound: outbound, writes: writes)
+            try await Self.serve(connection, messages: messages, first: first, outbound: outbound, writes: writes)
         })
 
         let app = Application(
@@ -71,10 +90,14 @@ public struct RelayServer: Sendable {
         // journals are sealed and unlocked for sync).
         let idleCloser = Task { await relay.closeIdleBoardsPeriodically() }
         defer { idleCloser.cancel() }
+        // Expired and revoked tokens lose their connections within a second.
+        let accessWatch = Task { await relay.closeConnectionsWithoutAccessPeriodically() }
+        defer { accessWatch.cancel() }
         do {
             if handlingSignals { try await app.runService() } else { try await app.run() }
         } catch {
             idleCloser.cancel()
+            accessWatch.cancel()
             await relay.close()
             throw error
         }
@@ -106,12 +129,15 @@ public struct RelayServer: Sendable {
     /// its close frame answers ours, at most `closeLinger`. Writing at once on the upgrade and
     /// returning lost the message now and then (issue 13: in about 1 of 200 connections the
     /// test client saw neither the message nor the end; with the wait, none in thousands).
-    private static func close(withError message: String, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
+    private static func close(
+        withError message: String, messages: InboundMessages, outbound: WebSocketOutboundWriter, waitForFirst: Bool
+    ) async throws {
         let (frames, arrived) = AsyncStream<Void>.makeStream()
+        if !waitForFirst { arrived.yield() }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 // The only reader of the socket: it ends with the client's close frame.
-                do { for try await _ in inbound.messages(maxSize: WireLimits.maxFrameBytes) { arrived.yield() } } catch {}
+                do { while try await messages.next() != nil { arrived.yield() } } catch {}
                 arrived.finish()
             }
             group.addTask {
@@ -135,7 +161,7 @@ public struct RelayServer: Sendable {
     /// catch-up, then whatever the relay queues; a reader task reads frames one at a time (a
     /// throttled `receive` stops the reading, and TCP pushes back on the client).
     private static func serve(
-        _ connection: RelayConnection, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter,
+        _ connection: RelayConnection, messages: InboundMessages, first: WebSocketMessage?, outbound: WebSocketOutboundWriter,
         writes: SocketWrites
     ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -164,11 +190,15 @@ public struct RelayServer: Sendable {
             }
             group.addTask {
                 defer { connection.close() }
-                for try await message in inbound.messages(maxSize: WireLimits.maxFrameBytes) {
-                    switch message {
+                // The first frame, when the relay read it for its token, is the connection's first.
+                var message = first
+                if message == nil { message = try await messages.next() }
+                while let current = message {
+                    switch current {
                     case .text(let text): await connection.receive(text: text)
                     case .binary(let buffer): await connection.receive(binary: Array(buffer.readableBytesView))
                     }
+                    message = try await messages.next()
                 }
             }
             group.addTask {
@@ -194,6 +224,48 @@ public struct RelayServer: Sendable {
             try await group.next()
             connection.close()
             group.cancelAll()
+        }
+    }
+}
+
+extension RelayServer {
+    /// How long a relay that needs tokens waits for a client's hello (its token) before it
+    /// refuses the connection.
+    static let tokenWait: Duration = .seconds(10)
+
+    /// The token of an `Authorization: Bearer <token>` header (a client that can set headers
+    /// need not send a hello); never logged.
+    static func bearerToken(_ header: String?) -> String? {
+        guard let header, header.utf8.count <= 1024 else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        return String(parts[1])
+    }
+}
+
+/// A socket's messages, read through its one iterator (a WebSocket's inbound stream makes only
+/// one): a relay that needs tokens reads the hello before the board is opened, then the
+/// connection's reader goes on. `@unchecked`: read by one task at a time, by construction.
+final class InboundMessages: @unchecked Sendable {
+    private var iterator: WebSocketInboundMessageStream.AsyncIterator
+
+    init(_ inbound: WebSocketInboundStream) {
+        iterator = inbound.messages(maxSize: WireLimits.maxFrameBytes).makeAsyncIterator()
+    }
+
+    func next() async throws -> WebSocketMessage? { try await iterator.next() }
+
+    /// The first message, if it comes within `wait` (nil: none came, or the socket closed).
+    func first(within wait: Duration) async -> WebSocketMessage? {
+        await withTaskGroup(of: WebSocketMessage?.self) { group in
+            group.addTask { try? await self.next() }
+            group.addTask {
+                try? await Task.sleep(for: wait)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
         }
     }
 }

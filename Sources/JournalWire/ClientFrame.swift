@@ -37,12 +37,25 @@ public struct Hello: Equatable, Sendable {
     /// Native mode: the client owns this replica and sends its own events (binary
     /// `SegmentMessage` frames), which the relay stores under this id and acknowledges by seq.
     public var replica: ReplicaID?
+    /// Native mode: the replica's public key (32 bytes), which names the replica
+    /// (`ReplicaKey.replica(forPublicKey:)`) and verifies the client's frames.
+    public var key: [UInt8]?
+    /// The capability the client presents to a relay that needs one (docs/PROTOCOL.md,
+    /// "Access"): opaque here, checked by the relay.
+    public var token: String?
 
-    public init(have: Have = Have(), blocks: Bool = false, echo: Bool = false, replica: ReplicaID? = nil) {
+    public init(have: Have = Have(), blocks: Bool = false, echo: Bool = false, token: String? = nil) {
         self.have = have
         self.blocks = blocks
         self.echo = echo
-        self.replica = replica
+        self.token = token
+    }
+
+    /// A native client's hello: it owns the replica `key` names.
+    public init(have: Have = Have(), blocks: Bool = false, echo: Bool = false, native key: ReplicaKey, token: String? = nil) {
+        self.init(have: have, blocks: blocks, echo: echo, token: token)
+        self.replica = key.replica
+        self.key = key.publicKey
     }
 }
 
@@ -79,7 +92,9 @@ extension ClientFrame {
         var sawBlocks = false
         var sawEcho = false
         var sawReplica = false
-        do {
+        var sawToken = false
+        var sawKey = false
+        do throws(WireError) {
             try reader.object("the hello") { key, json throws(WireError) in
                 switch key {
                 case "type":
@@ -104,21 +119,59 @@ extension ClientFrame {
                         throw WireError("\"replica\" must be a replica id: 32 lowercase hex digits")
                     }
                     hello.replica = replica
+                case "key":
+                    guard !sawKey else { throw WireError("the key \"key\" appears twice") }
+                    sawKey = true
+                    json.skipWhitespace()
+                    let text = json.peek == UInt8(ascii: "\"") ? try json.string() : ""
+                    guard text.utf8.count == 64, text.utf8.allSatisfy(Hex.isLowercaseHexDigit), let key = Hex.decode(text) else {
+                        throw WireError("\"key\" must be a replica's public key: 64 lowercase hex digits")
+                    }
+                    hello.key = key
+                case "token":
+                    guard !sawToken else { throw WireError("the key \"token\" appears twice") }
+                    sawToken = true
+                    json.skipWhitespace()
+                    guard json.peek == UInt8(ascii: "\"") else { throw WireError("\"token\" must be a string") }
+                    hello.token = try json.string()
                 default:
-                    throw WireError("unknown key \(JSONText.quoted(key, limit: 40)) (a hello holds \"type\", \"have\", \"blocks\", \"echo\" and \"replica\")")
+                    throw WireError("unknown key \(JSONText.quoted(key, limit: 40)) (a hello holds \"type\", \"have\", \"blocks\", \"echo\", \"replica\", \"key\" and \"token\")")
                 }
             }
             try reader.expectEnd("the hello")
+            switch (hello.replica, hello.key) {
+            case (nil, nil):
+                break
+            case (let replica?, let key?):
+                guard ReplicaKey.replica(forPublicKey: key) == replica else {
+                    throw WireError("\"replica\" \(replica.hex) is not the replica its \"key\" names (\(ReplicaKey.replica(forPublicKey: key).hex)): a native client sends events only as the replica of its own key")
+                }
+            default:
+                throw WireError("native mode needs both \"replica\" and \"key\" (the replica's public key, which names it)")
+            }
         } catch {
             throw WireError("hello: " + error.reason.replacingPrefix("have: ", with: ""))
         }
         return hello
     }
 
-    /// The hello frame.
+    /// The hello frame, within `WireLimits.maxFrameBytes` whatever the client holds: its `have`
+    /// shortened (`Have.fitting`) when naming all of it would not fit.
     public static func helloText(_ hello: Hello) -> String {
+        let text = fullHelloText(hello)
+        guard text.utf8.count > WireLimits.maxFrameBytes else { return text }
+        var shorter = hello
+        shorter.have = Have()
+        let room = WireLimits.maxFrameBytes - fullHelloText(shorter).utf8.count + 2
+        shorter.have = hello.have.fitting(jsonBytes: room)
+        return fullHelloText(shorter)
+    }
+
+    private static func fullHelloText(_ hello: Hello) -> String {
         #"{"type":"hello","have":"# + hello.have.json + (hello.blocks ? #","blocks":true"# : "")
-            + (hello.echo ? #","echo":true"# : "") + (hello.replica.map { #","replica":""# + $0.hex + "\"" } ?? "") + "}"
+            + (hello.echo ? #","echo":true"# : "") + (hello.replica.map { #","replica":""# + $0.hex + "\"" } ?? "")
+            + (hello.key.map { #","key":""# + Hex.bytes($0) + "\"" } ?? "")
+            + (hello.token.map { #","token":"# + JSONText.quoted($0) } ?? "") + "}"
     }
 
     public static func helloText(have: Have, blocks: Bool = false) -> String { helloText(Hello(have: have, blocks: blocks)) }

@@ -61,6 +61,26 @@ public struct Have: Equatable, Sendable {
         return kept
     }
 
+    /// The largest part of this holding whose `json` is at most `maxBytes` long: the longest
+    /// `WireLimits.helloRangesPerReplica` ranges of each replica (what a relay honours), then
+    /// replicas dropped, those with the fewest events first, until it fits. A hello that named
+    /// everything a client holds grew past the relay's frame limit once a board had 1,700
+    /// replicas, and the client was refused on every reconnection, its unacknowledged frames
+    /// never resent; naming less only costs events the client then drops by id.
+    public func fitting(jsonBytes maxBytes: Int) -> Have {
+        var kept = keepingLongest(WireLimits.helloRangesPerReplica)
+        // `{}`, then per replica `"<32 hex>":<ranges>` and a comma.
+        let sizes = kept.ranges.mapValues { 32 + 3 + SeqRanges.json($0.ranges).utf8.count + 1 }
+        var total = 2 + sizes.values.reduce(0, +)
+        guard total > maxBytes else { return kept }
+        for replica in kept.ranges.keys.sorted(by: { (kept[$0].count, $0) < (kept[$1].count, $1) }) {
+            guard total > maxBytes else { break }
+            kept.ranges[replica] = nil
+            total -= sizes[replica] ?? 0
+        }
+        return kept
+    }
+
     /// Every seq of `replica`, held or ever to be written.
     public mutating func insertAll(of replica: ReplicaID) { ranges[replica] = SeqRanges([1...UInt64.max]) }
 

@@ -30,7 +30,7 @@ final class RelayProcess {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         var failures: [String] = []
         while ContinuousClock.now < deadline {
-            let child = try JournalProcess.Child(["serve", "--port", String(port), "--data", data], label: "relay-process")
+            let child = try JournalProcess.Child(["serve", "--port", String(port), "--data", data, "--open"], label: "relay-process")
             while child.process.isRunning, ContinuousClock.now < deadline {
                 if let listening = Self.listeningPort(in: child.stdout) {
                     port = listening

@@ -25,13 +25,9 @@ import Testing
         }
     }
 
-    static func frame(_ events: [Event]) -> [UInt8] {
-        SegmentMessage.encode(replica: events[0].id.replica, events: events[...])
-    }
+    static func frame(_ events: [Event], on board: String) -> [UInt8] { TestReplicaKeys.frame(events, on: board) }
 
-    func hello(_ replica: ReplicaID, have: Have = Have()) -> String {
-        ClientFrame.helloText(Hello(have: have, replica: replica))
-    }
+    func hello(_ replica: ReplicaID, have: Have = Have()) -> String { TestReplicaKeys.hello(replica, have: have) }
 
     /// Event messages until the first other message, which is returned too.
     func events(from client: RelayTestClient, count: Int) async throws -> [Event] {
@@ -47,7 +43,7 @@ import Testing
         defer { temp.remove() }
         let data = temp.path + "/boards"
         let running = try await RunningRelay.start(data: data)
-        let replica = ReplicaID.random()
+        let replica = TestReplicaKeys.newReplica()
         let sent = Self.events(replica, 1...12)
 
         let alice = RelayTestClient(port: running.port, board: "atlas")
@@ -57,24 +53,24 @@ import Testing
         viewer.send(ClientFrame.helloText(have: Have()))
         #expect(try await viewer.next() == .caughtUp(events: 0))
 
-        alice.send(binary: Self.frame(Array(sent[0..<10])))
+        alice.send(binary: Self.frame(Array(sent[0..<10]), on: "atlas"))
         #expect(try await alice.next() == .replicaAck(replica: replica, upTo: 10))
         // The others get the events as the client named them: its id, seqs and clocks.
         #expect(try await events(from: viewer, count: 10) == Array(sent[0..<10]))
 
         // A resend overlapping what the relay holds: only the new events are stored and sent.
-        alice.send(binary: Self.frame(Array(sent[4..<12])))
+        alice.send(binary: Self.frame(Array(sent[4..<12]), on: "atlas"))
         #expect(try await alice.next() == .replicaAck(replica: replica, upTo: 12))
         #expect(try await events(from: viewer, count: 2) == Array(sent[10..<12]))
         // A resend of held events only: acknowledged at once, nothing sent to anyone.
-        alice.send(binary: Self.frame(Array(sent[0..<3])))
+        alice.send(binary: Self.frame(Array(sent[0..<3]), on: "atlas"))
         alice.send(ClientFrame.text(for: .clear))
         #expect(try await alice.next() == .ack(upTo: 1))
         let afterResend = try await viewer.next()
         #expect(afterResend.map { (try? $0.event())??.payload } == .some(.clear))
 
         // A gap: refused, the connection closed with the reason; nothing of the frame stored.
-        alice.send(binary: Self.frame(Self.events(replica, 14...15)))
+        alice.send(binary: Self.frame(Self.events(replica, 14...15), on: "atlas"))
         let gap = try await alice.next()
         guard case .error(nil, let reason)? = gap else {
             Issue.record("expected a connection error, got \(String(describing: gap))")
@@ -98,28 +94,30 @@ import Testing
         }
         guard case .caughtUp(_, let relayHas)? = bobCatchUp.last else { Issue.record("no caughtUp for bob"); return }
         #expect(relayHas[replica] == SeqRanges([1...12]))
-        bob.send(binary: Self.frame(Self.events(ReplicaID.random(), 1...2)))
+        // Signed with this connection's key, but holding another replica's events.
+        bob.send(binary: TestReplicaKeys.sign(SegmentMessage.encode(replica: ReplicaID.random(), events: Self.events(ReplicaID.random(), 1...2)[...]),
+                                              on: "atlas", as: replica))
         guard case .error(nil, let foreign)? = try await bob.next() else { Issue.record("no error for a foreign replica"); return }
         #expect(foreign.contains("this connection's hello named \(replica.hex)"))
         let carol = RelayTestClient(port: running.port, board: "atlas")
         carol.send(hello(replica))
         _ = try await carol.collect { if case .caughtUp = $0 { true } else { false } }
-        var damaged = Self.frame(Self.events(replica, 13...14))
+        var damaged = SegmentMessage.encode(replica: replica, events: Self.events(replica, 13...14)[...])
         damaged[damaged.count - 3] ^= 0x40
-        carol.send(binary: damaged)
+        carol.send(binary: TestReplicaKeys.sign(damaged, on: "atlas", as: replica))
         guard case .error(nil, let damage)? = try await carol.next() else { Issue.record("no error for a damaged frame"); return }
         #expect(damage.contains("segment message") && damage.contains("offset"))
 
         // A text-mode client's binary frame is refused as that frame; the connection stays.
-        viewer.send(binary: Self.frame(Self.events(replica, 13...13)))
+        viewer.send(binary: Self.frame(Self.events(replica, 13...13), on: "atlas"))
         guard case .error(1?, let textMode)? = try await viewer.next() else { Issue.record("no frame error in text mode"); return }
         #expect(textMode.contains("native mode"))
-        // The relay's own replica is no native client's.
+        // The relay's own replica is no native client's: no key names it.
         let board = try JournalDirectory.open(at: data + "/atlas")
         let impostor = RelayTestClient(port: running.port, board: "atlas")
         impostor.send(hello(try board.identity()))
         guard case .error(nil, let ownReplica)? = try await impostor.next() else { Issue.record("no error for the relay's replica"); return }
-        #expect(ownReplica.contains("the relay's own"))
+        #expect(ownReplica.contains("is not the replica its \"key\" names"))
 
         for client in [alice, viewer, bob, carol, impostor] { client.close() }
         await running.stop()
@@ -158,15 +156,17 @@ import Testing
         let temp = TemporaryDirectory("relay-native-bounds")
         defer { temp.remove() }
         let running = try await RunningRelay.start(data: temp.path + "/boards")
-        let replica = ReplicaID.random()
+        let replica = TestReplicaKeys.newReplica()
 
         // 5000 events in one frame (a few KB compressed): refused before it is inflated.
         let flood = RelayTestClient(port: running.port, board: "bounds")
         flood.send(hello(replica))
         #expect(try await flood.next() == .caughtUp(events: 0))
         let many = Self.events(replica, 1...5000)
-        flood.send(binary: SegmentMessage.encode(replica: replica, version: FormatVersion.current,
-                                                 frames: [SegmentEncoder.block(many[0..<2500])[...], SegmentEncoder.block(many[2500...])[...]]))
+        flood.send(binary: TestReplicaKeys.sign(
+            SegmentMessage.encode(replica: replica, version: FormatVersion.current,
+                                  frames: [SegmentEncoder.block(many[0..<2500])[...], SegmentEncoder.block(many[2500...])[...]]),
+            on: "bounds", as: replica))
         guard case .error(nil, let tooMany)? = try await flood.next() else { Issue.record("no error for 5000 events"); return }
         #expect(tooMany.contains("more than 4096 events"))
 
@@ -176,7 +176,7 @@ import Testing
         #expect(try await wild.next() == .caughtUp(events: 0))
         var far = Self.events(replica, 1...1)
         far[0].lamport = 1 << 40
-        wild.send(binary: Self.frame(far))
+        wild.send(binary: Self.frame(far, on: "bounds"))
         guard case .error(nil, let clock)? = try await wild.next() else { Issue.record("no error for a wild clock"); return }
         #expect(clock.contains("Lamport clock \(1 << 40)"))
 
@@ -189,7 +189,7 @@ import Testing
         guard case .error(nil, let replaced)? = try await older.next() else { Issue.record("the older connection stayed open"); return }
         #expect(replaced.contains("newer connection of replica \(replica.hex)"))
         #expect(try await newer.next() == .caughtUp(events: 0))
-        newer.send(binary: Self.frame(Self.events(replica, 1...3)))
+        newer.send(binary: Self.frame(Self.events(replica, 1...3), on: "bounds"))
         #expect(try await newer.next() == .replicaAck(replica: replica, upTo: 3))
 
         for client in [flood, wild, older, newer] { client.close() }
@@ -203,11 +203,11 @@ import Testing
         defer { temp.remove() }
         let data = temp.path + "/boards"
         let running = try await RunningRelay.start(data: data, idleBoardSeconds: 0.3)
-        let replica = ReplicaID.random()
+        let replica = TestReplicaKeys.newReplica()
         let first = RelayTestClient(port: running.port, board: "nap")
         first.send(hello(replica))
         #expect(try await first.next() == .caughtUp(events: 0))
-        first.send(binary: Self.frame(Self.events(replica, 1...4)))
+        first.send(binary: Self.frame(Self.events(replica, 1...4), on: "nap"))
         first.send(ClientFrame.text(for: .clear))
         // Two commits (the host's, the board's): their acks come in either order.
         let acks = [try await first.next(), try await first.next()].compactMap { $0?.text }
@@ -253,12 +253,12 @@ import Testing
         defer { temp.remove() }
         let data = temp.path + "/boards"
         let running = try await RunningRelay.start(data: data, options: .relay)
-        let replica = ReplicaID.random()
+        let replica = TestReplicaKeys.newReplica()
         let real = Self.events(replica, 1...8, stroke: 7)
         let client = RelayTestClient(port: running.port, board: "p")
         client.send(hello(replica))
         #expect(try await client.next() == .caughtUp(events: 0))
-        client.send(binary: Self.frame(Array(real[0..<2])))
+        client.send(binary: Self.frame(Array(real[0..<2]), on: "p"))
         #expect(try await client.next() == .replicaAck(replica: replica, upTo: 2))
 
         // The forger's 3...6 and an honest copy of 7...8 (the client's own journal, synced).
@@ -269,7 +269,7 @@ import Testing
         let relayBoard = try running.relay.board(BoardName("p"))
         #expect(await eventually(within: 60) { relayBoard.board.covered[replica]?.count == 8 }, "the board never folded the planted segments")
 
-        client.send(binary: Self.frame(Array(real[2..<6])))
+        client.send(binary: Self.frame(Array(real[2..<6]), on: "p"))
         let (before, last) = try await client.collect(until: { if case .error = $0 { true } else { false } }, within: 30)
         guard case .error(nil, let reason) = last else {
             Issue.record("expected the frame refused, got \(before) then \(String(describing: last))")
@@ -285,7 +285,7 @@ import Testing
         let again = RelayTestClient(port: running.port, board: "p")
         again.send(hello(replica, have: Have([replica: SeqRanges([1...2])])))
         _ = try await again.collect(until: { if case .caughtUp = $0 { true } else { false } })
-        again.send(binary: Self.frame(Array(real[6..<8])))
+        again.send(binary: Self.frame(Array(real[6..<8]), on: "p"))
         let refused = try await again.collect(until: { if case .error = $0 { true } else { false } })
         #expect(!refused.before.contains { if case .replicaAck(_, let upTo) = $0 { upTo > 2 } else { false } }, "\(refused.before)")
         if case .error(nil, let reason) = refused.last { #expect(reason.contains("fork"), "\(reason)") } else { Issue.record("\(refused)") }
@@ -301,7 +301,7 @@ import Testing
         var running = try await RunningRelay.start(data: data)
         let port = running.port
         var options = RelayClient.Options()
-        options.replica = ReplicaID.random()
+        options.replicaKey = ReplicaKey()
         let alice = RelayClient(port: port, board: "mural", options: options)
         let bob = RelayClient(port: port, board: "mural")
         let runs = [Task { await alice.run() }, Task { await bob.run() }]
@@ -330,7 +330,7 @@ import Testing
             let (events, _) = member.scan.allEvents()
             return events.map(\.id)
         }
-        #expect(Set(ids).count == 92 && ids.allSatisfy { $0.replica == options.replica })
+        #expect(Set(ids).count == 92 && ids.allSatisfy { $0.replica == options.replicaKey?.replica })
         let digest = Replay.replay(set).drawing.digest
         #expect(alice.drawing.digest == digest)
         #expect(bob.drawing.digest == digest)

@@ -1,3 +1,4 @@
+import HTTPTypes
 import HummingbirdWSClient
 import JournalPlatform
 import JournalWire
@@ -32,7 +33,8 @@ final class RelayTestClient: Sendable {
     /// Binary frames received so far (a catch-up in blocks) and their bytes.
     let counts = Locked(BinaryCounts())
 
-    init(port: Int, board: String) {
+    /// `bearer`: a token sent in an `Authorization: Bearer` header.
+    init(port: Int, board: String, bearer: String? = nil) {
         let (toSend, outgoing) = AsyncStream<Outgoing>.makeStream()
         let (incoming, received) = AsyncStream<Result<ServerMessage, WireError>>.makeStream()
         self.outgoing = outgoing
@@ -43,7 +45,9 @@ final class RelayTestClient: Sendable {
             defer { received.finish() }
             try await WebSocketClient.connect(
                 url: "ws://127.0.0.1:\(port)/boards/\(board)/ws",
-                configuration: .init(maxFrameSize: WireLimits.maxSegmentMessageBytes),
+                configuration: .init(
+                    maxFrameSize: WireLimits.maxSegmentMessageBytes,
+                    additionalHeaders: bearer.map { [.authorization: "Bearer " + $0] } ?? [:]),
                 logger: Logger(label: "relay-test-client")
             ) { inbound, outbound, _ in
                 try await withThrowingTaskGroup(of: Void.self) { group in

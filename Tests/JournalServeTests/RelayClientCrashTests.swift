@@ -49,10 +49,11 @@ extension RelayProcessTests {
         let relay = try await RelayProcess(data: data)
         let port = relay.port
         var random = SeededGenerator(seed: 0xC4A5)
-        let replicas = (0..<3).map { _ in ReplicaID.random() }
-        let clients = replicas.map { replica in
+        let keys = (0..<3).map { _ in ReplicaKey() }
+        let replicas = keys.map(\.replica)
+        let clients = keys.map { key in
             var options = RelayClient.Options()
-            if native { options.replica = replica }
+            if native { options.replicaKey = key }
             return RelayClient(port: port, board: "crash", options: options)
         }
         let runs = clients.map { client in Task { await client.run() } }

@@ -23,14 +23,14 @@ import Testing
     @Test func aNativeClockPastTheBoundIsRefusedAfterItsReplicaWasSealed() async throws {
         let temp = TemporaryDirectory("relay-native-clock")
         defer { temp.remove() }
-        let relay = try Relay(dataDirectory: temp.path, boardOptions: BoardOptions(sealAfterIdleMilliseconds: 100))
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(sealAfterIdleMilliseconds: 100))
         let board = try relay.board(BoardName("clock"))
-        let replica = ReplicaID.random()
-        let hello = ClientFrame.helloText(Hello(have: Have(), replica: replica))
+        let replica = TestReplicaKeys.newReplica()
+        let hello = TestReplicaKeys.hello(replica)
         let first = board.connect()
         await first.receive(text: hello)
         first.goLive(caughtUp: 0)
-        await first.receive(binary: NativeModeTests.frame(NativeModeTests.events(replica, 1...1000)))
+        await first.receive(binary: NativeModeTests.frame(NativeModeTests.events(replica, 1...1000), on: "clock"))
         // The host seals the idle segment on the relay's 1 s timer, and the board folds it.
         #expect(await eventually(within: 120) { board.board.covered[replica]?.count == 1000 },
                 "the hosted segment was never sealed and folded")
@@ -38,7 +38,7 @@ import Testing
         let limit = ClockBound.limit(distinctEvents: 1001)
         var next = NativeModeTests.events(replica, 1001...1001)
         next[0].lamport = limit + 1
-        await first.receive(binary: NativeModeTests.frame(next))
+        await first.receive(binary: NativeModeTests.frame(next, on: "clock"))
         #expect(first.closeReason?.contains("Lamport clock \(limit + 1)") == true, "\(first.closeReason ?? "not refused")")
 
         // At the bound it is stored, and every reader applies it.
@@ -46,7 +46,7 @@ import Testing
         await second.receive(text: hello)
         second.goLive(caughtUp: 0)
         next[0].lamport = limit
-        await second.receive(binary: NativeModeTests.frame(next))
+        await second.receive(binary: NativeModeTests.frame(next, on: "clock"))
         #expect(second.closeReason == nil)
         await relay.close()
         let (_, report) = Replay.load(JournalDirectory(root: temp.path + "/clock"))
@@ -64,7 +64,7 @@ import Testing
         try FileSystem.createDirectory(temp.path + "/cut/local")
         try FileSystem.createDirectory(temp.path + "/other")
         try FileSystem.writeAtomically(Array("mine".utf8), to: temp.path + "/other/notes.txt")
-        let relay = try Relay(dataDirectory: temp.path, boardOptions: BoardOptions(watchForSegments: false))
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false))
         let board = try relay.board(BoardName("cut"))
         _ = try board.board.append(.clear)
         try await board.board.flush()
@@ -102,7 +102,7 @@ import Testing
         let temp = TemporaryDirectory("relay-throttle")
         defer { temp.remove() }
         // A slow group commit (3 s after the first frame) keeps every frame unacknowledged while the flood arrives.
-        let relay = try Relay(dataDirectory: temp.path, boardOptions: BoardOptions(commitDelayMilliseconds: 3000, watchForSegments: false))
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(commitDelayMilliseconds: 3000, watchForSegments: false))
         let connection = try relay.board(BoardName("flood")).connect()
         connection.goLive(caughtUp: 0)
         let line = CanonicalJSON.line(for: .clear)
@@ -135,7 +135,7 @@ import Testing
     @Test func refusedFramesAreAnsweredAtOnceAndNeverThrottle() async throws {
         let temp = TemporaryDirectory("relay-refused")
         defer { temp.remove() }
-        let relay = try Relay(dataDirectory: temp.path, boardOptions: BoardOptions(commitDelayMilliseconds: 3000, watchForSegments: false))
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(commitDelayMilliseconds: 3000, watchForSegments: false))
         let connection = try relay.board(BoardName("noise")).connect()
         connection.goLive(caughtUp: 0)
         let count = WireLimits.maxUnacknowledgedFrames + 10

@@ -34,7 +34,7 @@ import Testing
     @Test func atTheBoardLimitTheLongestIdleBoardMakesRoomAndBusyBoardsAreNeverClosed() async throws {
         let temp = TemporaryDirectory("relay-max-boards")
         defer { temp.remove() }
-        let relay = try Relay(dataDirectory: temp.path, boardOptions: Self.quiet, idleBoardSeconds: nil,
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: Self.quiet, idleBoardSeconds: nil,
                               limits: RelayLimits(maxOpenBoards: 2))
         let busy = try await relay.connect(to: BoardName("busy"))
         let idle = try await relay.connect(to: BoardName("idle"))
@@ -60,7 +60,7 @@ import Testing
     @Test func connectionsPastTheLimitAreRefusedAndAClosedOneMakesRoom() async throws {
         let temp = TemporaryDirectory("relay-max-connections")
         defer { temp.remove() }
-        let relay = try Relay(dataDirectory: temp.path, boardOptions: Self.quiet, idleBoardSeconds: nil,
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: Self.quiet, idleBoardSeconds: nil,
                               limits: RelayLimits(maxConnections: 3))
         let first = try await relay.connect(to: BoardName("a"))
         _ = try await relay.connect(to: BoardName("a"))
@@ -80,7 +80,7 @@ import Testing
     @Test func catchUpsBeyondTheLimitWaitTheirTurnThenGetTheWholeBoard() async throws {
         let temp = TemporaryDirectory("relay-max-catch-ups")
         defer { temp.remove() }
-        let relay = try Relay(dataDirectory: temp.path, boardOptions: Self.quiet, idleBoardSeconds: nil,
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: Self.quiet, idleBoardSeconds: nil,
                               limits: RelayLimits(maxConcurrentCatchUps: 1))
         let board = try relay.board(BoardName("big"))
         for _ in 0..<3000 { _ = try board.board.append(.clear) }
@@ -188,7 +188,7 @@ import Testing
         let diskFull: @Sendable (FaultInjection.Operation, String) -> Int32? = { operation, _ in
             full.withLock { $0 } && (operation == .write || operation == .fsync) ? ENOSPC : nil
         }
-        let relay = try Relay(dataDirectory: temp.path, boardOptions: Self.quiet, idleBoardSeconds: nil)
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: Self.quiet, idleBoardSeconds: nil)
         let name = try BoardName("disk")
         let first = try await FaultInjection.$hook.withValue(diskFull) { try await relay.connect(to: name) }
         let failing = first.relayBoard
@@ -245,7 +245,7 @@ import Testing
     @Test func aHelloOfManySmallRangesCountsItsLongestAndTheClientLacksNothing() async throws {
         let temp = TemporaryDirectory("relay-fragmented-hello")
         defer { temp.remove() }
-        let relay = try Relay(dataDirectory: temp.path, boardOptions: Self.quiet, idleBoardSeconds: nil)
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: Self.quiet, idleBoardSeconds: nil)
         let board = try relay.board(BoardName("holes"))
         for _ in 0..<3000 { _ = try board.board.append(.clear) }
         try await board.board.flush()

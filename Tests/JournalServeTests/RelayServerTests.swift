@@ -24,10 +24,10 @@ import Testing
         let task: Task<Void, any Error>
 
         static func start(
-            data: String, port: Int = 0, options: BoardOptions = BoardOptions(watchForSegments: false),
+            data: String, port: Int = 0, access: RelayAccess = .open, options: BoardOptions = BoardOptions(watchForSegments: false),
             idleBoardSeconds: Double? = nil, writeStallSeconds: Double = 30, limits: RelayLimits = RelayLimits()
         ) async throws -> RunningRelay {
-            let relay = try Relay(dataDirectory: data, boardOptions: options, idleBoardSeconds: idleBoardSeconds, limits: limits)
+            let relay = try Relay(dataDirectory: data, access: access, boardOptions: options, idleBoardSeconds: idleBoardSeconds, limits: limits)
             let (ports, portContinuation) = AsyncStream<Int>.makeStream()
             let server = RelayServer(relay: relay, port: port, writeStallSeconds: writeStallSeconds)
             let task = Task { try await server.run { port in portContinuation.yield(port) } }

@@ -55,13 +55,30 @@ import Testing
         #expect(try ClientFrame.hello(in: #"{"type":"hello"}"#) == Hello())
         #expect(try ClientFrame.hello(in: #"{"type":"hello","have":{}}"#) == Hello())
         // Native mode: the client's replica, read and written back the same.
-        let native = Hello(have: Have([a: SeqRanges([1...3])]), blocks: true, replica: a)
+        let key = ReplicaKey()
+        let native = Hello(have: Have([a: SeqRanges([1...3])]), blocks: true, native: key)
+        #expect(native.replica == key.replica && native.key == key.publicKey)
         #expect(try ClientFrame.hello(in: ClientFrame.helloText(native)) == native)
-        #expect(try ClientFrame.hello(in: #"{"replica":"\#(a.hex)","type":"hello"}"#) == Hello(replica: a))
+        let keyHex = Hex.bytes(key.publicKey)
+        #expect(try ClientFrame.hello(in: #"{"key":"\#(keyHex)","replica":"\#(key.replica.hex)","type":"hello"}"#) == Hello(native: key))
+        // A token travels as an opaque string.
+        let withToken = Hello(echo: true, token: "sjt1.0123456789abcdef.draw.b.1.\\\"x")
+        #expect(try ClientFrame.hello(in: ClientFrame.helloText(withToken)) == withToken)
         // Not hellos: event lines and anything that is not an object go on to the line parser.
         #expect(try ClientFrame.hello(in: CanonicalJSON.line(for: .clear)) == nil)
         #expect(try ClientFrame.hello(in: "not json") == nil)
         #expect(try ClientFrame.hello(in: #"{"id":"x","point":[1,2]}"#) == nil)
+
+        // A client of a board with thousands of replicas still has a hello the relay reads:
+        // it names the replicas it holds most of, and whatever it leaves out comes again.
+        var crowd = Have([a: SeqRanges([1...1_000_000])])
+        for index in 0..<3000 { crowd.insert(ReplicaID(UUIDBits(high: 1, low: UInt64(index))), 1...UInt64(1 + index % 7)) }
+        let crowded = ClientFrame.helloText(Hello(have: crowd, echo: true, token: "t"))
+        #expect(crowded.utf8.count <= WireLimits.maxFrameBytes)
+        let read = try #require(try ClientFrame.hello(in: crowded))
+        #expect(read.echo && read.token == "t" && read.have[a] == SeqRanges([1...1_000_000]))
+        #expect(read.have.ranges.count > 1000 && read.have.ranges.count < 3001)
+        #expect(crowd.containsAll(read.have))
 
         let refused: [(String, String)] = [
             (#"{"type":"hello","have":{"ABC":[[1,2]]}}"#, "not a replica id"),
@@ -73,6 +90,12 @@ import Testing
             (#"{"type":"hello","have":{"\#(a.hex)":[1,2]}}"#, "[first,last]"),
             (#"{"type":"hello","replica":"x"}"#, "32 lowercase hex"),
             (#"{"type":"hello","replica":"\#(a.hex.uppercased())"}"#, "32 lowercase hex"),
+            // Native mode names the replica of the client's key, and only that one.
+            (#"{"type":"hello","replica":"\#(a.hex)"}"#, "needs both"),
+            (#"{"type":"hello","key":"\#(keyHex)"}"#, "needs both"),
+            (#"{"type":"hello","replica":"\#(a.hex)","key":"\#(keyHex)"}"#, "is not the replica its \"key\" names"),
+            (#"{"type":"hello","replica":"\#(key.replica.hex)","key":"\#(keyHex.uppercased())"}"#, "64 lowercase hex"),
+            (#"{"type":"hello","token":1}"#, "must be a string"),
             (#"{"type":"hello","replica":"\#(a.hex)","replica":"\#(a.hex)"}"#, "twice"),
             (#"{"type":"hello","origin":"x"}"#, "unknown key"),
             (#"{"type":"hello","have":[]}"#, "object"),

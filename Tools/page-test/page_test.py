@@ -225,7 +225,7 @@ class Page:
 
 def start_relay(journal, data, log_path):
     log = open(log_path, "wb")
-    process = subprocess.Popen([journal, "serve", "--port", "0", "--data", data],
+    process = subprocess.Popen([journal, "serve", "--port", "0", "--data", data, "--open"],
                                stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
     # "journal: serving DIR on ws://127.0.0.1:PORT/boards/<board>/ws, drawing page http://…"
     lines = queue.Queue()

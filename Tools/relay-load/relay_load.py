@@ -636,7 +636,7 @@ class Server:
         self.kind, self.data = kind, data
         self.port = free_port()
         if kind == "ours":
-            cmd = [args.journal, "serve", "--port", str(self.port), "--data", data]
+            cmd = [args.journal, "serve", "--port", str(self.port), "--data", data, "--open"]
         else:
             cmd = [sys.executable, os.path.join(HERE, "peer_server.py"), "--port", str(self.port), "--data", data]
         self.log = open(data.rstrip("/") + ".log", "w")

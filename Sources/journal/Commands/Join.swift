@@ -18,8 +18,13 @@ extension JournalCommand {
                 received and seconds until the board was held. With --follow it stays and
                 prints each change as it arrives, until Ctrl-C.
 
+                A relay that is not open asks for a token (journal token): give it in the
+                environment variable JOURNAL_TOKEN, which stays out of the process list and of
+                your shell's history.
+
                 Example:
-                  journal join ws://127.0.0.1:8080/boards/poster/ws --json
+                  JOURNAL_TOKEN=$(journal token --data boards --board poster --scope view --ttl 1h) \\
+                    journal join ws://127.0.0.1:8080/boards/poster/ws --json
                 """)
 
         @Argument(help: ArgumentHelp("The board's socket: ws://HOST:PORT/boards/<board>/ws.", valueName: "url")) var url: String
@@ -37,6 +42,7 @@ extension JournalCommand {
             try await reportingErrors {
                 var options = RelayClient.Options()
                 options.blocks = !text
+                options.token = ProcessInfoLite.environment("JOURNAL_TOKEN")
                 let client = RelayClient(url: url, options: options)
                 let updates = client.updates
                 let start = ProcessInfoLite.monotonicSeconds()

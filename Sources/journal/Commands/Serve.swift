@@ -32,10 +32,20 @@ extension JournalCommand {
                 lowered, with a note, when the descriptor limit (ulimit -n, raised to its hard
                 limit at start) cannot hold them.
 
+                Access: a client presents a token (journal token) in its hello or in an
+                Authorization: Bearer header; its scope says what it may do on which boards:
+                view (catch up and watch), draw (also send), admin (also create a board).
+                Without a token the connection is refused. The relay's signing key is made at
+                first start in DIR/.relay/ (owner only). --open serves everyone instead, with
+                no token: anyone who reaches the port may create, read and draw on any board.
+                Use it for a demo or on a machine of your own, never on a shared network.
+
                 Ctrl-C or SIGTERM stop it: boards are sealed and their locks released.
 
-                Example:
+                Examples:
                   journal serve --port 8080 --data boards
+                  journal token --data boards --board sketch --scope draw --ttl 8h
+                  journal serve --port 8080 --data boards --open     # no tokens: local use only
                 """)
 
         @Option(help: "The TCP port to listen on (0: any free port, printed at start).") var port: Int
@@ -55,6 +65,10 @@ extension JournalCommand {
         var maxBoards = RelayLimits().maxOpenBoards
         @Option(help: ArgumentHelp("Connections served at once, over all boards; more are refused.", valueName: "n"))
         var maxConnections = RelayLimits().maxConnections
+        @Option(help: ArgumentHelp("Connections at once that present the same token; more are refused.", valueName: "n"))
+        var maxConnectionsPerToken = RelayLimits().maxConnectionsPerToken
+        @Flag(help: "Serve without tokens: anyone who reaches the port may create, read and draw on any board.")
+        var open = false
 
         func validate() throws {
             guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
@@ -63,25 +77,39 @@ extension JournalCommand {
             guard writeTimeout > 0, writeTimeout.isFinite else { throw ValidationError("--write-timeout must be more than 0 seconds") }
             guard maxBoards >= 1 else { throw ValidationError("--max-boards must be 1 or more") }
             guard maxConnections >= 1 else { throw ValidationError("--max-connections must be 1 or more") }
+            guard maxConnectionsPerToken >= 1 else { throw ValidationError("--max-connections-per-token must be 1 or more") }
         }
 
         func run() async throws {
             try await reportingErrors {
-                let asked = RelayLimits(maxOpenBoards: maxBoards, maxConnections: maxConnections)
+                let asked = RelayLimits(maxOpenBoards: maxBoards, maxConnections: maxConnections, maxConnectionsPerToken: maxConnectionsPerToken)
                 let descriptors = ProcessInfoLite.raiseDescriptorLimit()
                 let limits = asked.fitting(descriptorLimit: descriptors)
                 if limits != asked {
                     Terminal.standardError("journal: the descriptor limit is \(descriptors) (ulimit -n): serving at most \(limits.maxOpenBoards) boards and \(limits.maxConnections) connections instead of \(asked.maxOpenBoards) and \(asked.maxConnections)\n")
                 }
+                let access: RelayAccess
+                if open {
+                    access = .open
+                } else {
+                    do throws(AccessError) {
+                        access = .tokens(try RelayKeys.openOrCreate(dataDirectory: data))
+                    } catch { throw CLIError(error.description, code: CLIError.ioError) }
+                }
                 let relay: Relay
                 do throws(RelayError) { relay = try Relay(
-                    dataDirectory: data, idleBoardSeconds: closeIdleAfter > 0 ? closeIdleAfter : nil,
+                    dataDirectory: data, access: access, idleBoardSeconds: closeIdleAfter > 0 ? closeIdleAfter : nil,
                     limits: limits) } catch { throw CLIError(error.description, code: CLIError.ioError) }
                 let server = RelayServer(relay: relay, host: bind, port: port, writeStallSeconds: writeTimeout)
                 let (bind, data) = (self.bind, self.data)
                 do {
                     try await server.run(handlingSignals: true) { port in
                         Terminal.write("journal: serving \(data) on ws://\(bind):\(port)/boards/<board>/ws, drawing page http://\(bind):\(port)/boards/<board>\n")
+                        if access.isOpen {
+                            Terminal.write("journal: open (--open): anyone who reaches this port may create, read and draw on any board\n")
+                        } else {
+                            Terminal.write("journal: clients need a token: journal token --data \(data) --board BOARD --scope draw --ttl 8h\n")
+                        }
                         Terminal.flush()
                     }
                 } catch {

@@ -1,0 +1,262 @@
+import JournalFormat
+import JournalIngest
+import JournalLive
+import JournalPlatform
+@testable import JournalRelay
+import JournalReplay
+import JournalStorage
+import JournalTestSupport
+import JournalWire
+import Testing
+
+/// Who may do what on a relay (invariant 12): tokens signed by the relay's key, their scopes,
+/// boards, expiry and revocation, enforced before a client's frames are read; and native
+/// clients that can send events only as the replica of their own key (invariant 11).
+@Suite struct RelayAccessTests {
+    static func keys(_ temp: TemporaryDirectory) throws -> RelayKeys { try RelayKeys.openOrCreate(dataDirectory: temp.path) }
+
+    static func token(_ keys: RelayKeys, _ boards: String, _ scope: Scope, expiresIn seconds: Int64 = 3600) throws -> String {
+        try keys.mint(Capability(
+            id: RelayKeys.newTokenID(), scope: scope, boards: try BoardPattern(boards),
+            expiresAtSeconds: ProcessInfoLite.wallClockMilliseconds() / 1000 + seconds))
+    }
+
+    static func pointLine(_ index: Int) -> String {
+        CanonicalJSON.line(for: .point(PointSample(
+            stroke: StrokeID(UUIDBits(high: 0xACCE55, low: 1)), x: Double(index), y: 1, pressure: nil, t: nil,
+            style: Style(color: RGBA(rawValue: 0x000000FF), width: 2))))
+    }
+
+    @Test func aTokenHoldsOnlyForItsBoardsScopeAndLifetimeAndOnlyWithThisRelaysKey() throws {
+        let temp = TemporaryDirectory("relay-tokens")
+        defer { temp.remove() }
+        let keys = try Self.keys(temp)
+        let access = RelayAccess.tokens(keys)
+        let now = ProcessInfoLite.wallClockMilliseconds()
+        let sketch = try BoardName("sketch")
+
+        #expect(throws: AccessError.missing) { try access.authorize(nil, board: sketch, nowMilliseconds: now) }
+        let draw = try Self.token(keys, "sketch", .draw)
+        let grant = try access.authorize(draw, board: sketch, nowMilliseconds: now)
+        #expect(grant.scope == .draw && grant.allows(.view) && !grant.allows(.admin))
+        #expect(throws: AccessError.self) { try access.authorize(draw, board: try BoardName("sketch2"), nowMilliseconds: now) }
+
+        // A prefix covers the boards whose names start with it, and no others.
+        let team = try Self.token(keys, "team-*", .view)
+        #expect(try access.authorize(team, board: try BoardName("team-blue"), nowMilliseconds: now).scope == .view)
+        #expect(throws: AccessError.self) { try access.authorize(team, board: try BoardName("teamblue"), nowMilliseconds: now) }
+
+        // A token whose scope was raised by hand, or signed by another relay, does not verify.
+        let raised = draw.replacingFirst(".draw.", with: ".admin.")
+        #expect(throws: AccessError.badSignature) { try access.authorize(raised, board: sketch, nowMilliseconds: now) }
+        let elsewhere = TemporaryDirectory("relay-tokens-other")
+        defer { elsewhere.remove() }
+        let foreign = try Self.token(try Self.keys(elsewhere), "sketch", .draw)
+        #expect(throws: AccessError.badSignature) { try access.authorize(foreign, board: sketch, nowMilliseconds: now) }
+
+        // Expired; malformed.
+        let old = try Self.token(keys, "sketch", .draw, expiresIn: -1)
+        let oldID = try RelayKeys.parse(old).0.id
+        #expect(throws: AccessError.expired(tokenID: oldID)) { try access.authorize(old, board: sketch, nowMilliseconds: now) }
+        for bad in ["", "sjt1", "sjt1.0123.draw.sketch.1.00", "jwt.a.b", String(repeating: "x", count: 500)] {
+            #expect(throws: AccessError.self) { try access.authorize(bad, board: sketch, nowMilliseconds: now) }
+        }
+
+        // Revoked: refused from the next check on; the grant no longer holds.
+        let (capability, _) = try RelayKeys.parse(draw)
+        try keys.revoke(capability.id)
+        #expect(throws: AccessError.revoked(tokenID: capability.id)) { try access.authorize(draw, board: sketch, nowMilliseconds: now) }
+        #expect(access.stillHolds(grant, nowMilliseconds: now) == .revoked(tokenID: capability.id))
+
+        // A rotated key refuses every token minted before it.
+        let before = try Self.token(keys, "sketch", .view)
+        try keys.rotate()
+        #expect(throws: AccessError.badSignature) { try access.authorize(before, board: sketch, nowMilliseconds: now) }
+        #expect(try access.authorize(try Self.token(keys, "sketch", .view), board: sketch, nowMilliseconds: now).scope == .view)
+
+        // The key is its owner's only.
+        #expect(FileSystem.linkStatus(temp.path + "/.relay/token-key") != nil)
+    }
+
+    @Test func aViewerCannotDrawAndOnlyAnAdminCreatesABoard() async throws {
+        let temp = TemporaryDirectory("relay-scopes")
+        defer { temp.remove() }
+        let keys = try Self.keys(temp)
+        let access = RelayAccess.tokens(keys)
+        let relay = try Relay(dataDirectory: temp.path, access: access, boardOptions: BoardOptions(watchForSegments: false), idleBoardSeconds: nil)
+        let board = try BoardName("plan")
+        let now = ProcessInfoLite.wallClockMilliseconds()
+        let view = try access.authorize(try Self.token(keys, "plan", .view), board: board, nowMilliseconds: now)
+        let draw = try access.authorize(try Self.token(keys, "plan", .draw), board: board, nowMilliseconds: now)
+        let admin = try access.authorize(try Self.token(keys, "*", .admin), board: board, nowMilliseconds: now)
+
+        // No grant, or a grant below admin for a board that does not exist: refused, nothing made.
+        await #expect(throws: RelayError.forbidden(.missing)) { _ = try await relay.connect(to: board) }
+        await #expect(throws: RelayError.self) { _ = try await relay.connect(to: board, grant: draw) }
+        #expect(!FileSystem.exists(temp.path + "/plan"))
+
+        let owner = try await relay.connect(to: board, grant: admin)
+        owner.goLive(caughtUp: 0)
+        let viewer = try await relay.connect(to: board, grant: view)
+        viewer.goLive(caughtUp: 0)
+        let drawer = try await relay.connect(to: board, grant: draw)
+        drawer.goLive(caughtUp: 0)
+        var viewerMessages = viewer.outbound.makeAsyncIterator()
+        var drawerMessages = drawer.outbound.makeAsyncIterator()
+
+        // Each connection's first message is its caughtUp.
+        #expect(await viewerMessages.next() == ServerMessage.caughtUp(events: 0, have: Have()).text)
+        #expect(await drawerMessages.next() == ServerMessage.caughtUp(events: 0, have: Have()).text)
+        await viewer.receive(text: Self.pointLine(1))
+        let refusal = await viewerMessages.next().map { try? ServerMessage(parsing: $0) }
+        guard case .error(1?, let reason)?? = refusal else { Issue.record("the viewer's frame was not refused: \(String(describing: refusal))"); return }
+        #expect(reason.contains("may only view"))
+        // A viewer cannot go native either.
+        let sneaky = try await relay.connect(to: board, grant: view)
+        await sneaky.receive(text: TestReplicaKeys.hello(TestReplicaKeys.newReplica()))
+        #expect(sneaky.closeReason?.contains("may only view") == true)
+
+        await drawer.receive(text: Self.pointLine(2))
+        #expect(await drawerMessages.next() == ServerMessage.ack(upTo: 1).text)
+        await relay.close()
+        let (drawing, report) = Replay.load(JournalDirectory(root: temp.path + "/plan"))
+        #expect(report.eventCount == 1)
+        #expect(drawing.strokes.first?.points.map(\.x) == [2])
+    }
+
+    @Test func oneTokenHoldsAtMostItsShareOfConnectionsAndLosesThemWhenRevokedOrExpired() async throws {
+        let temp = TemporaryDirectory("relay-token-limits")
+        defer { temp.remove() }
+        let keys = try Self.keys(temp)
+        let access = RelayAccess.tokens(keys)
+        let relay = try Relay(
+            dataDirectory: temp.path, access: access, boardOptions: BoardOptions(watchForSegments: false), idleBoardSeconds: nil,
+            limits: RelayLimits(maxConnectionsPerToken: 2))
+        let board = try BoardName("wall")
+        let now = ProcessInfoLite.wallClockMilliseconds()
+        let token = try Self.token(keys, "wall", .admin)
+        let grant = try access.authorize(token, board: board, nowMilliseconds: now)
+        let first = try await relay.connect(to: board, grant: grant)
+        let second = try await relay.connect(to: board, grant: grant)
+        await #expect(throws: RelayError.self) { _ = try await relay.connect(to: board, grant: grant) }
+        // Another token is not held back by this one's share.
+        let other = try access.authorize(try Self.token(keys, "wall", .view), board: board, nowMilliseconds: now)
+        let watcher = try await relay.connect(to: board, grant: other)
+
+        #expect(relay.closeConnectionsWithoutAccess() == 0)
+        try keys.revoke(try RelayKeys.parse(token).0.id)
+        #expect(relay.closeConnectionsWithoutAccess() == 2)
+        #expect(first.closeReason?.contains("revoked") == true && second.closeReason?.contains("revoked") == true)
+        #expect(watcher.closeReason == nil)
+
+        // A grant past its expiry loses its connection at the next check.
+        var expiring = other
+        expiring.expiresAtMilliseconds = now - 1
+        let late = try await relay.connect(to: board, grant: expiring)
+        #expect(relay.closeConnectionsWithoutAccess() == 1)
+        #expect(late.closeReason?.contains("expired") == true)
+        await relay.close()
+    }
+
+    /// The reviewer's attack on federated relays began with a client naming another relay's
+    /// replica (it is in every event message) and sending its next seqs with clock 1: the
+    /// relay acknowledged them, and after a sync the forged events displaced the honest,
+    /// acknowledged ones. A native replica is now the replica of the client's key, and every
+    /// frame is signed with it for the board: neither the relay's replica, nor another
+    /// client's, nor a frame replayed from another board is taken.
+    @Test func nobodyCanSendEventsAsAReplicaWhoseKeyTheyDoNotHold() async throws {
+        let temp = TemporaryDirectory("relay-impersonation")
+        defer { temp.remove() }
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false), idleBoardSeconds: nil)
+        let board = try relay.board(BoardName("fed"))
+        let alice = TestReplicaKeys.newReplica()
+        let honest = board.connect()
+        await honest.receive(text: TestReplicaKeys.hello(alice))
+        honest.goLive(caughtUp: 0)
+        await honest.receive(binary: TestReplicaKeys.frame(NativeModeTests.events(alice, 1...20), on: "fed"))
+        #expect(await eventually(within: 60) { board.board.covered[alice]?.count == 20 || board.host.accepted[alice].count == 20 })
+
+        // Naming alice's replica, or the relay's own, without the key: the hello is refused.
+        for victim in [alice, board.board.replica] {
+            let mallory = board.connect()
+            await mallory.receive(text: TestReplicaKeys.impostorHello(victim))
+            #expect(mallory.closeReason?.contains("is not the replica its \"key\" names") == true, "\(mallory.closeReason ?? "accepted")")
+        }
+        // Mallory's own key, alice's events (next seqs, clock 1): refused, never stored.
+        let mallory = TestReplicaKeys.newReplica()
+        let forger = board.connect()
+        await forger.receive(text: TestReplicaKeys.hello(mallory))
+        forger.goLive(caughtUp: 0)
+        var forged = NativeModeTests.events(alice, 21...40)
+        for index in forged.indices { forged[index].lamport = 1 }
+        await forger.receive(binary: TestReplicaKeys.sign(SegmentMessage.encode(replica: alice, events: forged[...]), on: "fed", as: mallory))
+        #expect(forger.closeReason?.contains("this connection's hello named") == true, "\(forger.closeReason ?? "accepted")")
+        // Alice's own frame for another board, replayed here: the signature names that board.
+        let replayer = board.connect()
+        await replayer.receive(text: TestReplicaKeys.hello(alice))
+        replayer.goLive(caughtUp: 0)
+        await replayer.receive(binary: TestReplicaKeys.frame(NativeModeTests.events(alice, 21...22), on: "elsewhere"))
+        #expect(replayer.closeReason?.contains("signature does not verify") == true, "\(replayer.closeReason ?? "accepted")")
+
+        await relay.close()
+        let (_, report) = Replay.load(JournalDirectory(root: temp.path + "/fed"))
+        #expect(report.eventCount == 20)
+    }
+}
+
+/// Tokens over real sockets on 127.0.0.1: in the hello or an `Authorization` header, checked
+/// before a board is opened.
+@Suite(.serialized) struct RelayAccessServerTests {
+    @Test func theServerTakesATokenFromTheHelloOrAHeaderBeforeItOpensABoard() async throws {
+        let temp = TemporaryDirectory("relay-access-server")
+        defer { temp.remove() }
+        let keys = try RelayAccessTests.keys(temp)
+        let running = try await RelayServerTests.RunningRelay.start(data: temp.path, access: .tokens(keys))
+
+        // No token: told why, and no board is made.
+        let anonymous = RelayTestClient(port: running.port, board: "gallery")
+        anonymous.send(ClientFrame.helloText(Hello()))
+        guard case .error(nil, let why)? = try await anonymous.next() else { Issue.record("an anonymous client was served"); return }
+        #expect(why.contains("needs a token"))
+        #expect(!FileSystem.exists(temp.path + "/gallery"))
+        // A forged token: told why, and the token itself is not repeated.
+        let forged = "sjt1.0123456789abcdef.admin.gallery.9999999999." + String(repeating: "ab", count: 64)
+        let forger = RelayTestClient(port: running.port, board: "gallery")
+        forger.send(ClientFrame.helloText(Hello(token: forged)))
+        guard case .error(nil, let forgery)? = try await forger.next() else { Issue.record("a forged token was served"); return }
+        #expect(forgery.contains("signature") && !forgery.contains(forged))
+
+        // An admin's token in the hello: the board is made, and the admin draws.
+        let admin = RelayTestClient(port: running.port, board: "gallery")
+        admin.send(ClientFrame.helloText(Hello(token: try RelayAccessTests.token(keys, "gallery", .admin))))
+        #expect(try await admin.next() == .caughtUp(events: 0))
+        admin.send(RelayAccessTests.pointLine(1))
+        #expect(try await admin.next() == .ack(upTo: 1))
+
+        // A viewer's token in a header, no hello: it gets the board; its drawing is refused.
+        let viewer = RelayTestClient(port: running.port, board: "gallery", bearer: try RelayAccessTests.token(keys, "gallery", .view))
+        viewer.send(RelayAccessTests.pointLine(2))
+        var sawEvent = false, sawCaughtUp = false, refusal: String?
+        while !(sawEvent && sawCaughtUp && refusal != nil), let message = try await viewer.next(within: 30) {
+            switch message {
+            case .caughtUp: sawCaughtUp = true
+            case .error(1?, let reason): refusal = reason
+            default: if (try? message.event()) != nil { sawEvent = true }
+            }
+        }
+        #expect(sawEvent && sawCaughtUp)
+        #expect(refusal?.contains("may only view") == true)
+
+        for client in [anonymous, forger, admin, viewer] { client.close() }
+        await running.stop()
+        let (_, report) = Replay.load(JournalDirectory(root: temp.path + "/gallery"))
+        #expect(report.eventCount == 1)
+    }
+}
+
+extension String {
+    fileprivate func replacingFirst(_ target: String, with replacement: String) -> String {
+        guard let range = firstRange(of: target) else { return self }
+        return String(self[..<range.lowerBound]) + replacement + String(self[range.upperBound...])
+    }
+}
