@@ -16,10 +16,22 @@
 ///   100× fewer bytes than one event message per event; a damaged message makes it catch up
 ///   in text instead.
 ///
-/// Its own events come back from the relay only in a catch-up (the relay sends a client acks,
-/// not its own events, and a hello cannot name them: the page never learns their seqs). The
-/// page matches those by content with what it drew, so nothing is drawn twice and frames the
-/// journal already holds are not sent again.
+/// Its own events are drawn at once with a provisional order key, and take their place when
+/// the relay sends them back (`"echo":true` in the hello: each event comes back once durable,
+/// before the ack that covers it, with the id and clocks the journal gave it), so the page
+/// draws what the journal holds: a Clear hides exactly what the journal's clear hides. Own
+/// events the journal holds but whose echo was lost with a connection come back in the next
+/// catch-up, matched by content, so nothing is drawn twice and frames the journal already
+/// holds are not sent again.
+///
+/// Integers that order events stay exact in text as in blocks: the envelope
+/// (`…,"replica":…,"seq":N,"lamport":N,"time":N}`, always last) is read from the message's
+/// text, a Number when it is a safe integer and a BigInt past 2^53, never a rounded Number.
+///
+/// Access: a token in the page's address (`#token=…`) is taken out of it at once
+/// (`history.replaceState`), kept in the tab's `sessionStorage` for its reloads and sent in
+/// every hello; an error about the token stops the reconnecting, and a frame refused as
+/// view-only makes the page a viewer.
 ///
 /// `window.strokeJournalState()` reports counts and `window.strokeJournalFold()` the fold, for
 /// tests (Tools/page-test/page_test.py).
@@ -32,6 +44,7 @@ public enum DrawingPage {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
 <title>StrokeJournal board</title>
 <style>
 html, body { margin: 0; height: 100%; overflow: hidden; background: #fff; font: 13px system-ui, sans-serif; }
@@ -41,6 +54,8 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
 #bar input[type=range] { width: 80px; }
 #status { color: #555; max-width: 40vw; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 #status.bad { color: #b00020; }
+#status.stopped { white-space: normal; max-width: 60vw; }
+#bar :disabled { opacity: 0.4; }
 </style>
 </head>
 <body>
@@ -67,23 +82,72 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   })();
   const board = decodeURIComponent(location.pathname.split('/')[2] || '');
   document.title = board + ' · StrokeJournal';
+
+  // ---- Access: the token from the address's fragment (/boards/B#token=…) ----
+  // Taken out of the address at once (replaceState: not in the tab's history, nor in a link
+  // copied from it), kept in this tab's sessionStorage for its reloads (per board), and sent
+  // in every hello. A fragment never reaches a server, and the page sends no referrer.
+  const token = (() => {
+    const key = 'strokejournal.token.' + board;
+    let found = null;
+    const fragment = location.hash.replace(/^#/, '');
+    if (fragment) {
+      const rest = [];
+      for (const part of fragment.split('&')) {
+        if (part.startsWith('token=')) {
+          try { found = decodeURIComponent(part.slice(6)); } catch (e) { found = part.slice(6); }
+        } else if (part) {
+          rest.push(part);
+        }
+      }
+      if (found !== null) {
+        try { history.replaceState(history.state, '', location.pathname + location.search + (rest.length ? '#' + rest.join('&') : '')); } catch (e) { /* still sent, only not hidden */ }
+        try { sessionStorage.setItem(key, found); } catch (e) { /* no storage: this load only */ }
+      }
+    }
+    if (found === null) {
+      try { found = sessionStorage.getItem(key); } catch (e) { /* no storage */ }
+    }
+    return found || '';
+  })();
   const socketURL = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host +
     '/boards/' + encodeURIComponent(board) + '/ws';
 
   // ---- Order keys (FORMAT.md §7.3): (lamport, wall time, replica hex, seq) of a record ----
   // Events of this page not yet seen back from the relay have no key; they get a provisional
-  // one just after everything seen so far (max lamport seen, +Infinity, '', local counter),
-  // which is where the relay will put them, give or take events still on their way.
-  // Integers are Numbers, or BigInts past 2^53 (from blocks, which are exact): < and >
-  // compare the two kinds exactly, and a key never does arithmetic on them.
-  let maxLamport = 0;
+  // one after every real key, in the order they were made (+Infinity, +Infinity, '', local
+  // counter): the relay records them after everything it holds when they reach it. Their
+  // echo (or, when a connection was lost first, the catch-up) gives them their real key.
+  // Integers are Numbers when safe, BigInts past 2^53 (exact, from blocks and from the
+  // envelope of event messages alike): < and > compare the two kinds exactly, === holds
+  // because a value has one form only, and a key never does arithmetic on them.
   let localCounter = 0;
   function setProvisionalKey(record) {
     localCounter += 1;
-    record.lamport = maxLamport;
+    record.lamport = Infinity;
     record.time = Infinity;
     record.replica = '';
     record.seq = localCounter;
+  }
+  // An integer of an event message's envelope, from its digits: the form a block gives it.
+  const bigIntegers = typeof BigInt === 'function';
+  const maxSafeBig = bigIntegers ? BigInt(Number.MAX_SAFE_INTEGER) : 0;
+  function exactInteger(digits) {
+    // 15 digits are always below 2^53: the usual case costs one conversion.
+    if ((digits.charCodeAt(0) === 45 ? digits.length - 1 : digits.length) <= 15 || !bigIntegers) return Number(digits);
+    const value = BigInt(digits);
+    return value <= maxSafeBig && value >= -maxSafeBig ? Number(value) : value;
+  }
+  // The envelope of an event message: the relay always writes it last, in this layout
+  // (ServerMessage.eventID reads it the same way). JSON.parse would round its integers.
+  const envelopeLayout = /,"replica":"([0-9a-f]{32})","seq":([0-9]+),"lamport":([0-9]+),"time":(-?[0-9]+)\}$/y;
+  function envelopeOf(text) {
+    const at = text.lastIndexOf(',"replica":"');
+    if (at < 0) return null;
+    envelopeLayout.lastIndex = at;
+    const m = envelopeLayout.exec(text);
+    if (!m) return null;
+    return { replica: m[1], seq: exactInteger(m[2]), lamport: exactInteger(m[3]), time: exactInteger(m[4]) };
   }
   function compareKeys(a, b) {
     if (a.lamport < b.lamport) return -1;
@@ -121,10 +185,10 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     }
     return s;
   }
-  function isVisible(s) {
+  // `created`: the record with the creation key (its first point), or a key in its place.
+  function isVisible(s, created = s.points[0]) {
     const op = maxKey(s.ops);
     let visible = op ? op.kind === 'redo' : true;
-    const created = s.points[0];     // the record with the creation key
     if (latestClear && created && compareKeys(created, latestClear) < 0 &&
         (!op || compareKeys(op, latestClear) < 0)) visible = false;
     return visible;
@@ -242,13 +306,15 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     ranges.splice(lo, hi - lo, [start, stop]);
     return true;
   }
-  // By hand, not JSON.stringify: seqs past 2^53 are BigInts.
+  // By hand, not JSON.stringify: seqs past 2^53 are BigInts. Always "echo": the page's own
+  // events come back with their ids and clocks (their final place in the fold).
   function helloText() {
     const have = [];
     for (const [replica, ranges] of held) {
       have.push(JSON.stringify(replica) + ':[' + ranges.map((r) => '[' + r[0] + ',' + r[1] + ']').join(',') + ']');
     }
-    return '{"type":"hello","have":{' + have.join(',') + '}' + (useBlocks ? ',"blocks":true' : '') + '}';
+    return '{"type":"hello","have":{' + have.join(',') + '}' + (useBlocks ? ',"blocks":true' : '') + ',"echo":true' +
+      (token ? ',"token":' + JSON.stringify(token) : '') + '}';
   }
 
   // ---- Drawing ----
@@ -356,9 +422,11 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     return line + '}';
   }
 
-  // ---- Own events: drawn at once, queued until acknowledged ----
-  // outbox: entries {line, record, frame} in the order made; frame is its number on the
-  // current connection once sent (0: not sent on it yet).
+  // ---- Own events: drawn at once, queued until echoed or acknowledged ----
+  // outbox: entries {line, record, content, frame} in the order made; frame is its number on
+  // the current connection once sent (0: not sent on it yet). Sent entries come first, in
+  // frame order, and the relay echoes their events in that order: the next echo is always
+  // the first entry's (an entry leaves when its echo, its error or an ack comes).
   let outbox = [];
   const unconfirmed = new Map();  // content -> own records not yet seen back from the relay
   function forget(content, record) {
@@ -368,6 +436,7 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     if (!list.length) unconfirmed.delete(content);
   }
   function recordOwn(kind, stroke, point) {
+    if (viewOnly) return;
     const record = { kind: kind, stroke: stroke, lamport: 0, time: 0, replica: '', seq: 0, point: point };
     setProvisionalKey(record);
     const content = contentOf(kind, stroke, point);
@@ -384,16 +453,17 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     if (kind === 'point') line = pointLine(stroke, point);
     else if (kind === 'clear') line = '{"type":"clear"}';
     else line = '{"type":"' + kind + '","stroke":"' + stroke + '"}';
-    outbox.push({ line: line, record: record, frame: 0 });
+    outbox.push({ line: line, record: record, content: content, frame: 0 });
     flushOutbox();
     updateStatus();
   }
 
   // ---- Events from the relay ----
-  // An event message (text): the same fold as a decoded block's events below.
-  function receiveEvent(message) {
-    const replica = String(message.replica);
-    const seq = message.seq;
+  // An event message (text): the same fold as a decoded block's events below. `envelope`:
+  // its replica, seq, lamport and time, exact (envelopeOf).
+  function receiveEvent(message, envelope) {
+    const replica = String(envelope.replica);
+    const seq = envelope.seq;
     if (!hold(replica, seq)) return;   // a duplicate
     const kind = message.type;
     const stroke = kind === 'clear' ? null : normaliseID(message.stroke);
@@ -403,30 +473,68 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
       if (message.pressure !== undefined) point.pressure = message.pressure;
       if (message.t !== undefined) point.t = message.t;
     }
-    receive({ kind: kind, stroke: stroke, lamport: message.lamport, time: message.time, replica: replica, seq: seq, point: point });
+    receive({ kind: kind, stroke: stroke, lamport: envelope.lamport, time: envelope.time, replica: replica, seq: seq, point: point });
   }
   // An event held just now (never before): folded, or matched with one of this page's own.
   function receive(record) {
-    if (record.lamport > maxLamport) maxLamport = record.lamport;
-    // One of this page's own events, back in a catch-up: give its record the real key
-    // instead of drawing it twice, and never send it again.
-    if (catchingUp && unconfirmed.size) {
-      const content = contentOf(record.kind, record.stroke, record.point);
-      const waiting = unconfirmed.get(content);
-      if (waiting) {
-        const own = waiting[0];
-        forget(content, own);
-        unapply(own);
-        own.lamport = record.lamport;
-        own.time = record.time;
-        own.replica = record.replica;
-        own.seq = record.seq;
-        own.settled = true;             // its frame leaves the outbox at caughtUp
-        show(own);
+    if (catchingUp) {
+      // One of this page's own events, back in a catch-up (recorded, its echo lost with the
+      // connection): give its record the real key instead of drawing it twice, and never
+      // send it again.
+      if (unconfirmed.size) {
+        const content = contentOf(record.kind, record.stroke, record.point);
+        const waiting = unconfirmed.get(content);
+        if (waiting) {
+          const own = waiting[0];
+          forget(content, own);
+          settle(own, record);
+          own.settled = true;           // its frame leaves the outbox at caughtUp
+          return;
+        }
+      }
+    } else if (outbox.length && outbox[0].frame !== 0) {
+      // Live: the echo of the first frame in flight, unless another client's event came
+      // first (an echo always spells what was sent, as a catch-up does).
+      const entry = outbox[0], own = entry.record;
+      if (record.kind === own.kind && record.stroke === own.stroke &&
+          contentOf(record.kind, record.stroke, record.point) === entry.content) {
+        outbox.shift();
+        forget(entry.content, own);
+        settle(own, record);
+        updateStatus();
         return;
       }
     }
     show(record);
+  }
+  // One of this page's own records takes the key the journal gave its event (`final`), and
+  // the fold what follows from it (clear, undo, erase: the latest by key). A point that keeps
+  // its place (the usual case: a stroke being drawn) changes nothing on screen.
+  function settle(own, final) {
+    const inPlace = own.kind === 'end' || (own.kind === 'point' && keepsItsPlace(own, final));
+    if (!inPlace) unapply(own);
+    own.lamport = final.lamport;
+    own.time = final.time;
+    own.replica = final.replica;
+    own.seq = final.seq;
+    if (!inPlace) show(own);
+  }
+  // Whether a point record with key `final` instead of its own stays where it is among its
+  // stroke's points and, when it is the first, keeps its stroke's place and visibility.
+  function keepsItsPlace(own, final) {
+    const s = strokes.get(own.stroke);
+    const points = s ? s.points : [];
+    const at = points.lastIndexOf(own);
+    if (at < 0) return false;
+    if (at > 0 && compareKeys(points[at - 1], final) >= 0) return false;
+    if (at + 1 < points.length && compareKeys(final, points[at + 1]) >= 0) return false;
+    if (at > 0) return true;
+    if (zOrderStale) return false;
+    const z = zOrder.lastIndexOf(s);
+    if (z < 0) return false;
+    if (z > 0 && compareKeys(zOrder[z - 1].points[0], final) >= 0) return false;
+    if (z + 1 < zOrder.length && compareKeys(final, zOrder[z + 1].points[0]) >= 0) return false;
+    return isVisible(s, own) === isVisible(s, final);
   }
   // An event of a decoded block, read from the block's columns: one small object per event
   // where a record of its own, its key and its point would hold a dozen values (each number
@@ -483,17 +591,47 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   const timing = { opened: 0, caughtUp: 0, drawn: 0, redraw: 0 };
   let problem = '';
   let problemUntil = 0;
+  // Set when the relay refused the token: the page stops reconnecting (it would be refused
+  // again, forever) and says why, until it is reloaded.
+  let stopped = '';
+  // Set when the relay refused a frame because this connection may only view: the drawing
+  // tools are disabled, nothing more is sent.
+  let viewOnly = false;
   const statusView = document.getElementById('status');
   function unackedCount() { return outbox.length; }
   function updateStatus() {
     let text;
-    if (performance.now() < problemUntil) text = problem;
+    if (stopped) text = stopped;
+    else if (performance.now() < problemUntil) text = problem;
     else if (!socket) text = problem ? problem + ' · reconnecting' : 'offline · reconnecting';
     else if (!live) text = 'connecting';
     else text = 'live';
+    if (viewOnly && !stopped) text = 'view only · ' + text;
     if (outbox.length) text += ' · ' + outbox.length + ' unacked';
     statusView.textContent = text;
-    statusView.className = performance.now() < problemUntil || !socket ? 'bad' : '';
+    statusView.title = text;
+    statusView.className = stopped ? 'bad stopped' : performance.now() < problemUntil || !socket ? 'bad' : '';
+  }
+  function stop(reason) {
+    stopped = reason + ' · not reconnecting (open the page again with a valid #token=…)';
+    updateStatus();
+  }
+  // The relay refused a frame because this connection may only view: so will it refuse every
+  // other. Frames in flight get their own refusals; the ones not sent yet leave at once.
+  function becomeViewOnly() {
+    if (viewOnly) return;
+    viewOnly = true;
+    for (const id of ['color', 'width', 'undo', 'clear']) document.getElementById(id).disabled = true;
+    canvas.style.cursor = 'default';
+    active.clear();
+    outbox = outbox.filter((entry) => {
+      if (entry.frame !== 0) return true;
+      unapply(entry.record);
+      forget(entry.content, entry.record);
+      return false;
+    });
+    scheduleRedraw();
+    updateStatus();
   }
   function report(text, seconds) {
     problem = text;
@@ -515,11 +653,23 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     let message;
     try { message = JSON.parse(text); } catch (e) { report('unreadable message from the relay', 5); return; }
     switch (message.type) {
-      case 'ack':
-        // Frames 1…upTo are handled (refused ones were answered by an error already).
-        outbox = outbox.filter((entry) => entry.frame === 0 || entry.frame > message.upTo);
+      case 'ack': {
+        // Frames 1…upTo are handled (refused ones were answered by an error already), and
+        // each recorded one was echoed before this: its entry left then. One still here came
+        // back in a spelling not recognised, and is drawn as received: its provisional
+        // record goes (kept, it would stay on top of the fold for good).
+        let unmatched = false;
+        outbox = outbox.filter((entry) => {
+          if (entry.frame === 0 || entry.frame > message.upTo) return true;
+          unapply(entry.record);
+          forget(entry.content, entry.record);
+          unmatched = true;
+          return false;
+        });
+        if (unmatched) scheduleRedraw();
         updateStatus();
         return;
+      }
       case 'error':
         if (message.frame !== undefined) {
           // Nothing of that frame was recorded: take it off the drawing and the queue.
@@ -527,13 +677,21 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
           if (entry) {
             outbox.splice(outbox.indexOf(entry), 1);
             unapply(entry.record);
-            forget(contentOf(entry.record.kind, entry.record.stroke, entry.record.point), entry.record);
+            forget(entry.content, entry.record);
             scheduleRedraw();
           }
-          report('frame refused: ' + message.message, 8);
+          const said = String(message.message);
+          if (/\bview\b/i.test(said)) {
+            becomeViewOnly();
+            report('frame refused: ' + said, 5);
+          } else {
+            report('frame refused: ' + said, 8);
+          }
         } else {
-          // The relay closes the connection after this; the close handler reconnects.
+          // The relay closes the connection after this; the close handler reconnects, unless
+          // the token was refused (missing, invalid, expired: it would be again).
           problem = 'relay: ' + message.message;
+          if (/\btoken\b/i.test(String(message.message))) stop(problem);
           report(problem, 8);
         }
         return;
@@ -548,8 +706,13 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
         redrawNow();
         updateStatus();
         return;
-      default:
-        if (typeof message.replica === 'string' && typeof message.seq === 'number') receiveEvent(message);
+      default: {
+        // The envelope read from the text, exact; JSON.parse's rounded numbers only if the
+        // layout is not the relay's.
+        const envelope = envelopeOf(text) ||
+          (typeof message.replica === 'string' && typeof message.seq === 'number' ? message : null);
+        if (envelope) receiveEvent(message, envelope);
+      }
     }
   }
   // Catch-up messages are decoded in workers made from the reader's own source (a Blob
@@ -677,7 +840,7 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
       socket = null;
       live = false;
       updateStatus();
-      retryLater();
+      if (!stopped) retryLater();
     };
     opened.onerror = () => { /* onclose follows */ };
   }
@@ -711,6 +874,7 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     recordOwn('point', drawing.stroke, point);
   }
   canvas.addEventListener('pointerdown', (e) => {
+    if (viewOnly) return;
     if (e.pointerType === 'mouse' && e.button !== 0) return;
     if (active.has(e.pointerId)) return;
     try { canvas.setPointerCapture(e.pointerId); } catch (err) { /* the pointer is gone already */ }
@@ -752,8 +916,11 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
       strokeCount += 1;
       if (isVisible(s)) visibleStrokes += 1;
     }
+    let provisional = 0;
+    for (const list of unconfirmed.values()) provisional += list.length;
     return {
       strokes: strokeCount, points: pointCount, visibleStrokes: visibleStrokes, live: live, unacked: unackedCount(),
+      provisional: provisional, viewOnly: viewOnly, stopped: !!stopped, token: !!token,
       blocks: useBlocks, decoder: decodeBlocks.where(), status: statusView.textContent, received: { text: received.text, binary: received.binary },
       timing: { opened: timing.opened, caughtUp: timing.caughtUp, drawn: timing.drawn, redraw: timing.redraw },
     };

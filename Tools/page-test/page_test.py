@@ -10,8 +10,9 @@ protocol on --remote-debugging-pipe: NUL-terminated JSON on fds 3 and 4, stdlib 
   * reloads B and checks it shows the whole board again (the catch-up);
   * undoes A's last stroke with the page's Undo button and checks B hides it;
   * page C, whose WebSocket the test replaces to play the relay itself: points delivered out
-    of order and twice, undo/redo/erase/clear by order key, the hello after a reconnection,
-    and resending only the frames its catch-up did not bring back;
+    of order and twice, undo/redo/erase/clear by order key, an own event's echo, the hello
+    after a reconnection, and resending only the frames neither its echoes nor its catch-up
+    brought back;
   * the page's reader of catch-up blocks (its <script id="segment-reader">, as served) alone
     in a blank page: the golden vectors (Tests/JournalStorageTests/Golden/v1, v2) decode to
     their canonical lines, 28 kinds of damage are refused for their reason, and random
@@ -26,6 +27,18 @@ protocol on --remote-debugging-pipe: NUL-terminated JSON on fds 3 and 4, stdlib 
     each holds exactly the journal's events (the digest of its fold, FORMAT.md §9.3, equals
     `journal digest`; its seqs equal `journal log`'s). E's first hello claims ranges it lacks,
     so blocks skip seqs, and it reconnects for them;
+  * pages P and Q on one board: P clears while Q's stroke is in flight to it (P's incoming
+    messages held); P's clear takes its place from its echo, so P, Q, a page loaded after
+    and the journal (`journal strokes`) show the same strokes;
+  * pages H (text) and I (blocks), a relay the test plays: Lamport clocks, wall times and
+    seqs past 2^53 stay exact in event messages too (the journal's order, seqs held once);
+  * page K, opened with #token=…: the token leaves the address and history, stays in
+    sessionStorage, goes in every hello; a token refusal stops the reconnecting, a
+    view-only refusal makes the page a viewer;
+  * pages T1-T4 against a second relay that needs tokens (when the relay has access control:
+    `serve --help` lists --open): an admin token in the address draws, a view token makes
+    a viewer, no token and a forged one stop with the relay's refusal;
+  * each script of the page parses (`node --check`, where node is installed);
   * saves PNG screenshots of the pages into the artefact folder, and fails on any script
     error a page reported;
   * stops the relay (SIGTERM) and checks the board's journal with the real CLI
@@ -34,7 +47,11 @@ protocol on --remote-debugging-pipe: NUL-terminated JSON on fds 3 and 4, stdlib 
 Exits 1 with a message on the first failure; its relay and browser are killed in every case.
 
 Usage: page_test.py --journal-bin PATH [--chromium /usr/bin/chromium] [--artefacts DIR]
-                    [--strokes 3] [--moves 12] [--random-messages 400] [--seed 1] [--wrong-count]
+                    [--strokes 3] [--moves 12] [--random-messages 400] [--seed 1]
+                    [--page-html FILE|sources] [--wrong-count]
+--page-html serves another page than the relay's to the pages (a file, or "sources": the one
+Sources/JournalServe/*.swift make, unbuilt): a page can be tried, or an older one shown to
+fail, against the same relay binary. The relay gets `--open` when its `serve --help` lists it.
 --wrong-count expects one point more than was drawn: the run must then fail (a check of the
 checker).
 """
@@ -55,6 +72,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -85,7 +103,9 @@ def fail(message):
 class Browser:
     """Headless Chromium and its DevTools pipe: commands out on fd 3, replies and events in on fd 4."""
 
-    def __init__(self, binary, profile, log_path):
+    def __init__(self, binary, profile, log_path, page_html=None):
+        # page_html: bytes served for every drawing page instead of the relay's (--page-html).
+        self.page_html = page_html
         to_browser_read, self._to_browser = os.pipe()
         self._from_browser, from_browser_write = os.pipe()
 
@@ -105,7 +125,10 @@ class Browser:
              # Two pages at once: neither may be throttled as a hidden tab (input to a
              # background tab waits seconds per event for a frame).
              "--disable-renderer-backgrounding", "--disable-background-timer-throttling",
-             "--disable-backgrounding-occluded-windows", "about:blank"],
+             "--disable-backgrounding-occluded-windows"]
+            # A page the test serves (Fetch.fulfillRequest) has no address space of its own:
+            # Chromium would take it for a public page and refuse its socket to 127.0.0.1.
+            + (["--disable-features=LocalNetworkAccessChecks"] if page_html is not None else []) + ["about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(log_path, "wb"),
             close_fds=False, preexec_fn=wire_pipes, start_new_session=True)
         os.close(to_browser_read)
@@ -113,6 +136,7 @@ class Browser:
         self._next_id = 0
         self._replies = {}
         self._lock = threading.Condition()
+        self._write_lock = threading.Lock()
         self.events = []          # (sessionId, method, params), in arrival order
         self._closed = False
         threading.Thread(target=self._read, daemon=True).start()
@@ -133,6 +157,9 @@ class Browser:
             while b"\0" in buffer:
                 raw, buffer = buffer.split(b"\0", 1)
                 message = json.loads(raw)
+                if message.get("method") == "Fetch.requestPaused":
+                    threading.Thread(target=self._fulfil, args=(message,), daemon=True).start()
+                    continue
                 with self._lock:
                     if "id" in message:
                         self._replies[message["id"]] = message
@@ -140,14 +167,33 @@ class Browser:
                         self.events.append((message.get("sessionId"), message.get("method"), message.get("params", {})))
                     self._lock.notify_all()
 
-    def call(self, method, params=None, session=None, timeout=DEADLINE):
+    def _send(self, method, params, session):
         with self._lock:
             self._next_id += 1
             ident = self._next_id
         message = {"id": ident, "method": method, "params": params or {}}
         if session:
             message["sessionId"] = session
-        os.write(self._to_browser, json.dumps(message).encode() + b"\0")
+        data = memoryview(json.dumps(message).encode() + b"\0")
+        with self._write_lock:
+            while data:
+                data = data[os.write(self._to_browser, data):]
+        return ident
+
+    def _fulfil(self, paused):
+        """On a thread of its own: answers a drawing page's request with --page-html's bytes
+        (its reply is never waited for)."""
+        params = paused["params"]
+        if params.get("resourceType") != "Document" or params["request"]["url"].split("#")[0].endswith("/ws"):
+            self._send("Fetch.continueRequest", {"requestId": params["requestId"]}, paused.get("sessionId"))
+            return
+        headers = [{"name": "Content-Type", "value": "text/html; charset=utf-8"}]
+        self._send("Fetch.fulfillRequest", {"requestId": paused["params"]["requestId"], "responseCode": 200,
+                                            "responseHeaders": headers, "body": base64.b64encode(self.page_html).decode()},
+                   paused.get("sessionId"))
+
+    def call(self, method, params=None, session=None, timeout=DEADLINE):
+        ident = self._send(method, params, session)
         end = time.monotonic() + timeout
         with self._lock:
             while ident not in self._replies:
@@ -185,6 +231,8 @@ class Page:
         self.session = browser.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         self.call("Runtime.enable")
         self.call("Page.enable")
+        if browser.page_html is not None:
+            self.call("Fetch.enable", {"patterns": [{"urlPattern": "http://127.0.0.1:*/boards/*", "resourceType": "Document"}]})
         if before_page_script:
             self.call("Page.addScriptToEvaluateOnNewDocument", {"source": before_page_script})
         self.call("Page.navigate", {"url": url})
@@ -223,9 +271,16 @@ class Page:
             out.write(base64.b64decode(data))
 
 
-def start_relay(journal, data, log_path):
+def serve_options(journal):
+    """`--open` when this relay has it (one that needs tokens otherwise): the test's pages
+    and fake relays carry none, except page K's, which no real relay sees."""
+    done = subprocess.run([journal, "serve", "--help"], capture_output=True, text=True, timeout=60)
+    return ["--open"] if re.search(r"^\s*--open\b", done.stdout + done.stderr, re.M) else []
+
+
+def start_relay(journal, data, log_path, open_access=True):
     log = open(log_path, "wb")
-    process = subprocess.Popen([journal, "serve", "--port", "0", "--data", data, "--open"],
+    process = subprocess.Popen([journal, "serve", "--port", "0", "--data", data] + (serve_options(journal) if open_access else []),
                                stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
     # "journal: serving DIR on ws://127.0.0.1:PORT/boards/<board>/ws, drawing page http://…"
     lines = queue.Queue()
@@ -292,6 +347,8 @@ FAKE_RELAY = r"""
   };
   fake.current = () => fake.sockets[fake.sockets.length - 1];
   fake.deliver = (messages) => { for (const m of messages) fake.current().onmessage({ data: JSON.stringify(m) }); };
+  // Texts as given: integers past 2^53 keep their digits (JSON.stringify of a parsed value would not).
+  fake.deliverText = (texts) => { for (const t of texts) fake.current().onmessage({ data: t }); };
   fake.deliverBinary = (base64) => {
     const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
     fake.current().onmessage({ data: bytes.buffer });
@@ -338,8 +395,9 @@ def with_fake_relay(browser, url, name, lacking=None):
 
 
 def own_stroke_partly_acknowledged(page):
-    """Draws a pen stroke of 3 samples (4 frames with its end), acknowledges only the first
-    frame, and drops the connection; returns the frames as sent."""
+    """Draws a pen stroke of 3 samples (4 frames with its end), echoes the first frame as
+    seq 5 of R1 (lamport 8) and acknowledges it, and drops the connection; returns the
+    frames as sent."""
     page.pen("mousePressed", 400, 300, 0.25, 1)
     page.pen("mouseMoved", 420, 310, 0.5, 1)
     page.pen("mouseMoved", 440, 330, 0.75, 1)
@@ -351,8 +409,10 @@ def own_stroke_partly_acknowledged(page):
     pressures = [json.loads(line).get("pressure") for line in sent[:3]]
     if pressures != [0.25, 0.5, 0.75]:
         fail("page %s sent pressures %s, expected [0.25, 0.5, 0.75]" % (page.name, pressures))
-    page.evaluate("__fake.deliver([{type: 'ack', upTo: 1}])")
-    page.wait_for("3 frames unacknowledged", lambda s: s["unacked"] == 3)
+    page.evaluate("__fake.deliver(%s)" % json.dumps([as_relay_sends(sent[0], R1, 5, 8), {"type": "ack", "upTo": 1}]))
+    state = page.wait_for("3 frames unacknowledged", lambda s: s["unacked"] == 3)
+    if state.get("provisional") != 3:
+        fail("page %s after the echo of its first frame: %s, expected 3 own events with a provisional key" % (page.name, state))
     page.evaluate("__fake.drop()")
     page.wait_for("a new socket", lambda s: page.evaluate("__fake.sockets.length") == 2)
     time.sleep(0.3)
@@ -376,8 +436,8 @@ def check_fold_and_resending(browser, url):
     by the latest operation, the hello after a reconnection, and resending only what the
     journal lacks."""
     c, hello = with_fake_relay(browser, url, "C")
-    if hello != {"type": "hello", "have": {}, "blocks": True}:
-        fail("page C's first hello is %s, expected one holding nothing" % hello)
+    if hello != {"type": "hello", "have": {}, "blocks": True, "echo": True}:
+        fail("page C's first hello is %s, expected one holding nothing, asking for blocks and echo" % hello)
 
     deliver = lambda messages: c.evaluate("__fake.deliver(%s)" % json.dumps(messages))
     # S's points arrive in the order lamport 3, 1, 2 (and 2 again: a duplicate); T after.
@@ -402,15 +462,16 @@ def check_fold_and_resending(browser, url):
         if state["visibleStrokes"] != visible:
             fail("page C: %s: %d visible strokes, expected %d" % (meaning, state["visibleStrokes"], visible))
 
-    # Own stroke: 3 samples and an end, 4 frames; the relay acknowledges only the first.
+    # Own stroke: 3 samples and an end, 4 frames; the relay echoes and acknowledges only the first.
     sent = own_stroke_partly_acknowledged(c)
     again = c.evaluate("__fake.current().sent")
-    want_have = {R1: [[1, 4]], R2: [[1, 4]]}
-    if len(again) != 1 or json.loads(again[0]) != {"type": "hello", "have": want_have, "blocks": True}:
-        fail("page C after reconnecting sent %s, expected only a hello with have %s" % (again, want_have))
-    # The catch-up brings back the page's first two frames (the journal holds them).
-    deliver([as_relay_sends(sent[0], R1, 5, 8), as_relay_sends(sent[1], R1, 6, 9),
-             {"type": "caughtUp", "events": 2, "have": {R1: [[1, 6]], R2: [[1, 4]]}}])
+    want_have = {R1: [[1, 5]], R2: [[1, 4]]}
+    if len(again) != 1 or json.loads(again[0]) != {"type": "hello", "have": want_have, "blocks": True, "echo": True}:
+        fail("page C after reconnecting sent %s, expected only a hello with have %s (its echoed event included)" % (again, want_have))
+    # The catch-up brings back the page's second frame (the journal holds it; its echo was
+    # lost with the connection).
+    deliver([as_relay_sends(sent[1], R1, 6, 9),
+             {"type": "caughtUp", "events": 1, "have": {R1: [[1, 6]], R2: [[1, 4]]}}])
     resent_only_the_last_two(c, sent, 3, 7)
     deliver([{"type": "ack", "upTo": 2}])
     c.wait_for("everything acknowledged", lambda s: s["unacked"] == 0)
@@ -531,9 +592,50 @@ def damaged_messages():
     ]
 
 
+def served_page(port):
+    """The drawing page as the pages get it: the relay's, or --page-html's."""
+    if PAGE_HTML[0] is not None:
+        return PAGE_HTML[0].decode()
+    return urllib.request.urlopen("http://127.0.0.1:%d/boards/reader" % port, timeout=DEADLINE).read().decode()
+
+
+# --page-html's bytes (None: the relay's page), set by main().
+PAGE_HTML = [None]
+
+
+def page_from_sources(root):
+    """The page as Sources/JournalServe/DrawingPage.swift and SegmentReaderScript.swift make it
+    (their raw string literals, the reader interpolated): to try a page without building."""
+    def literal(name):
+        text = open(os.path.join(root, "Sources", "JournalServe", name)).read()
+        return text.split('#"""\n', 1)[1].rsplit('\n"""#', 1)[0]
+    return literal("DrawingPage.swift").replace("\\#(SegmentReaderScript.source)", literal("SegmentReaderScript.swift")).encode()
+
+
+def check_scripts_parse(port):
+    """Each <script> of the page, as served, parses (`node --check`), where node is installed."""
+    node = shutil.which("node")
+    if not node:
+        say("no node: the page's scripts are not checked apart")
+        return
+    scripts = re.findall(r"<script[^>]*>(.*?)</script>", served_page(port), re.S)
+    folder = tempfile.mkdtemp(prefix="page-test-scripts-")
+    try:
+        for index, script in enumerate(scripts):
+            path = os.path.join(folder, "script-%d.js" % index)
+            with open(path, "w") as out:
+                out.write(script)
+            done = subprocess.run([node, "--check", path], capture_output=True, text=True, timeout=60)
+            if done.returncode != 0:
+                fail("script %d of the page does not parse (node --check): %s" % (index, done.stderr.strip()[:400]))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    say("the page's %d scripts parse (node --check)" % len(scripts))
+
+
 def reader_source(port):
     """The reader exactly as the relay serves it inside the page."""
-    html = urllib.request.urlopen("http://127.0.0.1:%d/boards/reader" % port, timeout=DEADLINE).read().decode()
+    html = served_page(port)
     match = re.search(r'<script id="segment-reader">(.*?)</script>', html, re.S)
     if not match:
         fail("the drawing page has no <script id=\"segment-reader\">")
@@ -599,7 +701,7 @@ def check_text_without_decompression(browser, url):
     """Page G, in a browser without DecompressionStream: it cannot read blocks, so it asks
     for none and catches up in text as before."""
     g, hello = with_fake_relay(browser, url, "G", lacking="DecompressionStream")
-    if hello != {"type": "hello", "have": {}}:
+    if hello != {"type": "hello", "have": {}, "echo": True}:
         fail("page G, without DecompressionStream, said %s, expected a hello without blocks" % hello)
     g.evaluate("__fake.deliver(%s)" % json.dumps([event("point", R1, 1, 1, STROKE_S, x=10, y=50),
                                                  {"type": "caughtUp", "events": 1, "have": {}}]))
@@ -622,8 +724,8 @@ def check_blocks_fold(browser, url):
     behind a binary message wait for it; a damaged message is refused, shown, and the page
     catches up in text with its unacknowledged frames intact."""
     d, hello = with_fake_relay(browser, url, "D", lacking="Worker")
-    if hello != {"type": "hello", "have": {}, "blocks": True}:
-        fail("page D's first hello is %s, expected one asking for blocks" % hello)
+    if hello != {"type": "hello", "have": {}, "blocks": True, "echo": True}:
+        fail("page D's first hello is %s, expected one asking for blocks and echo" % hello)
     stroke_s = STROKE_S.replace("-", "").lower()
     first = [dict(event("point", R1, seq, seq, stroke_s, x=10.0 * seq, y=-0.0 if seq == 2 else 50.5), pressure=seq / 8)
              for seq in (1, 2, 3)] + [dict(event("end", R1, 4, 4, stroke_s))]
@@ -635,11 +737,11 @@ def check_blocks_fold(browser, url):
 
     sent = own_stroke_partly_acknowledged(d)
     hello = json.loads(d.evaluate("__fake.current().sent[0]"))
-    if hello != {"type": "hello", "have": {R1: [[1, 4]]}, "blocks": True}:
-        fail("page D after reconnecting said %s, expected the seqs it holds and blocks" % hello)
-    # Its first two frames come back in a block (seqs 5, 6; 7 is another page's), then
-    # caughtUp and a live event at once: the page must apply them after the block.
-    echoed = [own_echo(sent[0], R1, 5, 8), own_echo(sent[1], R1, 6, 9)]
+    if hello != {"type": "hello", "have": {R1: [[1, 5]]}, "blocks": True, "echo": True}:
+        fail("page D after reconnecting said %s, expected the seqs it holds (its echoed event's too) and blocks" % hello)
+    # Its second frame comes back in a block (seq 6; 7 is another page's), then caughtUp and
+    # a live event at once: the page must apply them after the block.
+    echoed = [own_echo(sent[1], R1, 6, 9)]
     other = dict(event("point", R1, 7, 10, stroke_s, x=90.0, y=60.25))
     live = dict(event("point", R2, 1, 11, stroke_s, x=95.0, y=61.0))
     d.evaluate("__fake.deliverBinary(%s); __fake.deliver(%s)" % (
@@ -667,7 +769,7 @@ def check_blocks_fold(browser, url):
     time.sleep(0.3)
     hello = json.loads(d.evaluate("__fake.current().sent[0]"))
     want = {R1: [[1, 7]], R2: [[1, 1]], R3: [[(1 << 53) + 1, (1 << 53) + 3]]}
-    if hello != {"type": "hello", "have": want}:
+    if hello != {"type": "hello", "have": want, "echo": True}:
         fail("page D after a refused message said %s, expected its seqs, exactly, and no blocks (text)" % hello)
     d.evaluate("__fake.deliver(%s)" % json.dumps([more[0], {"type": "caughtUp", "events": 1, "have": {}}]))
     state = d.wait_for("live in text", lambda s: s["live"] and s["points"] == 12)
@@ -677,6 +779,296 @@ def check_blocks_fold(browser, url):
     if d.evaluate("__fake.current().sent.slice(1)") != sent[2:]:
         fail("page D after the text catch-up did not resend exactly its 2 unacknowledged frames")
     return d
+
+
+def exact_events():
+    """Events whose order keys differ only past 2^53, per replica in seq order, and the x
+    order of each stroke's points in the journal's fold (FORMAT.md §7.3). JSON.parse rounds
+    these integers to equal Numbers: a page that keeps them so ties what the journal orders
+    (by seq instead) and takes seqs 2^53 and 2^53 + 1 for one event."""
+    lamport, wall = 1 << 60, 1 << 62
+    strokes = {name: (name * 16).lower() for name in ("E1", "E2", "E3", "E4")}
+
+    def point(stroke, replica, seq, lamport, time, x):
+        return {"type": "point", "stroke": strokes[stroke], "x": x, "y": 40.0 + x, "color": "#E53935FF", "width": 3.0,
+                "replica": replica, "seq": seq, "lamport": lamport, "time": time}
+    r3 = [point("E1", R3, 1, lamport + 1, wall, 1.0),        # Lamport clocks past 2^53: 2 before 1
+          point("E1", R3, 2, lamport, wall, 2.0),
+          point("E2", R3, 3, lamport + 2, wall + 1, 3.0),    # equal clocks, wall times past 2^53: 4 before 3
+          point("E2", R3, 4, lamport + 2, wall, 4.0),
+          point("E3", R3, 5, lamport + 3, -wall, 5.0),       # negative wall times past -2^53: 6 before 5
+          point("E3", R3, 6, lamport + 3, -wall - 1, 6.0)]
+    r2 = [point("E4", R2, 1 << 53, 7, 1700000000000, 7.0),   # two seqs that round to one Number
+          point("E4", R2, (1 << 53) + 1, 8, 1700000000001, 8.0)]
+    order = {strokes["E1"]: [2.0, 1.0], strokes["E2"]: [4.0, 3.0], strokes["E3"]: [6.0, 5.0], strokes["E4"]: [7.0, 8.0]}
+    held = {R2: [[str(1 << 53), str((1 << 53) + 1)]], R3: [["1", "6"]]}
+    return r3, r2, order, held
+
+
+def check_exact_integers(browser, url):
+    """Pages H (event messages, in text) and I (the same events in blocks) against a relay the
+    test plays: clocks, wall times and seqs past 2^53 are kept exact in both, so both fold the
+    events as the journal does (points in order-key order, every seq held once) and H's hello
+    after a reconnection names exactly what it holds."""
+    r3, r2, order, held = exact_events()
+    h, _ = with_fake_relay(browser, url + "-text", "H")
+    # Exactly the relay's layout: compact, the envelope last.
+    lines = [json.dumps(e, separators=(",", ":")) for e in r3 + r2]
+    h.evaluate("__fake.deliverText(%s)" % json.dumps(lines + ['{"type":"caughtUp","events":8,"have":{}}']))
+    i, _ = with_fake_relay(browser, url + "-blocks", "I")
+    i.evaluate("__fake.deliverBinary(%s); __fake.deliverBinary(%s); __fake.deliver([{type: 'caughtUp', events: 8, have: {}}])" % (
+        json.dumps(base64.b64encode(segments.message_v1(R3, [r3])).decode()),
+        json.dumps(base64.b64encode(segments.message_v1(R2, [r2])).decode())))
+    folds = {}
+    for page in (h, i):
+        page.wait_for("live", lambda s: s["live"])
+        fold = page.evaluate("(() => { const f = window.strokeJournalFold(); return { held: f.held, strokes: f.strokes.map((s) => ({ id: s.id, xs: s.points.map((p) => p.x) })) }; })()")
+        got = {stroke["id"]: stroke["xs"] for stroke in fold["strokes"]}
+        if got != order or fold["held"] != held:
+            fail("page %s (%s) folds the events with clocks, times and seqs past 2^53 to points %s and holds %s; the journal's order: %s, seqs %s"
+                 % (page.name, "text" if page is h else "blocks", got, fold["held"], order, held))
+        folds[page.name] = page.evaluate(FOLD_DUMP)
+    if folds["H"] != folds["I"]:
+        fail("page H (text) and page I (blocks) fold the same events differently: %s / %s" % (folds["H"], folds["I"]))
+    h.evaluate("__fake.drop()")
+    h.wait_for("a new socket", lambda s: h.evaluate("__fake.sockets.length") == 2)
+    time.sleep(0.3)
+    hello = json.loads(h.evaluate("__fake.current().sent[0]"))
+    want = {R2: [[1 << 53, (1 << 53) + 1]], R3: [[1, 6]]}
+    if hello.get("have") != want:
+        fail("page H after reconnecting names %s, expected exactly %s" % (hello.get("have"), want))
+    return h, i
+
+
+TOKEN = "sjt1.0123456789abcdef.draw.token-check.+x/y=="   # any opaque text; '+' must stay '+'
+
+
+def check_token(browser, port):
+    """Page K, opened as /boards/token-check#token=…, against a relay the test plays: the
+    token leaves the address at once (and the tab's history), stays in sessionStorage, and
+    goes in every hello (after a reconnection, after a reload); the page sends no referrer; a
+    connection error about the token stops the reconnecting (others do not); a frame refused
+    as view-only makes the page a viewer: tools disabled, nothing more sent, "view only"."""
+    base = "http://127.0.0.1:%d/boards/token-check" % port
+    k, hello = with_fake_relay(browser, base + "#token=" + urllib.parse.quote(TOKEN, safe="") + "&keep=1", "K")
+
+    def check_hello(hello, when):
+        if hello.get("token") != TOKEN:
+            fail("page K's hello %s: %s, expected the token %r" % (when, hello, TOKEN))
+
+    def check_address(when):
+        address = k.evaluate("location.href")
+        entries = [e["url"] for e in k.call("Page.getNavigationHistory")["entries"]]
+        if address != base + "#keep=1" or any("token=" in url for url in entries):
+            fail("page K %s: its address is %s and its history %s, expected %s#keep=1 and no token in either"
+                 % (when, address, entries, base))
+        stored = k.evaluate("sessionStorage.getItem('strokejournal.token.token-check')")
+        if stored != TOKEN:
+            fail("page K %s keeps %r in sessionStorage, expected the token" % (when, stored))
+
+    check_hello(hello, "when it opened")
+    check_address("after it opened")
+    if k.evaluate("(document.querySelector('meta[name=referrer]') || {}).content") != "no-referrer":
+        fail("the drawing page has no <meta name=\"referrer\" content=\"no-referrer\">")
+    k.evaluate("__fake.deliver([{type: 'caughtUp', events: 0, have: {}}])")
+    k.wait_for("live", lambda s: s["live"] and s.get("token"))
+    k.evaluate("__fake.drop()")
+    k.wait_for("a second socket", lambda s: k.evaluate("__fake.sockets.length") == 2)
+    time.sleep(0.3)
+    check_hello(json.loads(k.evaluate("__fake.current().sent[0]")), "after a reconnection")
+
+    # View only: every frame is refused as such.
+    k.evaluate("__fake.deliver([{type: 'caughtUp', events: 0, have: {}}])")
+    k.wait_for("live again", lambda s: s["live"])
+    k.pen("mousePressed", 300, 200, 0.25, 1)
+    k.pen("mouseMoved", 320, 210, 0.5, 1)
+    k.pen("mouseReleased", 320, 210, 0, 0)
+    frames = k.evaluate("__fake.current().sent.length - 1")
+    if frames != 3:
+        fail("page K sent %d frames for a stroke of 2 samples, expected 3" % frames)
+    refusal = "frame %d not recorded: this connection may only view board token-check (its token's scope is view); drawing needs a token of scope draw"
+    k.evaluate("__fake.deliver([{type: 'error', frame: 1, message: %s}])" % json.dumps(refusal % 1))
+    state = k.wait_for("view only", lambda s: s.get("viewOnly"))
+    disabled = k.evaluate("['color', 'width', 'undo', 'clear'].map((id) => document.getElementById(id).disabled)")
+    if "view only" not in state["status"] or disabled != [True] * 4:
+        fail("page K after a frame refused as view-only: status %r, tools disabled %s; expected \"view only\" and all four disabled"
+             % (state["status"], disabled))
+    k.evaluate("__fake.deliver(%s)" % json.dumps([{"type": "error", "frame": n, "message": refusal % n} for n in (2, 3)]))
+    k.pen("mousePressed", 400, 200, 0.25, 1)
+    k.pen("mouseMoved", 420, 210, 0.5, 1)
+    k.pen("mouseReleased", 420, 210, 0, 0)
+    k.evaluate("document.getElementById('clear').click()")
+    time.sleep(0.3)
+    state = k.state()
+    if (state["points"], state["unacked"], k.evaluate("__fake.current().sent.length - 1")) != (0, 0, 3):
+        fail("page K, view only, drew or sent more: %s, %d frames sent; expected nothing drawn, nothing more sent"
+             % (state, k.evaluate("__fake.current().sent.length - 1")))
+    if "view only" not in k.wait_for("the refusal's report gone", lambda s: "refused" not in s["status"] and "not recorded" not in s["status"])["status"]:
+        fail("page K's status no longer says view only: %r" % k.state()["status"])
+
+    # A reload: the token from sessionStorage, the address still without it.
+    k.call("Page.reload", {"ignoreCache": True})
+    end = time.monotonic() + DEADLINE
+    while not k.evaluate("!!window.__fake && __fake.sockets.length > 0 && __fake.current().sent.length > 0"):
+        if time.monotonic() > end:
+            fail("page K: no hello within %.0f s of a reload" % DEADLINE)
+        time.sleep(0.05)
+    check_hello(json.loads(k.evaluate("__fake.current().sent[0]")), "after a reload")
+    check_address("after a reload")
+
+    # A connection error about something else: the page reconnects.
+    k.evaluate("__fake.deliver([{type: 'error', message: 'the relay is shutting down'}]); __fake.drop()")
+    k.wait_for("a socket after an error that is not the token's", lambda s: k.evaluate("__fake.sockets.length") == 2)
+    time.sleep(0.3)
+    # About the token: it stops, and says so.
+    said = "token 0123456789abcdef has expired: ask for a new one"
+    k.evaluate("__fake.deliver([{type: 'error', message: %s}]); __fake.drop()" % json.dumps(said))
+    time.sleep(2.0)
+    state = k.state()
+    sockets = k.evaluate("__fake.sockets.length")
+    if sockets != 2 or not state.get("stopped") or said not in state["status"] or "not reconnecting" not in state["status"]:
+        fail("page K after the relay refused its token: %d sockets, state %s; expected no new socket and the status saying why and that it stopped"
+             % (sockets, state))
+    return k
+
+
+def mint_token(journal, data, board, scope):
+    done = subprocess.run([journal, "token", "--data", data, "--board", board, "--scope", scope, "--ttl", "1h", "--json"],
+                          capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        fail("journal token --scope %s exited %d: %s" % (scope, done.returncode, done.stderr.strip()))
+    return json.loads(done.stdout)["token"]
+
+
+def check_tokens_with_relay(chromium, journal, work, artefacts):
+    """Against a relay that needs tokens (no --open), when this one has them: page T1 with an
+    admin token in its address creates the board and draws (echoes included); T2 with a view
+    token shows the board and becomes a viewer when it draws; T3 without a token and T4 with a
+    forged one show the relay's refusal and stop. Skipped (None) for a relay without access
+    control. Its pages live in a browser of their own, stopped before the relay is: a graceful
+    stop waits for every connection, a browser's idle keep-alive one too."""
+    if not serve_options(journal):
+        say("this relay has no access control (no serve --open): the pages' tokens are not checked against it")
+        return None
+    data = os.path.join(work, "guarded")
+    os.makedirs(data)
+    admin, view = mint_token(journal, data, "guarded", "admin"), mint_token(journal, data, "guarded", "view")
+    relay, port = start_relay(journal, data, os.path.join(artefacts, "relay-guarded.log"), open_access=False)
+    pages = []
+    browser = None
+    try:
+        profile = os.path.join(work, "profile-guarded")
+        os.makedirs(profile)
+        browser = Browser(chromium, profile, os.path.join(artefacts, "chromium-guarded.log"), page_html=PAGE_HTML[0])
+        url = "http://127.0.0.1:%d/boards/guarded" % port
+        t1 = Page(browser, url + "#token=" + urllib.parse.quote(admin, safe=""), "T1")
+        pages.append(t1)
+        t1.wait_for("live with its token", lambda s: s["live"] and s.get("token"))
+        pen_stroke(t1, 200, 300)
+        t1.wait_for("its stroke echoed and acknowledged", lambda s: (s["strokes"], s["unacked"], s.get("provisional")) == (1, 0, 0))
+        t2 = Page(browser, url + "#token=" + urllib.parse.quote(view, safe=""), "T2")
+        pages.append(t2)
+        t2.wait_for("live with the board", lambda s: s["live"] and s["strokes"] == 1)
+        pen_stroke(t2, 400, 300)
+        state = t2.wait_for("view only, its stroke taken off", lambda s: s.get("viewOnly") and s["points"] == 4 and s["unacked"] == 0)
+        if "view only" not in state["status"]:
+            fail("page T2 with a view token: status %r, expected it to say view only" % state["status"])
+        for name, suffix, words in (("T3", "", "needs a token"), ("T4", "#token=sjt1.forged", "token")):
+            page = Page(browser, url + suffix, name)
+            pages.append(page)
+            state = page.wait_for("stopped", lambda s: s.get("stopped"))
+            time.sleep(1.0)
+            state = page.state()
+            if words not in state["status"] or "not reconnecting" not in state["status"] or state["live"]:
+                fail("page %s (%s): %s, expected the relay's refusal (%r) and no reconnecting" % (name, suffix or "no token", state, words))
+        t1.wait_for("still 1 stroke, nothing of T2's", lambda s: (s["strokes"], s["points"]) == (1, 4))
+        for page in pages:
+            page.screenshot(os.path.join(artefacts, "page-%s.png" % page.name))
+        errors = script_errors(browser)
+        if errors:
+            fail("a page of the relay that needs tokens reported script errors: %s" % errors[:3])
+    finally:
+        if browser:
+            browser.stop()
+        code = stop_relay(relay)
+    if code != 0:
+        fail("the relay that needs tokens exited %s on SIGTERM (log: %s)" % (code, os.path.join(artefacts, "relay-guarded.log")))
+    return [page.name for page in pages]
+
+
+# Holds a page's incoming messages while __hold.on (the test's way of keeping another page's
+# event in flight to it); release() hands them over in order.
+HOLD_INBOUND = r"""
+(() => {
+  const Native = window.WebSocket;
+  const hold = { on: false, queue: [] };
+  window.__hold = hold;
+  window.WebSocket = class extends Native {
+    set onmessage(handler) {
+      super.onmessage = (event) => { if (hold.on) hold.queue.push([handler, event]); else handler(event); };
+    }
+    get onmessage() { return super.onmessage; }
+  };
+  hold.release = () => {
+    hold.on = false;
+    const queue = hold.queue;
+    hold.queue = [];
+    for (const [handler, event] of queue) handler(event);
+  };
+  hold.held = () => hold.queue.map(([, event]) => typeof event.data === 'string' ? event.data : '(binary)');
+})();
+"""
+
+
+def pen_stroke(page, x, y, samples=4):
+    page.pen("mousePressed", x, y, 0.3, 1)
+    for n in range(1, samples):
+        page.pen("mouseMoved", x + 12 * n, y + 7 * n, 0.3 + 0.1 * n, 1)
+    page.pen("mouseReleased", x + 12 * (samples - 1), y + 7 * (samples - 1), 0, 0)
+
+
+def visible_ids(page):
+    return sorted(s["id"] for s in page.evaluate("window.strokeJournalFold().strokes") if s["visible"])
+
+
+def check_clear_race(browser, port):
+    """Pages P and Q on a board of the real relay. Q draws S0; then Q draws S1 while it is in
+    flight to P (P's incoming messages held), and P clears: the relay records S1, then the
+    clear, which hides both. P drew its clear at once; when S1 and its clear's echo reach it,
+    it must hide S1 as the journal does. Q draws S2 after. P, Q and a page loaded afterwards
+    (R) show the same strokes: S2 only. Returns the ids, for the journal's check."""
+    url = "http://127.0.0.1:%d/boards/clear-race" % port
+    p, q = Page(browser, url, "P", before_page_script=HOLD_INBOUND), Page(browser, url, "Q")
+    for page in (p, q):
+        page.wait_for("live on an empty board", lambda s: s["live"] and s["strokes"] == 0)
+    pen_stroke(q, 150, 150)
+    q.wait_for("S0 acknowledged", lambda s: s["unacked"] == 0 and s["strokes"] == 1)
+    p.wait_for("S0", lambda s: s["strokes"] == 1 and s["visibleStrokes"] == 1)
+    p.evaluate("__hold.on = true")
+    pen_stroke(q, 300, 150)
+    q.wait_for("S1 acknowledged", lambda s: s["unacked"] == 0 and s["strokes"] == 2)
+    p.evaluate("document.getElementById('clear').click()")
+    end = time.monotonic() + DEADLINE
+    while not any(m.startswith('{"type":"ack"') for m in p.evaluate("__hold.held()")):
+        if time.monotonic() > end:
+            fail("page P: no ack of its clear within %.0f s (held: %s)" % (DEADLINE, p.evaluate("__hold.held()")[:4]))
+        time.sleep(0.05)
+    p.evaluate("__hold.release()")
+    pen_stroke(q, 450, 150)
+    settled = lambda s: s["live"] and s["unacked"] == 0 and s["strokes"] == 3
+    p.wait_for("S1, S2 and everything acknowledged", settled)
+    q.wait_for("S2 and everything acknowledged", settled)
+    r = Page(browser, url, "R")
+    r.wait_for("the board", settled)
+    ids = {page.name: visible_ids(page) for page in (p, q, r)}
+    s2 = [s["id"] for s in r.evaluate("window.strokeJournalFold().strokes")][-1]
+    if ids["P"] != ids["R"] or ids["Q"] != ids["R"] or ids["R"] != [s2]:
+        fail("after P's clear with Q's S1 in flight, the pages show %s (visible stroke ids); expected S2 (%s) only, on every page"
+             % (ids, s2))
+    for page in (p, q):
+        if page.state().get("provisional") != 0:
+            fail("page %s still draws own events with a provisional key: %s" % (page.name, page.state()))
+    return [p, q, r], ids["R"]
 
 
 # Before a page of the real relay: keeps its sockets (so the test can drop one) and rewrites
@@ -871,6 +1263,12 @@ def check_late_joiner(browser, port, expected):
     return pages
 
 
+def script_errors(browser):
+    return [(session, params.get("exceptionDetails", {}).get("exception", {}).get("description")
+             or params.get("exceptionDetails", {}).get("text"))
+            for session, method, params in list(browser.events) if method == "Runtime.exceptionThrown"]
+
+
 def check(args, work, artefacts):
     data = os.path.join(work, "boards")
     device_board, device = prepare_device_board(args.journal_bin, data, work)
@@ -880,7 +1278,7 @@ def check(args, work, artefacts):
     try:
         profile = os.path.join(work, "profile")
         os.makedirs(profile)
-        browser = Browser(args.chromium, profile, os.path.join(artefacts, "chromium.log"))
+        browser = Browser(args.chromium, profile, os.path.join(artefacts, "chromium.log"), page_html=PAGE_HTML[0])
         url = "http://127.0.0.1:%d/boards/%s" % (port, BOARD)
         a, b = Page(browser, url, "A"), Page(browser, url, "B")
         for page in (a, b):
@@ -912,21 +1310,29 @@ def check(args, work, artefacts):
         c = check_fold_and_resending(browser, "http://127.0.0.1:%d/boards/fold-check" % port)
         say("page C (a relay played by the test): out-of-order points, duplicates, visibility, hello and resending as expected")
 
+        check_scripts_parse(port)
         check_reader(browser, port, args)
         d = check_blocks_fold(browser, "http://127.0.0.1:%d/boards/blocks-check" % port)
         say("page D (a relay played by the test, in blocks): own events matched, messages in order, damage refused, text after it")
         g = check_text_without_decompression(browser, "http://127.0.0.1:%d/boards/no-blocks" % port)
         say("page G, in a browser without DecompressionStream, asks for no blocks and catches up in text")
         e, f = check_late_joiner(browser, port, device)
+        race_pages, race_visible = check_clear_race(browser, port)
+        say("pages P and Q agree with a page loaded afterwards after P's clear with Q's stroke in flight: %d visible stroke" % len(race_visible))
+        h, i = check_exact_integers(browser, "http://127.0.0.1:%d/boards/exact" % port)
+        say("pages H (text) and I (blocks) keep clocks, wall times and seqs past 2^53 exact: the journal's order, seqs held once")
+        k = check_token(browser, port)
+        say("page K takes its token from #token= (out of the address and history, into sessionStorage, into every hello), "
+            "stops on a token refusal, becomes a viewer on a view-only refusal")
+        if check_tokens_with_relay(args.chromium, args.journal_bin, work, artefacts):
+            say("a relay that needs tokens: page T1 (admin token) draws, T2 (view token) becomes a viewer, T3 (none) and T4 (forged) stop")
 
-        for page in (a, b, c, d, e, f, g):
+        for page in [a, b, c, d, e, f, g, h, i, k] + race_pages:
             path = os.path.join(artefacts, "page-%s.png" % page.name)
             page.screenshot(path)
             if os.path.getsize(path) < 1000:
                 fail("the screenshot %s is only %d bytes" % (path, os.path.getsize(path)))
-        errors = [(session, params.get("exceptionDetails", {}).get("exception", {}).get("description")
-                   or params.get("exceptionDetails", {}).get("text"))
-                  for session, method, params in list(browser.events) if method == "Runtime.exceptionThrown"]
+        errors = script_errors(browser)
         if errors:
             fail("a page reported script errors: %s" % errors[:3])
     finally:
@@ -936,6 +1342,10 @@ def check(args, work, artefacts):
     if code != 0:
         fail("journal serve exited %s on SIGTERM (log: %s)" % (code, os.path.join(artefacts, "relay.log")))
     check_journal(args, os.path.join(data, BOARD), dispatched, expected_points)
+    in_journal = sorted(s["id"].replace("-", "").lower() for s in journal_strokes(args.journal_bin, os.path.join(data, "clear-race")))
+    if in_journal != race_visible:
+        fail("the clear-race board's journal shows strokes %s, the pages %s" % (in_journal, race_visible))
+    say("the clear-race board's journal shows what the pages showed: %s" % in_journal)
 
 
 def check_journal(args, board_dir, dispatched, expected_points):
@@ -969,6 +1379,9 @@ def main():
     ap.add_argument("--moves", type=int, default=12)
     ap.add_argument("--random-messages", type=int, default=400, help="random messages the reader must decode as sjread does")
     ap.add_argument("--seed", type=int, default=1, help="of the random messages")
+    ap.add_argument("--page-html", metavar="FILE|sources",
+                    help="serve FILE to the pages instead of the relay's drawing page (\"sources\": the page "
+                         "Sources/JournalServe/*.swift make, unbuilt): to try a page, or an older one, without building the relay")
     ap.add_argument("--wrong-count", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     # SIGTERM (a CI timeout) unwinds like a failure, so the relay and browser are killed too.
@@ -980,6 +1393,10 @@ def main():
         sys.exit("page-test: %s is not an executable journal" % args.journal_bin)
     if not os.access(args.chromium, os.X_OK):
         sys.exit("page-test: no chromium at %s (apt-get install -y chromium)" % args.chromium)
+    if args.page_html == "sources":
+        PAGE_HTML[0] = page_from_sources(os.path.join(HERE, "..", ".."))
+    elif args.page_html:
+        PAGE_HTML[0] = open(args.page_html, "rb").read()
     artefacts = os.path.abspath(args.artefacts or tempfile.mkdtemp(prefix="page-test-artefacts-"))
     os.makedirs(artefacts, exist_ok=True)
     say("artefacts in %s" % artefacts)
@@ -992,7 +1409,7 @@ def main():
         sys.exit(1)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    say("passed in %.1f s (screenshots page-A.png … page-G.png in %s)" % (time.monotonic() - started, artefacts))
+    say("passed in %.1f s (screenshots page-*.png in %s)" % (time.monotonic() - started, artefacts))
 
 
 if __name__ == "__main__":
