@@ -555,6 +555,22 @@ extension ProcessInfoLite {
 }
 
 extension ProcessInfoLite {
+    /// Hands memory the allocator keeps free back to the system. A relay calls it after a
+    /// board closes: glibc keeps freed arenas, and a closed board's drawing stayed resident
+    /// (845 MB of 1.7 GB, measured by a review) long after nothing used it.
+    #if canImport(Glibc)
+    private nonisolated(unsafe) static let mallocTrim: UnsafeMutableRawPointer? = dlsym(nil, "malloc_trim")
+    #endif
+
+    public static func returnFreeMemory() {
+        #if canImport(Glibc)
+        // `malloc_trim` is glibc's (malloc.h, which the Glibc module leaves out): looked up
+        // once, and called with the C convention.
+        typealias Trim = @convention(c) (Int) -> Int32
+        if let symbol = mallocTrim { _ = unsafeBitCast(symbol, to: Trim.self)(0) }
+        #endif
+    }
+
     /// Raises this process's soft limit on open descriptors to its hard limit (a relay's
     /// sockets and journals need more than the usual soft 1024) and returns the limit in force.
     public static func raiseDescriptorLimit() -> Int {

@@ -49,12 +49,15 @@ final class NativeHost: Sendable {
         var forks: [ReplicaID: String] = [:]
         var pending: [ReplicaID: [Event]] = [:]
         var frames: [Int: Int] = [:]
+        /// Replicas this host took on while open, that the board held nothing of before.
+        var newReplicas: Set<ReplicaID> = []
         var commitScheduled = false
         var closed = false
     }
 
     private let board: Board
     private let commitDelayMilliseconds: Int
+    private let maxNewReplicas: Int
     private let thread = WorkerThread()
     /// Held while a hosted file is written or sealed, and while a reader of this process scans
     /// them (`scan`): such a reader sees fsynced bytes only, and `stored` as it matches them.
@@ -62,9 +65,10 @@ final class NativeHost: Sendable {
     private let state = Locked(State())
     private let onDurable = Locked<(@Sendable (Round) -> Void)?>(nil)
 
-    init(board: Board, commitDelayMilliseconds: Int) {
+    init(board: Board, commitDelayMilliseconds: Int, maxNewReplicas: Int) {
         self.board = board
         self.commitDelayMilliseconds = commitDelayMilliseconds
+        self.maxNewReplicas = maxNewReplicas
     }
 
     /// Who gets each round once durable (the board: broadcast, acks).
@@ -126,6 +130,12 @@ final class NativeHost: Sendable {
                 held.insert(seq...seq)
             }
             guard !fresh.isEmpty else { return (.allHeld, false) }
+            if covered.isEmpty && state.accepted[replica].isEmpty && !state.newReplicas.contains(replica) {
+                guard state.newReplicas.count < maxNewReplicas else {
+                    throw .refusedFrame("board \(board.directory.root) took on \(state.newReplicas.count) new native replicas since it opened, its limit (--max-native-replicas); draw as a replica it holds, or later")
+                }
+                state.newReplicas.insert(replica)
+            }
             // A clock replay would quarantine is never stored (FORMAT.md §8.9), counted on what
             // the board will hold with these events: each id once. Sealed hosted events are
             // both folded by the board and accepted here; counted twice, the bound let through

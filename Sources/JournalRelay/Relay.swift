@@ -22,12 +22,20 @@ public struct RelayLimits: Sendable, Equatable {
     /// Connections at once that present one token, over all boards: one leaked token cannot
     /// take every connection of the relay.
     public var maxConnectionsPerToken: Int
+    /// Native replicas one board takes on while it is open (each new one costs a segment file,
+    /// a writer and sealed files every reader then lists): 1,700 clients naming a fresh replica
+    /// each held a relay at 95% CPU for minutes.
+    public var maxNativeReplicasPerBoard: Int
 
-    public init(maxOpenBoards: Int = 256, maxConnections: Int = 4096, maxConcurrentCatchUps: Int = 8, maxConnectionsPerToken: Int = 64) {
+    public init(
+        maxOpenBoards: Int = 256, maxConnections: Int = 4096, maxConcurrentCatchUps: Int = 8, maxConnectionsPerToken: Int = 64,
+        maxNativeReplicasPerBoard: Int = 256
+    ) {
         self.maxOpenBoards = max(1, maxOpenBoards)
         self.maxConnections = max(1, maxConnections)
         self.maxConcurrentCatchUps = max(1, maxConcurrentCatchUps)
         self.maxConnectionsPerToken = max(1, maxConnectionsPerToken)
+        self.maxNativeReplicasPerBoard = max(1, maxNativeReplicasPerBoard)
     }
 
     /// Descriptors an open board holds (its lock, open segment, folder watches and their
@@ -129,7 +137,7 @@ public final class Relay: Sendable {
                 throw .io(IOError("open board", path: planted, code: ELOOP, reason: IOError.symbolicLinkReason))
             }
             let board = try Board(path: path, create: true, options: boardOptions)
-            let relayBoard = RelayBoard(name: name, board: board, catchUps: catchUps)
+            let relayBoard = RelayBoard(name: name, board: board, catchUps: catchUps, maxNativeReplicas: limits.maxNativeReplicasPerBoard)
             relayBoard.start()
             boards.open[name] = relayBoard
             return relayBoard
@@ -203,6 +211,7 @@ public final class Relay: Sendable {
         boards.closing[name] = Task { [weak self] in
             await board.close(reason: reason)
             _ = self?.boards.withLock { $0.closing.removeValue(forKey: name) }
+            ProcessInfoLite.returnFreeMemory()
         }
     }
 

@@ -18,11 +18,11 @@ public final class RelayBoard: Sendable {
     /// The relay's bound on catch-ups at once (every board's connections share it).
     let catchUps: CatchUpGate
 
-    init(name: BoardName, board: Board, catchUps: CatchUpGate) {
+    init(name: BoardName, board: Board, catchUps: CatchUpGate, maxNativeReplicas: Int = RelayLimits().maxNativeReplicasPerBoard) {
         self.name = name
         self.board = board
         self.catchUps = catchUps
-        host = NativeHost(board: board, commitDelayMilliseconds: board.options.commitDelayMilliseconds)
+        host = NativeHost(board: board, commitDelayMilliseconds: board.options.commitDelayMilliseconds, maxNewReplicas: maxNativeReplicas)
     }
 
     /// Starts the board's background work: hosting native clients' replicas (what a previous

@@ -51,6 +51,12 @@ public final class RelayConnection: Sendable {
         var heldAck: UInt64?
         /// Native frames accepted and not yet durable.
         var nativeInFlight = 0
+        /// Events of the frames above, oldest first (a frame whose events were all held counts
+        /// none), and their sum.
+        var nativeFrameEvents: [Int] = []
+        var nativeEventsInFlight = 0
+        /// Events of text frames appended and not yet acknowledged.
+        var textEventsInFlight = 0
         /// The last ack by seq sent (they only grow), and one held during the catch-up.
         var replicaAcked: UInt64 = 0
         var heldReplicaAck: UInt64?
@@ -318,12 +324,18 @@ public final class RelayConnection: Sendable {
                 relayBoard.host.recordFork(of: replica, reason)
                 throw .refusedFrame(reason)
             }
-            if try relayBoard.host.accept(events, replica: replica, from: id) == .allHeld {
+            let acceptance = try relayBoard.host.accept(events, replica: replica, from: id)
+            state.withLock { state in
+                let staged = if case .staged(let count) = acceptance { count } else { 0 }
+                state.nativeFrameEvents.append(staged)
+                state.nativeEventsInFlight += staged
+            }
+            if acceptance == .allHeld {
                 nativeFramesSettled(1)
                 acknowledge(replica: replica, upTo: relayBoard.host.durablePrefix(of: replica))
             }
         } catch {
-            nativeFramesSettled(1)
+            state.withLock { $0.nativeInFlight = max(0, $0.nativeInFlight - 1) }
             close(reason: error.description)
             return
         }
@@ -355,6 +367,12 @@ public final class RelayConnection: Sendable {
     func nativeFramesSettled(_ count: Int) {
         let throttled = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.nativeInFlight = max(0, state.nativeInFlight - count)
+            // Rounds settle a connection's frames in the order they were accepted, but a frame
+            // all held settles at once: the sum may run ahead for a while, never past zero,
+            // and is exact once everything is settled.
+            for _ in 0..<min(count, state.nativeFrameEvents.count) {
+                state.nativeEventsInFlight -= state.nativeFrameEvents.removeFirst()
+            }
             defer { state.throttled = nil }
             return state.throttled
         }
@@ -383,6 +401,7 @@ public final class RelayConnection: Sendable {
     private func stage(_ events: [Event], through frame: UInt64) {
         let start = state.withLock { state -> Bool in
             state.pending.append(contentsOf: events)
+            state.textEventsInFlight += events.count
             state.appendedThrough = max(state.appendedThrough, frame)
             guard !state.ackerRunning, state.appendedThrough > state.acknowledged else { return false }
             state.ackerRunning = true
@@ -391,12 +410,18 @@ public final class RelayConnection: Sendable {
         if start { acknowledgeNextRound() }
     }
 
+    /// Whether a frame's `receive` waits for acks (the client is at a limit of what it may
+    /// have unacknowledged).
+    var isThrottled: Bool { state.withLock { $0.throttled != nil } }
+
     private func waitWhileThrottled() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let wait = state.withLock { state -> Bool in
                 guard case .closed = state.phase else {
                     // Refused frames were answered at once: only frames waiting for an ack count.
-                    guard state.appendedThrough - state.acknowledged + UInt64(state.nativeInFlight) >= UInt64(WireLimits.maxUnacknowledgedFrames) else { return false }
+                    let frames = state.appendedThrough - state.acknowledged + UInt64(state.nativeInFlight)
+                    let events = state.textEventsInFlight + state.nativeEventsInFlight
+                    guard frames >= UInt64(WireLimits.maxUnacknowledgedFrames) || events >= WireLimits.maxUnacknowledgedEvents else { return false }
                     state.throttled = continuation
                     return true
                 }
@@ -430,6 +455,7 @@ public final class RelayConnection: Sendable {
             }
             let throttled = state.withLock { state -> CheckedContinuation<Void, Never>? in
                 state.acknowledged = round.through
+                state.textEventsInFlight -= round.events.count
                 // An echoing client gets its events before the ack that covers them: once a
                 // frame is acknowledged, its events are in the client's copy of the board.
                 if state.hello??.echo == true {

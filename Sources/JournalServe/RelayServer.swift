@@ -59,7 +59,13 @@ public struct RelayServer: Sendable {
                     var token = header
                     if token == nil {
                         first = await messages.first(within: Self.tokenWait)
-                        if case .text(let text)? = first { token = (try? ClientFrame.hello(in: text))??.token }
+                        if case .text(let text)? = first {
+                            // A malformed hello is refused for what is wrong with it, not as a
+                            // missing token.
+                            do throws(WireError) { token = try ClientFrame.hello(in: text)?.token } catch {
+                                throw .disconnected(error.reason)
+                            }
+                        }
                     }
                     do throws(AccessError) {
                         grant = try relay.access.authorize(token, board: board, nowMilliseconds: ProcessInfoLite.wallClockMilliseconds())

@@ -7,6 +7,11 @@ public enum WireLimits {
     /// reading its socket until the acks catch up, so a flooding client waits on TCP instead
     /// of filling the relay's memory.
     public static let maxUnacknowledgedFrames = 4096
+    /// Events a client may have sent that are not acknowledged yet (text and native frames
+    /// alike). Frames alone did not bound the work queued ahead of other clients: 4096
+    /// CollabSketch frames hold 14 million points, and every client of the board waited behind
+    /// them for its acks.
+    public static let maxUnacknowledgedEvents = 16_384
     /// Messages queued for one client that it has not read. A client that falls this far
     /// behind is disconnected with an error (it reconnects and catches up) rather than
     /// holding the relay's memory.

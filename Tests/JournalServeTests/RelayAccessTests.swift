@@ -158,6 +158,41 @@ import Testing
         await relay.close()
     }
 
+    /// 1,700 clients naming a fresh replica each held a relay at 95% CPU for minutes (each
+    /// new replica is a segment file, a writer and sealed files every reader lists): a board
+    /// takes on at most `maxNativeReplicasPerBoard` while open; replicas it took on go on.
+    @Test func aBoardTakesOnABoundedNumberOfNewNativeReplicas() async throws {
+        let temp = TemporaryDirectory("relay-native-replicas")
+        defer { temp.remove() }
+        let relay = try Relay(
+            dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false), idleBoardSeconds: nil,
+            limits: RelayLimits(maxNativeReplicasPerBoard: 2))
+        let board = try relay.board(BoardName("crowd"))
+        var accepted: [ReplicaID] = []
+        for index in 0..<3 {
+            let replica = TestReplicaKeys.newReplica()
+            let client = board.connect()
+            await client.receive(text: TestReplicaKeys.hello(replica))
+            client.goLive(caughtUp: 0)
+            await client.receive(binary: TestReplicaKeys.frame(NativeModeTests.events(replica, 1...2), on: "crowd"))
+            if index < 2 {
+                #expect(client.closeReason == nil, "\(client.closeReason ?? "")")
+                accepted.append(replica)
+            } else {
+                #expect(client.closeReason?.contains("--max-native-replicas") == true, "\(client.closeReason ?? "accepted")")
+            }
+        }
+        // A replica the board took on reconnects and goes on.
+        let again = board.connect()
+        await again.receive(text: TestReplicaKeys.hello(accepted[0]))
+        again.goLive(caughtUp: 0)
+        await again.receive(binary: TestReplicaKeys.frame(NativeModeTests.events(accepted[0], 3...4), on: "crowd"))
+        #expect(again.closeReason == nil)
+        await relay.close()
+        let (_, report) = Replay.load(JournalDirectory(root: temp.path + "/crowd"))
+        #expect(report.eventCount == 6)
+    }
+
     /// The reviewer's attack on federated relays began with a client naming another relay's
     /// replica (it is in every event message) and sending its next seqs with clock 1: the
     /// relay acknowledged them, and after a sync the forged events displaced the honest,

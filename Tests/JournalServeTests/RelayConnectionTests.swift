@@ -5,7 +5,7 @@ import JournalFormat
 import JournalIngest
 import JournalLive
 import JournalPlatform
-import JournalRelay
+@testable import JournalRelay
 import JournalReplay
 import JournalStorage
 import JournalTestSupport
@@ -129,6 +129,38 @@ import Testing
             acked = upTo
         }
         #expect(acked == UInt64(limit))
+        await relay.close()
+    }
+
+    /// Frames alone did not bound what a client queues ahead of the others: 4096 CollabSketch
+    /// frames hold 14 million points, and every client of the board waited behind them. A
+    /// client stops being read once its unacknowledged events reach the limit, however few
+    /// its frames.
+    @Test func aClientAtTheUnacknowledgedEventLimitWaitsWhateverItsFrames() async throws {
+        let temp = TemporaryDirectory("relay-throttle-events")
+        defer { temp.remove() }
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(commitDelayMilliseconds: 3000, watchForSegments: false))
+        let connection = try relay.board(BoardName("heavy")).connect()
+        connection.goLive(caughtUp: 0)
+        let points = (0..<3000).map { #"{"x":\#($0),"y":1}"# }.joined(separator: ",")
+        let frame = #"{"id":"A0000000-0000-4000-8000-00000000000B","points":["# + points + #"],"red":0,"green":0,"blue":1,"alpha":1,"lineWidth":2}"#
+        let below = WireLimits.maxUnacknowledgedEvents / 3000
+        for _ in 0..<below {
+            await connection.receive(text: frame)
+            #expect(!connection.isThrottled)
+        }
+        let crossing = Task { await connection.receive(text: frame) }
+        #expect(await eventually(within: 60) { connection.isThrottled }, "a client past the event limit was still read")
+        #expect(below + 1 < WireLimits.maxUnacknowledgedFrames)
+        await crossing.value
+        var iterator = connection.outbound.makeAsyncIterator()
+        #expect(await iterator.next() == ServerMessage.caughtUp(events: 0).text)
+        var acked: UInt64 = 0
+        while acked < UInt64(below + 1), let text = await iterator.next() {
+            guard case .ack(let upTo) = try ServerMessage(parsing: text) else { break }
+            acked = upTo
+        }
+        #expect(acked == UInt64(below + 1))
         await relay.close()
     }
 

@@ -67,6 +67,8 @@ extension JournalCommand {
         var maxConnections = RelayLimits().maxConnections
         @Option(help: ArgumentHelp("Connections at once that present the same token; more are refused.", valueName: "n"))
         var maxConnectionsPerToken = RelayLimits().maxConnectionsPerToken
+        @Option(help: ArgumentHelp("New native replicas one board takes on while open; more are refused.", valueName: "n"))
+        var maxNativeReplicas = RelayLimits().maxNativeReplicasPerBoard
         @Flag(help: "Serve without tokens: anyone who reaches the port may create, read and draw on any board.")
         var open = false
 
@@ -77,12 +79,14 @@ extension JournalCommand {
             guard writeTimeout > 0, writeTimeout.isFinite else { throw ValidationError("--write-timeout must be more than 0 seconds") }
             guard maxBoards >= 1 else { throw ValidationError("--max-boards must be 1 or more") }
             guard maxConnections >= 1 else { throw ValidationError("--max-connections must be 1 or more") }
+            guard maxNativeReplicas >= 1 else { throw ValidationError("--max-native-replicas must be 1 or more") }
             guard maxConnectionsPerToken >= 1 else { throw ValidationError("--max-connections-per-token must be 1 or more") }
         }
 
         func run() async throws {
             try await reportingErrors {
-                let asked = RelayLimits(maxOpenBoards: maxBoards, maxConnections: maxConnections, maxConnectionsPerToken: maxConnectionsPerToken)
+                let asked = RelayLimits(maxOpenBoards: maxBoards, maxConnections: maxConnections, maxConnectionsPerToken: maxConnectionsPerToken,
+                                       maxNativeReplicasPerBoard: maxNativeReplicas)
                 let descriptors = ProcessInfoLite.raiseDescriptorLimit()
                 let limits = asked.fitting(descriptorLimit: descriptors)
                 if limits != asked {
