@@ -308,13 +308,32 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   }
   // By hand, not JSON.stringify: seqs past 2^53 are BigInts. Always "echo": the page's own
   // events come back with their ids and clocks (their final place in the fold).
+  // A hello longer than the relay's frame limit (64 KiB) is refused, on every reconnection:
+  // a board of thousands of replicas locked its pages out, their strokes never resent. Past
+  // the limit the hello names the replicas the page holds most of (the relay honours each
+  // replica's 64 longest ranges anyway); what it leaves out comes again and is dropped by id.
+  const MAX_HELLO_BYTES = 65536;
+  const HELLO_RANGES_PER_REPLICA = 64;
   function helloText() {
-    const have = [];
+    const entries = [];
     for (const [replica, ranges] of held) {
-      have.push(JSON.stringify(replica) + ':[' + ranges.map((r) => '[' + r[0] + ',' + r[1] + ']').join(',') + ']');
+      const kept = ranges.length <= HELLO_RANGES_PER_REPLICA ? ranges
+        : ranges.slice().sort((a, b) => (b[1] - b[0] > a[1] - a[0] ? 1 : b[1] - b[0] < a[1] - a[0] ? -1 : 0))
+          .slice(0, HELLO_RANGES_PER_REPLICA).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+      let count = 0;
+      for (const r of kept) count += Number(r[1] - r[0]) + 1;
+      const text = JSON.stringify(replica) + ':[' + kept.map((r) => '[' + r[0] + ',' + r[1] + ']').join(',') + ']';
+      entries.push({ text, count });
     }
-    return '{"type":"hello","have":{' + have.join(',') + '}' + (useBlocks ? ',"blocks":true' : '') + ',"echo":true' +
+    const tail = '}' + (useBlocks ? ',"blocks":true' : '') + ',"echo":true' +
       (token ? ',"token":' + JSON.stringify(token) : '') + '}';
+    const head = '{"type":"hello","have":{';
+    let total = head.length + tail.length + entries.reduce((sum, e) => sum + e.text.length + 1, 0);
+    if (total > MAX_HELLO_BYTES) {
+      entries.sort((a, b) => b.count - a.count);
+      while (entries.length > 0 && total > MAX_HELLO_BYTES) total -= entries.pop().text.length + 1;
+    }
+    return head + entries.map((e) => e.text).join(',') + tail;
   }
 
   // ---- Drawing ----

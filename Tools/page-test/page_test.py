@@ -718,6 +718,28 @@ def own_echo(line, replica, seq, lamport):
     return message
 
 
+def check_crowded_hello(browser, url):
+    """Page L holds events of 3,000 replicas (a hello naming them all is longer than the
+    relay's 64 KiB frame limit, and a relay refused it on every reconnection): after a
+    reconnection its hello fits, names the replica it holds most of exactly, and still asks
+    for echo."""
+    l, hello = with_fake_relay(browser, url, "L")
+    crowd = [event("end", "%032x" % (0xC0DE0000 + n), 1, 1, "%032x" % (n + 1)) for n in range(3000)]
+    big = [event("end", R1, seq, seq, "%032x" % (0xB16 + seq)) for seq in range(1, 201)]
+    l.evaluate("__fake.deliver(%s)" % json.dumps(crowd + big + [{"type": "caughtUp", "events": 3200, "have": {}}]))
+    l.wait_for("live holding 3,200 events", lambda s: s["live"])
+    l.evaluate("__fake.drop()")
+    l.wait_for("a new socket", lambda s: l.evaluate("__fake.sockets.length") == 2 and l.evaluate("__fake.current().sent.length") > 0)
+    text = l.evaluate("__fake.current().sent[0]")
+    hello = json.loads(text)
+    if len(text.encode()) > 65536:
+        fail("page L's hello is %d bytes, over the relay's 65,536" % len(text.encode()))
+    if hello["have"].get(R1) != [[1, 200]] or not hello.get("echo") or len(hello["have"]) < 1000:
+        fail("page L's crowded hello names %d replicas, R1 as %s, echo %s: expected R1's 200 seqs exactly among >1000 replicas"
+             % (len(hello["have"]), hello["have"].get(R1), hello.get("echo")))
+    return l, len(hello["have"])
+
+
 def check_blocks_fold(browser, url):
     """Page D against a relay played by the test, in blocks: its own events back in a binary
     catch-up are matched by content and not resent; caughtUp and a live event sent right
@@ -1314,6 +1336,8 @@ def check(args, work, artefacts):
         check_reader(browser, port, args)
         d = check_blocks_fold(browser, "http://127.0.0.1:%d/boards/blocks-check" % port)
         say("page D (a relay played by the test, in blocks): own events matched, messages in order, damage refused, text after it")
+        crowded, named = check_crowded_hello(browser, "http://127.0.0.1:%d/boards/crowded" % port)
+        say("page L, holding 3,200 events of 3,001 replicas, reconnects with a hello under 64 KiB naming %d of them" % named)
         g = check_text_without_decompression(browser, "http://127.0.0.1:%d/boards/no-blocks" % port)
         say("page G, in a browser without DecompressionStream, asks for no blocks and catches up in text")
         e, f = check_late_joiner(browser, port, device)
@@ -1327,7 +1351,7 @@ def check(args, work, artefacts):
         if check_tokens_with_relay(args.chromium, args.journal_bin, work, artefacts):
             say("a relay that needs tokens: page T1 (admin token) draws, T2 (view token) becomes a viewer, T3 (none) and T4 (forged) stop")
 
-        for page in [a, b, c, d, e, f, g, h, i, k] + race_pages:
+        for page in [a, b, c, d, e, f, g, h, i, k, crowded] + race_pages:
             path = os.path.join(artefacts, "page-%s.png" % page.name)
             page.screenshot(path)
             if os.path.getsize(path) < 1000:
