@@ -33,6 +33,7 @@ enum RowName: String, CaseIterable {
     case growth
     case precision
     case live
+    case liveClockOrder
 }
 
 /// What a row child reports: the runs of its main timing, and row-specific values (arrays
@@ -85,6 +86,7 @@ struct RowRunner {
         case .plainRead: return try plainRead()
         case .digestCheck: return try digestCheck()
         case .live: return try live()
+        case .liveClockOrder: return try liveClockOrder()
         case .precision:
             guard let input else { throw BenchError("row precision needs --input DIR") }
             return try precisionRow(Workload(input))

@@ -100,9 +100,10 @@ final class Suite {
         let order: [RowName] = [
             .processBaseline, .recordLibrary, .prepare, .parse, .parseLines, .append, .cliRecord, .mergeReconstruct, .sync,
             .snapshotOpen, .cliRead, .ndjsonPlain, .ndjsonDeflate, .bareInflate, .bareDeflate, .plainRead, .digestCheck,
-            .live,
+            .live, .liveClockOrder,
         ]
-        for row in order where row == .prepare || (wanted(row) && (row != .live || !options.quick || options.only != nil)) {
+        let slow: Set<RowName> = [.live, .liveClockOrder]
+        for row in order where row == .prepare || (wanted(row) && (!slow.contains(row) || !options.quick || options.only != nil)) {
             let outcome = runChild(row)
             if row != .prepare { rows.append((row.rawValue, outcome)) }
         }
@@ -254,6 +255,7 @@ final class Suite {
         let integrate = result(.live).double("integrateVsFullReplay")
         let boardP99 = liveLatency("board", "p99Micros")
         let pacedP99 = liveLatency("boardPaced", "p99Micros")
+        let falling = result(.liveClockOrder).double("fallingVsRising")
         return [
             Target(key: "bytesPerPoint", text: "≤ 2.5 B/pt", value: bpp, met: bpp.map { $0 <= 2.5 }),
             Target(key: "mergeReconstructSeconds", text: "≤ 0.25 s", value: merge.median, met: merge.median.map { $0 <= 0.25 }),
@@ -270,6 +272,7 @@ final class Suite {
             Target(key: "liveIntegrateVsFullReplay", text: "≤ 2% of full replay", value: integrate, met: integrate.map { $0 <= 0.02 }),
             Target(key: "boardAppendP99Micros", text: "p99 ≤ 50 µs", value: boardP99, met: boardP99.map { $0 <= 50 }),
             Target(key: "boardPacedAppendP99Micros", text: "p99 ≤ 50 µs", value: pacedP99, met: pacedP99.map { $0 <= 50 }),
+            Target(key: "liveFallingVsRising", text: "≤ 1.5× rising", value: falling, met: falling.map { $0 <= 1.5 }),
         ]
     }
 
@@ -317,6 +320,10 @@ final class Suite {
             ("liveExtraReplicaIntegrateVsFullReplay", result(.live).double("extraReplicaIntegrateVsFullReplay")),
             ("boardVsWriterAppendP99", divide(liveLatency("board", "p99Micros"), liveLatency("writer", "p99Micros"))),
             ("boardVsWriterPacedAppendP99", divide(liveLatency("boardPaced", "p99Micros"), liveLatency("writerPaced", "p99Micros"))),
+            ("liveFallingVsRising", result(.liveClockOrder).double("fallingVsRising")),
+            ("liveShuffledVsRising", result(.liveClockOrder).double("shuffledVsRising")),
+            ("liveFallingStrokesVsRisingStrokes", result(.liveClockOrder).double("fallingStrokesVsRisingStrokes")),
+            ("liveCatchUpFallingVsRising", result(.liveClockOrder).double("catchUpFallingVsRising")),
             ("boardVsWriterEventsPerSecond", divide(result(.live).double("boardEventsPerSecond"), result(.live).double("writerEventsPerSecond"))),
         ]
     }
@@ -476,6 +483,29 @@ final class Suite {
                        derived: "then close (seals): \(formatSeconds(live.median("boardCloseSeconds")))")
                 series("JournalWriter: final flush() (full speed)", .live, "writerFlushSeconds",
                        derived: "then close (seals): \(formatSeconds(live.median("writerCloseSeconds")))")
+            }
+        }
+
+        if rows.contains(where: { $0.0 == RowName.liveClockOrder.rawValue }) {
+            let order = result(.liveClockOrder)
+            table.section("LiveDrawing.apply and the order of clocks: \(grouped(order.int("points") ?? 0)) events, one replica")
+            if let error = order.error {
+                value("liveClockOrder", derived: error)
+            } else {
+                let check = order.bool("digestOk") == true ? "digest = Fold's" : "DIGEST ≠ Fold's"
+                series("one stroke, clocks rising", .liveClockOrder, "risingSeconds",
+                       derived: "\(fixed(order.double("risingNanosPerPoint") ?? .nan, 0)) ns/point")
+                timed("one stroke, clocks falling", .liveClockOrder,
+                      derived: "\(formatRatio(order.double("fallingVsRising"))) rising; \(fixed(order.double("fallingNanosPerPoint") ?? .nan, 0)) ns/point; \(check)",
+                      target: target("liveFallingVsRising"))
+                series("one stroke, clocks shuffled", .liveClockOrder, "shuffledSeconds",
+                       derived: "\(formatRatio(order.double("shuffledVsRising"))) rising")
+                series("one-point strokes, clocks rising", .liveClockOrder, "risingStrokesSeconds")
+                series("one-point strokes, clocks falling", .liveClockOrder, "fallingStrokesSeconds",
+                       derived: "\(formatRatio(order.double("fallingStrokesVsRisingStrokes"))) rising (z-order)")
+                series("decode a segment + fold, clocks rising", .liveClockOrder, "catchUpRisingSeconds")
+                series("decode a segment + fold, clocks falling", .liveClockOrder, "catchUpFallingSeconds",
+                       derived: "\(formatRatio(order.double("catchUpFallingVsRising"))) rising")
             }
         }
 
