@@ -169,7 +169,12 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   // ---- The fold (FORMAT.md §9.1) ----
   // A record is one event: {kind, stroke, lamport, time, replica, seq, point?} (a BlockRecord
   // reads the same fields from its block). A stroke holds its point records sorted by key,
-  // its undo/redo/erase records and whether an end names it.
+  // its undo/redo/erase records and whether an end names it. A point that sorts after the
+  // stroke's last is appended; one that sorts earlier waits in `late` (unsorted) until the
+  // stroke is read (pointsOf) or `late` outgrows the sorted part, then they are sorted and
+  // merged in at once: O(log n) amortised per point whatever order clocks arrive in
+  // (inserting each in place cost O(n), a stroke whose clocks fell O(n^2)). `first`: the
+  // record with the stroke's creation key (its least), null while it has no points.
   const strokes = new Map();      // stroke id (32 lowercase hex) -> stroke
   const clears = [];              // clear records
   let latestClear = null;
@@ -180,13 +185,13 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   function strokeFor(id) {
     let s = strokes.get(id);
     if (!s) {
-      s = { id: id, points: [], ops: [], ends: 0 };
+      s = { id: id, points: [], late: [], first: null, ops: [], ends: 0 };
       strokes.set(id, s);
     }
     return s;
   }
   // `created`: the record with the creation key (its first point), or a key in its place.
-  function isVisible(s, created = s.points[0]) {
+  function isVisible(s, created = s.first) {
     const op = maxKey(s.ops);
     let visible = op ? op.kind === 'redo' : true;
     if (latestClear && created && compareKeys(created, latestClear) < 0 &&
@@ -204,13 +209,17 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     }
     const s = strokeFor(record.stroke);
     if (record.kind === 'point') {
-      const wasEmpty = s.points.length === 0;
-      const at = insertionIndex(s.points, record);
-      if (at === s.points.length) s.points.push(record); else s.points.splice(at, 0, record);
+      const points = s.points, n = points.length;
       pointCount += 1;
-      if (wasEmpty) { zOrderStale = true; return false; }
-      if (at === 0) { zOrderStale = true; return false; }
-      return at === s.points.length - 1 && !zOrderStale && zOrder[zOrder.length - 1] === s && isVisible(s);
+      if (n === 0) { points.push(record); s.first = record; zOrderStale = true; return false; }
+      if (compareKeys(points[n - 1], record) < 0) {
+        points.push(record);
+        return !zOrderStale && zOrder[zOrder.length - 1] === s && isVisible(s);
+      }
+      s.late.push(record);
+      if (compareKeys(record, s.first) < 0) { s.first = record; zOrderStale = true; }
+      if (s.late.length > 64 && s.late.length > n) mergeLate(s);
+      return false;
     }
     if (record.kind === 'end') { s.ends += 1; return true; }
     s.ops.push(record);
@@ -225,14 +234,37 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     const s = strokes.get(record.stroke);
     if (!s) return;
     if (record.kind === 'point') {
-      const at = s.points.indexOf(record);
-      if (at >= 0) { s.points.splice(at, 1); pointCount -= 1; zOrderStale = true; }
+      const points = pointsOf(s);
+      let at = insertionIndex(points, record);
+      while (at < points.length && points[at] !== record && compareKeys(points[at], record) === 0) at++;
+      if (at >= points.length || points[at] !== record) at = points.lastIndexOf(record);
+      if (at >= 0) {
+        points.splice(at, 1); pointCount -= 1; zOrderStale = true;
+        s.first = points.length ? points[0] : null;
+      }
     } else if (record.kind === 'end') {
       s.ends -= 1;
     } else {
       const at = s.ops.indexOf(record);
       if (at >= 0) s.ops.splice(at, 1);
     }
+  }
+  // A stroke's points, sorted by key (those waiting in `late` merged in).
+  function pointsOf(s) {
+    if (s.late.length) mergeLate(s);
+    return s.points;
+  }
+  function mergeLate(s) {
+    const late = s.late.sort(compareKeys), points = s.points;
+    const merged = new Array(points.length + late.length);
+    let i = 0, j = 0, k = 0;
+    // A waiting point goes before a held one of an equal key (where inserting put it).
+    while (i < points.length && j < late.length) merged[k++] = compareKeys(late[j], points[i]) <= 0 ? late[j++] : points[i++];
+    while (i < points.length) merged[k++] = points[i++];
+    while (j < late.length) merged[k++] = late[j++];
+    s.points = merged;
+    s.late = [];
+    s.first = merged.length ? merged[0] : null;
   }
   // Points mostly arrive in order: search from the end.
   function insertionIndex(points, record) {
@@ -247,8 +279,8 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   function refreshZOrder() {
     if (!zOrderStale) return;
     zOrder = [];
-    for (const s of strokes.values()) if (s.points.length) zOrder.push(s);
-    zOrder.sort((a, b) => compareKeys(a.points[0], b.points[0]));
+    for (const s of strokes.values()) if (s.first) zOrder.push(s);
+    zOrder.sort((a, b) => compareKeys(a.first, b.first));
     zOrderStale = false;
   }
 
@@ -377,7 +409,8 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     ctx.lineJoin = 'round';
     for (const s of zOrder) {
       if (!isVisible(s)) continue;
-      for (let i = 0; i < s.points.length; i++) drawSegment(i > 0 ? s.points[i - 1].point : null, s.points[i].point);
+      const points = pointsOf(s);
+      for (let i = 0; i < points.length; i++) drawSegment(i > 0 ? points[i - 1].point : null, points[i].point);
     }
     timing.redraw = performance.now() - started;
   }
@@ -542,7 +575,7 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
   // stroke's points and, when it is the first, keeps its stroke's place and visibility.
   function keepsItsPlace(own, final) {
     const s = strokes.get(own.stroke);
-    const points = s ? s.points : [];
+    const points = s ? pointsOf(s) : [];
     const at = points.lastIndexOf(own);
     if (at < 0) return false;
     if (at > 0 && compareKeys(points[at - 1], final) >= 0) return false;
@@ -551,8 +584,8 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     if (zOrderStale) return false;
     const z = zOrder.lastIndexOf(s);
     if (z < 0) return false;
-    if (z > 0 && compareKeys(zOrder[z - 1].points[0], final) >= 0) return false;
-    if (z + 1 < zOrder.length && compareKeys(final, zOrder[z + 1].points[0]) >= 0) return false;
+    if (z > 0 && compareKeys(zOrder[z - 1].first, final) >= 0) return false;
+    if (z + 1 < zOrder.length && compareKeys(final, zOrder[z + 1].first) >= 0) return false;
     return isVisible(s, own) === isVisible(s, final);
   }
   // An event of a decoded block, read from the block's columns: one small object per event
@@ -951,7 +984,7 @@ canvas { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; touch-ac
     const held_ = {};
     for (const [replica, ranges] of held) held_[replica] = ranges.map((r) => [String(r[0]), String(r[1])]);
     return {
-      strokes: zOrder.map((s) => ({ id: s.id, visible: isVisible(s), ended: s.ends > 0, points: s.points.map((r) => r.point) })),
+      strokes: zOrder.map((s) => ({ id: s.id, visible: isVisible(s), ended: s.ends > 0, points: pointsOf(s).map((r) => r.point) })),
       held: held_,
     };
   };

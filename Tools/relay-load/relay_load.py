@@ -108,6 +108,12 @@ def ws_header_bytes(n):
     return 2 if n < 126 else (4 if n < 65536 else 10)
 
 
+def token_field():
+    """The hello's token, with --auth (a token minted by Server for every board)."""
+    token = os.environ.get("RELAY_LOAD_TOKEN")
+    return ',"token":%s' % json.dumps(token) if token else ""
+
+
 class OursProto:
     """Our relay: text frames; ack = `{"type":"ack","upTo":N}` (frames 1..N fsynced)."""
     kind = "ours"
@@ -119,7 +125,7 @@ class OursProto:
         return "ws://127.0.0.1:%d/boards/%s/ws" % (self.port, board)
 
     async def open(self, ws, blocks=False):
-        hello = '{"type":"hello","have":{}' + (',"blocks":true' if blocks else "") + "}"
+        hello = '{"type":"hello","have":{}' + (',"blocks":true' if blocks else "") + token_field() + "}"
         await ws.send(hello)
         while True:  # empty boards: caughtUp comes at once
             m = await ws.recv(decode=False)
@@ -636,7 +642,14 @@ class Server:
         self.kind, self.data = kind, data
         self.port = free_port()
         if kind == "ours":
-            cmd = [args.journal, "serve", "--port", str(self.port), "--data", data, "--open"]
+            cmd = [args.journal, "serve", "--port", str(self.port), "--data", data]
+            if args.auth:
+                # Clients present an admin token for every board (workers inherit it).
+                os.environ["RELAY_LOAD_TOKEN"] = subprocess.run(
+                    [args.journal, "token", "--data", data, "--board", "*", "--scope", "admin", "--ttl", "1d"],
+                    check=True, capture_output=True, text=True).stdout.strip()
+            else:
+                cmd.append("--open")
         else:
             cmd = [sys.executable, os.path.join(HERE, "peer_server.py"), "--port", str(self.port), "--data", data]
         self.log = open(data.rstrip("/") + ".log", "w")
@@ -891,7 +904,7 @@ def join_ours(port, board, blocks):
     t0 = time.monotonic()
     c0 = cpu_seconds()
     ws = RawSocket(port, "/boards/%s/ws" % board)
-    hello = '{"type":"hello","have":{}' + (',"blocks":true' if blocks else "") + "}"
+    hello = '{"type":"hello","have":{}' + (',"blocks":true' if blocks else "") + token_field() + "}"
     ws.send(hello.encode(), 0x1)
     text = binary = events = binframes = 0
     caught = error = None
@@ -1092,6 +1105,8 @@ def main():
     ap.add_argument("--memory-connections", type=int, default=1000)
     ap.add_argument("--blocks", action="store_true", help="late joiner asks for binary block catch-up (\"blocks\":true)")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--auth", action="store_true",
+                    help="our relay needs tokens (clients send an admin token in their hello); default: --open")
     args = ap.parse_args()
     global CLIENT
     CLIENT = args.client
