@@ -50,6 +50,7 @@ public struct RelayServer: Sendable {
             let header = Self.bearerToken(context.request.headers[.authorization])
             let connection: RelayConnection
             var first: WebSocketMessage?
+            var waited = false
             do throws(RelayError) {
                 let board = try BoardName(name)
                 var grant: Grant?
@@ -59,6 +60,7 @@ public struct RelayServer: Sendable {
                     var token = header
                     if token == nil {
                         first = await messages.first(within: Self.tokenWait)
+                        waited = true
                         if case .text(let text)? = first {
                             // A malformed hello is refused for what is wrong with it, not as a
                             // missing token.
@@ -75,7 +77,7 @@ public struct RelayServer: Sendable {
                 }
                 connection = try await relay.connect(to: board, grant: grant)
             } catch {
-                try await Self.close(withError: error.description, messages: messages, outbound: outbound, waitForFirst: first == nil)
+                try await Self.close(withError: error.description, messages: messages, outbound: outbound, waitForFirst: !waited)
                 return
             }
             let writes = SocketWrites(channel: context.requestContext.channel, stallSeconds: writeStallSeconds)
@@ -254,25 +256,46 @@ extension RelayServer {
 /// connection's reader goes on. `@unchecked`: read by one task at a time, by construction.
 final class InboundMessages: @unchecked Sendable {
     private var iterator: WebSocketInboundMessageStream.AsyncIterator
+    /// A read that `first(within:)` stopped waiting for: the next `next()` takes its result.
+    /// Cancelled instead, it ended the socket's stream, and the refusal the client should
+    /// read was never sent.
+    private var pending: Task<Result<WebSocketMessage?, any Error>, Never>?
 
     init(_ inbound: WebSocketInboundStream) {
         iterator = inbound.messages(maxSize: WireLimits.maxFrameBytes).makeAsyncIterator()
     }
 
-    func next() async throws -> WebSocketMessage? { try await iterator.next() }
-
-    /// The first message, if it comes within `wait` (nil: none came, or the socket closed).
-    func first(within wait: Duration) async -> WebSocketMessage? {
-        await withTaskGroup(of: WebSocketMessage?.self) { group in
-            group.addTask { try? await self.next() }
-            group.addTask {
-                try? await Task.sleep(for: wait)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
+    func next() async throws -> WebSocketMessage? {
+        if let read = pending {
+            pending = nil
+            return try await read.value.get()
         }
+        return try await iterator.next()
+    }
+
+    /// The first message, if it comes within `wait` (nil: none came in time, or the socket
+    /// closed). A read still waiting then is left to the next `next()`.
+    func first(within wait: Duration) async -> WebSocketMessage? {
+        let read = Task { () -> Result<WebSocketMessage?, any Error> in
+            do { return .success(try await self.iterator.next()) } catch { return .failure(error) }
+        }
+        pending = read
+        // A race of two tasks of their own, not a task group: a group waits for its children,
+        // and the one awaiting the read would keep it waiting for the client.
+        let arrived = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let decided = Locked(false)
+            let decide: @Sendable (Bool) -> Void = { outcome in
+                if decided.withLock({ done in defer { done = true }; return !done }) { continuation.resume(returning: outcome) }
+            }
+            Task { _ = await read.value; decide(true) }
+            Task {
+                try? await Task.sleep(for: wait)
+                decide(false)
+            }
+        }
+        guard arrived else { return nil }
+        pending = nil
+        return try? await read.value.get()
     }
 }
 

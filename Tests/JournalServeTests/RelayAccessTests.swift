@@ -254,6 +254,11 @@ import Testing
         guard case .error(nil, let why)? = try await anonymous.next() else { Issue.record("an anonymous client was served"); return }
         #expect(why.contains("needs a token"))
         #expect(!FileSystem.exists(temp.path + "/gallery"))
+        // Silent for the whole token wait: still told why (the read that waited for its hello
+        // was cancelled once, which ended the socket before the refusal was written).
+        let silent = RelayTestClient(port: running.port, board: "gallery")
+        guard case .error(nil, let silence)? = try await silent.next(within: 120) else { Issue.record("a silent client was not told why"); return }
+        #expect(silence.contains("needs a token"))
         // A forged token: told why, and the token itself is not repeated.
         let forged = "sjt1.0123456789abcdef.admin.gallery.9999999999." + String(repeating: "ab", count: 64)
         let forger = RelayTestClient(port: running.port, board: "gallery")
@@ -282,7 +287,7 @@ import Testing
         #expect(sawEvent && sawCaughtUp)
         #expect(refusal?.contains("may only view") == true)
 
-        for client in [anonymous, forger, admin, viewer] { client.close() }
+        for client in [anonymous, silent, forger, admin, viewer] { client.close() }
         await running.stop()
         let (_, report) = Replay.load(JournalDirectory(root: temp.path + "/gallery"))
         #expect(report.eventCount == 1)
