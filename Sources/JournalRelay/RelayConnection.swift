@@ -415,21 +415,31 @@ public final class RelayConnection: Sendable {
     var isThrottled: Bool { state.withLock { $0.throttled != nil } }
 
     private func waitWhileThrottled() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let wait = state.withLock { state -> Bool in
-                guard case .closed = state.phase else {
-                    // Refused frames were answered at once: only frames waiting for an ack count.
-                    let frames = state.appendedThrough - state.acknowledged + UInt64(state.nativeInFlight)
-                    let events = state.textEventsInFlight + state.nativeEventsInFlight
-                    guard frames >= UInt64(WireLimits.maxUnacknowledgedFrames) || events >= WireLimits.maxUnacknowledgedEvents else { return false }
+        // Checked again after each wake-up: an ack may cover only part of what is in flight.
+        while state.withLock({ Self.mustWait($0) }) {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let wait = state.withLock { state -> Bool in
+                    guard Self.mustWait(state) else { return false }
                     state.throttled = continuation
                     return true
                 }
-                return false
+                if !wait { continuation.resume() }
             }
-            if !wait { continuation.resume() }
         }
     }
+
+    /// Whether a client at a limit of what it may have unacknowledged waits (an open
+    /// connection; refused frames were answered at once, so only frames waiting for an ack
+    /// count).
+    private static func mustWait(_ state: State) -> Bool {
+        if case .closed = state.phase { return false }
+        let frames = state.appendedThrough - state.acknowledged + UInt64(state.nativeInFlight)
+        let events = state.textEventsInFlight + state.nativeEventsInFlight
+        return frames >= UInt64(WireLimits.maxUnacknowledgedFrames) || events >= WireLimits.maxUnacknowledgedEvents
+    }
+
+    /// Events this client sent that are not acknowledged yet.
+    var unacknowledgedEvents: Int { state.withLock { $0.textEventsInFlight + $0.nativeEventsInFlight } }
 
     /// The acker: one round at a time, each covering every frame appended before it, acked
     /// right after the board's fsync, on its committer thread (no task hop per commit: at a
