@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Atomics
 import SystemPackage
 
 /// A failed system call, with the path and operation a person needs to act on it.
@@ -49,9 +50,22 @@ public struct IOError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 /// An open POSIX file descriptor (`open(2)`), closed explicitly with `close()`.
-public struct FileDescriptor: Sendable {
-    public let rawValue: Int32
+///
+/// A class, and `close()` closes at most once: as a value, every copy could close the number
+/// again, and a second close of a number the system had meanwhile given to another open file
+/// (another board's segment, a relay client's socket) closed that one instead. In a test run
+/// such a close took a socket from under SwiftNIO, which stopped the process on EBADF.
+public final class FileDescriptor: Sendable {
+    /// The descriptor, or -1 once closed: a call on a closed one fails with EBADF and can
+    /// reach no other file.
+    public var rawValue: Int32 { descriptor.load(ordering: .acquiring) }
     public let path: String
+    private let descriptor: ManagedAtomic<Int32>
+
+    init(rawValue: Int32, path: String) {
+        descriptor = ManagedAtomic(rawValue)
+        self.path = path
+    }
 
     public enum Mode: Sendable {
         case readOnly
@@ -104,7 +118,9 @@ public struct FileDescriptor: Sendable {
     var system: SystemPackage.FileDescriptor { SystemPackage.FileDescriptor(rawValue: rawValue) }
 
     public func close() {
-        try? system.close()
+        let number = descriptor.exchange(-1, ordering: .acquiringAndReleasing)
+        guard number >= 0 else { return }
+        try? SystemPackage.FileDescriptor(rawValue: number).close()
     }
 
     /// Writes every byte, retrying short writes.
