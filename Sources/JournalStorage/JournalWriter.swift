@@ -164,7 +164,7 @@ public final class JournalWriter {
             sealDueAt = sink.sealDueAt
             sharedClock = try? SharedCounter(path: directory.localPath + "/clock")
         } catch {
-            lock.close()
+            Self.release(lock, of: directory)
             self.lock = nil
             sink.closeFiles()
             throw error
@@ -177,7 +177,7 @@ public final class JournalWriter {
         inFlight?.waitUntilDone()
         background.stop()
         sink.closeFiles()
-        lock?.close()
+        if let lock { Self.release(lock, of: directory) }
     }
 
     // MARK: Appending
@@ -353,7 +353,7 @@ public final class JournalWriter {
         if let failure {
             // Nothing more can be made durable; release the lock so that a reopen recovers.
             sink.closeFiles()
-            lock?.close()
+            if let lock { Self.release(lock, of: directory) }
             lock = nil
             if let error = deferredError {
                 deferredError = nil
@@ -363,7 +363,7 @@ public final class JournalWriter {
         }
         defer {
             sink.closeFiles()
-            lock?.close()
+            if let lock { Self.release(lock, of: directory) }
             lock = nil
         }
         try writePending(sealIfDue: false)
@@ -376,12 +376,33 @@ public final class JournalWriter {
 
     // MARK: Opening and recovery
 
+    /// Lock files whose lock a writer of this process holds.
+    private static let locksHeldHere = Locked<Set<String>>([])
+
+    private static func release(_ lock: FileDescriptor, of directory: JournalDirectory) {
+        lock.close()
+        _ = locksHeldHere.withLock { $0.remove(directory.lockPath) }
+    }
+
+    /// The lock file names this process (its last holder wrote our pid) and no writer of this
+    /// process holds it: the flock that refuses us is a forked child's copy of a descriptor a
+    /// writer here already closed.
+    private static func heldByAForkOfThisProcess(_ directory: JournalDirectory) -> Bool {
+        guard !locksHeldHere.withLock({ $0.contains(directory.lockPath) }),
+              let holder = try? FileSystem.readFile(directory.lockPath) else { return false }
+        return String(decoding: holder, as: UTF8.self) == "pid \(ProcessInfoLite.processID)\n"
+    }
+
     private static func acquireLock(_ directory: JournalDirectory) throws(JournalError) -> FileDescriptor {
         let lock: FileDescriptor
         do { lock = try FileDescriptor.open(directory.lockPath, .readWrite) } catch { throw .io(error) }
         do throws(IOError) {
-            // A few short retries: another process may hold a copy of a just-closed lock
-            // descriptor for the instant between its fork and exec.
+            // Retries: a child process between its fork and its exec holds a copy of every
+            // descriptor of its parent, lock descriptors included (close-on-exec closes them
+            // only at the exec). Another process's child: a few short retries. A lock that this
+            // process's pid holds while no writer of this process does can only be such a
+            // copy, and goes with the child's exec: waited for as long as that takes on a busy
+            // machine (it took over 250 ms while tests spawned rsync beside a writer).
             var attempt = 0
             while true {
                 do throws(IOError) {
@@ -389,7 +410,10 @@ public final class JournalWriter {
                     break
                 } catch {
                     attempt += 1
-                    guard error.isWouldBlock, attempt < 25 else { throw error }
+                    guard error.isWouldBlock else { throw error }
+                    if attempt >= 25 {
+                        guard attempt < 3000, heldByAForkOfThisProcess(directory) else { throw error }
+                    }
                     ProcessInfoLite.sleep(milliseconds: 10)
                 }
             }
@@ -405,6 +429,7 @@ public final class JournalWriter {
             // the flock is what excludes, and it dies with the process.
             try lock.truncate(to: 0)
             try lock.writeAll(Array("pid \(ProcessInfoLite.processID)\n".utf8))
+            _ = locksHeldHere.withLock { $0.insert(directory.lockPath) }
         } catch {
             lock.close()
             throw .io(error)
