@@ -27,10 +27,15 @@ public struct BoardOptions: Sendable {
     public var rescanIntervalSeconds: Double
     /// Watch the journal for segments that sync brings in (off: only `refresh()` does).
     public var watchForSegments: Bool
+    /// Fold events into a drawing (`drawing`, `stroke(_:)`, the changes in updates). Off, the
+    /// board tracks only which events it holds (`covered`): its memory does not grow with the
+    /// journal, its drawing reads empty, and an update from sync carries no changes. A relay's
+    /// boards, which send events and never read a drawing, keep none (invariant 13).
+    public var keepsDrawing: Bool
 
     public init(commitDelayMilliseconds: Int = 5, sealAfterIdleMilliseconds: Int? = 300, sealAfterMilliseconds: Int = 500,
                 sealSpread: Double = 0, sealEveryEvents: Int = 262_144,
-                rescanIntervalSeconds: Double = 2, watchForSegments: Bool = true) {
+                rescanIntervalSeconds: Double = 2, watchForSegments: Bool = true, keepsDrawing: Bool = true) {
         self.commitDelayMilliseconds = max(0, commitDelayMilliseconds)
         self.sealAfterIdleMilliseconds = sealAfterIdleMilliseconds
         self.sealAfterMilliseconds = max(0, sealAfterMilliseconds)
@@ -38,6 +43,7 @@ public struct BoardOptions: Sendable {
         self.sealEveryEvents = sealEveryEvents
         self.rescanIntervalSeconds = max(0.05, rescanIntervalSeconds)
         self.watchForSegments = watchForSegments
+        self.keepsDrawing = keepsDrawing
     }
 }
 
@@ -50,7 +56,7 @@ extension BoardOptions {
     /// Deadlines spread over 3.5–5 s: 50 boards sealing in step every 5 s stalled every ack for
     /// up to 0.4 s (docs/PERFORMANCE.md, "Fifth run").
     public static var relay: BoardOptions {
-        BoardOptions(sealAfterIdleMilliseconds: 1000, sealAfterMilliseconds: 5000, sealSpread: 0.3)
+        BoardOptions(sealAfterIdleMilliseconds: 1000, sealAfterMilliseconds: 5000, sealSpread: 0.3, keepsDrawing: false)
     }
 
     /// One seal's `sealAfterMilliseconds`, in seconds, drawn within `sealSpread`.
@@ -157,7 +163,7 @@ public final class Board: Sendable {
             sealOnClose: true))
         replica = writer.replica
         recovery = writer.recovery
-        let (live, _) = LiveReplay.load(directory, hostedSegments: false)
+        let (live, _) = LiveReplay.load(directory, hostedSegments: false, keepsDrawing: options.keepsDrawing)
         state = Locked(State(writer: writer, live: live, durableSeq: writer.durableSeq))
         if options.watchForSegments {
             try? FileSystem.createDirectory(directory.replicasPath)
@@ -249,7 +255,7 @@ public final class Board: Sendable {
     }
 
     /// The whole drawing now (a copy: O(points) under the lock; prefer `stroke(_:)` for
-    /// what an update names).
+    /// what an update names). Empty on a board that keeps no drawing (`BoardOptions.keepsDrawing`).
     public var drawing: Drawing { state.withLock { $0.live.drawing.drawing } }
 
     public func stroke(_ id: StrokeID) -> Drawing.Stroke? { state.withLock { $0.live.drawing.stroke(id) } }
@@ -506,7 +512,11 @@ public final class Board: Sendable {
                 guard state.live.integrate(increment, changes: &changes) else { return false }
                 // Causality (invariant 4): what this board records next follows what it saw.
                 if let newest = increment.events.map(\.lamport).max() { state.writer?.observe(lamport: newest) }
-                if !changes.isEmpty { Self.deliver(BoardUpdate(origin: .remote, changes: changes.coalesced()), to: &state) }
+                // A board without a drawing has no changes to name, and its subscribers (a
+                // relay's forwarding) still need to know that events arrived.
+                if !changes.isEmpty || (!options.keepsDrawing && !increment.events.isEmpty) {
+                    Self.deliver(BoardUpdate(origin: .remote, changes: changes.coalesced()), to: &state)
+                }
                 return true
             }
             if integrated { return increment.events.count }
@@ -547,7 +557,7 @@ public final class Board: Sendable {
             // The last attempt holds the lock throughout: no append can slip in between.
             let (fresh, report): (LiveReplay?, ReplayReport) = last
                 ? (nil, ReplayReport())
-                : LiveReplay.load(directory, useSnapshots: false, extra: tail, hostedSegments: false)
+                : LiveReplay.load(directory, useSnapshots: false, extra: tail, hostedSegments: false, keepsDrawing: options.keepsDrawing)
             let count = state.withLock { state -> Int? in
                 guard !state.closed else { return 0 }
                 var live: LiveReplay
@@ -561,7 +571,8 @@ public final class Board: Sendable {
                         guard live.applyOwn(event, changes: &ignored) == .applied else { return nil }
                     }
                 } else {
-                    (live, loaded) = LiveReplay.load(directory, useSnapshots: false, extra: state.ownTail, hostedSegments: false)
+                    (live, loaded) = LiveReplay.load(
+                        directory, useSnapshots: false, extra: state.ownTail, hostedSegments: false, keepsDrawing: options.keepsDrawing)
                 }
                 state.live = live
                 state.reloadRequested = false

@@ -103,6 +103,10 @@ public final class Relay: Sendable {
     ) throws(RelayError) {
         self.dataDirectory = dataDirectory
         self.access = access
+        // A relay sends events and never reads a drawing: its boards keep none, whatever the
+        // options say, so that an open board costs the same memory however big it is.
+        var boardOptions = boardOptions
+        boardOptions.keepsDrawing = false
         self.boardOptions = boardOptions
         self.idleBoardSeconds = idleBoardSeconds
         self.limits = limits

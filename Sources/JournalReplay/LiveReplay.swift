@@ -10,8 +10,15 @@ import JournalStorage
 /// When a new file could change what a full replay decides about events already applied
 /// (an overlap: duplicates or a fork; a file that vanished; a quarantined clock), it says
 /// so and the caller loads afresh: the drawing is always exactly `Replay`'s.
+///
+/// Opened with `keepsDrawing: false` it tracks only which events it holds (`covered`), with
+/// the same decisions on forks, quarantine and reloads, and `drawing` stays empty: a relay's
+/// board, which sends events and never reads a drawing, then holds memory that does not grow
+/// with the board (invariant 13).
 public struct LiveReplay: Sendable {
     public private(set) var drawing: LiveDrawing
+    /// False: events are counted in `covered` and never folded (`drawing` stays empty).
+    public let keepsDrawing: Bool
     /// Seq ranges applied, per replica.
     public private(set) var covered: [ReplicaID: SeqRanges]
     /// What the load and every integration since reported (damaged blocks left out, ignored files).
@@ -63,9 +70,22 @@ public struct LiveReplay: Sendable {
     /// Without `hostedSegments`, the open segments of replicas the journal hosts are left out
     /// (a relay's board: its host writes them, and folds them in only once sealed).
     public static func load(
-        _ directory: JournalDirectory, useSnapshots: Bool = true, extra: [Event] = [], hostedSegments: Bool = true
+        _ directory: JournalDirectory, useSnapshots: Bool = true, extra: [Event] = [], hostedSegments: Bool = true,
+        keepsDrawing: Bool = true
     ) -> (LiveReplay, ReplayReport) {
         let set = SegmentSet.load(directory, hosted: hostedSegments ? nil : ([], []))
+        guard keepsDrawing else {
+            var report = ReplayReport()
+            report.problems = set.problems
+            // Every event decoded and checked as a replay does, none kept.
+            Replay.forEachUniqueEvent(set, report: &report) { _ in }
+            var live = LiveReplay(set: set, directory: directory, drawing: LiveDrawing(), keepsDrawing: false, report: report)
+            var ignored: [DrawingChange] = []
+            for event in extra where live.covered[event.id.replica]?.contains(event.id.seq) != true {
+                _ = live.applyOwn(event, changes: &ignored)
+            }
+            return (live, report)
+        }
         var (live, report) = load(set, directory: directory, useSnapshots: useSnapshots, orderFree: false)
         var ignored: [DrawingChange] = []
         for event in extra where live.covered[event.id.replica]?.contains(event.id.seq) != true {
@@ -106,6 +126,12 @@ public struct LiveReplay: Sendable {
                 ignored.removeAll(keepingCapacity: true)
             }
         }
+        let live = LiveReplay(set: set, directory: directory, drawing: drawing, keepsDrawing: true, report: report)
+        return (live, report)
+    }
+
+    /// The state after a load of `set` that gave `drawing` and `report`.
+    private init(set: SegmentSet, directory: JournalDirectory, drawing: LiveDrawing, keepsDrawing: Bool, report: ReplayReport) {
         var cursor = Cursor()
         for summary in report.replicas { cursor.covered[summary.replica] = SeqRanges(summary.ranges) }
         for member in set.members {
@@ -121,10 +147,13 @@ public struct LiveReplay: Sendable {
             cursor.incomplete[key] = FileIdentity.of(file)
         }
         cursor.exactOnlyByFullReplay = !report.forks.isEmpty || report.quarantinedEvents > 0
-        var live = LiveReplay(drawing: drawing, covered: cursor.covered, problems: report.problems, cursor: cursor)
-        live.distinctEvents = ClockBound.distinctEvents(cursor.covered.values.map(\.ranges))
-        live.reloadAtLimit = report.lowestQuarantinedClock
-        return (live, report)
+        self.drawing = drawing
+        self.keepsDrawing = keepsDrawing
+        covered = cursor.covered
+        problems = report.problems
+        self.cursor = cursor
+        distinctEvents = ClockBound.distinctEvents(cursor.covered.values.map(\.ranges))
+        reloadAtLimit = report.lowestQuarantinedClock
     }
 
     /// What `readNew` needs, copied out (the coverage is filled in here rather than kept
@@ -137,7 +166,7 @@ public struct LiveReplay: Sendable {
 
     /// Applies an event this process's writer just assigned (it follows every event seen).
     public mutating func applyOwn(_ event: Event, changes: inout [DrawingChange]) -> LiveDrawing.Outcome {
-        let outcome = drawing.apply(event, changes: &changes)
+        let outcome = keepsDrawing ? drawing.apply(event, changes: &changes) : .applied
         if outcome == .applied { cover(event) }
         return outcome
     }
@@ -237,7 +266,9 @@ public struct LiveReplay: Sendable {
             // Own events a concurrent append already applied (only ours can be: others'
             // overlaps were refused by `readNew`).
             if covered[event.id.replica]?.contains(event.id.seq) == true { continue }
-            guard drawing.apply(event, changes: &changes) == .applied else { return false }
+            if keepsDrawing {
+                guard drawing.apply(event, changes: &changes) == .applied else { return false }
+            }
             cover(event)
         }
         cursor.applied.formUnion(increment.applied)

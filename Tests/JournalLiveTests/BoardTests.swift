@@ -120,6 +120,45 @@ import Testing
         try await board.close()
     }
 
+    /// A board that keeps no drawing (a relay's) holds exactly the events a drawing board
+    /// would, says when sync brought some, and keeps no point in memory.
+    @Test func aBoardWithoutADrawingCoversWhatADrawingBoardCovers() async throws {
+        let temp = TemporaryDirectory("board-no-drawing")
+        defer { temp.remove() }
+        let options = BoardOptions(rescanIntervalSeconds: 30, keepsDrawing: false)
+        let board = try Board(path: temp.path + "/a", create: true, options: options)
+        let other = try JournalDirectory.create(at: temp.path + "/b")
+        let updates = board.updates()
+        var generator = EventGenerator(seed: 78)
+        let remote = generator.newStroke()
+        let writer = try JournalWriter(directory: other)
+        let otherReplica = writer.replica
+        for index in 0..<40 { try writer.append(point(remote, index, color: 0xFF0000FF)) }
+        try writer.close()
+        let local = StrokeID(UUIDBits(high: 9, low: 8))
+        for index in 0..<120 { try board.append(point(local, index)) }
+        try await board.flush()
+        #expect(board.covered[board.replica] == SeqRanges([1...120]))
+        #expect(board.pointCount == 0 && board.strokeCount == 0)
+
+        _ = try await SyncEngine(journal: board.directory).merge(from: [other.root])
+        let update = await firstUpdate(updates, within: 10) { $0.origin == .remote }
+        #expect(update != nil, "a board without a drawing did not say that sync brought events")
+        #expect(board.covered[otherReplica] == SeqRanges([1...40]))
+        #expect(board.pointCount == 0)
+        try await board.close()
+
+        // Opened again, with and without a drawing: the same events held.
+        let drawing = try Board(path: temp.path + "/a", options: BoardOptions(watchForSegments: false))
+        #expect(drawing.pointCount == 160)
+        let coveredWithDrawing = drawing.covered
+        try await drawing.close()
+        let counting = try Board(path: temp.path + "/a", options: BoardOptions(watchForSegments: false, keepsDrawing: false))
+        #expect(counting.covered == coveredWithDrawing)
+        #expect(counting.pointCount == 0)
+        try await counting.close()
+    }
+
     @Test func aSegmentOverlappingFoldedEventsReloadsExactly() async throws {
         let temp = TemporaryDirectory("board-reload")
         defer { temp.remove() }

@@ -81,6 +81,11 @@ import Testing
             acked = upTo
         }
 
+        // The relay holds which events it has, not a drawing of them (invariant 13), whatever
+        // options it was given.
+        #expect(!board.board.options.keepsDrawing && board.board.pointCount == 0)
+        #expect(board.board.covered[board.board.replica] == SeqRanges([1...UInt64(lines.count)]))
+
         // Bob: every event alice sent, as canonical lines with their envelope.
         var bobs: [Payload] = []
         while bobs.count < lines.count {
