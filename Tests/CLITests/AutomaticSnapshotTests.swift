@@ -4,7 +4,7 @@ import Testing
 
 /// Automatic snapshots stay within twice the journal's size and are announced (issue 11,
 /// item 12), through the built binary.
-@Suite struct AutomaticSnapshotTests {
+@Suite(.ownThreads) struct AutomaticSnapshotTests {
     let cli = CLITests()
 
     func snapshotSize(_ board: String) -> Int? {

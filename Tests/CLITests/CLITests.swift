@@ -3,7 +3,7 @@ import JournalTestSupport
 import Testing
 
 /// Runs the built `journal` binary as a person would: arguments, stdin, stdout, exit codes.
-@Suite struct CLITests {
+@Suite(.ownThreads) struct CLITests {
     struct Run {
         var status: Int32
         var stdout: String
@@ -212,7 +212,7 @@ import Testing
 
 /// Crashes in the middle of syncs: after any number of `kill -9`, one clean sync converges and
 /// leaves no temporary behind.
-@Suite struct SyncCrashTests {
+@Suite(.ownThreads) struct SyncCrashTests {
     let cli = CLITests()
 
     func session(_ seed: Int, strokes: Int) -> String {
@@ -276,7 +276,7 @@ import Testing
     }
 }
 
-@Suite struct ConcurrencyAndInputTests {
+@Suite(.ownThreads) struct ConcurrencyAndInputTests {
     let cli = CLITests()
 
     @Test func aSecondRecorderIsRefusedWithTheHoldersPid() throws {

@@ -9,7 +9,7 @@ import Testing
 
 /// Issue 8, finding 8: started with standard descriptors closed (`<&- >&-`), `journal` used to
 /// get 0 and 1 for the lock file and the open segment, and wrote "durable N" lines into it.
-@Suite struct ClosedDescriptorTests {
+@Suite(.ownThreads) struct ClosedDescriptorTests {
     let cli = CLITests()
 
     /// Runs `journal ARGS` through /bin/sh with `redirections` (e.g. "<&- >&-") applied.

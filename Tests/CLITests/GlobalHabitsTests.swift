@@ -3,7 +3,7 @@ import JournalTestSupport
 import Testing
 
 /// Habits a newcomer brings from git (issue 11, items 2 and 3), through the built binary.
-@Suite struct GlobalHabitsTests {
+@Suite(.ownThreads) struct GlobalHabitsTests {
     let cli = CLITests()
 
 

@@ -5,7 +5,7 @@ import Testing
 /// Conformance: Tools/sjread/sjread.py, a reader written from docs/FORMAT.md alone, must print
 /// byte for byte what the built `journal` prints. A difference means the document or a reader
 /// is wrong.
-@Suite struct IndependentReaderTests {
+@Suite(.ownThreads) struct IndependentReaderTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().path
     static let script = root + "/Tools/sjread/sjread.py"

@@ -4,7 +4,7 @@ import Testing
 
 /// `--json` wherever a summary is printed, stable keys; `log --stroke` by prefix; verify and
 /// stats count segments alike (issue 11, item 11). Through the built binary.
-@Suite struct JSONOutputTests {
+@Suite(.ownThreads) struct JSONOutputTests {
     let cli = CLITests()
 
     func object(_ text: String) throws -> [String: Any] {

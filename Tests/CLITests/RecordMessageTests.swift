@@ -3,7 +3,7 @@ import JournalTestSupport
 import Testing
 
 /// What `record` says when its input is wrong (issue 11, item 9), through the built binary.
-@Suite struct RecordMessageTests {
+@Suite(.ownThreads) struct RecordMessageTests {
     let cli = CLITests()
 
     func board(_ temp: TemporaryDirectory) throws -> String {

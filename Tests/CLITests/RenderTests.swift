@@ -4,7 +4,7 @@ import Testing
 
 /// `render` fits the drawing, says what an area cuts, takes a background, and writes PNG
 /// (issue 11, item 6). Through the built binary.
-@Suite struct RenderTests {
+@Suite(.ownThreads) struct RenderTests {
     let cli = CLITests()
 
     /// One stroke near the origin and one far outside any default canvas.

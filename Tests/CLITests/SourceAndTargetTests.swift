@@ -4,7 +4,7 @@ import Testing
 
 /// Merge sources and sync targets must be journals or shared boards (issue 11, item 7): a
 /// mistyped path is refused, never silently read as empty or made into a new board.
-@Suite struct SourceAndTargetTests {
+@Suite(.ownThreads) struct SourceAndTargetTests {
     let cli = CLITests()
 
 

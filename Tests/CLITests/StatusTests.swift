@@ -4,7 +4,7 @@ import Testing
 
 /// `journal status` is a status (issue 11, item 8): this machine's replica marked, ranges and
 /// gaps, the last sync, and exit 1 when something is wrong.
-@Suite struct StatusTests {
+@Suite(.ownThreads) struct StatusTests {
     let cli = CLITests()
 
     @Test func statusMarksThisJournalAndFailsOnDamage() throws {

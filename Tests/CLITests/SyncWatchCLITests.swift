@@ -4,7 +4,7 @@ import Testing
 
 /// `journal sync --watch` as a process: it publishes what is recorded, stops cleanly on SIGINT
 /// and SIGTERM, and a `kill -9` in the middle of a round loses and half-imports nothing.
-@Suite struct SyncWatchCLITests {
+@Suite(.ownThreads) struct SyncWatchCLITests {
     let cli = CLITests()
 
     /// A `journal` child left running, its output in files.

@@ -4,7 +4,7 @@ import Testing
 
 /// `journal token` as an operator uses it: mint (text and --json), inspect, revoke, rotate, and
 /// clear errors for what it cannot do.
-@Suite struct TokenCLITests {
+@Suite(.ownThreads) struct TokenCLITests {
     let cli = CLITests()
 
     @Test func mintInspectRevokeAndRotate() throws {

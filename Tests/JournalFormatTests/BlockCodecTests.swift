@@ -4,7 +4,7 @@ import Testing
 
 /// Version 1 bodies, which every build still reads (and writes into a v1 open segment);
 /// version 2 has FormatV2Tests.
-@Suite struct BlockCodecTests {
+@Suite(.ownThreads) struct BlockCodecTests {
     func roundTrip(_ events: [Event]) throws -> [Event] {
         let raw = BlockCodec.encode(events, version: FormatV1.version)
         return try raw.withUnsafeBytes { buffer in

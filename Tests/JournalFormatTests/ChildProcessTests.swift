@@ -1,8 +1,9 @@
 import JournalPlatform
+import JournalTestSupport
 import Testing
 
 /// The process runner sync drives rsync with (swift-subprocess: no shell, no Foundation).
-@Suite struct ChildProcessTests {
+@Suite(.ownThreads) struct ChildProcessTests {
     @Test func statusAndBothOutputsComeBackApart() async throws {
         let result = try await ChildProcess.run("sh", ["-c", "echo out; echo err >&2; exit 3"])
         #expect(result.status == 3)

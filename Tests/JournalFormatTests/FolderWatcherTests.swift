@@ -3,7 +3,7 @@ import JournalTestSupport
 import Testing
 
 /// The inotify wrapper a sync loop sleeps in: it must wake for what arrives, and only for that.
-@Suite(.enabled(if: FolderWatcher.isNative, "file-system notifications are Linux inotify only"))
+@Suite(.enabled(if: FolderWatcher.isNative, "file-system notifications are Linux inotify only"), .ownThreads)
 struct FolderWatcherTests {
     /// A shared board's shape: `replicas/` and one replica folder in it.
     struct Board {
@@ -45,9 +45,8 @@ struct FolderWatcherTests {
         let watcher = try FolderWatcher(roots: [board.replicas], depth: 1)
         let path = board.replica + "/1-2-x.sjs", scratch = board.temp.path
         let thread = Self.later(100) { try? Self.land(path, scratchFolder: scratch) }
-        let started = ProcessInfoLite.monotonicSeconds()
+        // `.changed`, not `.timedOut`: the landing woke it (a loaded machine may take seconds).
         #expect(watcher.wait(timeoutSeconds: 20) == .changed)
-        #expect(ProcessInfoLite.monotonicSeconds() - started < 5)
         thread.stop()
         // Everything that landing queued was drained by that one return.
         #expect(watcher.wait(timeoutSeconds: 0.3) == .timedOut)
@@ -59,7 +58,13 @@ struct FolderWatcherTests {
         let watcher = try FolderWatcher(roots: [board.replicas], depth: 1)
         for index in 0..<50 { try Self.write(board.replica + "/f\(index)") }
         #expect(watcher.wait(timeoutSeconds: 5) == .changed)
-        #expect(watcher.wait(timeoutSeconds: 0.3) == .timedOut)
+        // One return drained the burst. A file's close-after-write can still come later: a test
+        // beside this one that forks a child between our open and close gives the child a copy
+        // of the descriptor, and the file is closed for good only at the child's exec. So a
+        // few late returns are allowed, not one per file.
+        var late = 0
+        while late < 50, watcher.wait(timeoutSeconds: 0.3) == .changed { late += 1 }
+        #expect(late <= 3, "\(late) more returns after the burst's")
         try FileSystem.remove(board.replica + "/f7")
         #expect(watcher.wait(timeoutSeconds: 5) == .changed)
     }
@@ -118,9 +123,8 @@ struct FolderWatcherTests {
         defer { board.temp.remove() }
         let watcher = try FolderWatcher(roots: [board.replicas], depth: 1)
         let thread = Self.later(100) { watcher.stop() }
-        let started = ProcessInfoLite.monotonicSeconds()
+        // `.stopped`, not `.timedOut`: the stop woke it.
         #expect(watcher.wait(timeoutSeconds: 30) == .stopped)
-        #expect(ProcessInfoLite.monotonicSeconds() - started < 10)
         thread.stop()
         #expect(watcher.wait(timeoutSeconds: 30) == .stopped)
         #expect(await watcher.next(timeoutSeconds: 30) == .stopped)

@@ -8,7 +8,7 @@ import Testing
 /// data holds on device-like values. The value models here are this file's own (uniform and
 /// two-sided noise, sine curves, affine transforms), not the benchmark generator's, so the
 /// coder is checked on data it was not tuned on.
-@Suite struct FormatV2Tests {
+@Suite(.ownThreads) struct FormatV2Tests {
     func roundTrip(_ events: [Event], version: UInt16 = FormatV2.version) throws -> [Event] {
         let raw = BlockCodec.encode(events, version: version)
         return try raw.withUnsafeBytes { buffer in

@@ -3,7 +3,7 @@ import JournalTestSupport
 import Testing
 
 /// The single implementations every module shares: seq ranges, hex, JSON objects.
-@Suite struct SharedTextAndRangeTests {
+@Suite(.ownThreads) struct SharedTextAndRangeTests {
     @Test func seqRangesAgreeWithASetOfSeqsOnRandomInput() {
         var random = SeededGenerator(seed: 99)
         for round in 0..<300 {

@@ -3,10 +3,11 @@ import Glibc
 #endif
 import JournalPlatform
 import Synchronization
+import JournalTestSupport
 import Testing
 
 /// The threads that run work a caller waits on (the writer's durability, deflate halves).
-@Suite struct WorkerThreadTests {
+@Suite(.ownThreads) struct WorkerThreadTests {
     @Test func jobsRunInOrderAndStopWaitsForThem() {
         let worker = WorkerThread()
         let seen = Mutex<[Int]>([])

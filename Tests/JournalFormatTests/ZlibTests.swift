@@ -5,7 +5,7 @@ import JournalTestSupport
 import Testing
 import JournalCompression
 
-@Suite struct ZlibTests {
+@Suite(.ownThreads) struct ZlibTests {
     @Test func rawDeflateRoundTrips() throws {
         var random = SeededGenerator(seed: 5)
         for size in [0, 1, 100, 65_536, 300_000] {

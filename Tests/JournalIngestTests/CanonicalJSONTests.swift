@@ -3,7 +3,7 @@ import JournalIngest
 import JournalTestSupport
 import Testing
 
-@Suite struct CanonicalJSONTests {
+@Suite(.ownThreads) struct CanonicalJSONTests {
     @Test func pointLineShape() {
         let payload = point(x: 1.5, y: 2.25, pressure: 0.5, t: 0.016, color: 0xE539_35FF, width: 4)
         #expect(CanonicalJSON.line(for: payload)

@@ -4,7 +4,7 @@ import Testing
 
 /// `appendNumber` must print exactly what `number` (Swift's `description`) prints: `journal
 /// strokes` output is compared byte for byte across versions.
-@Suite struct FastNumberTests {
+@Suite(.ownThreads) struct FastNumberTests {
     func fast(_ value: Double) -> String {
         var bytes: [UInt8] = []
         CanonicalJSON.appendNumber(value, to: &bytes)

@@ -4,7 +4,7 @@ import JournalTestSupport
 import Testing
 
 /// The canonical-layout fast path must agree with the general parser on every line.
-@Suite struct FastPathTests {
+@Suite(.ownThreads) struct FastPathTests {
     func outcome(_ body: () throws(LineError) -> [Payload]) -> Result<[Payload], LineError> {
         do { return .success(try body()) } catch { return .failure(error) }
     }

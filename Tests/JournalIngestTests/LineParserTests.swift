@@ -3,7 +3,7 @@ import JournalIngest
 import JournalTestSupport
 import Testing
 
-@Suite struct CanonicalFormTests {
+@Suite(.ownThreads) struct CanonicalFormTests {
     @Test func fullPointLine() {
         let line = ##"{"type":"point","stroke":"6F1C2B9A-0B6D-4D9A-9E41-2A7F3C1D5E88","x":523.41,"y":398.07,"color":"#E53935FF","width":4.0,"pressure":0.53,"t":0.016}"##
         #expect(parsed(line) == [point(x: 523.41, y: 398.07, pressure: 0.53, t: 0.016, color: 0xE539_35FF, width: 4)])
@@ -75,7 +75,7 @@ import Testing
     }
 }
 
-@Suite struct DrawTogetherFormTests {
+@Suite(.ownThreads) struct DrawTogetherFormTests {
     @Test func namedColourPoint() {
         let payloads = parsed(#"{"id":"\#(strokeText)","color":"red","point":[10.5,-3]}"#)
         #expect(payloads == [point(x: 10.5, y: -3, color: 0xFF3B_30FF, width: 4.0)])
@@ -119,7 +119,7 @@ import Testing
     }
 }
 
-@Suite struct CollabSketchFormTests {
+@Suite(.ownThreads) struct CollabSketchFormTests {
     @Test func pointsThenEnd() {
         let line = #"{"id":"\#(strokeText)","points":[{"x":1,"y":2},{"y":4.5,"x":3}],"red":1,"green":0.5,"blue":0.2,"alpha":1,"lineWidth":3}"#
         // round(0.5 * 255) = round(127.5) = 128; round(0.2 * 255) = 51.
@@ -155,7 +155,7 @@ import Testing
     }
 }
 
-@Suite struct MalformedLineTests {
+@Suite(.ownThreads) struct MalformedLineTests {
     let head = #"{"type":"point","stroke":"\#(strokeText)""#
 
     @Test func invalidUTF8() {
@@ -336,7 +336,7 @@ import Testing
     }
 }
 
-@Suite struct IdentifierAndColourAgreementTests {
+@Suite(.ownThreads) struct IdentifierAndColourAgreementTests {
     /// The line parser accepts exactly the stroke ids `StrokeID(uuidString:)` accepts.
     @Test func strokeIDsAgreeWithJournalFormat() {
         var random = SeededGenerator(seed: 7)

@@ -8,7 +8,7 @@ import JournalIngest
 import JournalTestSupport
 import Testing
 
-@Suite struct NDJSONReaderTests {
+@Suite(.ownThreads) struct NDJSONReaderTests {
     let end = #"{"type":"end","stroke":"\#(strokeText)"}"#
     let clear = #"{"type":"clear"}"#
 

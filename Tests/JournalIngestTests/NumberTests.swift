@@ -2,7 +2,7 @@
 import JournalTestSupport
 import Testing
 
-@Suite struct NumberTests {
+@Suite(.ownThreads) struct NumberTests {
     /// Random decimal text in JSON grammar: up to 20 mantissa digits, optional fraction and
     /// exponent, sometimes negative, sometimes leading zeros after the point.
     static func randomNumberText(_ random: inout SeededGenerator) -> String {

@@ -1,10 +1,11 @@
 import JournalFormat
 import JournalSamples
+import JournalTestSupport
 import Testing
 
 @testable import JournalReplay
 
-@Suite struct DemoSessionTests {
+@Suite(.ownThreads) struct DemoSessionTests {
     /// The strokes each replica creates (ids of its points, in first-seen order).
     private func createdStrokes(_ payloads: [Payload]) -> [StrokeID] {
         var seen = Set<StrokeID>()

@@ -1,6 +1,7 @@
 import Foundation
 import JournalFormat
 import JournalReplay
+import JournalTestSupport
 import Testing
 
 @testable import JournalRender
@@ -34,7 +35,7 @@ private final class ElementCollector: NSObject, XMLParserDelegate {
     }
 }
 
-@Suite struct SVGRendererTests {
+@Suite(.ownThreads) struct SVGRendererTests {
     private static func id(_ n: UInt64) -> StrokeID { StrokeID(UUIDBits(high: 0xABCD, low: n)) }
 
     private static func stroke(

@@ -7,7 +7,7 @@ import Testing
 
 /// Snapshots whose CRC is valid but whose contents lie (issue 8, finding 15): a CRC proves
 /// only that some program wrote the bytes, so every index the replay trusts is validated.
-@Suite struct CraftedSnapshotTests {
+@Suite(.ownThreads) struct CraftedSnapshotTests {
     func journalWithSnapshot(_ temp: TemporaryDirectory) throws -> JournalDirectory {
         let journal = try JournalDirectory.create(at: temp.path + "/j")
         var generator = EventGenerator(seed: 21)

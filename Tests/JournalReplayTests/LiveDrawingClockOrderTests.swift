@@ -9,7 +9,7 @@ import Testing
 /// client whose clocks fall sends every point to the front of its stroke). Whatever the order,
 /// the drawing is the order-free `Fold` of the events applied so far, and each point reports
 /// the change its place among the stroke's points calls for.
-@Suite struct LiveDrawingClockOrderTests {
+@Suite(.ownThreads) struct LiveDrawingClockOrderTests {
     static let replica = ReplicaID(UUIDBits(high: 0xA, low: 1))
     static let other = ReplicaID(UUIDBits(high: 0xB, low: 2))
     static let styles = [Style(color: RGBA(rawValue: 0x112233FF), width: 2), Style(color: RGBA(rawValue: 0xFF0000FF), width: 5)]

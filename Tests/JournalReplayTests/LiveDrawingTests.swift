@@ -7,7 +7,7 @@ import Testing
 
 /// The live drawing is the replay, one event at a time: for any order of arrival the result
 /// equals the order-free `Fold`, and the changes it reports name every stroke that changed.
-@Suite struct LiveDrawingTests {
+@Suite(.ownThreads) struct LiveDrawingTests {
     /// Three replicas drawing at once: strokes with undo/redo/erase/clear, some strokes
     /// continued by another replica (points that land inside a stroke), clocks that jump.
     func session(seed: UInt64) -> [ReplicaID: [Event]] {
@@ -129,7 +129,7 @@ import Testing
 
 /// `LiveReplay` continues a loaded journal with the segments sync brings, and its drawing is
 /// the full replay of the grown journal, or it asks for a reload when only that is exact.
-@Suite struct LiveReplayTests {
+@Suite(.ownThreads) struct LiveReplayTests {
     func writeSealed(_ events: [Event], replica: ReplicaID, into journal: JournalDirectory) throws {
         let folder = journal.replicasPath + "/" + replica.hex
         try FileSystem.createDirectory(folder)

@@ -6,7 +6,7 @@ import JournalTestSupport
 import Testing
 
 /// Adversarial review of `LiveDrawing` / `LiveReplay` (each test names the bug it shows).
-@Suite struct LiveReviewTests {
+@Suite(.ownThreads) struct LiveReviewTests {
     static func journalWithReversedSnapshot(_ root: String) throws -> JournalDirectory {
         let journal = try JournalDirectory.create(at: root + "/j")
         var generator = EventGenerator(seed: 21)

@@ -7,7 +7,7 @@ import Testing
 
 /// What a catch-up in blocks is read from: whole stored blocks when the holder lacks all of
 /// them, events otherwise, and the same events either way.
-@Suite struct MissingEventsTests {
+@Suite(.ownThreads) struct MissingEventsTests {
     /// A journal with one sealed segment of `count` events (one block) and its file's bytes.
     func journal(_ temp: TemporaryDirectory, count: Int) throws -> (JournalDirectory, ReplicaID, [UInt8]) {
         let directory = try JournalDirectory.create(at: temp.path + "/j")
@@ -84,7 +84,7 @@ import Testing
 
 /// A read of a journal whose writer seals meanwhile still holds every event the writer had
 /// made durable before the read began (the open segment is read before the sealed listing).
-@Suite struct ReadWhileSealingTests {
+@Suite(.ownThreads) struct ReadWhileSealingTests {
     @Test func noDurableEventIsMissingFromAReadRacingASeal() throws {
         let temp = TemporaryDirectory("read-while-sealing")
         defer { temp.remove() }

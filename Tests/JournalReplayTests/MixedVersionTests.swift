@@ -8,7 +8,7 @@ import Testing
 /// Journals written by a version 1 build keep working: an open segment it left keeps its
 /// version until sealed, and a journal holding both versions replays to the drawing the same
 /// events give in one version.
-@Suite struct MixedVersionTests {
+@Suite(.ownThreads) struct MixedVersionTests {
     func payload(_ index: Int, stroke: StrokeID) -> Payload {
         index % 25 == 24 ? .end(stroke) : .point(PointSample(
             stroke: stroke, x: Double(Float(100 + Double(index) * 0.37)), y: (Double(index) * 3 + 1).rounded() / 3,

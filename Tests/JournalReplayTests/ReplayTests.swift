@@ -6,7 +6,7 @@ import JournalTestSupport
 import Testing
 import JournalCompression
 
-@Suite struct ReplayTests {
+@Suite(.ownThreads) struct ReplayTests {
     /// Three replicas' interleaved sessions with undo/redo/erase/clear, as sealed segment bytes.
     struct Session {
         var events: [ReplicaID: [Event]] = [:]
@@ -237,7 +237,7 @@ import JournalCompression
 }
 
 /// Snapshots change how fast a journal opens, never what it shows.
-@Suite struct SnapshotTests {
+@Suite(.ownThreads) struct SnapshotTests {
     /// Records `count` strokes into the journal's own replica.
     func draw(_ journal: JournalDirectory, strokes count: Int, seed: UInt64, seal: Bool = true) throws {
         var generator = EventGenerator(seed: seed)

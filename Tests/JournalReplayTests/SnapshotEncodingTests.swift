@@ -7,7 +7,7 @@ import Testing
 
 /// The version 2 snapshot encoding (docs/SYNC.md, "Snapshots"): a snapshot decodes to exactly
 /// the state it was made of, bit for bit; damaged, truncated or old-version files are ignored.
-@Suite struct SnapshotEncodingTests {
+@Suite(.ownThreads) struct SnapshotEncodingTests {
     let replicas = [ReplicaID(UUIDBits(high: 1, low: 1)), ReplicaID(UUIDBits(high: 2, low: 2)), ReplicaID(UUIDBits(high: 3, low: 3))]
 
     func key(_ random: inout SeededGenerator) -> CompactKey {

@@ -4,7 +4,7 @@ import Testing
 
 /// `SortedChunks` against a plain sorted array: the same elements in the same order, the same
 /// ranks, whatever order elements arrive in and whatever the chunk capacity.
-@Suite struct SortedChunksTests {
+@Suite(.ownThreads) struct SortedChunksTests {
     /// Where `element` goes in a sorted array (before any equal element).
     static func rank(_ element: Int, in sorted: [Int]) -> Int {
         sorted.firstIndex { !($0 < element) } ?? sorted.count

@@ -1,6 +1,7 @@
 import HTTPTypes
 import HummingbirdWSClient
 import JournalPlatform
+import JournalTestSupport
 import JournalWire
 import NIOCore
 import NIOWebSocket
@@ -104,7 +105,7 @@ final class RelayTestClient: Sendable {
                 return .some(value)
             }
             group.addTask {
-                try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                await patientSleep(seconds: seconds)
                 return nil
             }
             let first = await group.next() ?? nil

@@ -35,7 +35,7 @@ extension RelayProcessTests {
             outcome.yield(true)
         }
         let timer = Task {
-            try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+            await patientSleep(seconds: seconds)
             outcome.yield(false)
         }
         defer { timer.cancel() }

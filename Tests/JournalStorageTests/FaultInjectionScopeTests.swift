@@ -5,7 +5,7 @@ import Testing
 
 /// Issue 8, finding 16: the fault hook was a public mutable global, set by one suite while
 /// others ran in parallel. It is now task-local: only the task that set it sees it.
-@Suite struct FaultInjectionScopeTests {
+@Suite(.ownThreads) struct FaultInjectionScopeTests {
     @Test func aHookFailsOnlyTheOperationsOfItsOwnTask() throws {
         let temp = TemporaryDirectory("hook-scope")
         defer { temp.remove() }

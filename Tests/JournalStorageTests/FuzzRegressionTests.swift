@@ -2,6 +2,7 @@ import JournalFormat
 import JournalIngest
 import JournalPlatform
 import JournalStorage
+import JournalTestSupport
 import Testing
 
 /// Replays the fuzzers' inputs through the same entry points as the libFuzzer harnesses in
@@ -11,7 +12,7 @@ import Testing
 ///   - every input a fuzzer ever crashed on, saved under Golden/fuzz-regressions/ (files named
 ///     `ndjson-*` are NDJSON input, every other file is segment bytes).
 /// A file that still crashes takes the test process down with it: that is the failure.
-@Suite struct FuzzRegressionTests {
+@Suite(.ownThreads) struct FuzzRegressionTests {
     static let repositoryRoot: String = {
         // <root>/Tests/JournalStorageTests/FuzzRegressionTests.swift
         var path = #filePath

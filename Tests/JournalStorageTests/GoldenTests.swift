@@ -11,7 +11,7 @@ import JournalCompression
 /// Golden vectors of formats v1 and v2: segment bytes and the events they must decode to.
 /// Regenerate only on purpose: `RECORD_GOLDEN=1 swift test --filter GoldenTests` (the run then
 /// fails, so a recording can never pass unnoticed). A new format version gets a new folder.
-@Suite struct GoldenTests {
+@Suite(.ownThreads) struct GoldenTests {
     static func folder(_ version: UInt16) -> String {
         let file = #filePath
         return String(file[..<file.lastIndex(of: "/")!]) + "/Golden/v\(version)"

@@ -9,7 +9,7 @@ import Testing
 
 /// `HostedReplicaWriter`: another replica's events kept in this journal (a relay's native
 /// clients), durable per append, recovered after a crash, sealed like the journal's own.
-@Suite struct HostedReplicaWriterTests {
+@Suite(.ownThreads) struct HostedReplicaWriterTests {
     static func events(_ replica: ReplicaID, _ seqs: ClosedRange<UInt64>) -> [Event] {
         seqs.map { seq in
             Event(id: EventID(replica: replica, seq: seq), lamport: seq + 100, wallTime: 1_700_000_000_000 + Int64(seq),

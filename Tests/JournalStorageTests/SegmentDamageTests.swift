@@ -5,7 +5,7 @@ import JournalTestSupport
 import Testing
 
 /// One test per failure mode, built from byte helpers (after LevelDB's log_test).
-@Suite struct SegmentDamageTests {
+@Suite(.ownThreads) struct SegmentDamageTests {
     /// A segment of three blocks of `perBlock` events each, and the blocks' start offsets.
     func threeBlockSegment(perBlock: Int = 40, seed: UInt64 = 11) -> (bytes: [UInt8], events: [Event], starts: [Int], replica: ReplicaID) {
         var generator = EventGenerator(seed: seed)

@@ -4,7 +4,7 @@ import JournalTestSupport
 import Testing
 
 /// The one verdict on a sealed file, under both policies: the same facts, different use.
-@Suite struct SegmentVerdictTests {
+@Suite(.ownThreads) struct SegmentVerdictTests {
     let damage = SegmentDamageTests()
 
     private func name(_ bytes: [UInt8], _ events: [Event]) -> SegmentName {

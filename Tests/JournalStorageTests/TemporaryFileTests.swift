@@ -11,7 +11,7 @@ import Testing
 
 /// Issue 8, finding 4: `FileSystem.writeAtomically` picks a unique temporary itself, so a
 /// temporary left by a killed process never blocks a later write, and stale ones are cleaned.
-@Suite struct TemporaryFileTests {
+@Suite(.ownThreads) struct TemporaryFileTests {
     func payload(_ index: Int) -> Payload {
         .point(PointSample(stroke: StrokeID(UUIDBits(high: 3, low: UInt64(index / 10))), x: Double(index), y: 1,
                            pressure: nil, t: nil, style: Style(color: RGBA(rawValue: 0x112233FF), width: 1)))

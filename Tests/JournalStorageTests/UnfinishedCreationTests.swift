@@ -8,7 +8,7 @@ import Testing
 /// A journal whose creation died half-way (a relay killed as a board's first client
 /// connected) is created again on demand, never left as a folder nothing opens; a folder of
 /// somebody else's files is never taken over.
-@Suite struct UnfinishedCreationTests {
+@Suite(.ownThreads) struct UnfinishedCreationTests {
     func point(_ index: Int) -> Payload {
         .point(PointSample(stroke: StrokeID(UUIDBits(high: 3, low: 1)), x: Double(index), y: 1, pressure: 0.5,
                            style: Style(color: RGBA(rawValue: 0x112233FF), width: 2)))

@@ -4,7 +4,7 @@ import JournalStorage
 import JournalTestSupport
 import Testing
 
-@Suite struct WriterTests {
+@Suite(.ownThreads) struct WriterTests {
     func point(_ stroke: StrokeID, _ x: Double) -> Payload {
         .point(PointSample(stroke: stroke, x: x, y: x / 2, pressure: 0.5, t: x / 100, style: Style(color: RGBA(rawValue: 0xFF0000FF), width: 3)))
     }

@@ -9,7 +9,7 @@ import Testing
 /// Issue 8, finding 4: temporaries used to have fixed names created with O_EXCL
 /// (`local/index.tmp`, `replica.tmp`, `latest.sjsnap.tmp`, `sync-cache.tmp`, staging
 /// `.files-from.tmp`), so one left by `kill -9` made every later write fail "File exists".
-@Suite struct CrashLeftoverTests {
+@Suite(.ownThreads) struct CrashLeftoverTests {
     @Test func leftoversOfAKilledProcessWedgeNeitherRecordNorSnapshotNorSync() async throws {
         let temp = TemporaryDirectory("leftovers")
         defer { temp.remove() }

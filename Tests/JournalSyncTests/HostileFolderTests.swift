@@ -16,7 +16,7 @@ import Testing
 /// A shared folder is hostile (issue 8): whoever can write there can plant symlinks and FIFOs,
 /// before sync lists the folder or between listing and reading. Sync must never write through
 /// a symlink, never read through one, never block on a FIFO, and must say what it refused.
-@Suite struct HostileFolderTests {
+@Suite(.ownThreads) struct HostileFolderTests {
     /// Everything under `path`, by relative name (an empty folder gives []).
     func contents(_ path: String) -> [String] { snapshot(path).keys.sorted() }
 

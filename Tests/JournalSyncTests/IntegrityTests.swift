@@ -10,7 +10,7 @@ import JournalCompression
 
 /// Regression tests for the adversarial review of issue 8: each names the finding it covers.
 /// Every one failed on the code before the fix.
-@Suite struct IntegrityTests {
+@Suite(.ownThreads) struct IntegrityTests {
     // MARK: Finding 1: acknowledged events outrank what other files claim
 
     @Test func aForeignSegmentOfOurReplicaAboveOurSeqsNeitherEntersNorDiscardsUnsealedEvents() async throws {

@@ -116,7 +116,7 @@ func shell(_ executable: String, _ arguments: [String]) throws -> String {
 
 /// Needs rsync and OpenSSH; a machine without them reports these tests as skipped, not passed
 /// (.ci/run installs rsync and openssh-server).
-@Suite(.serialized) struct RsyncOverSSHTests {
+@Suite(.serialized, .ownThreads) struct RsyncOverSSHTests {
     @Test(.enabled(if: hasRsync() && LocalSSHServer.toolsInstalled,
                    "needs rsync, sshd, ssh and ssh-keygen (apt-get install rsync openssh-server)"))
     func twoLaptopsConvergeThroughAnSSHServer() async throws {

@@ -9,7 +9,7 @@ import Testing
 
 /// One sync per journal at a time (issue 8, finding 13): two `sync --via rsync` on one journal
 /// used to delete each other's `local/staging` mid-import.
-@Suite struct SyncLockTests {
+@Suite(.ownThreads) struct SyncLockTests {
     /// Bob's segments on an rsync board, and Alice, who lacks them.
     func scenario(_ temp: TemporaryDirectory, seed: UInt64) async throws -> (alice: Machine, bob: Machine, board: String) {
         var bob = try Machine(temp.path + "/bob", seed: seed)
@@ -62,7 +62,8 @@ import Testing
         }
         #expect(error == .busy(pid: ProcessInfoLite.processID))
         #expect(error.description == "another sync is running on this journal (pid \(ProcessInfoLite.processID))")
-        #expect(secondSeconds >= 0.4 && secondSeconds < 5, "waited \(secondSeconds) s")
+        // It waited for the lock before it gave up (how long beyond that depends on the machine).
+        #expect(secondSeconds >= 0.4, "waited \(secondSeconds) s")
         // Nothing of either is left behind.
         #expect(!(try FileSystem.list(alice.journal.localPath)).contains { $0.name.hasPrefix("staging") })
     }

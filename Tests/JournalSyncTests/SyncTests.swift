@@ -8,7 +8,7 @@ import JournalTestSupport
 import Testing
 import JournalCompression
 
-@Suite struct SyncTests {
+@Suite(.ownThreads) struct SyncTests {
     @Test func replicasConvergeThroughAFolderAndRsyncInAnyOrder() async throws {
         guard hasRsync() else {
             Issue.record("rsync is not installed: .ci/run installs it (apt-get install rsync)")

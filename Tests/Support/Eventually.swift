@@ -20,3 +20,17 @@ public func eventually(
         try? await Task.sleep(for: .milliseconds(milliseconds))
     }
 }
+
+/// Sleeps `seconds` of wall time, and as many 100 ms turns of this task: a timeout that a starved
+/// test pool stretches along with what it waits for (see `eventually`). Ends early when the task
+/// is cancelled.
+public func patientSleep(seconds: Double) async {
+    let tick = 100
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    let ticks = Int(seconds * 1000) / tick
+    var ticked = 0
+    while ticked < ticks || ContinuousClock.now < deadline {
+        do { try await Task.sleep(for: .milliseconds(tick)) } catch { return }
+        ticked += 1
+    }
+}
