@@ -91,11 +91,19 @@ public final class Relay: Sendable {
         /// Boards being closed: a connection to one waits for the close, then opens it anew
         /// (the journal's lock is held until the close ends).
         var closing: [BoardName: Task<Void, Never>] = [:]
+        /// Boards whose journals are being read (`connect(to:)` opens them off the lock): a
+        /// connection to one waits for it. They count toward `--max-boards`.
+        var opening: [BoardName: Task<Result<Void, RelayError>, Never>] = [:]
         var closed = false
     }
 
     private let boards = Locked(Boards())
     private let catchUps: CatchUpGate
+    /// Opens boards' journals, one at a time: opening a big journal decodes every event, for
+    /// seconds. Under the relay's lock, on a task-pool thread, that held up every connection
+    /// of every board (each takes the lock) and half the pool; here it holds up only the
+    /// connections of the board being opened, and bounds the CPU opens take to one core.
+    private let opener = WorkerThread()
 
     public init(
         dataDirectory: String, access: RelayAccess, boardOptions: BoardOptions = .relay, idleBoardSeconds: Double? = 60,
@@ -118,19 +126,24 @@ public final class Relay: Sendable {
         }
     }
 
-    /// The board named `name`, opened (and created, if new) on first use. Throws while the
-    /// board is being closed (`connect(to:)` waits instead).
+    /// The board named `name`, opened (and created, if new) on first use, on the caller's
+    /// thread and under the relay's lock: for tests and tools. Throws while the board is being
+    /// closed or opened (`connect(to:)` waits instead, and opens off the lock).
     public func board(_ name: BoardName) throws(RelayError) -> RelayBoard {
-        // Opening a journal reads its files; under the lock, so two first connections to one
-        // board never open its journal twice (the second would find it locked).
-        try boards.withLock { boards throws(RelayError) -> RelayBoard in try open(name, &boards) }
+        try boards.withLock { boards throws(RelayError) -> RelayBoard in
+            if boards.closed { throw .closed }
+            if let board = boards.open[name] { return board }
+            guard boards.closing[name] == nil else { throw .disconnected("board \(name.text) is being closed; connect again") }
+            guard boards.opening[name] == nil else { throw .disconnected("board \(name.text) is being opened; connect again") }
+            if boards.open.count + boards.opening.count >= limits.maxOpenBoards { try makeRoomForABoard(&boards) }
+            let board = try openJournal(name)
+            boards.open[name] = board
+            return board
+        }
     }
 
-    private func open(_ name: BoardName, _ boards: inout Boards) throws(RelayError) -> RelayBoard {
-        if boards.closed { throw .closed }
-        if let board = boards.open[name] { return board }
-        guard boards.closing[name] == nil else { throw .disconnected("board \(name.text) is being closed; connect again") }
-        if boards.open.count >= limits.maxOpenBoards { try makeRoomForABoard(&boards) }
+    /// Opens board `name`'s journal (reading all of it) and starts its work; no lock held.
+    private func openJournal(_ name: BoardName) throws(RelayError) -> RelayBoard {
         let path = FileSystem.join(dataDirectory, name.text)
         do throws(JournalError) {
             // Boards are named by whoever connects: a symlink planted in the data folder (as
@@ -143,11 +156,39 @@ public final class Relay: Sendable {
             let board = try Board(path: path, create: true, options: boardOptions)
             let relayBoard = RelayBoard(name: name, board: board, catchUps: catchUps, maxNativeReplicas: limits.maxNativeReplicasPerBoard)
             relayBoard.start()
-            boards.open[name] = relayBoard
             return relayBoard
         } catch {
             throw .journal(board: name.text, error)
         }
+    }
+
+    /// Starts opening board `name` on the opener thread; called under the lock, with room made.
+    /// The task's result is the opening's: the board is in `open` once it succeeded.
+    private func startOpening(_ name: BoardName, _ boards: inout Boards) -> Task<Result<Void, RelayError>, Never> {
+        // A test's fault hook where the connection came reaches the opener's thread too.
+        let hook = FaultInjection.current
+        let task = Task { [self] () -> Result<Void, RelayError> in
+            let opened = await withCheckedContinuation { (continuation: CheckedContinuation<Result<RelayBoard, RelayError>, Never>) in
+                opener.submit { [self] in
+                    continuation.resume(returning: FaultInjection.withThreadHook(hook) { () -> Result<RelayBoard, RelayError> in
+                        do throws(RelayError) { return .success(try openJournal(name)) } catch { return .failure(error) }
+                    })
+                }
+            }
+            let closedMeanwhile = self.boards.withLock { boards -> Bool in
+                boards.opening[name] = nil
+                guard case .success(let board) = opened, !boards.closed else { return boards.closed }
+                boards.open[name] = board
+                return false
+            }
+            if closedMeanwhile, case .success(let board) = opened {
+                await board.close()
+                return .failure(.closed)
+            }
+            return opened.map { _ in () }
+        }
+        boards.opening[name] = task
+        return task
     }
 
     /// A new connection to board `name`, which is opened if needed (after a close under way
@@ -162,15 +203,23 @@ public final class Relay: Sendable {
         case (nil, .open): grant = .open
         case (nil, .tokens): throw .forbidden(.missing)
         }
+        enum Step {
+            case connected(RelayConnection)
+            /// The board is being closed or opened: wait, then try again.
+            case wait(Task<Void, Never>)
+            case opening(Task<Result<Void, RelayError>, Never>)
+        }
         while true {
-            let outcome = try boards.withLock { boards throws(RelayError) -> Result<RelayConnection, Never>? in
-                if boards.closing[name] != nil && boards.open[name] == nil { return nil }
+            let step = try boards.withLock { boards throws(RelayError) -> Step in
+                if boards.closed { throw .closed }
+                if let closing = boards.closing[name], boards.open[name] == nil { return .wait(closing) }
+                if let opening = boards.opening[name] { return .wait(Task { _ = await opening.value }) }
                 if let failed = boards.open[name], failed.board.failure != nil {
                     // Its journal failed (a full disk, descriptors exhausted): every frame would
                     // fail until the relay restarted. Reopened instead, which cuts what the
                     // failed write left, recording resumes once the cause is gone.
                     startClosing(name, failed, &boards)
-                    return nil
+                    return .wait(boards.closing[name] ?? Task {})
                 }
                 // Counted under the lock every connection is made under: never past the limit.
                 let connections = boards.open.values.reduce(0) { $0 + $1.connectionCount }
@@ -188,11 +237,18 @@ public final class Relay: Sendable {
                 if boards.open[name] == nil && !grant.allows(.admin) && !FileSystem.exists(FileSystem.join(dataDirectory, name.text)) {
                     throw .forbidden(.notAllowed("board \(name.text) does not exist; only a token of scope admin may create it (this one's scope is \(grant.scope))"))
                 }
-                return .success(try open(name, &boards).connect(grant: grant))
+                if let board = boards.open[name] { return .connected(board.connect(grant: grant)) }
+                if boards.open.count + boards.opening.count >= limits.maxOpenBoards { try makeRoomForABoard(&boards) }
+                return .opening(startOpening(name, &boards))
             }
-            if let outcome { return try outcome.get() }
-            let closing = boards.withLock { $0.closing[name] }
-            await closing?.value
+            switch step {
+            case .connected(let connection): return connection
+            case .wait(let task): await task.value
+            case .opening(let task):
+                // This connection's own opening: its failure is this connection's to report
+                // (the others waiting for it try once more, and report their own).
+                try await task.value.get()
+            }
         }
     }
 
@@ -282,12 +338,15 @@ public final class Relay: Sendable {
     /// segments (so sync can publish them) and releases the writer locks. Connections still
     /// open get no more messages.
     public func close() async {
-        let (open, closing) = boards.withLock { boards -> ([RelayBoard], [Task<Void, Never>]) in
+        let (open, closing, opening) = boards.withLock { boards in
             boards.closed = true
             defer { boards.open.removeAll() }
-            return (Array(boards.open.values), Array(boards.closing.values))
+            return (Array(boards.open.values), Array(boards.closing.values), Array(boards.opening.values))
         }
         for board in open { await board.close() }
         for task in closing { await task.value }
+        // A board opened meanwhile is closed by its own opening, which sees the relay closed.
+        for task in opening { _ = await task.value }
+        opener.close()
     }
 }

@@ -57,6 +57,45 @@ import Testing
         await relay.close()
     }
 
+    /// Opening a board reads its whole journal, for seconds when it is big. Under the relay's
+    /// lock that held up every new connection of every board; now only the board's own.
+    // On threads of its own: with the opening under the lock, the two connects blocked both
+    // threads of the task pool, and a test waiting there would hang instead of failing.
+    @Test(.ownThreads) func aBoardBeingOpenedHoldsUpOnlyItsOwnConnections() async throws {
+        let temp = TemporaryDirectory("relay-opening")
+        defer { temp.remove() }
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false))
+        let quick = try await relay.connect(to: BoardName("quick"))
+        // The slow board's opening stops at its first write until the gate opens: what a big
+        // journal's read would take, without depending on how fast this machine reads.
+        let gateOpen = Locked(false)
+        let stopped = Locked(0)
+        let hook: @Sendable (FaultInjection.Operation, String) -> Int32? = { _, path in
+            guard path.contains("/slow") else { return nil }
+            while !gateOpen.withLock({ $0 }) {
+                stopped.withLock { $0 += 1 }
+                usleep(2000)
+            }
+            return nil
+        }
+        let slow = Task { try await FaultInjection.$hook.withValue(hook) { try await relay.connect(to: BoardName("slow")) } }
+        #expect(await eventually(within: 60) { stopped.withLock { $0 } > 0 }, "the slow board's opening never began")
+
+        // Meanwhile a new connection to the open board is made at once.
+        let other = Task { try await relay.connect(to: BoardName("quick")) }
+        let connected = await eventually(within: 60) { quick.relayBoard.connectionCount == 2 }
+        // (Asked only if the relay's lock is free: held through the opening, it would wait for
+        // the gate this test has not opened yet.)
+        let openWhileOpening = connected ? relay.openBoards.map(\.text) : nil
+        gateOpen.withLock { $0 = true }
+        #expect(connected, "a connection to an open board waited for another board's opening")
+        #expect(openWhileOpening == ["quick"], "the slow board is open before its journal was read")
+        _ = try await other.value
+        _ = try await slow.value
+        #expect(Set(relay.openBoards.map(\.text)) == ["quick", "slow"])
+        await relay.close()
+    }
+
     @Test func connectionsPastTheLimitAreRefusedAndAClosedOneMakesRoom() async throws {
         let temp = TemporaryDirectory("relay-max-connections")
         defer { temp.remove() }
