@@ -16,10 +16,10 @@ public final class RelayConnection: Sendable {
     public let relayBoard: RelayBoard
     /// What this client may do (invariant 12): checked before any of its frames is read.
     public let grant: Grant
-    /// The text frames to send, in order. Finishes when the connection is closed; then
+    /// The text frames to send: answers to the client's own frames first, then the board's
+    /// traffic, each in order (`OutboundMessages`). Ends when the connection is closed; then
     /// `closeReason` tells whether the client should get a last error.
-    public let outbound: AsyncStream<String>
-    private let continuation: AsyncStream<String>.Continuation
+    public let outbound: OutboundMessages
     private let state = Locked(State())
 
     enum Phase {
@@ -66,7 +66,7 @@ public final class RelayConnection: Sendable {
         self.id = id
         self.relayBoard = board
         self.grant = grant
-        (outbound, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(WireLimits.maxQueuedMessages))
+        outbound = OutboundMessages(limit: WireLimits.maxQueuedMessages)
     }
 
     /// Why the relay ended the connection (a last error for the client), or nil.
@@ -388,13 +388,13 @@ public final class RelayConnection: Sendable {
             if case .catchingUp = state.phase {
                 state.heldReplicaAck = upTo
             } else {
-                send(.replicaAck(replica: replica, upTo: upTo), &state)
+                send(.replicaAck(replica: replica, upTo: upTo), answer: true, &state)
             }
         }
     }
 
     private func refuse(frame: UInt64, _ message: String) {
-        state.withLock { send(.error(frame: frame, message: message), &$0) }
+        state.withLock { send(.error(frame: frame, message: message), answer: true, &$0) }
     }
 
     /// Queues events for the acker and makes sure one runs.
@@ -468,12 +468,17 @@ public final class RelayConnection: Sendable {
                 state.textEventsInFlight -= round.events.count
                 // An echoing client gets its events before the ack that covers them: once a
                 // frame is acknowledged, its events are in the client's copy of the board.
+                // Both go ahead of the board's traffic queued before them (`OutboundMessages`).
                 if state.hello??.echo == true {
-                    deliverLocked(round.events, texts: nil, &state)
+                    deliverLocked(round.events, texts: nil, answer: true, &state)
                     // Held events wait for the catch-up to end; so does the ack that covers them.
-                    if case .catchingUp = state.phase { state.heldAck = round.through } else { send(.ack(upTo: round.through), &state) }
+                    if case .catchingUp = state.phase {
+                        state.heldAck = round.through
+                    } else {
+                        send(.ack(upTo: round.through), answer: true, &state)
+                    }
                 } else {
-                    send(.ack(upTo: round.through), &state)
+                    send(.ack(upTo: round.through), answer: true, &state)
                 }
                 let throttled = state.throttled
                 state.throttled = nil
@@ -494,7 +499,8 @@ public final class RelayConnection: Sendable {
         state.withLock { deliverLocked(events, texts: texts, &$0) }
     }
 
-    private func deliverLocked(_ events: [Event], texts: [String]?, _ state: inout State) {
+    /// `answer`: the events are this client's own, echoed with the ack that covers them.
+    private func deliverLocked(_ events: [Event], texts: [String]?, answer: Bool = false, _ state: inout State) {
         switch state.phase {
         case .catchingUp(var held):
             guard held.count + events.count <= WireLimits.maxQueuedMessages else {
@@ -505,22 +511,33 @@ public final class RelayConnection: Sendable {
             state.phase = .catchingUp(held: held)
         case .live:
             if let texts {
-                for text in texts { send(text: text, &state) }
+                for text in texts { send(text: text, answer: answer, &state) }
             } else {
-                for event in events { send(.event(event), &state) }
+                for event in events { send(.event(event), answer: answer, &state) }
             }
         case .closed:
             return
         }
     }
 
-    private func send(_ message: ServerMessage, _ state: inout State) {
-        send(text: message.text, &state)
+    /// `answer`: it answers the client's own frames, and goes ahead of the board's traffic.
+    private func send(_ message: ServerMessage, answer: Bool = false, _ state: inout State) {
+        let ack: OutboundMessages.Ack?
+        var barrier = false
+        switch message {
+        case .ack(let upTo): ack = .frames(upTo)
+        case .replicaAck(_, let upTo): ack = .replica(upTo)
+        case .caughtUp: (ack, barrier) = (nil, true)
+        default: ack = nil
+        }
+        send(text: message.text, answer: answer, ack: ack, barrier: barrier || ack != nil, &state)
     }
 
-    private func send(text: String, _ state: inout State) {
+    private func send(
+        text: String, answer: Bool = false, ack: OutboundMessages.Ack? = nil, barrier: Bool = false, _ state: inout State
+    ) {
         if case .closed = state.phase { return }
-        if case .dropped = continuation.yield(text) {
+        if !outbound.push(text, answer: answer, ack: ack, barrier: barrier) {
             closeLocked(reason: "this connection fell \(WireLimits.maxQueuedMessages) messages behind; reconnect to catch up", &state)
         }
     }
@@ -539,7 +556,7 @@ public final class RelayConnection: Sendable {
         state.phase = .closed
         if state.closeReason == nil { state.closeReason = reason }
         relayBoard.remove(id)
-        continuation.finish()
+        outbound.finish()
         // A writer waiting for the hello goes on (and finds the connection closed).
         if state.hello == nil { state.hello = .some(nil) }
         state.helloWaiter?.resume(returning: nil)

@@ -165,6 +165,47 @@ import Testing
         await relay.close()
     }
 
+    /// An honest client's ack is not queued behind the board's traffic: another client's flood
+    /// broadcast to it before its frame was acknowledged does not delay the ack (it waited
+    /// 16.8 s behind 140,000 events), and acks never come before `caughtUp` nor go backwards.
+    @Test func anAckGoesAheadOfTheTrafficQueuedBeforeItButNeverBeforeCaughtUp() async throws {
+        let temp = TemporaryDirectory("relay-answers-first")
+        defer { temp.remove() }
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false))
+        let board = try relay.board(BoardName("busy"))
+        let honest = board.connect()
+        honest.goLive(caughtUp: 0)
+        let flooder = board.connect()
+        flooder.goLive(caughtUp: 0)
+        let stroke = StrokeID(UUIDBits(high: 0xF100D, low: 1))
+        let flood = 2000
+        for index in 0..<flood {
+            await flooder.receive(text: CanonicalJSON.line(for: .point(PointSample(
+                stroke: stroke, x: Double(index), y: 1, pressure: 0.5, t: Double(index) / 240,
+                style: Style(color: RGBA(rawValue: 0x1E88E5FF), width: 2)))))
+        }
+        // Everything the flooder sent is queued for the honest client, which has read nothing.
+        #expect(await eventually(within: 120) { honest.outbound.count == flood + 1 }, "\(honest.outbound.count) queued")
+        await honest.receive(text: CanonicalJSON.line(for: .clear))
+        #expect(await eventually(within: 120) { honest.outbound.count == flood + 2 })
+
+        var messages = honest.outbound.makeAsyncIterator()
+        #expect(await messages.next() == ServerMessage.caughtUp(events: 0).text)
+        #expect(await messages.next() == ServerMessage.ack(upTo: 1).text, "the ack waited behind the flood")
+        var events = 0
+        while events < flood, let text = await messages.next() {
+            let message = try ServerMessage(parsing: text)
+            guard case .event = message, try message.payloads().first?.stroke == stroke else {
+                Issue.record("expected the flood's events, got \(text)")
+                break
+            }
+            events += 1
+        }
+        #expect(events == flood)
+        #expect(honest.outbound.count == 0)
+        await relay.close()
+    }
+
     @Test func refusedFramesAreAnsweredAtOnceAndNeverThrottle() async throws {
         let temp = TemporaryDirectory("relay-refused")
         defer { temp.remove() }

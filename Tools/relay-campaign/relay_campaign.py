@@ -147,6 +147,10 @@ class Honest:
     """A text client that draws and keeps what the relay acknowledged (with echo, each of its
     events comes back with its id before the ack that covers it)."""
 
+    # Read what came before each probe (`settle`); off (--probe-at-once): the probe's ack is
+    # timed with the board's traffic still unread, as a client that draws on sees it.
+    settle_before_probe = True
+
     def __init__(self, name, port, token, rng):
         self.name, self.port, self.token, self.rng = name, port, token, rng
         self.acknowledged = {}  # "replica#seq" -> (stroke, x, y)
@@ -216,8 +220,9 @@ class Honest:
 
     def settle(self, quiet=0.3, limit=180):
         """Reads until nothing has come for `quiet` seconds: what the relay broadcast before (an
-        attacker's 35,000 points, say) is ahead of any ack in this connection's one ordered
-        stream, and draining it measures the client's reading, not the relay."""
+        attacker's 35,000 points, say). The relay sends a client's acks ahead of traffic it has
+        not written yet, but not ahead of what its socket already holds; draining that first
+        measures the relay, not the client's reading."""
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
             m = self.conn.next(timeout=quiet)
@@ -229,9 +234,10 @@ class Honest:
                 self.connect()
 
     def probe(self):
-        """One point, timed from send to ack (after `settle`): the latency an honest drawer
-        sees."""
-        self.settle()
+        """One point, timed from send to ack (after `settle`, unless --probe-at-once): the
+        latency an honest drawer sees."""
+        if Honest.settle_before_probe:
+            self.settle()
         t0 = time.monotonic()
         self.draw(1)
         ms = (time.monotonic() - t0) * 1000
@@ -591,9 +597,12 @@ def main():
     p.add_argument("--falling-points", type=int, default=20000)
     p.add_argument("--flood-replicas", type=int, default=70)
     p.add_argument("--big-frames", type=int, default=40)
+    p.add_argument("--probe-at-once", action="store_true",
+                   help="time honest acks without first reading what the relay sent before (the attackers' floods)")
     p.add_argument("--keep", action="store_true", help="keep the campaign's folder")
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args()
+    Honest.settle_before_probe = not args.probe_at_once
     try:
         import cryptography  # noqa: F401
     except ImportError:

@@ -1,0 +1,160 @@
+import JournalPlatform
+import JournalWire
+
+/// A connection's messages to its client, in two queues: what answers the client's own frames
+/// (acks, the errors of refused frames, the echo of its events) goes out before the board's
+/// traffic queued earlier (other clients' events, what sync brought, the catch-up's end).
+///
+/// One ordered stream made an honest client wait for its ack behind every event broadcast
+/// before it: 16.8 s behind a 140,000-point flood (docs/PERFORMANCE.md, "Trust on the live
+/// path"). Others' events carry their own place in the drawing, so their order against this
+/// client's acks tells the client nothing. What does order is kept: a barrier in the traffic
+/// (`caughtUp`, and the acks held through a catch-up) keeps every answer behind it until it is
+/// out, so no ack comes before `caughtUp` and acks only grow (one a later ack overtook anyway
+/// is dropped).
+///
+/// One reader (the connection's socket writer); any number of writers. `@unchecked Sendable`:
+/// all state is behind `state`'s lock.
+public final class OutboundMessages: AsyncSequence, @unchecked Sendable {
+    public typealias Element = String
+    public typealias Failure = Never
+
+    /// What an ack message says, for dropping one that a later ack overtook.
+    enum Ack: Equatable {
+        case frames(UInt64)
+        case replica(UInt64)
+    }
+
+    private struct Entry {
+        var text: String
+        var ack: Ack?
+        var barrier: Bool
+    }
+
+    private struct State {
+        var answers = Queue()
+        var traffic = Queue()
+        /// Barriers waiting in `traffic`: answers wait behind them.
+        var barriersInTraffic = 0
+        var lastFramesAck: UInt64 = 0
+        var lastReplicaAck: UInt64 = 0
+        var finished = false
+        var waiter: CheckedContinuation<String?, Never>?
+    }
+
+    /// A FIFO without `removeFirst`'s O(n).
+    private struct Queue {
+        var items: [Entry] = []
+        var head = 0
+        var count: Int { items.count - head }
+        mutating func append(_ entry: Entry) { items.append(entry) }
+        mutating func popFirst() -> Entry? {
+            guard head < items.count else { return nil }
+            let entry = items[head]
+            head += 1
+            if head >= 1024 && head * 2 >= items.count {
+                items.removeFirst(head)
+                head = 0
+            }
+            return entry
+        }
+    }
+
+    private let state = Locked(State())
+    /// Messages each queue may hold before a push is refused (the connection then closes).
+    let limit: Int
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// Queues `text`; `answer`: it answers the client's own frames; `barrier` (traffic only):
+    /// answers queued after it wait for it. False when that queue is full (the client stopped
+    /// reading) or the messages ended.
+    func push(_ text: String, answer: Bool, ack: Ack? = nil, barrier: Bool = false) -> Bool {
+        let (queued, wake) = state.withLock { state -> (Bool, (CheckedContinuation<String?, Never>, String)?) in
+            guard !state.finished else { return (false, nil) }
+            let entry = Entry(text: text, ack: ack, barrier: !answer && barrier)
+            if answer {
+                guard state.answers.count < limit else { return (false, nil) }
+                state.answers.append(entry)
+            } else {
+                guard state.traffic.count < limit else { return (false, nil) }
+                state.traffic.append(entry)
+                if entry.barrier { state.barriersInTraffic += 1 }
+            }
+            guard let waiter = state.waiter, let next = Self.take(&state) else { return (true, nil) }
+            state.waiter = nil
+            return (true, (waiter, next))
+        }
+        if let (waiter, next) = wake { waiter.resume(returning: next) }
+        return queued
+    }
+
+    /// No more messages: the reader gets what is queued, then nil.
+    func finish() {
+        let waiter = state.withLock { state -> CheckedContinuation<String?, Never>? in
+            state.finished = true
+            defer { state.waiter = nil }
+            return state.answers.count + state.traffic.count == 0 ? state.waiter : nil
+        }
+        waiter?.resume(returning: nil)
+    }
+
+    /// Messages queued and not yet taken.
+    var count: Int { state.withLock { $0.answers.count + $0.traffic.count } }
+
+    /// The next message to send, answers first (see the type's comment); nil once finished and
+    /// empty, or when the reading task is cancelled.
+    func next() async -> String? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
+                let ready = state.withLock { state -> String?? in
+                    if let text = Self.take(&state) { return .some(text) }
+                    if state.finished || Task.isCancelled { return .some(nil) }
+                    state.waiter = continuation
+                    return .none
+                }
+                if case .some(let text) = ready { continuation.resume(returning: text) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<String?, Never>? in
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume(returning: nil)
+        }
+    }
+
+    private static func take(_ state: inout State) -> String? {
+        while true {
+            let entry: Entry
+            if state.barriersInTraffic == 0, let answer = state.answers.popFirst() {
+                entry = answer
+            } else if let queued = state.traffic.popFirst() {
+                if queued.barrier { state.barriersInTraffic -= 1 }
+                entry = queued
+            } else {
+                return nil
+            }
+            switch entry.ack {
+            case .frames(let upTo)?:
+                guard upTo > state.lastFramesAck else { continue }
+                state.lastFramesAck = upTo
+            case .replica(let upTo)?:
+                guard upTo > state.lastReplicaAck else { continue }
+                state.lastReplicaAck = upTo
+            case nil:
+                break
+            }
+            return entry.text
+        }
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let messages: OutboundMessages
+        public mutating func next() async -> String? { await messages.next() }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(messages: self) }
+}
