@@ -7,7 +7,8 @@ import JournalWire
 ///
 /// One ordered stream made an honest client wait for its ack behind every event broadcast
 /// before it: 16.8 s behind a 140,000-point flood (docs/PERFORMANCE.md, "Trust on the live
-/// path"). Others' events carry their own place in the drawing, so their order against this
+/// path"). Only what is still queued here can be overtaken, not what the socket already
+/// carries (docs/PERFORMANCE.md, "An honest ack right after a flood"). Others' events carry their own place in the drawing, so their order against this
 /// client's acks tells the client nothing. What does order is kept: a barrier in the traffic
 /// (`caughtUp`, and the acks held through a catch-up) keeps every answer behind it until it is
 /// out, so no ack comes before `caughtUp` and acks only grow (one a later ack overtook anyway
