@@ -38,7 +38,7 @@ import Testing
     // is refused (3 full replays, then `return 0`). From then on anything that needs a reload
     // (an overlapping copy, a fork, a late point inside a loaded stroke) is never folded in:
     // the board's drawing stays behind the journal's forever.
-    @Test func reviewBug1_damagedOwnSegmentMakesEveryReloadFail() async throws {
+    @Test func aDamagedOwnSegmentStillLetsTheBoardReload() async throws {
         let temp = TemporaryDirectory("review-own-gap")
         defer { temp.remove() }
         let journal = try JournalDirectory.create(at: temp.path + "/board")
@@ -72,7 +72,7 @@ import Testing
     // damaged when first seen (a copy still arriving under its final name, bit rot) and is
     // then replaced by the good copy under the same name (names are content hashes, so the
     // good copy has exactly that name) is never folded in; `Replay` reads it whole.
-    @Test func reviewBug2_fileReplacedByGoodCopyUnderSameNameIsNeverReread() async throws {
+    @Test func aDamagedFileReplacedByItsGoodCopyIsReadAgain() async throws {
         let temp = TemporaryDirectory("review-same-name")
         defer { temp.remove() }
         let board = try Board(path: temp.path + "/board", create: true,
@@ -102,7 +102,7 @@ import Testing
     // dropped and `reloadRequested` is cleared. Once it is durable, `Replay` shows it; the board
     // never will (its own sealed segment is skipped as "inside").
     // Scenario: two replicas continue one stroke; a reload happens within the commit delay.
-    @Test func reviewBug3_reloadDropsOwnPendingPointInsideALoadedStroke() async throws {
+    @Test func aReloadKeepsOwnPendingPointsInsideALoadedStroke() async throws {
         let temp = TemporaryDirectory("review-drop-own")
         defer { temp.remove() }
         let board = try Board(path: temp.path + "/board", create: true,
@@ -131,7 +131,7 @@ import Testing
     // sealed file under this board's own replica id whose events have the same seqs but other
     // contents (a planted or forged file, a fork) is skipped as "our own seal". `Replay` sees a
     // fork and keeps the canonical lesser variant; the board shows its own variant forever.
-    @Test func reviewBug4_forkUnderOwnReplicaIdIsSkippedNotResolved() async throws {
+    @Test func aForkUnderTheBoardsOwnReplicaIsResolvedAsReplayResolvesIt() async throws {
         let temp = TemporaryDirectory("review-own-fork")
         defer { temp.remove() }
         let board = try Board(path: temp.path + "/board", create: true,
@@ -156,7 +156,7 @@ import Testing
     // only forces a reload when a new sealed *file* appears. Own appends grow the set through
     // the open segment, so with `sealAfterIdleMilliseconds: nil` (a documented setting) the
     // board never takes in the event that `Replay` now applies.
-    @Test func reviewBug5_quarantinedEventMadePlausibleByOwnAppendsIsNeverApplied() async throws {
+    @Test func aQuarantinedEventMadePlausibleByOwnAppendsIsApplied() async throws {
         let temp = TemporaryDirectory("review-quarantine")
         defer { temp.remove() }
         let journal = try JournalDirectory.create(at: temp.path + "/board")
@@ -183,7 +183,7 @@ import Testing
     // BUG 6 (Board.swift `ownTail`): own events are kept until an integration trims them;
     // with `watchForSegments: false` (only `refresh()` integrates) nothing ever does, so every
     // event ever appended stays in memory even after it is durable (and sealed).
-    @Test func reviewBug6_ownTailGrowsWithoutBoundWhenNotWatching() async throws {
+    @Test func durableOwnEventsAreNotHeldInMemoryWithoutAWatcher() async throws {
         let temp = TemporaryDirectory("review-own-tail")
         defer { temp.remove() }
         let board = try Board(path: temp.path + "/board", create: true, options: BoardOptions(watchForSegments: false))
@@ -201,7 +201,7 @@ import Testing
     // writer's clock past what it folded in (invariant 4), the reload path does not. After a
     // reload brings in events with higher clocks, the stroke the user draws next gets a lower
     // clock than strokes already on screen, so it lands *under* them in z-order.
-    @Test func reviewBug7_reloadDoesNotRaiseTheClock() async throws {
+    @Test func aReloadRaisesTheClockPastWhatItBroughtIn() async throws {
         let temp = TemporaryDirectory("review-clock")
         defer { temp.remove() }
         let board = try Board(path: temp.path + "/board", create: true,

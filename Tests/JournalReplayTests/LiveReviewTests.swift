@@ -30,7 +30,7 @@ import Testing
     // searches it): a snapshot file whose z-order is not sorted by creation key is accepted, and
     // the live drawing's binary searches over it give wrong z-indexes (and can hit the
     // `removeFromOrder` precondition, see the exit test below).
-    @Test func reviewBug8_snapshotWithUnsortedZOrderGivesWrongZIndexes() throws {
+    @Test func aSnapshotWithUnsortedZOrderGivesTheFoldsZIndexes() throws {
         let temp = TemporaryDirectory("review-crafted-order")
         defer { temp.remove() }
         let journal = try Self.journalWithReversedSnapshot(temp.path)
@@ -46,7 +46,7 @@ import Testing
     // BUG 8b: the same crafted snapshot, then points arriving (what a board does), each stroke
     // getting a point that sorts before its first one (it moves in z-order). This crashed on
     // the `removeFromOrder` precondition; now the result is the fold of the same events.
-    @Test func reviewBug8b_snapshotWithUnsortedZOrderThenLatePointsGivesTheFold() throws {
+    @Test func aSnapshotWithUnsortedZOrderThenLatePointsGivesTheFold() throws {
         let temp = TemporaryDirectory("review-crafted-late")
         defer { temp.remove() }
         let journal = try Self.journalWithReversedSnapshot(temp.path)
