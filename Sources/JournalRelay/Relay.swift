@@ -135,7 +135,7 @@ public final class Relay: Sendable {
             if let board = boards.open[name] { return board }
             guard boards.closing[name] == nil else { throw .disconnected("board \(name.text) is being closed; connect again") }
             guard boards.opening[name] == nil else { throw .disconnected("board \(name.text) is being opened; connect again") }
-            if boards.open.count + boards.opening.count >= limits.maxOpenBoards { try makeRoomForABoard(&boards) }
+            try makeRoomIfFull(&boards)
             let board = try openJournal(name)
             boards.open[name] = board
             return board
@@ -238,7 +238,7 @@ public final class Relay: Sendable {
                     throw .forbidden(.notAllowed("board \(name.text) does not exist; only a token of scope admin may create it (this one's scope is \(grant.scope))"))
                 }
                 if let board = boards.open[name] { return .connected(board.connect(grant: grant)) }
-                if boards.open.count + boards.opening.count >= limits.maxOpenBoards { try makeRoomForABoard(&boards) }
+                try makeRoomIfFull(&boards)
                 return .opening(startOpening(name, &boards))
             }
             switch step {
@@ -255,7 +255,9 @@ public final class Relay: Sendable {
     /// Every board open costs threads (committer, watcher, reader...), descriptors and memory,
     /// and anyone who can connect names boards: at the limit, the board idle the longest is
     /// closed to make room, and when every open board has a connection the new one is refused.
-    private func makeRoomForABoard(_ boards: inout Boards) throws(RelayError) {
+    /// Boards being opened count: each holds the same threads and descriptors once open.
+    private func makeRoomIfFull(_ boards: inout Boards) throws(RelayError) {
+        guard boards.open.count + boards.opening.count >= limits.maxOpenBoards else { return }
         let idle = boards.open.compactMap { name, board in board.idleSince.map { (name, board, $0) } }
         guard let (name, board, _) = idle.min(by: { $0.2 < $1.2 }) else {
             throw .atCapacity("the relay has \(boards.open.count) boards open, each with a connection, its limit (--max-boards); try again later")
