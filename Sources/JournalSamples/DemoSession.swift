@@ -76,13 +76,14 @@ public enum DemoSession {
 
 // MARK: - Randomness
 
-/// SplitMix64 (Steele, Lea & Flood): tiny, fast and fully determined by its seed.
-struct SplitMix64 {
+/// SplitMix64 (Steele, Lea & Flood): tiny, fast and fully determined by its seed (the sample
+/// session, and benchmarks that need the same shuffle in every run and build).
+public struct SplitMix64: RandomNumberGenerator {
     private var state: UInt64
 
-    init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) { state = seed }
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

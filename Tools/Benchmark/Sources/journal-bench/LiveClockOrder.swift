@@ -1,5 +1,6 @@
 import JournalFormat
 import JournalReplay
+import JournalSamples
 import JournalStorage
 
 /// The `liveClockOrder` row (issue 23, item 2): what the order of clocks within a stroke costs
@@ -39,7 +40,7 @@ extension RowRunner {
             }
         }
         var shuffled = Array(1...UInt64(points))
-        var random = SplitMix(seed: 23)
+        var random = SplitMix64(seed: 23)
         for index in shuffled.indices.dropLast() {
             shuffled.swapAt(index, Int.random(in: index..<shuffled.count, using: &random))
         }
@@ -120,18 +121,5 @@ extension RowRunner {
         output.extra["digestOk"] = .bool(mismatched.isEmpty)
         output.extra["digestMismatches"] = .array(mismatched.sorted().map { .string($0) })
         return output
-    }
-}
-
-/// A seeded generator, so that the shuffled case is the same in every run and build.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
