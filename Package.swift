@@ -70,10 +70,16 @@ let package = Package(
 
         // MARK: Library layers
         .target(name: "JournalFormat", dependencies: ["JournalCompression"], swiftSettings: strict),
+        // Ed25519 replica keys: the ids derived from them, and the signatures of native frames
+        // and sealed segments.
+        .target(
+            name: "JournalKeys", dependencies: ["JournalFormat", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict),
         .target(
             name: "JournalStorage",
             dependencies: [
-                "JournalCompression", "JournalFormat", "JournalPlatform", .product(name: "Crypto", package: "swift-crypto"),
+                "JournalCompression", "JournalFormat", "JournalKeys", "JournalPlatform",
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict),
         .target(
@@ -97,16 +103,15 @@ let package = Package(
         .target(name: "JournalIngest", dependencies: ["JournalFormat", "JournalPlatform"], swiftSettings: strict),
         .target(name: "JournalRender", dependencies: ["JournalFormat", "JournalReplay"], swiftSettings: strict),
         .target(name: "JournalSamples", dependencies: ["JournalFormat"], swiftSettings: strict),
-        // Crypto: native clients' replica keys (Ed25519) and the ids derived from them.
         .target(
-            name: "JournalWire", dependencies: ["JournalFormat", "JournalIngest", .product(name: "Crypto", package: "swift-crypto")],
+            name: "JournalWire", dependencies: ["JournalFormat", "JournalIngest", "JournalKeys"],
             swiftSettings: strict),
 
         .target(
             name: "StrokeJournal",
             dependencies: [
                 "JournalFormat", "JournalStorage", "JournalReplay", "JournalSync", "JournalIngest", "JournalRender",
-                "JournalSamples", "JournalLive", "JournalWire",
+                "JournalSamples", "JournalLive", "JournalWire", "JournalKeys",
             ],
             swiftSettings: strict),
 
@@ -168,7 +173,7 @@ let package = Package(
             name: "JournalStorageTests",
             dependencies: [
                 "JournalStorage", "JournalReplay", "JournalFormat", "JournalCompression", "JournalPlatform", "JournalIngest",
-                "JournalTestSupport",
+                "JournalKeys", "JournalTestSupport",
             ],
             exclude: ["Golden"],
             swiftSettings: strict),
@@ -190,7 +195,7 @@ let package = Package(
             name: "JournalSyncTests",
             dependencies: [
                 "JournalSync", "JournalStorage", "JournalReplay", "JournalFormat", "JournalCompression", "JournalPlatform",
-                "JournalTestSupport",
+                "JournalKeys", "JournalTestSupport",
             ],
             swiftSettings: strict),
         .testTarget(

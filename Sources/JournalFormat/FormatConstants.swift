@@ -100,8 +100,27 @@ public enum FormatV2 {
     }
 }
 
-/// The versions this build reads, and the one it writes into new segments.
+/// What format version 3 changes (docs/FORMAT.md §15): a sealed segment ends in a seal
+/// record, the Ed25519 signature of a replica key over the bytes before it. Block bodies are
+/// coded as in version 2. Only sealed segments are written in version 3; open segments, and
+/// the seals of journals without a key, stay version 2.
+public enum FormatV3 {
+    public static let version: UInt16 = 3
+    public static let sealMagic: [UInt8] = Array("SJSG".utf8)
+    /// magic(4) + role(1) + reserved(3) + publicKey(32) + signature(64) + crc32(4).
+    public static let sealRecordSize = 4 + 1 + 3 + 32 + 64 + 4
+}
+
+/// The versions this build reads, and the one it writes into new open segments and unsigned
+/// seals (signed seals are `FormatV3.version`).
 public enum FormatVersion {
-    public static let readable: ClosedRange<UInt16> = FormatV1.version...FormatV2.version
+    public static let readable: ClosedRange<UInt16> = FormatV1.version...FormatV3.version
     public static let current: UInt16 = FormatV2.version
+
+    /// The version whose block bodies a file of `version` holds: version 3 bodies are
+    /// version 2's, so a block copied out of a signed segment (the relay's catch-up in
+    /// blocks) goes out as a version 2 block, unchanged.
+    public static func bodyCoding(_ version: UInt16) -> UInt16 {
+        version == FormatV3.version ? FormatV2.version : version
+    }
 }

@@ -77,7 +77,7 @@ final class EventFeed: Sendable {
     private static func frames(of piece: MissingEvents.Piece) -> Frames {
         switch piece {
         case .block(let replica, let version, let frame, _):
-            return Frames(replica: replica, version: version, frames: [frame])
+            return Frames(replica: replica, version: FormatVersion.bodyCoding(version), frames: [frame])
         case .events(let replica, let events):
             var frames: [ArraySlice<UInt8>] = []
             var start = 0

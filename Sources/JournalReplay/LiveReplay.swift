@@ -187,6 +187,7 @@ public struct LiveReplay: Sendable {
         let listing = JournalDirectory.listSealed(replicasPath: directory.replicasPath)
         var present = Set<String>()
         var fresh = SegmentSet()
+        fresh.trust = TrustedSegments.of(directory)
         var keys: [String] = []
         for file in listing.sealed {
             let key = file.name.relativePath(in: file.replica)

@@ -145,7 +145,7 @@ struct ReplicaStream {
                         report.problems.append(Problem(
                             .fork, file: set.members[ref.member].scan.path, offset: Int64(ref.block.offset),
                             replica: replica, seqRange: event.id.seq...event.id.seq,
-                            reason: "event \(event.id) exists with different contents; the canonical lesser one is kept"))
+                            reason: Self.forkReason(event.id, in: set, member: ref.member)))
                     }
                     if EventOrdering.canonicalLess(event, existing) { variants[event.id.seq] = event }
                 }
@@ -195,6 +195,16 @@ struct ReplicaStream {
 
     /// The most distinct events one group of overlapping blocks may hold in memory.
     static let maxOverlapEvents = 4_000_000
+
+    /// Under a trust list every sealed file applied is signed by a trusted key, so two variants
+    /// of one event there are that key holder's equivocation: said so, with the key, and both
+    /// files stay where they are as its evidence (invariant 12).
+    static func forkReason(_ id: EventID, in set: SegmentSet, member: Int) -> String {
+        let plain = "event \(id) exists with different contents; the canonical lesser one is kept"
+        guard set.trust != nil, let seal = set.members[member].scan.seal else { return plain }
+        return "equivocation: " + plain + "; this variant is sealed by trusted key \(Hex.bytes(seal.publicKey))"
+            + " (as \(seal.role == .host ? "host" : "the replica")), and every file holding a variant is kept as evidence"
+    }
 
     /// Batches of a merged group not yet handed out (a group with holes gives several).
     private var queued: [BlockColumns] = []

@@ -101,7 +101,7 @@ public enum SegmentReaderScript {
   }
   function bigBitLength(m) { return (m < 0n ? -m : m).toString(2).length; }
 
-  // ---- Block body (FORMAT.md §6 for version 1, §14 for version 2) ----
+  // ---- Block body (FORMAT.md §6 for version 1, §14 for versions 2 and 3) ----
   function decodeBody(raw, count, version) {
     const end = raw.length;
     const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
@@ -592,7 +592,7 @@ public enum SegmentReaderScript {
     for (let i = 0; i < 8; i++) if (bytes[i] !== magic[i]) throw headerProblem('not a StrokeJournal segment (bad magic)');
     if (crc32(bytes, 0, 28, 0) !== u32(bytes, 28)) throw headerProblem('file header checksum mismatch');
     const version = bytes[8] | bytes[9] << 8;
-    if (version !== 1 && version !== 2) throw headerProblem('unsupported format version ' + version + ' (this page reads versions 1 to 2)');
+    if (version < 1 || version > 3) throw headerProblem('unsupported format version ' + version + ' (this page reads versions 1 to 3)');
     const headerLength = bytes[10] | bytes[11] << 8;
     if (headerLength !== FILE_HEADER) throw headerProblem('unexpected header length ' + headerLength);
     const replica = hex(bytes, 12, 16);

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import JournalFormat
+import JournalKeys
 import JournalPlatform
 
 /// A journal on disk (docs/FORMAT.md, "Files and names"):
@@ -37,9 +38,11 @@ public struct JournalDirectory: Sendable {
 
     public var isJournal: Bool { FileSystem.exists(identityPath) }
 
-    /// Creates a journal with a fresh random replica identity.
+    /// Creates a journal. Without `replica`, it gets a fresh key (`local/replica.key`) and the
+    /// replica id that key names, and signs the segments it seals (invariant 12); with one,
+    /// it is an unsigned journal of that id.
     @discardableResult
-    public static func create(at root: String, replica: ReplicaID = .random()) throws(JournalError) -> JournalDirectory {
+    public static func create(at root: String, replica given: ReplicaID? = nil) throws(JournalError) -> JournalDirectory {
         let directory = JournalDirectory(root: root)
         guard !directory.isJournal else { throw .alreadyAJournal(path: root) }
         // A journal inside another one would be read as a stray folder of the outer journal.
@@ -48,6 +51,13 @@ public struct JournalDirectory: Sendable {
         do throws(IOError) {
             try FileSystem.createDirectory(directory.replicasPath)
             try FileSystem.createDirectory(directory.localPath)
+        } catch {
+            throw .io(error)
+        }
+        // The key before the identity: `local/replica` is what makes the folder a journal.
+        let replica: ReplicaID
+        if let given { replica = given } else { replica = try directory.takeCreationKey().replica }
+        do throws(IOError) {
             // Published with link(2), never over an existing identity: of two processes creating
             // one journal at once (two relays' first connections to a board), one wins and the
             // other opens what it made. A rename let the second replace the first's identity
@@ -78,7 +88,7 @@ public struct JournalDirectory: Sendable {
 
     /// Whether `root` is a real folder (not a symlink) holding nothing but what `create` makes
     /// before the identity: at most an empty `replicas/` and a `local/` with nothing but
-    /// temporaries (the identity's, half written). An empty folder is one too.
+    /// temporaries (the identity's, half written) and the key. An empty folder is one too.
     public var isUnfinishedCreation: Bool {
         guard !isJournal, FileSystem.linkStatus(root)?.kind == .directory,
               let entries = try? FileSystem.list(root) else { return false }
@@ -88,7 +98,8 @@ public struct JournalDirectory: Sendable {
                 guard let replicas = try? FileSystem.list(replicasPath), replicas.isEmpty else { return false }
             case ("local", .directory):
                 guard let local = try? FileSystem.list(localPath),
-                      local.allSatisfy({ $0.kind == .file && $0.name.hasPrefix(".tmp-") }) else { return false }
+                      local.allSatisfy({ $0.kind == .file && ($0.name.hasPrefix(".tmp-") || $0.name == Self.keyFileName) })
+                else { return false }
             default:
                 return false
             }

@@ -8,6 +8,8 @@ public enum JournalError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Creating a journal inside another journal's folder.
     case insideAJournal(path: String, journal: String)
     case badIdentity(path: String, reason: String)
+    /// `local/trust` does not parse (docs/FORMAT.md §15).
+    case badTrustList(path: String, line: Int, reason: String)
     /// Another process writes this replica (invariant 2).
     case locked(path: String, holder: String)
     case io(IOError)
@@ -34,6 +36,7 @@ public enum JournalError: Error, Equatable, Sendable, CustomStringConvertible {
         case .insideAJournal(let path, let journal):
             return "\(path) is inside the journal \(journal); a journal cannot hold another (use -C \(journal), or pick a folder outside it)"
         case .badIdentity(let path, let reason): return "\(path): replica identity is unreadable: \(reason)"
+        case .badTrustList(let path, let line, let reason): return "\(path):\(line): the trust list is unreadable: \(reason)"
         case .locked(let path, let holder):
             return "\(path) is locked by another writer (\(holder)); only one process may write a replica at a time"
         case .io(let error): return error.description

@@ -1,5 +1,6 @@
 import Dispatch
 import JournalFormat
+import JournalKeys
 import JournalPlatform
 
 /// When the writer makes pending events durable on its own, and when it seals.
@@ -152,6 +153,7 @@ public final class JournalWriter {
         do { _ = try DirectoryHandle.open("local", beneath: directory.root) } catch { throw .io(error) }
         replica = try directory.identity()
         sink = SegmentSink(directory: directory, replica: replica, options: options)
+        sink.signer = directory.replicaKey().map { SealSigner(key: $0, role: .replica) }
         let lock = try Self.acquireLock(directory)
         self.lock = lock
         nextSeq = 1
@@ -489,11 +491,15 @@ public final class JournalWriter {
         case .copied:
             let previous = replica
             let sealedFromCopy = sink.openSegmentEvents > 0 ? try seal() : nil
-            let fresh = ReplicaID.random()
+            // A copy gets a key of its own: the original's key signs the original's replica only.
+            let key = ReplicaKey()
+            let fresh = key.replica
             do {
+                try directory.writeKeyFile(key, replacing: true)
                 try FileSystem.writeAtomically(Array((fresh.hex + "\n").utf8), to: directory.identityPath)
                 replica = fresh
                 sink.replica = fresh
+                sink.signer = SealSigner(key: key, role: .replica)
                 try IdentityAnchor.record(directory)
                 try sink.resetOpenSegment()
             } catch {

@@ -20,6 +20,13 @@ public struct ScannedSegment: Sendable {
     public var validPrefixLength: Int
     /// The first problem is at the end with no valid block after it: what a crash leaves.
     public var problemsAreOnlyAtTail: Bool
+    /// A version 3 segment's seal record (docs/FORMAT.md §15), and where it starts: the
+    /// signature covers the bytes before it. Read, not verified (`SegmentSeal.verify`).
+    public var seal: SealRecord? = nil
+    public var sealOffset: Int? = nil
+
+    /// The bytes a version 3 seal signs.
+    public var sealedContents: ArraySlice<UInt8>? { sealOffset.map { bytes[..<$0] } }
 
     public var replica: ReplicaID? { header?.replica }
     public var eventCount: Int { blocks.reduce(0) { $0 + $1.frame.eventCount } }
@@ -127,7 +134,22 @@ public enum SegmentScanner {
                 sawProblem = true
             }
 
+            let signed = result.header?.version == FormatV3.version
             while offset < buffer.count {
+                if signed, SealRecord.startsAt(buffer, offset: offset) {
+                    // The record is the file's last bytes, after the last block (§15).
+                    let rest = UnsafeRawBufferPointer(rebasing: buffer[offset...])
+                    do throws(SealRecordError) {
+                        result.seal = try SealRecord.decode(rest)
+                        result.sealOffset = offset
+                        if !sawProblem { result.validPrefixLength = buffer.count }
+                    } catch {
+                        let short = rest.count < FormatV3.sealRecordSize
+                        let reason = error == .wrongLength(rest.count) && !short ? SealRecordError.notAtEnd.description : error.description
+                        report(short ? shortKind : .corrupt, reason, at: offset)
+                    }
+                    return
+                }
                 let outcome = checkFrame(buffer, at: offset, version: result.header?.version ?? FormatVersion.current)
                 switch outcome {
                 case .valid(let frame):
@@ -150,6 +172,9 @@ public enum SegmentScanner {
                     guard let next else { return }
                     offset = next
                 }
+            }
+            if signed && sealed && !result.blocks.isEmpty {
+                report(shortKind, SealRecordError.missing.description, at: buffer.count)
             }
         }
         return result

@@ -16,6 +16,9 @@ public struct SegmentSet: Sendable {
     public var problems: [Problem] = []
     /// Files skipped because an identical copy (same replica and name) was already taken.
     public var duplicateFiles = 0
+    /// The journal's trust list (invariant 12): sealed files it does not accept are
+    /// quarantined by `add(sealed:)`. Nil: an open journal, or a shared folder.
+    public var trust: TrustedSegments?
 
     public init() {}
 
@@ -29,8 +32,11 @@ public struct SegmentSet: Sendable {
     /// `hosted`: open segments of replicas the journal hosts (`HostedReplicaWriter`), scanned
     /// by the caller before this call for the same reason (their seals move events into
     /// sealed files too).
-    public static func load(replicasPath: String, openSegmentPath: String? = nil, hosted: [ScannedSegment] = []) -> SegmentSet {
+    public static func load(
+        replicasPath: String, openSegmentPath: String? = nil, hosted: [ScannedSegment] = [], trust: TrustedSegments? = nil
+    ) -> SegmentSet {
         var set = SegmentSet()
+        set.trust = trust
         var open: [Member] = []
         if let openSegmentPath, FileSystem.exists(openSegmentPath) {
             let scan = SegmentScanner.scan(path: openSegmentPath, sealed: false)
@@ -59,7 +65,8 @@ public struct SegmentSet: Sendable {
         let isJournal = directory.isJournal
         let hosted = hosted ?? (isJournal ? directory.scanHostedSegments() : ([], []))
         var set = load(replicasPath: directory.replicasPath,
-                       openSegmentPath: isJournal ? directory.openSegmentPath : nil, hosted: hosted.scans)
+                       openSegmentPath: isJournal ? directory.openSegmentPath : nil, hosted: hosted.scans,
+                       trust: isJournal ? TrustedSegments.of(directory) : nil)
         set.problems.append(contentsOf: hosted.problems)
         return set
     }
@@ -70,6 +77,10 @@ public struct SegmentSet: Sendable {
         let verdict = SegmentVerdict.judge(scan, path: file.path, replica: file.replica, claimedName: file.name, policy: .salvageBlocks)
         problems.append(contentsOf: verdict.problems)
         guard !verdict.isRefused else { return }
+        if verdict.problems.isEmpty, let trust, let quarantine = trust.judge(scan, path: file.path, replica: file.replica) {
+            problems.append(quarantine)
+            return
+        }
         scan.blocks = verdict.usableBlocks
         members.append(Member(scan: scan, replica: file.replica, name: file.name))
     }

@@ -4,6 +4,7 @@ import Glibc
 import Dispatch
 import JournalCompression
 import JournalFormat
+import JournalKeys
 import JournalPlatform
 
 /// What making one batch durable did, handed from the background to the appending thread.
@@ -62,6 +63,13 @@ final class PieceJob: @unchecked Sendable {
     var piece: [UInt8]?
 }
 
+/// The key that signs a sink's seals, and in which role: a journal's own replica signs as
+/// itself (`.replica`); a relay's journal signs the replicas it hosts as their `.host`.
+struct SealSigner: Sendable {
+    var key: ReplicaKey
+    var role: SealRecord.Role
+}
+
 /// The writer's files: the open segment, its blocks, sealing.
 ///
 /// Used by one thread at a time, never by two at once: by the writer's thread while no batch
@@ -88,6 +96,9 @@ final class SegmentSink: @unchecked Sendable {
     var failure: IOError?
     /// After a failed automatic seal, the open segment's event count at which to try again.
     var nextSealAttempt = 0
+    /// Who signs the segments this sink seals (docs/FORMAT.md §15); nil: an unsigned journal,
+    /// whose seals stay version 2.
+    var signer: SealSigner?
 
     /// The open segment's event count at which a flush seals it.
     var sealDueAt: Int { max(options.sealEveryEvents, nextSealAttempt) }
@@ -207,9 +218,12 @@ final class SegmentSink: @unchecked Sendable {
             throw .openSegmentCorrupt(scan.problems.first
                 ?? Problem(.corrupt, file: openPath, reason: "no events to seal"))
         }
+        // A version 3 file codes its bodies as version 2 does, so only a version 2 open segment
+        // (every one this build writes) can be sealed signed with its blocks copied as they are.
+        let signer = header.version == FormatV2.version ? self.signer : nil
         // Large blocks were already compressed at the sealing level when flushed: copy them.
         // Runs of small blocks (frequent flushes) are re-encoded into large ones.
-        var bytes = header.encoded()
+        var bytes = SegmentHeader(replica: header.replica, version: signer == nil ? header.version : FormatV3.version).encoded()
         var smallRun: [Event] = []
         for block in scan.blocks {
             if block.frame.eventCount >= FormatV1.sealedBlockMinimumEvents {
@@ -234,6 +248,7 @@ final class SegmentSink: @unchecked Sendable {
             }
         }
         bytes += SegmentEncoder.blocks(smallRun[...], version: header.version)
+        if let signer { bytes = SegmentSeal.seal(bytes, role: signer.role, key: signer.key) }
         let name = SegmentName(firstSeq: range.lowerBound, lastSeq: range.upperBound, contents: bytes)
         var index = LocalIndex.refresh(directory)
         do {

@@ -4,6 +4,7 @@
 // Each layer stays its own module (docs/ARCHITECTURE.md); this one only re-exports them.
 @_exported import JournalFormat
 @_exported import JournalIngest
+@_exported import JournalKeys
 @_exported import JournalLive
 @_exported import JournalRender
 @_exported import JournalReplay

@@ -200,7 +200,8 @@ import Testing
         let name = try FileManager.default.contentsOfDirectory(atPath: board + "/replicas/" + folder).first { $0.hasSuffix(".sjs") }!
         let path = board + "/replicas/" + folder + "/" + name
         var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
-        bytes[bytes.count - 3] ^= 0x40
+        // In the last block's body: the last 108 bytes are the seal record (FORMAT.md §15).
+        bytes[bytes.count - 108 - 3] ^= 0x40
         try bytes.write(to: URL(fileURLWithPath: path))
         let run = try journal(["verify", "-C", board])
         #expect(run.status == 1)

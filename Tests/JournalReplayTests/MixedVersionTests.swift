@@ -42,7 +42,8 @@ import Testing
             SegmentEncoder.segment(replica: replica, events: oldEvents, targetEvents: 9, version: FormatV1.version),
             to: journal.openSegmentPath)
 
-        // This build appends to it (v1 blocks) and seals it as version 1; the next is version 2.
+        // This build appends to it (v1 blocks) and seals it as version 1; the next seal is
+        // version 3 (signed: the journal has a key), its bodies coded as version 2's.
         do {
             let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 5))
             try appendSome(writer, 35)
@@ -58,7 +59,7 @@ import Testing
         let versions = set.members.filter { $0.scan.eventCount > 0 }
             .sorted { ($0.scan.seqRange?.lowerBound ?? 0) < ($1.scan.seqRange?.lowerBound ?? 0) }
             .map { $0.scan.header?.version }
-        #expect(versions == [FormatV1.version, FormatV2.version])
+        #expect(versions == [FormatV1.version, FormatV3.version])
         let (drawing, report) = Replay.replay(set)
         #expect(report.problems.isEmpty)
 

@@ -1,5 +1,6 @@
 import JournalFormat
 import JournalIngest
+import JournalKeys
 import JournalPlatform
 import JournalReplay
 import Foundation
@@ -8,7 +9,7 @@ import JournalTestSupport
 import Testing
 import JournalCompression
 
-/// Golden vectors of formats v1 and v2: segment bytes and the events they must decode to.
+/// Golden vectors of formats v1, v2 and v3: segment bytes and the events they must decode to.
 /// Regenerate only on purpose: `RECORD_GOLDEN=1 swift test --filter GoldenTests` (the run then
 /// fails, so a recording can never pass unnoticed). A new format version gets a new folder.
 @Suite(.ownThreads) struct GoldenTests {
@@ -122,6 +123,51 @@ import JournalCompression
         for (index, block) in scan.blocks.enumerated() {
             #expect(BlockCodec.encode(decoded[start..<(start + block.frame.eventCount)], version: FormatV2.version) == bodies[index], "block \(index)")
             start += block.frame.eventCount
+        }
+    }
+
+    /// Version 3 (docs/FORMAT.md §15.4): the events of `segment-a` under the replica of the
+    /// key whose seed is the bytes 1...32, in two blocks, sealed by that key.
+    @Test func goldenSignedSegmentOfVersionThree() throws {
+        let key = try ReplicaKey(rawRepresentation: Array(1...32))
+        let events = Self.vectorEvents().map { event in
+            Event(id: EventID(replica: key.replica, seq: event.id.seq), lamport: event.lamport, wallTime: event.wallTime,
+                  payload: event.payload)
+        }
+        let folder = Self.folder(FormatV3.version)
+        let keyText = "public " + Hex.bytes(key.publicKey) + "\nreplica " + key.replica.hex + "\n"
+        if ProcessInfoLite.environment("RECORD_GOLDEN") != nil {
+            let contents = SegmentEncoder.segment(replica: key.replica, events: events, targetEvents: 7, version: FormatV3.version)
+            try FileSystem.createDirectory(folder)
+            try FileSystem.writeAtomically(SegmentSeal.seal(contents, role: .replica, key: key), to: folder + "/segment-a.sjs")
+            try FileSystem.writeAtomically(Array(Self.expectedLines(events).utf8), to: folder + "/segment-a.expected.ndjson")
+            try FileSystem.writeAtomically(Array(keyText.utf8), to: folder + "/key.txt")
+            Issue.record("golden vectors recorded in \(folder); rerun without RECORD_GOLDEN")
+            return
+        }
+        let bytes = try FileSystem.readFile(folder + "/segment-a.sjs")
+        let scan = SegmentScanner.scan(bytes: bytes, path: "segment-a.sjs", sealed: true)
+        #expect(scan.problems.isEmpty)
+        #expect(scan.header?.version == FormatV3.version && scan.header?.replica == key.replica)
+        #expect(scan.blocks.count == 2)
+        #expect(scan.sealOffset == bytes.count - FormatV3.sealRecordSize)
+        let seal = try #require(scan.seal)
+        #expect(seal.role == .replica && seal.publicKey == key.publicKey)
+        #expect(SegmentSeal.verify(seal, contents: try #require(scan.sealedContents), replica: key.replica) == .valid)
+        let (decoded, problems) = scan.allEvents()
+        #expect(problems.isEmpty && decoded == events)
+        #expect(Self.expectedLines(decoded) == String(decoding: try FileSystem.readFile(folder + "/segment-a.expected.ndjson"), as: UTF8.self))
+        #expect(keyText == String(decoding: try FileSystem.readFile(folder + "/key.txt"), as: UTF8.self))
+        // Signing is deterministic: the key seals the golden contents into the golden file again.
+        #expect(SegmentSeal.seal(Array(bytes[..<(bytes.count - FormatV3.sealRecordSize)]), role: .replica, key: key) == bytes)
+        // Bodies as version 2's (§15): the encoder's v2 bodies are these bodies.
+        for (index, block) in scan.blocks.enumerated() {
+            let body = try bytes.withUnsafeBytes { buffer in
+                try RawDeflate.decompress(
+                    UnsafeRawBufferPointer(rebasing: buffer[(block.offset + FormatV1.blockHeaderSize)..<(block.offset + block.frame.totalLength)]),
+                    expectedCount: block.frame.rawLength)
+            }
+            #expect(BlockCodec.encode(events[(index * 7)..<min(events.count, index * 7 + 7)], version: FormatV2.version) == body)
         }
     }
 

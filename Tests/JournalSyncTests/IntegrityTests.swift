@@ -1,5 +1,6 @@
 import Foundation
 import JournalFormat
+import JournalKeys
 import JournalPlatform
 import JournalReplay
 import JournalStorage
@@ -59,6 +60,10 @@ import JournalCompression
         let change = try #require(copyWriter.recovery.identityChange)
         #expect(change.previous == replica && change.current != replica)
         #expect(try copy.identity() == change.current)
+        // A key of its own: the original's key signs the original's replica only (invariant 12).
+        let copyKey = try #require(copy.replicaKey())
+        #expect(copyKey.replica == change.current)
+        #expect(copyKey.publicKey != original.replicaKey()?.publicKey)
         for event in EventGenerator(seed: 6, replica: change.current).strokeEvents(points: 3) { try copyWriter.append(event.payload) }
         try copyWriter.close()
         _ = try await SyncEngine(journal: copy).sync(.directory(shared))

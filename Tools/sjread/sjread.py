@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""sjread: an independent reader of StrokeJournal journals, format versions 1 and 2.
+"""sjread: an independent reader of StrokeJournal journals, format versions 1, 2 and 3.
 
 This reader was written from docs/FORMAT.md alone, without the Swift sources, and is kept
 that way: it is a conformance check of the document and of the reference implementation.
@@ -17,8 +17,11 @@ Usage (Python 3.8+, standard library only):
                                     if there is any problem other than a torn tail
 
 JOURNAL_DIR is a journal (it has `local/replica`; its open segment `local/open.sjo` is read
-too) or a shared folder (only `replicas/`). Each file's header version (1 or 2) says how its
-block bodies are coded: §6 for version 1, §14 for version 2; a journal may mix both. Section
+too) or a shared folder (only `replicas/`). Each file's header version (1, 2 or 3) says how its
+block bodies are coded: §6 for version 1, §14 for versions 2 and 3; a journal may mix them. A
+version 3 file ends in a seal record (§15.1), whose structure is checked here; its Ed25519
+signature is not (the standard library has no Ed25519), so a journal with a trust list
+(`local/trust`, §15.3) is refused rather than read differently from `journal`. Section
 numbers (§) below refer to FORMAT.md.
 Problem reasons are worded independently of `journal`'s; kinds, files, offsets and seq
 ranges follow the document.
@@ -42,7 +45,8 @@ MAX_SEQ = 1 << 62
 MAX_LAMPORT = 1 << 62
 MAX_SCALE = 9
 MAX_FILE = 1 << 30
-VERSIONS = (1, 2)  # §1.1, §4
+VERSIONS = (1, 2, 3)  # §1.1, §4
+SEAL_SIZE = 108  # §15.1
 M64 = (1 << 64) - 1
 KINDS = ["point", "end", "undo", "redo", "erase", "clear"]
 POINT, END, UNDO, REDO, ERASE, CLEAR = range(6)
@@ -417,7 +421,7 @@ def decode_body(raw, replica, first_seq, n, version=1):
         walls.append(previous)
     m = sum(1 for kind in kinds if kind != CLEAR)
     p = kinds.count(POINT)
-    if version == 2:
+    if version >= 2:  # version 3 bodies are version 2 bodies (§15)
         stroke_refs = reference_column2(r, m, len(strokes), "stroke")
         style_refs = reference_column2(r, p, len(styles), "style")
     else:
@@ -446,7 +450,7 @@ def decode_body(raw, replica, first_seq, n, version=1):
             if flags[point_index] & 2:
                 t_strokes.append(ref)
             point_index += 1
-    column = real_column2 if version == 2 else real_column
+    column = real_column2 if version >= 2 else real_column
     xs = column(r, point_strokes, len(strokes))
     ys = column(r, point_strokes, len(strokes))
     pressures = iter(column(r, pressure_strokes, len(strokes)))
@@ -586,6 +590,21 @@ def scan(path, sealed):
 
     offset, expected, gap_allowed = HEADER_SIZE, None, False
     while offset < len(data):
+        if version == 3 and data[offset:offset + 4] == b"SJSG":
+            record = data[offset:]
+            if len(record) < SEAL_SIZE:
+                report(short, "seal record of %d bytes" % len(record), offset, None)
+            elif len(record) > SEAL_SIZE:
+                report("corrupt", "seal record is not the last %d bytes" % SEAL_SIZE, offset, None)
+            elif struct.unpack_from("<I", record, 104)[0] != zlib.crc32(record[:104]):
+                report("corrupt", "seal record checksum mismatch", offset, None)
+            elif record[4] not in (1, 2):
+                report("corrupt", "seal record role %d" % record[4], offset, None)
+            elif record[5:8] != b"\0\0\0":
+                report("corrupt", "seal record reserved bytes are not zero", offset, None)
+            else:
+                result["seal"] = offset
+            return result
         frame, error = check_frame(data, offset)
         if error is None:
             seqs = (frame["first"], frame["last"])
@@ -603,8 +622,10 @@ def scan(path, sealed):
             report(kind, error[0], offset, (frame["first"], frame["last"]) if frame else None)
             gap_allowed = True
             if following is None:
-                break
+                return result
             offset = following
+    if version == 3 and sealed and result["blocks"]:
+        report(short, "version 3 segment without its seal record", len(data), None)
     return result
 
 
@@ -861,12 +882,17 @@ def digest(events):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="sjread.py", description="Independent reader of StrokeJournal formats v1 and v2 (docs/FORMAT.md).")
+        prog="sjread.py", description="Independent reader of StrokeJournal formats v1, v2 and v3 (docs/FORMAT.md).")
     parser.add_argument("command", choices=["log", "digest", "verify"])
     parser.add_argument("journal", metavar="JOURNAL_DIR")
     args = parser.parse_args(argv)
     if not os.path.isdir(args.journal):
         parser.error("%s is not a directory" % args.journal)
+    if os.path.exists(os.path.join(args.journal, "local", "trust")):
+        sys.stderr.write("sjread.py: %s has a trust list (local/trust, FORMAT.md §15.3): applying it needs Ed25519, "
+                         "which this standard-library reader does not check; refusing rather than showing events "
+                         "`journal` would quarantine\n" % args.journal)
+        return 2
     members, problems = load(args.journal)
     events = unique_events(members, problems)
     events.sort(key=order_key)

@@ -1,0 +1,75 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import JournalFormat
+import JournalKeys
+import JournalPlatform
+
+/// `local/replica.key`: the Ed25519 key whose public half names this journal's replica
+/// (docs/FORMAT.md §2.1, §15). Never synced (it is under `local/`), readable by its owner only.
+/// A journal made before keys existed, or with a replica id given by its creator, has none
+/// and seals unsigned segments (an "open" journal, invariant 12).
+///
+/// Text: `strokejournal-key v1`, a newline, the 32 secret bytes as 64 lowercase hex digits,
+/// a newline.
+extension JournalDirectory {
+    public var keyPath: String { localPath + "/" + Self.keyFileName }
+    static let keyFileName = "replica.key"
+    static let keyFileHeader = "strokejournal-key v1"
+
+    /// This journal's key, if it has one that names its replica. A key that names another
+    /// replica (a creation or an identity change that died half way) signs nothing.
+    public func replicaKey() -> ReplicaKey? {
+        guard let key = try? readKeyFile(), let replica = try? identity(), key.replica == replica else { return nil }
+        return key
+    }
+
+    /// The key in `local/replica.key`, whatever replica it names; nil when there is none.
+    func readKeyFile() throws(JournalError) -> ReplicaKey? {
+        guard FileSystem.exists(keyPath) else { return nil }
+        let bytes: [UInt8]
+        do {
+            bytes = try DirectoryHandle.open(localPath, followingSymlink: false).readFile(Self.keyFileName)
+        } catch {
+            throw .io(error)
+        }
+        let lines = String(decoding: bytes.prefix(256), as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        guard lines.count >= 2, lines[0] == Self.keyFileHeader, let secret = Hex.decode(lines[1]), secret.count == 32,
+              let key = try? ReplicaKey(rawRepresentation: secret) else {
+            throw .badIdentity(path: keyPath, reason: "expected \"\(Self.keyFileHeader)\" and 64 hex digits")
+        }
+        return key
+    }
+
+    /// Writes `key` as this journal's key: over an existing one (`replacing`, an identity
+    /// change under the writer's lock), or only where there is none (creation: of two
+    /// processes creating one journal, the second gets EEXIST).
+    func writeKeyFile(_ key: ReplicaKey, replacing: Bool) throws(IOError) {
+        let text = Self.keyFileHeader + "\n" + Hex.bytes(key.rawRepresentation) + "\n"
+        let folder = try DirectoryHandle.open(localPath, followingSymlink: false)
+        if replacing {
+            try folder.replaceFileAtomically(name: Self.keyFileName, bytes: Array(text.utf8))
+        } else {
+            try folder.writeNewFileAtomically(name: Self.keyFileName, bytes: Array(text.utf8))
+        }
+        try FileSystem.restrictToOwner(keyPath)
+    }
+
+    /// The key a new journal is created with: a fresh one, or the one a creation that died
+    /// before writing `local/replica` (or another process creating the journal right now)
+    /// left, so that the id and the key always agree.
+    func takeCreationKey() throws(JournalError) -> ReplicaKey {
+        let fresh = ReplicaKey()
+        do throws(IOError) {
+            try writeKeyFile(fresh, replacing: false)
+            return fresh
+        } catch where error.code == EEXIST {
+            guard let existing = try readKeyFile() else { throw .io(error) }
+            return existing
+        } catch {
+            throw .io(error)
+        }
+    }
+}
