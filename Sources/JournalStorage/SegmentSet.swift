@@ -77,9 +77,17 @@ public struct SegmentSet: Sendable {
         let verdict = SegmentVerdict.judge(scan, path: file.path, replica: file.replica, claimedName: file.name, policy: .salvageBlocks)
         problems.append(contentsOf: verdict.problems)
         guard !verdict.isRefused else { return }
-        if verdict.problems.isEmpty, let trust, let quarantine = trust.judge(scan, path: file.path, replica: file.replica) {
-            problems.append(quarantine)
-            return
+        if let trust {
+            // A damaged file's seal proves nothing about the blocks salvage would keep (a forger
+            // could damage a file on purpose to skip the check): under a list it is not applied.
+            let quarantine = verdict.problems.isEmpty
+                ? trust.judge(scan, path: file.path, replica: file.replica)
+                : Problem(.quarantined, file: file.path, replica: file.replica, seqRange: scan.seqRange,
+                          reason: "damaged (above), so no seal can vouch for its blocks: under a trust list none is applied")
+            if let quarantine {
+                problems.append(quarantine)
+                return
+            }
         }
         scan.blocks = verdict.usableBlocks
         members.append(Member(scan: scan, replica: file.replica, name: file.name))

@@ -27,9 +27,11 @@ import Testing
         let openObject = try #require(try JSONSerialization.jsonObject(with: Data(open.stdout.utf8)) as? [String: Any])
         #expect(Set(openObject.keys) == ["open", "own", "keys"] && openObject["open"] as? Bool == true)
 
+        // Synced while open, folded into a snapshot: the list must still take carol out.
+        #expect(try cli.journal(["sync", "-C", bob, shared]).status == 0)
+        #expect(try cli.journal(["snapshot", "-C", bob]).status == 0)
         let added = try cli.journal(["trust", "add", "-C", bob, aliceKey, "--label", "alice"])
         #expect(added.status == 0, "\(added.stderr)")
-        #expect(try cli.journal(["sync", "-C", bob, shared]).status == 0)
         let events = lines(try cli.journal(["log", "-C", alice]).stdout)
         let verify = try cli.journal(["verify", "-C", bob])
         #expect(verify.status == 1 && verify.stdout.contains("quarantined") && verify.stdout.contains(carolKey))

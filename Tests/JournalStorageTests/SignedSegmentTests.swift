@@ -170,6 +170,14 @@ import Testing
         #expect(reasons.contains { $0.contains("does not verify") })
         #expect(reasons.contains { $0.contains("for its own replica only") })
 
+        // Damaged on purpose (a byte after the last block), a forgery would be salvaged block by
+        // block in an open journal; under a list, a damaged file is not applied at all.
+        let unsigned = SegmentEncoder.segment(replica: alice.replica, events: Self.events(alice.replica, 10...12, x: 0))
+        try Self.place(unsigned + [0x53], replica: alice.replica, seqs: 10...12, in: bob)
+        let damaged = SegmentSet.load(bob)
+        #expect(damaged.members.isEmpty)
+        #expect(damaged.problems.contains { $0.kind == .quarantined && $0.reason.contains("damaged") && $0.seqRange == 10...12 })
+
         // Trusted as a host, Mallory's hosted segment is applied.
         list.add(TrustList.Entry(publicKey: mallory.publicKey, mayHost: true))
         try list.save(to: bob)

@@ -15,7 +15,8 @@ Attackers (one per step, drawn at random): no token, a forged token, a viewer dr
 another board, an expired token, a token revoked mid-connection, a native client naming another
 replica without its key, a native client forging another replica's events with its own key, a
 frame replayed from another board, one stroke of falling Lamport clocks, a flood of new native
-replicas, 60 KB CollabSketch frames.
+replicas, 60 KB CollabSketch frames, and a folder writer without keys planting a segment that
+reuses acknowledged ids (each board trusts only the two relays' keys: `journal trust`).
 
 Standard library, plus `cryptography` (Ed25519) for native clients: Debian's python3-cryptography.
 """
@@ -513,8 +514,48 @@ class Campaign:
         conn.until(lambda m: m.get("type") == "ack" and m["upTo"] >= self.args.big_frames or is_error(m), timeout=300)
         conn.close()
 
+    def attack_folder_forger(self, relay):
+        """Anyone who can write the shared folder, without a key: a segment of the victim relay's
+        replica reusing the first seqs it acknowledged, with clock 1 and the smallest wall times,
+        the variant every fork rule would pick (FORMAT.md §8.8). Sync brings it into both boards;
+        their trust lists (FORMAT.md §15.3) must quarantine it, so nothing acknowledged changes."""
+        victim = self.victim_replica(relay)
+        held = sorted(int(k.split("#")[1]) for k in self.honest[relay].acknowledged if k.startswith(victim))
+        run_ = [held[0]]
+        while len(run_) < 20 and run_[-1] + 1 in held:
+            run_.append(run_[-1] + 1)
+        events = native_events(victim, run_, [1] * len(run_))
+        for event in events:
+            event["time"] = -(1 << 60)
+        self.attacker_strokes.add(events[0]["stroke"])
+        data = segments.message_v1(victim, [events])
+        name = "%020d-%020d-%s.sjs" % (run_[0], run_[-1], hashlib.sha256(data).hexdigest()[:32])
+        folder = os.path.join(self.shared, "replicas", victim)
+        os.makedirs(folder, exist_ok=True)
+        temporary = os.path.join(folder, ".forged-" + name)
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+        os.rename(temporary, os.path.join(folder, name))
+        # Wait until both boards' syncs have taken it in: checked before that, it proves nothing.
+        deadline = time.monotonic() + 120
+        while not all(os.path.exists(os.path.join(r["data"], BOARD, "replicas", victim, name)) for r in self.relays.values()):
+            if time.monotonic() > deadline:
+                raise Failure("the forged segment %s was not imported by both boards within 120 s" % name)
+            time.sleep(0.2)
+
+    def trust_each_other(self):
+        """Each board trusts the other relay's board key (as a host too: it seals its native
+        clients' replicas), and through its own key itself; nobody else."""
+        keys = {name: run(self.journal, "trust", "key", "-C", os.path.join(r["data"], BOARD)).stdout.strip()
+                for name, r in self.relays.items()}
+        for name, r in self.relays.items():
+            for other, key in keys.items():
+                if other != name:
+                    run(self.journal, "trust", "add", "-C", os.path.join(r["data"], BOARD), key, "--host",
+                        "--label", "relay " + other)
+
     ATTACKS = ["no_token", "forged_token", "viewer_draws", "other_board", "expired", "revoked", "impersonate",
-               "forge_native", "replayed_frame", "falling_clocks", "replica_flood", "big_frames"]
+               "forge_native", "replayed_frame", "falling_clocks", "replica_flood", "big_frames", "folder_forger"]
 
     # --- the run
 
@@ -529,8 +570,11 @@ class Campaign:
             self.honest[name] = Honest(who, self.relays[name]["port"], admin, random.Random(self.rng.random()))
             self.draw_tokens[name] = self.token(name, BOARD, "draw")["token"]
             self.honest[name].draw(5)
+        if not self.args.open_boards:
+            self.trust_each_other()
         self.start_federation()
         done = {a: 0 for a in self.ATTACKS}
+        worst = {}  # the slowest honest ack measured right after each kind of attack
         order = list(self.ATTACKS)  # every attack at least once, then at random
         for step in range(1, self.args.steps + 1):
             attack = order[step - 1] if step <= len(order) else self.rng.choice(self.ATTACKS)
@@ -539,7 +583,9 @@ class Campaign:
                 client.draw(self.rng.randint(1, 8))
             getattr(self, "attack_" + attack)(relay)
             done[attack] += 1
+            probed = len(self.step_latencies)
             self.check(step)
+            worst[attack] = max([worst.get(attack, 0)] + self.step_latencies[probed:])
             if not self.args.quiet:
                 print("step %d: %s on %s ok" % (step, attack, relay), flush=True)
         # Both journals converge on every acknowledged event.
@@ -565,6 +611,7 @@ class Campaign:
         p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
         acked = sum(len(c.acknowledged) for c in self.honest.values())
         self.counts["honest reconnections (dropped for falling behind)"] = sum(c.reconnects for c in self.honest.values())
+        self.counts["slowest honest ack ms after each attack"] = {a: round(ms) for a, ms in worst.items()}
         print("relay campaign: %d steps (%s) in %.0f s; %d acknowledged events present once in both journals, "
               "none of the attackers'; honest ack p50 %.0f ms, p99 %.0f ms, max %.0f ms; relay RSS at most %d MB "
               "(bound %d); %s" % (
@@ -599,6 +646,9 @@ def main():
     p.add_argument("--big-frames", type=int, default=40)
     p.add_argument("--probe-at-once", action="store_true",
                    help="time honest acks without first reading what the relay sent before (the attackers' floods)")
+    p.add_argument("--open-boards", action="store_true",
+                   help="give the boards no trust list: the folder forger's segment then wins its fork "
+                        "and the campaign must fail (a check that the check can fail)")
     p.add_argument("--keep", action="store_true", help="keep the campaign's folder")
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args()
