@@ -60,9 +60,12 @@ let package = Package(
             providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
         ),
         .target(name: "JournalCompression", dependencies: ["CZlib"], swiftSettings: strict),
+        // glibc's mallopt, for JournalPlatform's `Allocator` (a header, no library to link).
+        .systemLibrary(name: "CMalloc"),
         .target(
             name: "JournalPlatform",
             dependencies: [
+                "CMalloc",
                 .product(name: "Atomics", package: "swift-atomics"), .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
             ],

@@ -85,6 +85,8 @@ extension JournalCommand {
 
         func run() async throws {
             try await reportingErrors {
+                // A relay runs for days and opens and closes boards: what it frees must go back.
+                Allocator.returnFreedMemoryPromptly()
                 let asked = RelayLimits(maxOpenBoards: maxBoards, maxConnections: maxConnections, maxConnectionsPerToken: maxConnectionsPerToken,
                                        maxNativeReplicasPerBoard: maxNativeReplicas)
                 let descriptors = ProcessInfoLite.raiseDescriptorLimit()
