@@ -119,9 +119,10 @@ public final class DirectoryHandle: Sendable {
     /// Creates `name` with exactly `bytes`, never replacing an existing entry: a unique
     /// temporary, fsync, `linkat` to `name` (fails with EEXIST if it exists), `unlinkat` of the
     /// temporary, fsync of this folder.
-    public func writeNewFileAtomically(name: String, bytes: [UInt8]) throws(IOError) {
+    /// `ownerOnly`: the file is 0600 from before its first byte (a secret key).
+    public func writeNewFileAtomically(name: String, bytes: [UInt8], ownerOnly: Bool = false) throws(IOError) {
         try checkName(name)
-        let temporary = try writeTemporary(for: name, bytes: bytes)
+        let temporary = try writeTemporary(for: name, bytes: bytes, ownerOnly: ownerOnly)
         do throws(IOError) {
             try FaultInjection.check(.link, child(name))
             guard linkat(descriptor, temporary, descriptor, name, 0) == 0 else {
@@ -137,9 +138,9 @@ public final class DirectoryHandle: Sendable {
 
     /// Replaces `name` (or creates it) with exactly `bytes`: a unique temporary, fsync,
     /// `renameat` over `name`, fsync of this folder. Readers see the old or the new file whole.
-    public func replaceFileAtomically(name: String, bytes: [UInt8]) throws(IOError) {
+    public func replaceFileAtomically(name: String, bytes: [UInt8], ownerOnly: Bool = false) throws(IOError) {
         try checkName(name)
-        let temporary = try writeTemporary(for: name, bytes: bytes)
+        let temporary = try writeTemporary(for: name, bytes: bytes, ownerOnly: ownerOnly)
         do throws(IOError) {
             try FaultInjection.check(.rename, child(name))
             guard renameat(descriptor, temporary, descriptor, name) == 0 else {
@@ -178,7 +179,7 @@ public final class DirectoryHandle: Sendable {
 
     /// Writes `bytes` to a new, uniquely named temporary (`FileSystem.temporaryName`,
     /// exclusive create) and fsyncs it; returns its name. Removed again if anything fails.
-    private func writeTemporary(for name: String, bytes: [UInt8]) throws(IOError) -> String {
+    private func writeTemporary(for name: String, bytes: [UInt8], ownerOnly: Bool) throws(IOError) -> String {
         var attempt = 0
         while true {
             let temporary = FileSystem.temporaryName(for: name)
@@ -192,6 +193,7 @@ public final class DirectoryHandle: Sendable {
                 throw error
             }
             do throws(IOError) {
+                if ownerOnly { try file.restrictToOwner() }
                 try file.writeAll(bytes)
                 try file.sync()
                 file.close()

@@ -179,6 +179,12 @@ public final class FileDescriptor: Sendable {
         }
     }
 
+    /// `fchmod(2)` to 0600: only the owner may read or write it (a secret key, before any byte
+    /// of it is written).
+    public func restrictToOwner() throws(IOError) {
+        guard fchmod(rawValue, 0o600) == 0 else { throw IOError("chmod", path: path, code: errno) }
+    }
+
     public func truncate(to length: Int64) throws(IOError) {
         try FaultInjection.check(.truncate, path)
         do { try system.resize(to: length) } catch { throw .system("truncate", path: path, error) }

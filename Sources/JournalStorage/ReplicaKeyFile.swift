@@ -49,12 +49,12 @@ extension JournalDirectory {
     func writeKeyFile(_ key: ReplicaKey, replacing: Bool) throws(IOError) {
         let text = Self.keyFileHeader + "\n" + Hex.bytes(key.rawRepresentation) + "\n"
         let folder = try DirectoryHandle.open(localPath, followingSymlink: false)
+        // 0600 before the secret is written: never readable by others, not even for a moment.
         if replacing {
-            try folder.replaceFileAtomically(name: Self.keyFileName, bytes: Array(text.utf8))
+            try folder.replaceFileAtomically(name: Self.keyFileName, bytes: Array(text.utf8), ownerOnly: true)
         } else {
-            try folder.writeNewFileAtomically(name: Self.keyFileName, bytes: Array(text.utf8))
+            try folder.writeNewFileAtomically(name: Self.keyFileName, bytes: Array(text.utf8), ownerOnly: true)
         }
-        try FileSystem.restrictToOwner(keyPath)
     }
 
     /// The key a new journal is created with: a fresh one, or the one a creation that died

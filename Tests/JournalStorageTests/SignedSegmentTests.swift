@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import JournalCompression
 import JournalFormat
 import JournalKeys
@@ -57,6 +60,8 @@ import Testing
         let key = try #require(journal.replicaKey())
         #expect(key.replica == (try journal.identity()))
         #expect(FileSystem.linkStatus(journal.keyPath)?.kind == .file)
+        var status = stat()
+        #expect(stat(journal.keyPath, &status) == 0 && status.st_mode & 0o777 == 0o600)
 
         let path = try Self.record(journal, points: 40)
         let scan = SegmentScanner.scan(path: path, sealed: true)
