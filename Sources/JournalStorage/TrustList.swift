@@ -116,6 +116,8 @@ public struct TrustedSegments: Sendable {
     public var list: TrustList
     /// The journal's own key: trusted for its own replica and as the host of what it hosts.
     public var ownKey: [UInt8]?
+    /// The replica that key names (nil for a journal without a key).
+    var ownReplica: ReplicaID? { ownKey.map(ReplicaKey.replica(forPublicKey:)) }
     /// The list could not be read: nothing but the journal's own key is trusted, and every
     /// quarantine says why (failing open would apply what the list was there to keep out).
     public var listProblem: String?
@@ -158,8 +160,16 @@ public struct TrustedSegments: Sendable {
         guard isOwn || list.entry(for: seal.publicKey) != nil else {
             return quarantine("sealed by key \(key), which is not in the trust list (`journal trust add \(key)` to accept it)")
         }
-        if seal.role == .host, !isOwn, list.entry(for: seal.publicKey)?.mayHost != true {
-            return quarantine("sealed as host of replica \(replica.hex) by key \(key), which the trust list trusts for its own replica only (`journal trust add \(key) --host`)")
+        if seal.role == .host {
+            if !isOwn, list.entry(for: seal.publicKey)?.mayHost != true {
+                return quarantine("sealed as host of replica \(replica.hex) by key \(key), which the trust list trusts for its own replica only (`journal trust add \(key) --host`)")
+            }
+            // A host vouches for the native clients it stored, never for a replica that seals
+            // for itself: a compromised relay must not be able to fork this journal's own
+            // replica or a listed one.
+            if replica == ownReplica || list.entries.contains(where: { $0.replica == replica }) {
+                return quarantine("sealed as host by key \(key), but replica \(replica.hex) seals its own segments: a host may seal only the native clients it stored")
+            }
         }
         return nil
     }

@@ -70,5 +70,12 @@ import Testing
         let list = try cli.journal(["trust", "list", "-C", board])
         #expect(list.status != 0 && list.stderr.contains("local/trust:2"))
         #expect(try cli.journal(["trust", "add", "--help"]).stdout.contains("Example"))
+        // A journal without a key could not tell its own sealed segments from forgeries.
+        let keyless = temp.path + "/keyless"
+        #expect(try cli.journal(["init", keyless]).status == 0)
+        try FileManager.default.removeItem(atPath: keyless + "/local/replica.key")
+        let refused = try cli.journal(["trust", "add", "-C", keyless, String(repeating: "ab", count: 32)])
+        #expect(refused.status == 1 && refused.stderr.contains("has no key"))
+        #expect(!FileManager.default.fileExists(atPath: keyless + "/local/trust"))
     }
 }

@@ -183,10 +183,17 @@ import Testing
         #expect(damaged.members.isEmpty)
         #expect(damaged.problems.contains { $0.kind == .quarantined && $0.reason.contains("damaged") && $0.seqRange == 10...12 })
 
-        // Trusted as a host, Mallory's hosted segment is applied.
+        // Trusted as a host, Mallory's hosted segment is applied; but no host may seal for a
+        // replica that seals for itself (a listed one, or the journal's own).
         list.add(TrustList.Entry(publicKey: mallory.publicKey, mayHost: true))
         try list.save(to: bob)
-        #expect(SegmentSet.load(bob).members.map(\.replica) == [hosted.replica])
+        try Self.place(Self.signedSegment(Self.events(alice.replica, 20...22, x: 0), key: mallory, role: .host),
+                       replica: alice.replica, seqs: 20...22, in: bob)
+        let own = try bob.identity()
+        try Self.place(Self.signedSegment(Self.events(own, 1...2, x: 0), key: mallory, role: .host), replica: own, seqs: 1...2, in: bob)
+        let hostTrusted = SegmentSet.load(bob)
+        #expect(hostTrusted.members.filter(\.isSealed).map(\.replica) == [hosted.replica])
+        #expect(hostTrusted.problems.filter { $0.reason.contains("seals its own segments") }.count == 2)
     }
 
     @Test func twoSignedVariantsOfOneSeqAreReportedAsEquivocationAndBothKept() throws {
