@@ -63,7 +63,12 @@ public enum SnapshotStore {
     /// The snapshot, if there is a valid one of this version. It can hold no more points than
     /// `set` has events, which bounds what decoding it may allocate.
     static func newest(_ directory: JournalDirectory, for set: SegmentSet, headerOnly: Bool = false) -> Snapshot? {
-        guard let bytes = try? FileSystem.readFile(folder(directory) + "/latest.sjsnap") else { return nil }
+        let path = folder(directory) + "/latest.sjsnap"
+        // Folded before the trust list was last written, it may hold events the list now
+        // quarantines, under names that still match (a version 1 name is only a claim).
+        if let trust = FileSystem.linkStatus(directory.trustPath),
+           trust.modified >= (FileSystem.linkStatus(path)?.modified ?? .max) { return nil }
+        guard let bytes = try? FileSystem.readFile(path) else { return nil }
         let events = set.members.reduce(0) { total, member in
             member.scan.blocks.reduce(total) { $0 + $1.frame.eventCount }
         }

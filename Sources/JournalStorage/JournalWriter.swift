@@ -445,7 +445,7 @@ public final class JournalWriter {
         let index = LocalIndex.refresh(directory)
         var sealedLastSeq = index.lastSeq(of: replica)
         knownEventsAtOpen = index.distinctEvents
-        observe(lamport: index.maxLamport)
+        observe(lamport: Self.highestAppliedClock(index, directory: directory))
         removeStaleTemporaries()
 
         let found = try sink.recoverOpenSegment(what: "the open segment", index: { index }, directory: directory)
@@ -461,8 +461,25 @@ public final class JournalWriter {
         acknowledgedSeq = sealedLastSeq
     }
 
+    /// The highest clock among the sealed segments this journal applies: every valid one in an
+    /// open journal; under a trust list only those it accepts (newest first, so usually one
+    /// file is read). A quarantined file's clock would lift this writer's events past the
+    /// plausibility bound replay computes from the files it applies, and hide them.
+    static func highestAppliedClock(_ index: LocalIndex, directory: JournalDirectory) -> UInt64 {
+        guard let trust = TrustedSegments.of(directory) else { return index.maxLamport }
+        for entry in index.entries.values.filter(\.valid).sorted(by: { $0.maxLamport > $1.maxLamport }) {
+            let path = directory.segmentPath(entry.replica, entry.name)
+            let scan = SegmentScanner.scan(path: path, sealed: true)
+            if scan.problems.isEmpty, trust.judge(scan, path: path, replica: entry.replica) == nil { return entry.maxLamport }
+        }
+        return 0
+    }
+
     /// Whether a sealed segment of this replica holds exactly the open segment's events: the
-    /// seal of this very segment, written before a crash that came before the reset.
+    /// seal of this very segment, written before a crash that came before the reset. In a
+    /// journal with a key only a file its key sealed counts: an unsigned copy of the same
+    /// events (anyone who saw them can make one) would be quarantined under a trust list, and
+    /// the reset would have dropped their only applied copy.
     static func isSealed(
         _ open: ScannedSegment, range: ClosedRange<UInt64>, replica: ReplicaID, index: LocalIndex, directory: JournalDirectory
     ) -> Bool {
@@ -472,8 +489,13 @@ public final class JournalWriter {
         guard !candidates.isEmpty else { return false }
         let (events, problems) = open.allEvents()
         guard problems.isEmpty else { return false }
+        let key = directory.replicaKey()
         for candidate in candidates {
             let sealed = SegmentScanner.scan(path: directory.segmentPath(replica, candidate.name), sealed: true)
+            if let key {
+                guard let seal = sealed.seal, seal.publicKey == key.publicKey, let contents = sealed.sealedContents,
+                      SegmentSeal.verify(seal, contents: contents, replica: replica) == .valid else { continue }
+            }
             let (sealedEvents, sealedProblems) = sealed.allEvents()
             if sealedProblems.isEmpty && sealed.problems.isEmpty && sealedEvents == events { return true }
         }

@@ -20,7 +20,7 @@ public enum SegmentImporter {
     /// writer has assigned (see `OwnReplicaGuard`).
     public static func importSegment(
         at path: String, replica: ReplicaID, claimedName: SegmentName?, intoReplicas replicasPath: String,
-        guardOwn: OwnReplicaGuard? = nil, sharedClock: SharedCounter? = nil
+        guardOwn: OwnReplicaGuard? = nil, sharedClock: SharedCounter? = nil, trust: TrustedSegments? = nil
     ) -> Outcome {
         if let claimedName, claimedName.identifiesContents,
            FileSystem.exists(FileSystem.join(replicasPath, claimedName.relativePath(in: replica))) {
@@ -32,7 +32,9 @@ public enum SegmentImporter {
         case .success(let name):
             if let guardOwn, let problem = guardOwn.refusal(replica: replica, name: name, path: path) { return .rejected(problem) }
             // Before the file lands under its name: a writer appending from then on follows it.
-            sharedClock?.raise(to: scan.maxLamport)
+            // Not a file the trust list quarantines (it is kept as evidence, never applied): its
+            // clock would lift this journal's next events past what replay finds plausible.
+            if trust?.judge(scan, path: path, replica: replica) == nil { sharedClock?.raise(to: scan.maxLamport) }
             return write(scan, name: name, replica: replica, replicasPath: replicasPath)
         }
     }

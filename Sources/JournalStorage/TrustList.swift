@@ -110,8 +110,9 @@ extension JournalDirectory {
 }
 
 /// Which sealed segments a journal with a trust list applies (invariant 12). Built once per
-/// load; `judge` is a pure function of the file's bytes and the list, so every machine with
-/// the same list quarantines the same files.
+/// load; `judge` is a pure function of the file's bytes, the list and the journal's own key
+/// (listed implicitly as a host), so machines whose lists agree once each adds its own key as
+/// a host quarantine the same files (docs/FORMAT.md §15.3).
 public struct TrustedSegments: Sendable {
     public var list: TrustList
     /// The journal's own key: trusted for its own replica and as the host of what it hosts.

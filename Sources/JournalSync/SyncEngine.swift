@@ -106,6 +106,7 @@ public struct SyncEngine {
         defer { cache.save() }
         let guardOwn = OwnReplicaGuard.current(journal, index: index)
         let sharedClock = try? SharedCounter(path: journal.localPath + "/clock")
+        let trust = TrustedSegments.of(journal)
         let local = TreeListing.scan(replicasPath: journal.replicasPath)
         let localKeys = local.segmentKeys
         let localSizes = Dictionary(local.files.map { ($0.relativePath, $0.size) }, uniquingKeysWith: { first, _ in first })
@@ -189,7 +190,7 @@ public struct SyncEngine {
                 let fileIdentity = identity(file)
                 let outcome = SegmentImporter.importSegment(at: path, replica: file.replica, claimedName: claimed,
                                                             intoReplicas: journal.replicasPath, guardOwn: guardOwn,
-                                                            sharedClock: sharedClock)
+                                                            sharedClock: sharedClock, trust: trust)
                 switch outcome {
                 case .imported(let name, let entry):
                     index.add(entry)

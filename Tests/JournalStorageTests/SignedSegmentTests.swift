@@ -217,6 +217,56 @@ import Testing
         #expect(report.eventCount == 4)
     }
 
+    /// Found by an adversarial review: an untrusted file must not move this journal's clock (its
+    /// next events would land past the plausibility bound of the files replay applies, and be
+    /// hidden), nor count as the seal of its open segment (the reset would drop their only
+    /// applied copy).
+    @Test func aQuarantinedFileNeitherLiftsTheClockNorStandsInForTheOpenSegment() throws {
+        let temp = TemporaryDirectory("signed-untrusted-effects")
+        defer { temp.remove() }
+        let bob = try JournalDirectory.create(at: temp.path + "/bob")
+        try TrustList().save(to: bob)
+        let stranger = ReplicaID.random()
+        let lifted = Self.events(stranger, 1...3, x: 0).map { event in
+            Event(id: event.id, lamport: 1 << 40, wallTime: event.wallTime, payload: event.payload)
+        }
+        let planted = SegmentEncoder.segment(replica: stranger, events: lifted)
+        try Self.place(planted, replica: stranger, seqs: 1...3, in: bob)
+
+        // Import through sync's importer: kept, but the shared clock stays where it was.
+        let counter = try SharedCounter(path: temp.path + "/clock")
+        let source = temp.path + "/planted.sjs"
+        try FileSystem.writeAtomically(planted, to: source)
+        let other = try JournalDirectory.create(at: temp.path + "/other")
+        try TrustList().save(to: other)
+        _ = SegmentImporter.importSegment(at: source, replica: stranger, claimedName: nil, intoReplicas: other.replicasPath,
+                                          sharedClock: counter, trust: TrustedSegments.of(other))
+        #expect(counter.value == 0)
+        _ = SegmentImporter.importSegment(at: source, replica: stranger, claimedName: nil, intoReplicas: temp.path + "/open-replicas",
+                                          sharedClock: counter)
+        #expect(counter.value == 1 << 40)
+
+        // A writer opening bob does not follow the quarantined clock, and what it records is shown.
+        do {
+            let writer = try JournalWriter(directory: bob, options: WriterOptions(sealOnClose: false))
+            let event = try writer.appendEvent(.clear)
+            #expect(event.lamport < 1000)
+            try writer.close()
+        }
+        #expect(Replay.check(SegmentSet.load(bob)).eventCount == 1)
+
+        // An unsigned copy of exactly the open segment's events does not reset it.
+        let own = try bob.identity()
+        let open = SegmentScanner.scan(path: bob.openSegmentPath, sealed: false)
+        let copy = SegmentEncoder.segment(replica: own, events: open.allEvents().events)
+        try Self.place(copy, replica: own, seqs: 1...1, in: bob)
+        let reopened = try JournalWriter(directory: bob, options: WriterOptions(sealOnClose: false))
+        #expect(!reopened.recovery.discardedSealedCopy)
+        try reopened.close()
+        #expect(SegmentScanner.scan(path: bob.openSegmentPath, sealed: false).eventCount == 1)
+        #expect(Replay.check(SegmentSet.load(bob)).eventCount == 1)
+    }
+
     @Test func aHostedReplicaIsSealedByTheJournalsKeyAsItsHost() throws {
         let temp = TemporaryDirectory("signed-hosted")
         defer { temp.remove() }
