@@ -514,9 +514,19 @@ public final class JournalWriter {
             let previous = replica
             let sealedFromCopy = sink.openSegmentEvents > 0 ? try seal() : nil
             // A copy gets a key of its own: the original's key signs the original's replica only.
+            let previousKey = directory.replicaKey()
             let key = ReplicaKey()
             let fresh = key.replica
             do {
+                // What this folder sealed before the copy was sealed by the original's key: a
+                // trust list here goes on applying it (a moved journal keeps its own history).
+                // Listed before the new key is written, so that a crash between cannot lose it.
+                if let previousKey, var list = try? TrustList.load(directory),
+                   list.entry(for: previousKey.publicKey) == nil {
+                    list.add(TrustList.Entry(publicKey: previousKey.publicKey, mayHost: true,
+                                             label: "this journal before it was copied (replica \(previous.hex))"))
+                    try list.save(to: directory)
+                }
                 try directory.writeKeyFile(key, replacing: true)
                 try FileSystem.writeAtomically(Array((fresh.hex + "\n").utf8), to: directory.identityPath)
                 replica = fresh

@@ -38,6 +38,31 @@ import JournalCompression
         #expect(seqs.isSuperset(of: Set(1...5)))
     }
 
+    /// Found by an adversarial review: a journal with a trust list that was moved (copied) took a
+    /// new key and then quarantined everything it had sealed under its old one.
+    @Test func aCopiedJournalWithATrustListKeepsApplyingWhatItSealedBefore() throws {
+        let temp = TemporaryDirectory("integrity-copy-trust")
+        defer { temp.remove() }
+        let original = try JournalDirectory.create(at: temp.path + "/j")
+        try TrustList().save(to: original)
+        do {
+            let writer = try JournalWriter(directory: original)
+            for event in EventGenerator(seed: 7, replica: try original.identity()).strokeEvents(points: 5) { try writer.append(event.payload) }
+            try writer.close()
+        }
+        let sealedBefore = Replay.check(SegmentSet.load(original)).eventCount
+        #expect(sealedBefore > 0)
+        try copyTree(original.root, to: temp.path + "/moved")
+        let moved = try JournalDirectory.open(at: temp.path + "/moved")
+        let writer = try JournalWriter(directory: moved)
+        #expect(writer.recovery.identityChange != nil)
+        try writer.close()
+        let set = SegmentSet.load(moved)
+        #expect(set.problems.filter { $0.kind == .quarantined }.isEmpty, "\(set.problems)")
+        #expect(Replay.check(set).eventCount == sealedBefore)
+        #expect(try TrustList.load(moved)?.entries.map(\.publicKey) == [try #require(original.replicaKey()).publicKey])
+    }
+
     @Test func aCopiedJournalFolderTakesANewIdentityAndTheOriginalLosesNothing() async throws {
         let temp = TemporaryDirectory("integrity-copy")
         defer { temp.remove() }
