@@ -569,7 +569,7 @@ def damaged_messages():
         ("cut inside the file header", a[:20], "cut short"),
         ("3 trailing bytes", a + b"\0\0\0", "cut short"),
         ("40 trailing bytes", a + b"\0" * 40, "bad block magic"),
-        ("format version 3", segments.header(head[12:28].hex(), 3) + frames[0]["bytes"] + rest, "unsupported format version 3"),
+        ("format version 4", segments.header(head[12:28].hex(), 4) + frames[0]["bytes"] + rest, "unsupported format version 4"),
         ("no block", head, "holds no block"),
         ("a block repeated", head + frames[0]["bytes"] + frames[0]["bytes"], "expected"),
         ("blocks out of order", head + rest + frames[0]["bytes"], "expected"),
