@@ -9,10 +9,11 @@ import JournalTestSupport
 import Testing
 import JournalCompression
 
-/// Regression tests for the adversarial review of issue 8: each names the finding it covers.
-/// Every one failed on the code before the fix.
+/// What a journal keeps true against files it did not write (forged, damaged, copied, racing a
+/// seal) and against a full disk; each section names the behaviour, and every test failed on
+/// the code before its fix.
 @Suite(.ownThreads) struct IntegrityTests {
-    // MARK: Finding 1: acknowledged events outrank what other files claim
+    // MARK: Acknowledged events outrank what other files claim
 
     @Test func aForeignSegmentOfOurReplicaAboveOurSeqsNeitherEntersNorDiscardsUnsealedEvents() async throws {
         let temp = TemporaryDirectory("integrity-own")
@@ -130,7 +131,7 @@ import JournalCompression
         #expect(try copy.identity() != original.identity())
     }
 
-    // MARK: Finding 2: a name identifies its bytes
+    // MARK: A name identifies its bytes
 
     @Test func sealedNamesCarryTheSHA256OfTheirBytes() throws {
         let temp = TemporaryDirectory("integrity-name")
@@ -179,7 +180,7 @@ import JournalCompression
         #expect(carol.digest == alice.digest)
     }
 
-    // MARK: Finding 3: a damaged local file is never published
+    // MARK: A damaged local file is never published
 
     @Test func aDamagedLocalSegmentOfTheSameSizeIsNotPublished() async throws {
         let temp = TemporaryDirectory("integrity-damaged")
@@ -255,7 +256,7 @@ import JournalCompression
         #expect(snapshot(bob.journal.root) == before, "merge changed its source")
     }
 
-    // MARK: Finding 7: one crafted file cannot exhaust clocks or seqs
+    // MARK: One crafted file cannot exhaust clocks or seqs
 
     @Test func implausibleClocksAreQuarantinedAndWritersKeepRecording() async throws {
         let temp = TemporaryDirectory("integrity-clock")
@@ -324,7 +325,7 @@ import JournalCompression
         #expect(digests.count == 1)
     }
 
-    // MARK: Finding 9: causality across replicas
+    // MARK: Causality across replicas
 
     @Test func aWriterOpensWithAClockAboveEveryReplicasEvents() async throws {
         let temp = TemporaryDirectory("integrity-causality-open")
@@ -366,7 +367,7 @@ import JournalCompression
         #expect(drawing.visibleStrokes.isEmpty)
     }
 
-    // MARK: Findings 10 and 11: cached verdicts follow the bytes, and the cache is bounded
+    // MARK: Cached verdicts follow the bytes, and the cache is bounded
 
     @Test func aRepairedCopyWithTheSameSizeAndMtimeIsReadAgain() async throws {
         let temp = TemporaryDirectory("integrity-cache")
@@ -412,7 +413,7 @@ import JournalCompression
         #expect(try FileSystem.readFile(cachePath).count < 100)
     }
 
-    // MARK: Finding 12: sync while a recorder seals never calls our own segments corrupt
+    // MARK: Sync while a recorder seals never calls our own segments corrupt
 
     @Test func syncingWhileARecorderSealsReportsNoFalseCorruption() async throws {
         let temp = TemporaryDirectory("integrity-seal-race")
@@ -447,7 +448,7 @@ import JournalCompression
         #expect(Replay.load(journal).report.eventCount == 1_200)
     }
 
-    // MARK: Finding 14: a full disk at seal time does not stop recording
+    // MARK: A full disk at seal time does not stop recording
 
     @Test(.enabled(if: LoopMount.isPossible, "needs root and a loop device to make a small file system"))
     func aFullDiskAtSealTimeKeepsRecordingAndSaysWhatIsNeeded() throws {
