@@ -47,11 +47,13 @@ public struct LiveReplay: Sendable {
         var applied: [String] = []
         var seen: [String] = []
         var incomplete: [(String, FileIdentity?)] = []
+        /// Applied files that are gone, each covered by a file still present.
+        var retired: [String] = []
         /// Files under this board's own id that may be a seal in flight: looked at again later.
         public var deferred = 0
         /// Applying these on top would not give exactly the full replay: load afresh.
         public var needsReload = false
-        public var isEmpty: Bool { events.isEmpty && applied.isEmpty && seen.isEmpty && !needsReload }
+        public var isEmpty: Bool { events.isEmpty && applied.isEmpty && seen.isEmpty && retired.isEmpty && !needsReload }
     }
 
     /// Distinct events applied (the input of the plausibility bound).
@@ -203,9 +205,19 @@ public struct LiveReplay: Sendable {
             if fresh.problems.count > problemsBefore { increment.incomplete.append((key, FileIdentity.of(file.path))) }
             if fresh.members.count > membersBefore { keys.append(key) } else { increment.seen.append(key) }
         }
-        // A file folded earlier is gone: the event set shrank, and only a replay says what
-        // the drawing of the new set is.
-        guard cursor.applied.isSubset(of: present), !cursor.exactOnlyByFullReplay || (keys.isEmpty && increment.seen.isEmpty) else {
+        // A file folded earlier is gone. Retired by a compaction or a sync, its events are
+        // all in its cover (`CoverLog`), and nothing changes; otherwise the event set shrank,
+        // and only a replay says what the drawing of the new set is.
+        let vanished = cursor.applied.subtracting(present)
+        var covers = CoverLookup(directory: directory, needed: !vanished.isEmpty)
+        for key in vanished {
+            guard let cover = covers.finalCover(of: key), present.contains(cover) else {
+                increment.needsReload = true
+                return increment
+            }
+            increment.retired.append(key)
+        }
+        guard !cursor.exactOnlyByFullReplay || (keys.isEmpty && increment.seen.isEmpty) else {
             increment.needsReload = true
             return increment
         }
@@ -220,6 +232,13 @@ public struct LiveReplay: Sendable {
                 let range = block.seqRange
                 if held.intersects(range) { overlaps = true }
                 if !held.containsAll(range) { inside = false }
+            }
+            if overlaps && inside && covers.explains(key, seqs: member.scan.seqRange, applied: cursor.applied, own: member.replica == own) {
+                // A cover of files applied already, or a file such a cover holds: the same
+                // events, verified when it was logged.
+                increment.seen.append(key)
+                increment.applied.append(key)
+                continue
             }
             if overlaps {
                 if member.replica == own && inside {
@@ -272,6 +291,8 @@ public struct LiveReplay: Sendable {
             }
             cover(event)
         }
+        cursor.applied.subtract(increment.retired)
+        cursor.seen.subtract(increment.retired)
         cursor.applied.formUnion(increment.applied)
         cursor.seen.formUnion(increment.seen)
         for (key, identity) in increment.incomplete { cursor.incomplete[key] = identity }
@@ -280,5 +301,41 @@ public struct LiveReplay: Sendable {
         }
         problems += increment.problems
         return !needsReload
+    }
+}
+
+/// What `local/covers` says about files a live replay meets, read only when needed.
+struct CoverLookup {
+    let directory: JournalDirectory
+    private var log: CoverLog?
+
+    init(directory: JournalDirectory, needed: Bool) {
+        self.directory = directory
+        if needed { log = CoverLog.load(directory) }
+    }
+
+    mutating func finalCover(of key: String) -> String? {
+        if log == nil { log = CoverLog.load(directory) }
+        return log?.finalCover(of: key)
+    }
+
+    /// Whether the new file `key`, all of whose seqs are applied, holds nothing but events
+    /// already applied: it is recorded as covered by an applied file; or it is the final cover
+    /// of applied files whose ranges span all of `seqs`; or, for this process's own replica
+    /// (whose events it applied as it wrote them), it is recorded as a cover at all.
+    mutating func explains(_ key: String, seqs: ClosedRange<UInt64>?, applied: Set<String>, own: Bool) -> Bool {
+        guard let seqs else { return false }
+        if let cover = finalCover(of: key), applied.contains(cover) { return true }
+        guard let log, !log.isEmpty else { return false }
+        var spans: [ClosedRange<UInt64>] = []
+        var isCover = false
+        for (retired, cover) in log.coverOf where log.finalCover(of: retired) == key || cover == key {
+            isCover = true
+            if applied.contains(retired), let name = SegmentName(fileName: String(retired.dropFirst(33))) {
+                spans.append(name.firstSeq...name.lastSeq)
+            }
+        }
+        if own && isCover { return true }
+        return SeqRanges(spans).containsAll(seqs)
     }
 }

@@ -125,7 +125,10 @@ public final class HostedReplicaWriter {
         if let last = lastOpenSeq, first.id.seq != last + 1, let name = try seal() { sealed.append(name) }
         let outcome = sink.makeDurable(events, sealIfDue: true)
         if let error = outcome.error { throw error }
-        if let name = outcome.sealedName { sealed.append(name) }
+        if let name = outcome.sealedName {
+            sealed.append(name)
+            BackgroundCompaction.request(directory, replica: replica)
+        }
         // The events are durable whether or not the seal that followed could be written.
         if let problem = outcome.sealProblem { sealProblem = problem.value }
         lastOpenSeq = sink.openSegmentEvents > 0 ? events[events.count - 1].id.seq : nil
@@ -137,7 +140,10 @@ public final class HostedReplicaWriter {
     public func seal() throws(JournalError) -> SegmentName? {
         do {
             let name = try sink.seal()
-            if name != nil { lastOpenSeq = nil }
+            if name != nil {
+                lastOpenSeq = nil
+                BackgroundCompaction.request(directory, replica: replica)
+            }
             sealProblem = nil
             return name
         } catch {

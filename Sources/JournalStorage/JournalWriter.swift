@@ -11,6 +11,9 @@ public struct WriterOptions: Sendable {
     public var flushIntervalMilliseconds: Int64?
     /// Seal the open segment once it holds this many events.
     public var sealEveryEvents: Int
+    /// After each seal, compact the replica's sealed files in the background
+    /// (`BackgroundCompaction`, docs/FORMAT.md §16.4).
+    public var automaticCompaction: Bool
     /// Seal what is open when the writer closes, so that it can be shared.
     public var sealOnClose: Bool
     /// zlib level for the small blocks of the open segment (sealing always uses level 6).
@@ -18,8 +21,10 @@ public struct WriterOptions: Sendable {
 
     public init(
         flushEveryEvents: Int = 32_768, flushIntervalMilliseconds: Int64? = 200,
-        sealEveryEvents: Int = 262_144, sealOnClose: Bool = true, openBlockCompressionLevel: Int32 = 1
+        sealEveryEvents: Int = 262_144, sealOnClose: Bool = true, openBlockCompressionLevel: Int32 = 1,
+        automaticCompaction: Bool = true
     ) {
+        self.automaticCompaction = automaticCompaction
         self.flushEveryEvents = max(1, flushEveryEvents)
         self.flushIntervalMilliseconds = flushIntervalMilliseconds
         self.sealEveryEvents = max(1, sealEveryEvents)
@@ -98,6 +103,16 @@ public final class JournalWriter {
     /// own seals from files someone else put under its replica id.
     private var sealedNames: [SegmentName] = []
 
+    /// Whether this writer asked for a compaction (at open, and after each seal): its close
+    /// then waits for it, so that a journal is left compacted, not half way.
+    private var compactionRequested = false
+
+    private func noteSealed(_ name: SegmentName) {
+        sealedNames.append(name)
+        compactionRequested = true
+        if options.automaticCompaction { BackgroundCompaction.request(directory, replica: replica) }
+    }
+
     public func takeSealedNames() -> [SegmentName] {
         defer { sealedNames.removeAll() }
         return sealedNames
@@ -165,6 +180,12 @@ public final class JournalWriter {
             openSegmentEvents = sink.openSegmentEvents
             sealDueAt = sink.sealDueAt
             sharedClock = try? SharedCounter(path: directory.localPath + "/clock")
+            // What a compaction killed mid-way left (a cover beside the files it covers) is
+            // finished by the next open (docs/FORMAT.md §16.2).
+            if options.automaticCompaction {
+                BackgroundCompaction.request(directory, replica: replica)
+                compactionRequested = true
+            }
         } catch {
             Self.release(lock, of: directory)
             self.lock = nil
@@ -289,7 +310,7 @@ public final class JournalWriter {
         openSegmentEvents = outcome.openSegmentEvents
         sealDueAt = outcome.sealDueAt
         if let problem = outcome.sealProblem { sealProblem = problem.value }
-        if let name = outcome.sealedName { sealedNames.append(name) }
+        if let name = outcome.sealedName { noteSealed(name) }
         if let seq = outcome.durableSeq {
             acknowledgedSeq = seq
             onDurable?(seq)
@@ -343,7 +364,7 @@ public final class JournalWriter {
             sealDueAt = sink.sealDueAt
         }
         let name = try sink.seal()
-        if let name { sealedNames.append(name) }
+        if let name { noteSealed(name) }
         return name
     }
 
@@ -374,6 +395,7 @@ public final class JournalWriter {
             // the caller is told (`sealFailed`), and the next writer or sync seals it.
             try seal()
         }
+        if options.automaticCompaction && compactionRequested { BackgroundCompaction.waitUntilIdle() }
     }
 
     // MARK: Opening and recovery

@@ -92,6 +92,11 @@ public struct LocalIndex: Sendable {
         entries[Self.key(entry.replica, entry.name)] = entry
     }
 
+    /// Forgets a segment this process has just retired (`Compactor`).
+    public mutating func remove(_ replica: ReplicaID, _ name: SegmentName) {
+        entries.removeValue(forKey: Self.key(replica, name))
+    }
+
     public func save(_ directory: JournalDirectory) throws(IOError) {
         try save(to: directory.localPath + "/index")
     }

@@ -46,13 +46,31 @@ public struct SegmentSet: Sendable {
         for scan in hosted {
             if let replica = scan.replica { open.append(Member(scan: scan, replica: replica, name: nil)) }
         }
-        let listing = JournalDirectory.listSealed(replicasPath: replicasPath)
+        var listing = JournalDirectory.listSealed(replicasPath: replicasPath)
         set.problems.append(contentsOf: listing.ignored)
         var seen = Set<String>()
-        for file in listing.sealed {
-            let key = file.name.relativePath(in: file.replica)
-            if !seen.insert(key).inserted { set.duplicateFiles += 1; continue }
-            set.add(sealed: file)
+        var vanished: [String] = []
+        // A compaction retires files only once their cover has its final name (docs/FORMAT.md
+        // §16.2): a file listed and gone before it was read is covered by a file that a
+        // second listing finds.
+        for round in 0..<4 {
+            for file in listing.sealed {
+                let key = file.name.relativePath(in: file.replica)
+                if !seen.insert(key).inserted {
+                    if round == 0 { set.duplicateFiles += 1 }
+                    continue
+                }
+                let problemsBefore = set.problems.count
+                set.add(sealed: file)
+                if set.problems.count > problemsBefore, set.problems[problemsBefore].kind == .unreadable,
+                   !FileSystem.exists(file.path) {
+                    set.problems.removeSubrange(problemsBefore...)
+                    vanished.append(key)
+                }
+            }
+            guard !vanished.isEmpty else { break }
+            vanished.removeAll()
+            listing = JournalDirectory.listSealed(replicasPath: replicasPath)
         }
         set.members.append(contentsOf: open)
         return set

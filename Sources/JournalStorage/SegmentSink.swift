@@ -223,32 +223,9 @@ final class SegmentSink: @unchecked Sendable {
         let signer = header.version == FormatV2.version ? self.signer : nil
         // Large blocks were already compressed at the sealing level when flushed: copy them.
         // Runs of small blocks (frequent flushes) are re-encoded into large ones.
-        var bytes = SegmentHeader(replica: header.replica, version: signer == nil ? header.version : FormatV3.version).encoded()
-        var smallRun: [Event] = []
-        for block in scan.blocks {
-            if block.frame.eventCount >= FormatV1.sealedBlockMinimumEvents {
-                bytes += SegmentEncoder.blocks(smallRun[...], version: header.version)
-                smallRun.removeAll()
-                bytes += scan.bytes[block.offset..<(block.offset + block.frame.totalLength)]
-                continue
-            }
-            let decoded = scan.bytes.withUnsafeBytes { buffer -> Result<[Event], SegmentFormatError> in
-                let frameBytes = UnsafeRawBufferPointer(rebasing: buffer[block.offset..<(block.offset + block.frame.totalLength)])
-                do throws(SegmentFormatError) {
-                    return .success(try BlockDecoder.events(frame: block.frame, frameBytes: frameBytes, replica: replica))
-                } catch {
-                    return .failure(error)
-                }
-            }
-            switch decoded {
-            case .success(let events): smallRun += events
-            case .failure(let error):
-                throw .openSegmentCorrupt(Problem(.corrupt, file: openPath, offset: Int64(block.offset),
-                                                  replica: replica, seqRange: block.seqRange, reason: error.description))
-            }
-        }
-        bytes += SegmentEncoder.blocks(smallRun[...], version: header.version)
-        if let signer { bytes = SegmentSeal.seal(bytes, role: signer.role, key: signer.key) }
+        var builder = SealedSegmentBuilder(replica: replica, bodyVersion: header.version, signer: signer)
+        if let problem = builder.add(scan) { throw .openSegmentCorrupt(problem) }
+        let bytes = builder.finish()
         let name = SegmentName(firstSeq: range.lowerBound, lastSeq: range.upperBound, contents: bytes)
         var index = LocalIndex.refresh(directory)
         do {

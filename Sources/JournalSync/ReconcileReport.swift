@@ -20,6 +20,8 @@ public struct ReconcileReport: Sendable {
         public var duplicateEvents = 0
         /// Event seqs seen with two different contents.
         public var forks: [UInt64] = []
+        /// Files of the other side not fetched: a file held here was verified to cover them.
+        public var coveredSegments = 0
 
         public init(replica: ReplicaID) { self.replica = replica }
     }
@@ -40,6 +42,12 @@ public struct ReconcileReport: Sendable {
     public var ignored: [Problem] = []
     /// Target folders not written to (a symlink at `replicas/` or `replicas/<id>/`), with why.
     public var notPublished: [Problem] = []
+    /// Local files retired because a verified file covers them (`replica/name`), and covers
+    /// written by the compaction that runs before publishing (docs/SYNC.md, "Covers").
+    public var retired: [String] = []
+    public var compacted: [String] = []
+    /// Covered files removed from the target, each once its cover was there and verified.
+    public var removedFromTarget: [String] = []
     /// The open segment sealed before publishing, if any.
     public var sealed: String?
     /// Why the open segment was not sealed (e.g. a recorder holds the lock).
@@ -50,7 +58,9 @@ public struct ReconcileReport: Sendable {
 
     public init(target: String) { self.target = target }
 
-    public var nothingNew: Bool { imported.isEmpty && published.isEmpty && sealed == nil }
+    public var nothingNew: Bool {
+        imported.isEmpty && published.isEmpty && sealed == nil && retired.isEmpty && compacted.isEmpty && removedFromTarget.isEmpty
+    }
     public var hasProblems: Bool { !rejected.isEmpty || !notPublished.isEmpty || replicas.contains { !$0.forks.isEmpty } }
 
     public mutating func state(_ replica: ReplicaID) -> Int {
@@ -69,11 +79,15 @@ extension ReconcileReport {
         if let sealSkipped { lines.append("note: \(sealSkipped)") }
         lines.append("\(target): imported \(Wording.counted(imported.count, "segment")), published \(Wording.counted(published.count, "segment"))"
             + (nothingNew ? " (nothing new)" : ""))
+        if !compacted.isEmpty { lines.append("compacted: wrote \(Wording.counted(compacted.count, "cover")) of runs of small segments") }
+        if !retired.isEmpty { lines.append("retired \(Wording.counted(retired.count, "segment")) that a verified file covers") }
+        if !removedFromTarget.isEmpty { lines.append("removed \(Wording.counted(removedFromTarget.count, "covered segment")) from \(target), each beside its verified cover") }
         for state in replicas.sorted(by: { $0.replica < $1.replica }) {
             var line = "  replica \(state.replica.hex.prefix(12))…  \(Wording.counted(state.segments, "segment")), seq \(SeqRanges.text(state.ranges))"
             if state.imported > 0 { line += ", +\(state.imported) imported" }
             if state.published > 0 { line += ", +\(state.published) published" }
             if state.duplicateSegments > 0 { line += ", \(Wording.counted(state.duplicateSegments, "duplicate file"))" }
+            if state.coveredSegments > 0 { line += ", \(Wording.counted(state.coveredSegments, "covered file")) skipped" }
             if state.duplicateEvents > 0 { line += ", \(Wording.counted(state.duplicateEvents, "duplicate event")) absorbed" }
             if !state.gaps.isEmpty { line += ", MISSING seq \(SeqRanges.text(state.gaps))" }
             if !state.forks.isEmpty { line += ", FORKED seq \(state.forks.prefix(5).map(String.init).joined(separator: ","))" + (state.forks.count > 5 ? "…" : "") }
@@ -106,9 +120,13 @@ extension ReconcileReport {
             entry.add("published", state.published)
             entry.add("duplicateSegments", state.duplicateSegments)
             entry.add("duplicateEvents", state.duplicateEvents)
+            entry.add("coveredSegments", state.coveredSegments)
             entry.add("forks", raw: JSONText.array(state.forks.map(String.init)))
             return entry
         })
+        object.add("compacted", strings: compacted.sorted())
+        object.add("retired", strings: retired.sorted())
+        object.add("removedFromTarget", strings: removedFromTarget.sorted())
         object.add("rejected", objects: rejected.map(\.json))
         object.add("ignored", objects: ignored.map(\.json))
         object.add("notPublished", objects: notPublished.map(\.json))

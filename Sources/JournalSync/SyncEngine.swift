@@ -26,12 +26,13 @@ public struct SyncEngine {
     /// Seals what is recorded, publishes what the target lacks, imports what we lack.
     /// The target must be a shared board (it has `replicas/`) or an empty folder; `create`
     /// makes a missing or other folder a board (a mistyped path must not start a new board).
-    public func sync(_ target: SyncTarget, rsh: String? = nil, seal: Bool = true, create: Bool = false) async throws(SyncError) -> ReconcileReport {
+    public func sync(_ target: SyncTarget, rsh: String? = nil, seal: Bool = true, compact: Bool = true, create: Bool = false) async throws(SyncError) -> ReconcileReport {
         let started = ProcessInfoLite.monotonicSeconds()
         let lock = try SyncLock.acquire(journal, waitingUpTo: lockWaitSeconds)
         defer { lock.release() }
         var report = ReconcileReport(target: target.description)
         if seal { sealOpenSegment(&report) }
+        if compact { self.compact(&report) }
         let transport: Transport
         switch target {
         case .directory(let path):
@@ -98,6 +99,15 @@ public struct SyncEngine {
         }
     }
 
+    /// Compacts what this journal writes before publishing (under the lock this sync holds), so
+    /// that a target receives covers rather than runs of small files (docs/SYNC.md, "Covers").
+    private func compact(_ report: inout ReconcileReport) {
+        guard journal.isJournal else { return }
+        let compaction = Compactor(directory: journal).run()
+        report.compacted += compaction.covers.compactMap { cover in cover.name.map { $0.relativePath(in: cover.replica) } }
+        report.retired += compaction.retired.map { $0.retired.relativePath(in: $0.replica) }
+    }
+
     private func exchange(with transport: Transport, key: String, publish: Bool, report: inout ReconcileReport) async throws(SyncError) {
         removeOwnTemporaries()
         report.rejected += journal.upgradeLegacyNames()
@@ -112,6 +122,8 @@ public struct SyncEngine {
         let localSizes = Dictionary(local.files.map { ($0.relativePath, $0.size) }, uniquingKeysWith: { first, _ in first })
         progress?("listing \(key)")
         let remote = try await transport.list()
+        // Read only when the target holds files this journal lacks: a no-op sync parses nothing.
+        let coverLog = remote.files.contains { !localKeys.contains($0.relativePath) } ? CoverLog.load(journal) : CoverLog()
         report.ignored += remote.ignored
         var namedSeqMax: [ReplicaID: UInt64] = [:]
         /// How a target file is named in the report.
@@ -143,6 +155,13 @@ public struct SyncEngine {
                     continue
                 }
                 namedSeqMax[file.replica] = max(namedSeqMax[file.replica] ?? 0, name.lastSeq)
+                // A file this journal retired: a file it holds was verified to hold exactly its
+                // events (names are content hashes, so these are the bytes that were compared).
+                if name.identifiesContents, !localKeys.contains(file.relativePath),
+                   let cover = coverLog.finalCover(of: file.relativePath), localKeys.contains(cover) {
+                    report.replicas[report.state(file.replica)].coveredSegments += 1
+                    continue
+                }
                 // Only a version 2 name says which bytes a file holds; a version 1 name is
                 // read like a conflict copy (its CRC-32 could be forged to match ours).
                 if name.identifiesContents && localKeys.contains(file.relativePath) {
@@ -215,6 +234,13 @@ public struct SyncEngine {
                 }
             }
             do throws(IOError) { try index.save(journal) } catch { throw .io(error, doing: "cannot save the local index") }
+            // Files an imported cover holds are retired, and covers of equal range settle on
+            // one (the smaller name): machines converge, and nothing goes back and forth.
+            let touched = Set(report.imported.compactMap { ReplicaID(hex: $0.prefix(32)) })
+            if !touched.isEmpty {
+                let retirement = Compactor(directory: journal).retireCoveredFiles(of: touched)
+                report.retired += retirement.retired.map { $0.retired.relativePath(in: $0.replica) }
+            }
         }
 
         // 3. Publish what the target lacks, each file verified now, against its name (invariant
@@ -251,9 +277,46 @@ public struct SyncEngine {
                     if let replica = ReplicaID(hex: relative.prefix(32)) { report.replicas[report.state(replica)].published += 1 }
                 }
             }
+            if let folder = transport.localFolder {
+                // Read again only if this sync retired files (it logged them).
+                let log = report.retired.isEmpty ? coverLog : CoverLog.load(journal)
+                removeCoveredFiles(remote, log: log, from: folder, alsoThere: Set(report.published), held: localNow.segmentKeys,
+                                   shown: shown, report: &report)
+            }
         }
 
         summarise(&report, namedSeqMax: namedSeqMax)
+    }
+
+    /// Removes from a shared folder the files this journal retired whose cover is there too,
+    /// read and verified now (docs/SYNC.md, "Covers"). Whoever lacks the cover can still fetch
+    /// it, and it holds every event of the file removed, sealed by the same key: nothing a
+    /// machine could still need leaves the folder.
+    private func removeCoveredFiles(
+        _ remote: TreeListing, log coverLog: CoverLog, from folder: String, alsoThere published: Set<String>, held: Set<String>,
+        shown: (TreeListing.File) -> String, report: inout ReconcileReport
+    ) {
+        guard !coverLog.isEmpty else { return }
+        let there = remote.segmentKeys.union(published)
+        var verified: [String: Bool] = [:]
+        for file in remote.files {
+            guard case .segment(let name) = file.classification, name.identifiesContents,
+                  let cover = coverLog.finalCover(of: file.relativePath), cover != file.relativePath,
+                  there.contains(cover), held.contains(cover), !held.contains(file.relativePath),
+                  let coverName = SegmentName(fileName: String(cover.dropFirst(33)))
+            else { continue }
+            let sound = verified[cover] ?? (SegmentImporter.verifyFile(at: FileSystem.join(folder, cover), replica: file.replica, name: coverName) == nil)
+            verified[cover] = sound
+            guard sound else { continue }
+            do throws(IOError) {
+                let directory = try DirectoryHandle.open(file.replica.hex, beneath: folder)
+                try directory.removeFile(file.name)
+                try directory.sync()
+                report.removedFromTarget.append(shown(file))
+            } catch {
+                continue
+            }
+        }
     }
 
     /// Per-replica holdings and gaps from names, plus dups and forks where imported segments
@@ -347,51 +410,24 @@ public struct SyncEngine {
     }
 }
 
-/// One sync or merge per journal at a time: an exclusive `flock(2)` on `local/sync.lock`,
-/// released when the descriptor closes or the process dies (never stale). The file holds
-/// "pid <n>" of the last holder, for the message of a sync that finds it taken.
+/// One sync or merge per journal at a time, and none during a compaction: `SealedFilesLock`
+/// (an exclusive `flock(2)` on `local/sync.lock`, never stale), waited for up to a few seconds.
 struct SyncLock {
-    let descriptor: FileDescriptor
+    let held: SealedFilesLock
 
     static func acquire(_ journal: JournalDirectory, waitingUpTo seconds: Double) throws(SyncError) -> SyncLock {
-        let path = journal.localPath + "/sync.lock"
-        let descriptor: FileDescriptor
-        do { descriptor = try FileDescriptor.open(path, .readWrite) } catch { throw .io(error, doing: "cannot open \(path)") }
-        let deadline = ProcessInfoLite.monotonicSeconds() + seconds
-        while true {
-            do throws(IOError) {
-                try descriptor.tryLockExclusive()
-                break
-            } catch {
-                guard error.isWouldBlock else {
-                    descriptor.close()
-                    throw .io(error, doing: "cannot lock \(path)")
-                }
-                guard ProcessInfoLite.monotonicSeconds() < deadline else {
-                    let holder = (try? descriptor.read(count: 64, at: 0)).map { String(decoding: $0, as: UTF8.self) } ?? ""
-                    descriptor.close()
-                    throw .busy(pid: pid(in: holder))
-                }
-                ProcessInfoLite.sleep(milliseconds: 50)
-            }
+        let lock: SealedFilesLock?
+        do { lock = try SealedFilesLock.acquire(journal, waitingUpTo: seconds) } catch {
+            throw .io(error, doing: "cannot lock \(SealedFilesLock.path(journal))")
         }
-        // Informational only (the flock is what excludes). Rewritten only when it names
-        // another process, so that repeated syncs of one process rewrite nothing.
-        let text = "pid \(ProcessInfoLite.processID)\n"
-        let current = (try? descriptor.read(count: 64, at: 0)).map { String(decoding: $0, as: UTF8.self) }
-        if current != text {
-            do throws(IOError) {
-                try descriptor.truncate(to: 0)
-                try descriptor.writeAll(Array(text.utf8))
-            } catch {
-                descriptor.close()
-                throw .io(error, doing: "cannot write \(path)")
-            }
+        guard let lock else {
+            let holder = (try? FileSystem.readFile(SealedFilesLock.path(journal))).map { String(decoding: $0.prefix(64), as: UTF8.self) } ?? ""
+            throw .busy(pid: pid(in: holder))
         }
-        return SyncLock(descriptor: descriptor)
+        return SyncLock(held: lock)
     }
 
-    func release() { descriptor.close() }
+    func release() { held.release() }
 
     static func pid(in text: String) -> Int32? {
         guard let line = text.split(separator: "\n").first, line.hasPrefix("pid ") else { return nil }

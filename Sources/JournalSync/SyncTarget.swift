@@ -58,7 +58,7 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
         case .rsyncFailed(let command, let status, let output):
             return "rsync failed with exit status \(status): \(output.split(separator: "\n").prefix(3).joined(separator: " / ")) [\(command)]"
         case .sameJournal(let path): return "\(path) is this journal itself"
-        case .busy(let pid): return "another sync is running on this journal (pid \(pid.map(String.init) ?? "unknown"))"
+        case .busy(let pid): return "another sync or compaction is running on this journal (pid \(pid.map(String.init) ?? "unknown"))"
         case .io(let error, let doing): return doing.map { "\($0): \(error)" } ?? error.description
         }
     }

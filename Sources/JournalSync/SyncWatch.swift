@@ -22,11 +22,14 @@ public final class SyncWatch: Sendable {
         public var debounce: Double
         public var rsh: String?
         public var seal: Bool
+        /// Compact before publishing (`SyncEngine.sync`).
+        public var compact: Bool
         /// Start a board at a folder target that is missing or foreign: on the first round only,
         /// so that an unmounted USB stick later is waited for, not replaced by a new board.
         public var create: Bool
 
-        public init(interval: Double = 2, debounce: Double = 0.075, rsh: String? = nil, seal: Bool = true, create: Bool = false) {
+        public init(interval: Double = 2, debounce: Double = 0.075, rsh: String? = nil, seal: Bool = true, compact: Bool = true, create: Bool = false) {
+            self.compact = compact
             self.interval = interval
             self.debounce = debounce
             self.rsh = rsh
@@ -121,6 +124,7 @@ public final class SyncWatch: Sendable {
         var succeeded = false
         var lastFailure: String?
         var wasBusy = false
+        var busySince: Double?
         var lastProblems: Set<String> = []
         var futileWakes = 0
         var wokenByChange = false
@@ -140,7 +144,7 @@ public final class SyncWatch: Sendable {
             settled = nil
             var progressed = false
             do throws(SyncError) {
-                let report = try await engine.sync(target, rsh: options.rsh, seal: options.seal,
+                let report = try await engine.sync(target, rsh: options.rsh, seal: options.seal, compact: options.compact,
                                                    create: options.create && !succeeded)
                 succeeded = true
                 // Settled only if the round itself changed nothing there: else what it made
@@ -149,6 +153,7 @@ public final class SyncWatch: Sendable {
                 if let before, fingerprint() == before { settled = before }
                 if wasBusy || lastFailure != nil { say(.recovered) }
                 wasBusy = false
+                busySince = nil
                 lastFailure = nil
                 let problems = Self.problems(of: report)
                 progressed = !report.nothingNew
@@ -156,8 +161,18 @@ public final class SyncWatch: Sendable {
                 lastProblems = problems
             } catch {
                 if case .busy(let pid) = error {
-                    if !wasBusy { say(.busy(pid: pid)) }
-                    wasBusy = true
+                    // Said once the lock stays taken: a writer's compaction holds it for moments.
+                    let now = ProcessInfoLite.monotonicSeconds()
+                    if busySince == nil { busySince = now }
+                    if !wasBusy, now - (busySince ?? now) >= Self.busyQuietSeconds {
+                        say(.busy(pid: pid))
+                        wasBusy = true
+                    }
+                    // The holder is often brief (a writer's background compaction, started by
+                    // the very seal that woke this loop): try again soon, not at the interval.
+                    try? await Task.sleep(nanoseconds: 250_000_000)
+                    wokenByChange = true
+                    continue
                 } else {
                     if isFatal(error, firstRound: !succeeded) { throw error }
                     if error.description != lastFailure { say(.failed(error)) }
@@ -206,6 +221,9 @@ public final class SyncWatch: Sendable {
     /// in place on a network file system changes no folder's modification time, and damaged
     /// copies are moved aside only once they have sat for a minute.
     static let fullRoundEvery = 60.0
+
+    /// How long the lock must stay taken before the loop says it is skipping rounds.
+    static let busyQuietSeconds = 2.0
 
     /// What changes when a round has something to do, read with a few `stat`s instead of a
     /// round's listings and caches: each `replicas/` folder and each replica folder in it

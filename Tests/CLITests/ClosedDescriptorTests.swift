@@ -71,6 +71,6 @@ import Testing
         _ = text.withCString { write(lock, $0, strlen($0)) }
         let run = try cli.journal(["sync", "-C", board, shared])
         #expect(run.status == 75)
-        #expect(run.stderr == "journal: another sync is running on this journal (pid \(getpid()))\n", "\(run.stderr)")
+        #expect(run.stderr == "journal: another sync or compaction is running on this journal (pid \(getpid()))\n", "\(run.stderr)")
     }
 }

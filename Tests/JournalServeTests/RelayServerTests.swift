@@ -224,6 +224,8 @@ import Testing
         defer { close(socket) }
         // 8 KB/s: its 10 MB would take 20 minutes. Read on a thread of its own meanwhile.
         async let slowCaughtUp = PlainHTTP.readSlowly(socket, bytesPerSecond: 8_000, slowSeconds: 600, until: "caughtUp", timeoutSeconds: 120)
+        // The slow client's hello opens the board; it may still be opening.
+        #expect(await eventually(within: 60) { (try? running.relay.board(BoardName("big"))) != nil }, "the board never opened")
         let board = try running.relay.board(BoardName("big"))
         #expect(await eventually(within: 60) { board.catchUps.counts.running == 1 }, "the slow client never started its catch-up")
         let started = ProcessInfoLite.monotonicSeconds()

@@ -61,7 +61,7 @@ import Testing
             return
         }
         #expect(error == .busy(pid: ProcessInfoLite.processID))
-        #expect(error.description == "another sync is running on this journal (pid \(ProcessInfoLite.processID))")
+        #expect(error.description == "another sync or compaction is running on this journal (pid \(ProcessInfoLite.processID))")
         // It waited for the lock before it gave up (how long beyond that depends on the machine).
         #expect(secondSeconds >= 0.4, "waited \(secondSeconds) s")
         // Nothing of either is left behind.
@@ -94,7 +94,7 @@ import Testing
                 #expect(report.rejected.isEmpty, "\(report.rejected)")
                 imported += report.imported.count
             case .failure(let error)?:
-                #expect(error.description.hasPrefix("another sync is running on this journal (pid "), "\(error)")
+                #expect(error.description.hasPrefix("another sync or compaction is running on this journal (pid "), "\(error)")
             case nil:
                 Issue.record("a sync did not report")
             }

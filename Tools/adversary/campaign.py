@@ -13,6 +13,10 @@ target, and runs random seeded steps chosen among:
   merge       from another machine's journal folder, the shared folder or the rsync target
               (the source must not change)
   snapshot    `journal snapshot` (the digest must not change)
+  compact     `journal compact` (sometimes `--dry-run`, `--json`), sometimes killed with SIGKILL
+              mid-way: the digest must not change, killed or not, and whatever a killed one left
+              (a cover beside the files it covers) must be finished by the next compaction, open
+              or sync without losing an event (records and syncs compact too, after each seal)
   copy        `cp -a J J2`, then J2 records and syncs as a new machine while J keeps recording
               (J2 must take a new replica identity; J must lose nothing)
   plant:*     hostile files in the shared folder or the rsync target: symlinked replica folders
@@ -68,7 +72,7 @@ EDGE_DOUBLES = [0.1, 1 / 3, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e
 
 STEP_WEIGHTS = [
     ("record", 26), ("sync", 17), ("sync-kill", 5), ("concurrent", 6), ("merge", 6),
-    ("snapshot", 4), ("copy", 2), ("stale", 4),
+    ("snapshot", 4), ("copy", 2), ("stale", 4), ("compact", 3), ("compact-kill", 3),
     ("plant:symlink-outside", 1.5), ("plant:symlink-replica", 2), ("plant:symlink-file", 1),
     ("plant:symlink-root", 0.7), ("plant:symlink-read", 1), ("plant:fifo", 1.5),
     ("plant:fifo-race", 1.2), ("plant:junk", 3), ("plant:truncated", 2), ("plant:flipped-fresh", 1.5),
@@ -837,6 +841,32 @@ class Campaign:
                 self.ok()
         return [m], f"{m.name} rc={r.rc}"
 
+    def do_compact(self, kill=False):
+        m = self.pick()
+        d1 = self.run(["digest", "-C", m.path])
+        args = ["compact", "-C", m.path]
+        if self.rng.random() < 0.2:
+            args.append("--dry-run")
+        if self.rng.random() < 0.3:
+            args.append("--json")
+        r = self.run(args, kill_after=self.rng.uniform(0.0, 0.15) if kill else None)
+        if r.killed:
+            self.stats["compactions killed"] += 1
+        elif self.check_process(r, ok=(0, 1)) and "--json" in args:
+            try:
+                json.loads(r.out)
+                self.ok()
+            except ValueError:
+                self.fail("report", "`compact --json` did not print one JSON object", r)
+        d2 = self.run(["digest", "-C", m.path])
+        if self.check_process(d1) and self.check_process(d2):
+            if d1.out.strip() != d2.out.strip():
+                self.fail("compact", f"{m.name}: the digest changed across `compact`"
+                                     f"{' (killed)' if r.killed else ''}: {d1.out.strip()} -> {d2.out.strip()}", r)
+            else:
+                self.ok()
+        return [m], f"{m.name} {' '.join(args[3:])} rc={r.rc}" + (" killed" if r.killed else "")
+
     def do_copy(self):
         copies = [m for m in self.live() if m.copy_of is not None]
         if len(self.live()) >= self.a.max_machines and copies:
@@ -1494,6 +1524,10 @@ class Campaign:
             touched, desc = self.do_merge()
         elif kind == "snapshot":
             touched, desc = self.do_snapshot()
+        elif kind == "compact":
+            touched, desc = self.do_compact()
+        elif kind == "compact-kill":
+            touched, desc = self.do_compact(kill=True)
         elif kind == "copy":
             touched, desc = self.do_copy()
         elif kind == "stale":

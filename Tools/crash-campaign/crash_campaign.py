@@ -9,6 +9,9 @@ and checks, after reopening:
   * every present event is exactly the one written for its seq (nothing garbled or invented),
     seqs are dense from 1, and no event id appears twice (`stats`: duplicates 0, forks 0);
   * recording continues with the next seq (checked by the following cycle).
+Some cycles also run `journal compact` and kill it at a random moment: the checks above must
+hold after the next open (which finishes what a killed compaction left), and the number of
+sealed files stays logarithmic (every record seals a file and compacts after it).
 
 Usage: crash_campaign.py --journal-bin PATH [--cycles 1000] [--seed 1] [--workdir DIR] [--json OUT]
 """
@@ -60,7 +63,8 @@ def main():
 
     next_seq = 1
     stats = {"cycles": 0, "killed": 0, "finished": 0, "acknowledged": 0, "lost": 0,
-             "garbled": 0, "verify_failures": 0, "bytes_cut_reports": 0}
+             "garbled": 0, "verify_failures": 0, "bytes_cut_reports": 0,
+             "compactions": 0, "compactions_killed": 0, "most_sealed_files": 0}
     started = time.monotonic()
     for cycle in range(a.cycles):
         count = rng.randint(20, 600)
@@ -96,6 +100,30 @@ def main():
         if b"cut" in err:
             stats["bytes_cut_reports"] += 1
 
+        if rng.random() < 0.35:
+            # A few small seals first (as a live board makes them), so that there is a run to compact.
+            reopened = run([j, "record", "-C", journal, "--no-seal"], input="")
+            if reopened.returncode != 0:
+                sys.exit(f"cycle {cycle}: the journal did not reopen: {reopened.stderr}")
+            last = max([acked, next_seq - 1] + [json.loads(l)["seq"] for l in run([j, "log", "-C", journal]).stdout.splitlines()[-1:]])
+            for _ in range(rng.randint(2, 8)):
+                count = rng.randint(5, 60)
+                small = "".join(event_line(seq) + "\n" for seq in range(last + 1, last + 1 + count))
+                done = run([j, "record", "-C", journal, "--no-compact"], input=small)
+                if done.returncode != 0:
+                    sys.exit(f"cycle {cycle}: record failed: {done.stderr}")
+                last += count
+            acked = last
+            compact = subprocess.Popen([j, "compact", "-C", journal], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            time.sleep(rng.uniform(0, 0.25))
+            stats["compactions"] += 1
+            if compact.poll() is None:
+                compact.send_signal(signal.SIGKILL)
+                stats["compactions_killed"] += 1
+            compact.communicate()
+            if compact.returncode not in (0, -signal.SIGKILL):
+                sys.exit(f"cycle {cycle}: `journal compact` failed with {compact.returncode}")
+
         # Reopen for writing (recovery), as the next recorder would.
         reopen = run([j, "record", "-C", journal, "--no-seal"], input="")
         if reopen.returncode != 0:
@@ -105,6 +133,10 @@ def main():
             stats["verify_failures"] += 1
             print(f"cycle {cycle}: verify failed:\n{verify.stdout}{verify.stderr}", file=sys.stderr)
         st = json.loads(run([j, "stats", "-C", journal, "--json"]).stdout)
+        replicas = os.path.join(journal, "replicas")
+        sealed = sum(len([n for n in os.listdir(os.path.join(replicas, d)) if n.endswith(".sjs")])
+                     for d in os.listdir(replicas)) if os.path.isdir(replicas) else 0
+        stats["most_sealed_files"] = max(stats["most_sealed_files"], sealed)
         if st["duplicates"] or st["forks"]:
             sys.exit(f"cycle {cycle}: duplicates or forks: {st}")
         log = run([j, "log", "-C", journal]).stdout.splitlines()
@@ -133,7 +165,9 @@ def main():
         print(file=sys.stderr)
     print(f"crash campaign: {stats['cycles']} cycles ({stats['killed']} kill -9, {stats['finished']} ran to the end), "
           f"{stats['acknowledged']} acknowledged events, {stats['lost']} lost, {stats['garbled']} garbled, "
-          f"{stats['verify_failures']} verify failures, {stats['events_in_journal']} events in the journal, {stats['seconds']} s")
+          f"{stats['verify_failures']} verify failures, {stats['events_in_journal']} events in the journal, "
+          f"{stats['compactions']} compactions ({stats['compactions_killed']} killed), "
+          f"at most {stats['most_sealed_files']} sealed files, {stats['seconds']} s")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(stats, f, indent=2)

@@ -38,6 +38,8 @@ extension JournalCommand {
         var skipInvalid = false
         @Flag(help: "Leave the last events in the open segment instead of sealing them.")
         var noSeal = false
+        @Flag(help: "Do not compact the sealed segments after sealing (docs/FORMAT.md §16).")
+        var noCompact = false
         @Flag(help: "After each flush, print 'durable SEQ' on stdout: every event up to SEQ survives a crash.")
         var printDurable = false
         @Flag(help: "Print the summary as one JSON object (keys: events, points, strokes, firstSeq, lastSeq, skipped, milliseconds).")
@@ -53,7 +55,7 @@ extension JournalCommand {
                 let journal = try options.open()
                 let started = ProcessInfoLite.monotonicSeconds()
                 let writer = try JournalWriter(directory: journal, options: WriterOptions(
-                    flushEveryEvents: flushEvery, flushIntervalMilliseconds: Int64(flushMs), sealOnClose: !noSeal))
+                    flushEveryEvents: flushEvery, flushIntervalMilliseconds: Int64(flushMs), sealOnClose: !noSeal, automaticCompaction: !noCompact))
                 if printDurable {
                     writer.onDurable = { seq in
                         Terminal.write("durable \(seq)\n")

@@ -39,6 +39,8 @@ extension JournalCommand {
         var via: Via = .auto
         @Flag(help: "Do not seal the open segment first (publish only what is already sealed).")
         var noSeal = false
+        @Flag(help: "Do not compact first (runs of small sealed segments are then published as they are).")
+        var noCompact = false
         @Flag(help: "Start a new shared board at TARGET even if it is missing or holds other files.")
         var create = false
         @Flag(help: "Print the reconcile report as one JSON object.") var json = false
@@ -69,7 +71,7 @@ extension JournalCommand {
                     return
                 }
                 try await printReport(json: json, label: "sync", journal: journal) { engine async throws(SyncError) in
-                    try await engine.sync(parsed, rsh: rsh, seal: !noSeal, create: create)
+                    try await engine.sync(parsed, rsh: rsh, seal: !noSeal, compact: !noCompact, create: create)
                 }
             }
         }
@@ -79,7 +81,7 @@ extension JournalCommand {
         private func watching(journal: JournalDirectory, target: SyncTarget) async throws {
             let every = interval ?? 2
             let loop = SyncWatch(journal: journal, target: target,
-                                 options: .init(interval: every, rsh: rsh, seal: !noSeal, create: create))
+                                 options: .init(interval: every, rsh: rsh, seal: !noSeal, compact: !noCompact, create: create))
             let trap = SignalTrap { _ in loop.stop() }
             defer { trap.cancel() }
             func line(_ text: String) -> String { "\(ProcessInfoLite.localTimeOfDay()) sync: \(text)\n" }
