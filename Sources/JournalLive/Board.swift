@@ -32,10 +32,15 @@ public struct BoardOptions: Sendable {
     /// journal, its drawing reads empty, and an update from sync carries no changes. A relay's
     /// boards, which send events and never read a drawing, keep none (invariant 13).
     public var keepsDrawing: Bool
+    /// Compact the board's sealed segments in the background after each seal
+    /// (`BackgroundCompaction`, docs/FORMAT.md §16.5): a board seals a small file at every pause.
+    public var automaticCompaction: Bool
 
     public init(commitDelayMilliseconds: Int = 5, sealAfterIdleMilliseconds: Int? = 300, sealAfterMilliseconds: Int = 500,
                 sealSpread: Double = 0, sealEveryEvents: Int = 262_144,
-                rescanIntervalSeconds: Double = 2, watchForSegments: Bool = true, keepsDrawing: Bool = true) {
+                rescanIntervalSeconds: Double = 2, watchForSegments: Bool = true, keepsDrawing: Bool = true,
+                automaticCompaction: Bool = true) {
+        self.automaticCompaction = automaticCompaction
         self.commitDelayMilliseconds = max(0, commitDelayMilliseconds)
         self.sealAfterIdleMilliseconds = sealAfterIdleMilliseconds
         self.sealAfterMilliseconds = max(0, sealAfterMilliseconds)
@@ -160,7 +165,7 @@ public final class Board: Sendable {
         // The board decides when to commit; the writer never flushes on its own.
         let writer = try JournalWriter(directory: directory, options: WriterOptions(
             flushEveryEvents: Int.max, flushIntervalMilliseconds: nil, sealEveryEvents: options.sealEveryEvents,
-            sealOnClose: true))
+            sealOnClose: true, automaticCompaction: options.automaticCompaction))
         replica = writer.replica
         recovery = writer.recovery
         let (live, _) = LiveReplay.load(directory, hostedSegments: false, keepsDrawing: options.keepsDrawing)

@@ -87,14 +87,17 @@ extension RowRunner {
             for (key, isBoard, input, hz) in [
                 ("board", true, payloads, nil), ("writer", false, payloads, nil),
                 ("boardPaced", true, paced, Self.pacedHz), ("writerPaced", false, paced, Self.pacedHz),
+                ("boardPacedNoCompaction", true, paced, Self.pacedHz),
             ] as [(String, Bool, [Payload], Double?)] {
                 try Files.removeTree(journals)
                 try Files.makeDirectories(journals)
                 let journal = try JournalDirectory.create(at: journals + "/" + key)
                 let run: AppendRun
                 if isBoard {
-                    run = try timedAppends(BoardTarget(try Board(directory: journal, options: BoardOptions(watchForSegments: false))),
-                                           input, hz: hz)
+                    // The baseline of issue 24: the same board without background compaction.
+                    let compacts = key != "boardPacedNoCompaction"
+                    run = try timedAppends(BoardTarget(try Board(directory: journal, options: BoardOptions(
+                        watchForSegments: false, automaticCompaction: compacts))), input, hz: hz)
                 } else {
                     run = try timedAppends(WriterTarget(try JournalWriter(directory: journal)), input, hz: hz)
                 }
@@ -103,11 +106,11 @@ extension RowRunner {
             try Files.removeTree(journals)
         }
         var latency = JSONObject()
-        for key in ["board", "writer", "boardPaced", "writerPaced"] {
+        for key in ["board", "writer", "boardPaced", "writerPaced", "boardPacedNoCompaction"] {
             let runs = series[key] ?? []
             var object = JSONObject()
             object["appends"] = .int(runs.first?.appends ?? 0)
-            object["hz"] = key.hasSuffix("Paced") ? .number(Self.pacedHz, decimals: 1) : .null
+            object["hz"] = key.contains("Paced") ? .number(Self.pacedHz, decimals: 1) : .null
             object["p50Micros"] = .number(median(runs.map(\.p50)), decimals: 3)
             object["p99Micros"] = .number(median(runs.map(\.p99)), decimals: 3)
             object["p999Micros"] = .number(median(runs.map(\.p999)), decimals: 3)
@@ -127,7 +130,7 @@ extension RowRunner {
             output.extra[key + "AppendLoopSeconds"] = .seconds(runs.map(\.loopSeconds))
             output.extra[key + "FlushSeconds"] = .seconds(runs.map(\.flushSeconds))
             output.extra[key + "CloseSeconds"] = .seconds(runs.map(\.closeSeconds))
-            if !key.hasSuffix("Paced") {
+            if !key.contains("Paced") {
                 output.extra[key + "EventsPerSecond"] = .number(median(runs.map { Double($0.appends) / $0.loopSeconds }), decimals: 0)
             }
         }
