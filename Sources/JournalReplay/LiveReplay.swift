@@ -322,20 +322,22 @@ struct CoverLookup {
     /// Whether the new file `key`, all of whose seqs are applied, holds nothing but events
     /// already applied: it is recorded as covered by an applied file; or it is the final cover
     /// of applied files whose ranges span all of `seqs`; or, for this process's own replica
-    /// (whose events it applied as it wrote them), it is recorded as a cover at all.
-    mutating func explains(_ key: String, seqs: ClosedRange<UInt64>?, applied: Set<String>, own: Bool) -> Bool {
+    /// (whose events it applied as it wrote them), all the files logged as its inputs span them.
+    mutating func explains(_ key: String, seqs: ClosedRange<UInt64>?, applied appliedFiles: Set<String>, own: Bool) -> Bool {
         guard let seqs else { return false }
-        if let cover = finalCover(of: key), applied.contains(cover) { return true }
+        if let cover = finalCover(of: key), appliedFiles.contains(cover) { return true }
         guard let log, !log.isEmpty else { return false }
-        var spans: [ClosedRange<UInt64>] = []
-        var isCover = false
-        for (retired, cover) in log.coverOf where log.finalCover(of: retired) == key || cover == key {
-            isCover = true
-            if applied.contains(retired), let name = SegmentName(fileName: String(retired.dropFirst(33))) {
-                spans.append(name.firstSeq...name.lastSeq)
-            }
+        // The inputs logged for `key`: those applied here, and all of them (for this process's
+        // own replica, whose events it applied as it wrote them).
+        var applied: [ClosedRange<UInt64>] = []
+        var all: [ClosedRange<UInt64>] = []
+        for (retired, cover) in log.coverOf where cover == key || log.finalCover(of: retired) == key {
+            guard let name = SegmentName(fileName: String(retired.dropFirst(33))) else { continue }
+            all.append(name.firstSeq...name.lastSeq)
+            if appliedFiles.contains(retired) { applied.append(name.firstSeq...name.lastSeq) }
         }
-        if own && isCover { return true }
-        return SeqRanges(spans).containsAll(seqs)
+        // A cover holds exactly its inputs' events only over the seqs its inputs span: a file
+        // that also holds other seqs (sync retires for any file that covers) is read.
+        return SeqRanges(own ? all : applied).containsAll(seqs)
     }
 }

@@ -40,7 +40,7 @@ public struct CompactionPolicy: Sendable, Equatable {
                           groups[span].reduce(0) { $0 + $1.events })
             groups.replaceSubrange(span, with: [merged])
         }
-        func isSmall(_ index: Int) -> Bool { groups[index].events < largeFileEvents }
+        func isSmall(_ index: Int) -> Bool { groups[index].events < largeFileEvents / 2 }
         var changed = true
         while changed {
             changed = false
@@ -48,7 +48,13 @@ public struct CompactionPolicy: Sendable, Equatable {
             while start < groups.count {
                 var end = start + 1
                 let tier = Self.tier(groups[start].events)
-                while end < groups.count, isSmall(end), isSmall(start), Self.tier(groups[end].events) == tier { end += 1 }
+                var events = groups[start].events
+                // Never a group of `largeFileEvents` or more: a cover's size is bounded.
+                while end < groups.count, isSmall(end), isSmall(start), Self.tier(groups[end].events) == tier,
+                      events + groups[end].events < largeFileEvents {
+                    events += groups[end].events
+                    end += 1
+                }
                 if end - start >= fanIn {
                     merge(start..<end)
                     changed = true
@@ -59,7 +65,7 @@ public struct CompactionPolicy: Sendable, Equatable {
         }
         while groups.count > maxFilesPerChain {
             var best: Int?
-            for index in 0..<(groups.count - 1) where isSmall(index) && isSmall(index + 1) {
+            for index in 0..<(groups.count - 1) where groups[index].events + groups[index + 1].events < largeFileEvents {
                 let size = groups[index].events + groups[index + 1].events
                 if best.map({ size < groups[$0].events + groups[$0 + 1].events }) ?? true { best = index }
             }

@@ -46,6 +46,10 @@ public struct Compactor: Sendable {
     public let directory: JournalDirectory
     public var policy: CompactionPolicy
 
+    /// A cover is never larger than this (inputs' bytes): well below the 1 GiB bound on a
+    /// segment file (docs/FORMAT.md §12), and what one pass holds in memory.
+    public static let maxCoverBytes: Int64 = 256 << 20
+
     public init(directory: JournalDirectory, policy: CompactionPolicy = .standard) {
         self.directory = directory
         self.policy = policy
@@ -122,17 +126,30 @@ private struct ReplicaJob {
         report.bytesBefore += listed.reduce(0) { $0 + $1.size }
         // 1. Files another file covers: a cover whose inputs are still here (a run cut short),
         //    or one sync brought. The widest cover wins; of equal ranges the smaller name.
-        var redundant: [(file: JournalDirectory.SealedFile, cover: JournalDirectory.SealedFile)] = []
+        //    A cover that fails the check (a fork, a forged or quarantined file) does not block
+        //    the next candidate, and is not checked again by this process.
+        var redundant: [(file: JournalDirectory.SealedFile, covers: [JournalDirectory.SealedFile])] = []
         for file in files {
-            let covers = files.filter { Covering.covers($0.name, file.name) }
-            if let widest = covers.max(by: { Covering.widerFirst($1.name, $0.name) }) { redundant.append((file, widest)) }
+            let covers = files.filter { candidate in
+                Covering.covers(candidate.name, file.name)
+                    && index.entries[candidate.name.relativePath(in: replica)]?.valid != false
+                    && !Covering.isKnownNotToCover(candidate.name, file.name, replica: replica)
+            }
+            if !covers.isEmpty { redundant.append((file, covers.sorted { Covering.widerFirst($0.name, $1.name) })) }
         }
         var removed = Set<SegmentName>()
-        for (file, cover) in redundant where !dryRun {
-            if retireCovered(file, by: cover, index: &index, log: &log, report: &report) { removed.insert(file.name) }
+        for (file, covers) in redundant where !dryRun {
+            for cover in covers where !removed.contains(cover.name) {
+                if retireCovered(file, by: cover, index: &index, log: &log, report: &report) {
+                    removed.insert(file.name)
+                    break
+                }
+            }
         }
-        let redundantNames = Set(redundant.map(\.file.name))
-        files.removeAll { redundantNames.contains($0.name) }
+        // In a dry run, what would be retired; otherwise what was (a file whose every cover
+        // failed the check stays, and may still be compacted with its neighbours).
+        let gone = dryRun ? Set(redundant.map(\.file.name)) : removed
+        files.removeAll { gone.contains($0.name) }
         // 2. Chains: adjacent files (each starts right after the one before) that verified.
         files.sort { $0.name.firstSeq < $1.name.firstSeq }
         var chains: [[JournalDirectory.SealedFile]] = []
@@ -151,14 +168,13 @@ private struct ReplicaJob {
                 compact(Array(chain[run]), index: &index, log: &log, report: &report)
             }
         }
-        let after = directory.listSealed().sealed.filter { $0.replica == replica }
+        let after = dryRun ? [] : directory.listSealed(replica)
         report.filesAfter[replica] = dryRun
-            ? listed.count - report.covers.filter { $0.replica == replica }.reduce(0) { $0 + $1.inputs.count - 1 } - redundant.count
+            ? listed.count - report.covers.filter { $0.replica == replica }.reduce(0) { $0 + $1.inputs.count - 1 } - gone.count
             : after.count
         report.bytesAfter += dryRun
             ? listed.reduce(0) { $0 + $1.size } - report.covers.filter { $0.replica == replica }.reduce(0) { $0 + $1.bytesBefore }
             : after.reduce(0) { $0 + $1.size }
-        _ = removed
     }
 
     /// Appends to `local/covers`, read first if this run has not read it yet (most runs
@@ -206,6 +222,8 @@ private struct ReplicaJob {
             guard let seal = scan.seal, seal.publicKey == signer.key.publicKey, seal.role == signer.role,
                   FormatVersion.bodyCoding(header.version) == FormatV2.version
             else { return refused("sealed by another key or role than this journal's, which would have to vouch for the cover") }
+            // A forged seal naming this journal's key would otherwise come out of the cover signed.
+            guard Covering.sealVerifies(scan, replica: replica) else { return refused("its seal's signature does not verify") }
         } else if scan.seal != nil {
             return refused("a signed file in a journal without a key (it could not sign the cover)")
         }
@@ -220,6 +238,11 @@ private struct ReplicaJob {
         let events = inputs.reduce(0) { $0 + $1.scan.eventCount }
         var cover = CompactionReport.Cover(replica: replica, name: nil, seqRange: first...last, inputs: inputs.map(\.file.name),
                                            events: events, bytesBefore: bytesBefore, bytesAfter: 0)
+        guard bytesBefore <= Compactor.maxCoverBytes else {
+            report.problems.append(Problem(.ignored, file: inputs[0].file.path, replica: replica, seqRange: first...last,
+                                           reason: "not compacted: \(bytesBefore) bytes would exceed the cover bound of \(Compactor.maxCoverBytes)"))
+            return
+        }
         guard !dryRun else {
             report.covers.append(cover)
             return
@@ -251,9 +274,11 @@ private struct ReplicaJob {
             try appendToLog(entries, log: &log)
             let folder = try DirectoryHandle.open("replicas/" + replica.hex, beneath: directory.root)
             do { try folder.writeNewFileAtomically(name: name.fileName, bytes: bytes) } catch where error.isExists {}
-            // Read back: what is on disk under the name is what was verified.
+            // Read back: what is on disk under the name is what was verified. If it is not,
+            // the file is no cover (its inputs stay) and must not be left to be taken for one.
             if let problem = SegmentImporter.verifyFile(at: path, replica: replica, name: name) {
                 report.problems.append(problem)
+                try? folder.removeFile(name.fileName)
                 return
             }
             for input in inputs { try folder.removeFile(input.file.name.fileName) }
@@ -277,6 +302,7 @@ private struct ReplicaJob {
         switch Covering.check(file, by: cover, trust: trust) {
         case .failure(let problem):
             report.problems.append(problem)
+            Covering.noteNotCovering(cover.name, file.name, replica: replica)
             return false
         case .success(let entry):
             do throws(IOError) {
@@ -297,6 +323,19 @@ private struct ReplicaJob {
 
 /// The rules of covering (docs/FORMAT.md §16.1), shared by compaction and sync.
 public enum Covering {
+    /// Pairs found not to cover ("replica/cover name|file name"), in this process: names are
+    /// content hashes, so the answer holds for those bytes (until the trust list changes,
+    /// which only delays a retirement to the next process).
+    private static let notCovering = Locked<Set<String>>([])
+
+    static func isKnownNotToCover(_ cover: SegmentName, _ file: SegmentName, replica: ReplicaID) -> Bool {
+        notCovering.withLock { $0.contains(cover.relativePath(in: replica) + "|" + file.fileName) }
+    }
+
+    static func noteNotCovering(_ cover: SegmentName, _ file: SegmentName, replica: ReplicaID) {
+        notCovering.withLock { _ = $0.insert(cover.relativePath(in: replica) + "|" + file.fileName) }
+    }
+
     /// Whether a file named `cover` may cover one named `file` of the same replica: its range
     /// contains the other's and is wider, or equal with a smaller name (a total order, so two
     /// machines holding two covers of the same events keep the same one).
@@ -305,6 +344,13 @@ public enum Covering {
               cover.firstSeq <= file.firstSeq, file.lastSeq <= cover.lastSeq else { return false }
         if cover.firstSeq == file.firstSeq && cover.lastSeq == file.lastSeq { return cover.fileName < file.fileName }
         return true
+    }
+
+    /// Whether a file's seal record, if it has one, verifies (an unsigned file passes).
+    static func sealVerifies(_ scan: ScannedSegment, replica: ReplicaID) -> Bool {
+        guard let seal = scan.seal else { return true }
+        guard let contents = scan.sealedContents else { return false }
+        return SegmentSeal.verify(seal, contents: contents, replica: replica) == .valid
     }
 
     /// Orders candidate covers: wider range first, then smaller name.
@@ -335,6 +381,12 @@ public enum Covering {
         if let trust, trust.judge(coverScan, path: cover.path, replica: replica) != nil { return kept("the cover is quarantined") }
         guard fileScan.seal?.publicKey == coverScan.seal?.publicKey, fileScan.seal?.role == coverScan.seal?.role else {
             return kept("sealed by another key than the cover, so a machine that trusts one may not trust the other")
+        }
+        // Checked whatever the trust list says: a journal without one still must not retire a
+        // signed file for a cover whose seal only names the same key (a machine that trusts
+        // that key would quarantine the cover and lose the events).
+        guard sealVerifies(fileScan, replica: replica), sealVerifies(coverScan, replica: replica) else {
+            return kept("a seal's signature does not verify")
         }
         guard sameEvents([fileScan], as: coverScan, over: file.name.firstSeq...file.name.lastSeq) else {
             return .failure(Problem(.fork, file: file.path, replica: replica, seqRange: file.name.firstSeq...file.name.lastSeq,

@@ -29,6 +29,8 @@ public struct CoverLog: Sendable {
     /// "replica/retired name" → "replica/cover name".
     public private(set) var coverOf: [String: String] = [:]
     private(set) var lineCount = 0
+    /// Retired keys in the order their lines were written: a rewrite keeps the newest.
+    private var order: [String] = []
 
     public init() {}
 
@@ -45,6 +47,7 @@ public struct CoverLog: Sendable {
             while end < bytes.count && bytes[end] != UInt8(ascii: "\n") { end += 1 }
             if let (retired, cover) = parse(bytes[start..<end]) {
                 log.coverOf[retired] = cover
+                log.order.append(retired)
                 log.lineCount += 1
             }
             start = end + 1
@@ -100,7 +103,9 @@ public struct CoverLog: Sendable {
     public mutating func append(_ entries: [Entry], to directory: JournalDirectory) throws(IOError) {
         guard !entries.isEmpty else { return }
         for entry in entries {
-            coverOf[entry.retired.relativePath(in: entry.replica)] = entry.cover.relativePath(in: entry.replica)
+            let key = entry.retired.relativePath(in: entry.replica)
+            coverOf[key] = entry.cover.relativePath(in: entry.replica)
+            order.append(key)
         }
         lineCount += entries.count
         let path = Self.path(directory)
@@ -124,14 +129,19 @@ public struct CoverLog: Sendable {
         "\(entry.replica.hex) \(entry.retired.fileName) \(entry.cover.fileName)\n"
     }
 
-    /// Keeps `count` entries, those whose cover is reached last in the chains (any order is
-    /// correct: the log is a cache).
+    /// Keeps the newest `count` entries (those just appended among them): the files a sync
+    /// or a live board is likeliest to meet again.
     private mutating func rewriteNewest(_ count: Int, to path: String) throws(IOError) {
-        let kept = coverOf.sorted { $0.key > $1.key }.prefix(count)
-        coverOf = Dictionary(uniqueKeysWithValues: kept.map { ($0.key, $0.value) })
-        lineCount = coverOf.count
+        var kept: [String] = []
+        var seen = Set<String>()
+        for key in order.reversed() where kept.count < count && seen.insert(key).inserted { kept.append(key) }
+        kept.reverse()
+        coverOf = Dictionary(uniqueKeysWithValues: kept.compactMap { key in coverOf[key].map { (key, $0) } })
+        order = kept
+        lineCount = kept.count
         var text = Self.header + "\n"
-        for (retired, cover) in coverOf.sorted(by: { $0.key < $1.key }) {
+        for retired in kept {
+            guard let cover = coverOf[retired] else { continue }
             let replica = retired.prefix(32)
             text += "\(replica) \(retired.dropFirst(33)) \(cover.dropFirst(33))\n"
         }

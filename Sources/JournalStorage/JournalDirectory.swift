@@ -148,6 +148,16 @@ public struct JournalDirectory: Sendable {
         Self.listSealed(replicasPath: replicasPath)
     }
 
+    /// The sealed files of one replica (its folder alone is listed).
+    public func listSealed(_ replica: ReplicaID) -> [SealedFile] {
+        let folder = replicaPath(replica)
+        guard let entries = try? FileSystem.list(folder) else { return [] }
+        return entries.compactMap { entry in
+            guard entry.kind == .file, let name = SegmentName(fileName: entry.name) else { return nil }
+            return SealedFile(replica: replica, name: name, path: folder + "/" + entry.name, size: entry.size)
+        }
+    }
+
     /// Lists a `replicas/` tree without following symlinks. Only `<32 hex>/<canonical name>`
     /// regular files count; the rest is reported, never read.
     public static func listSealed(replicasPath: String) -> Listing {

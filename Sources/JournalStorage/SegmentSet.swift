@@ -49,10 +49,11 @@ public struct SegmentSet: Sendable {
         var listing = JournalDirectory.listSealed(replicasPath: replicasPath)
         set.problems.append(contentsOf: listing.ignored)
         var seen = Set<String>()
-        var vanished: [String] = []
         // A compaction retires files only once their cover has its final name (docs/FORMAT.md
-        // §16.2): a file listed and gone before it was read is covered by a file that a
-        // second listing finds.
+        // §16.2), but one listing is no snapshot: it may miss both a cover linked while it ran
+        // and an input removed before it got there. So the folder is listed again after the
+        // files were read, until a listing shows nothing new; a listed file gone before it was
+        // read is then covered by a file a later listing finds.
         for round in 0..<4 {
             for file in listing.sealed {
                 let key = file.name.relativePath(in: file.replica)
@@ -65,12 +66,10 @@ public struct SegmentSet: Sendable {
                 if set.problems.count > problemsBefore, set.problems[problemsBefore].kind == .unreadable,
                    !FileSystem.exists(file.path) {
                     set.problems.removeSubrange(problemsBefore...)
-                    vanished.append(key)
                 }
             }
-            guard !vanished.isEmpty else { break }
-            vanished.removeAll()
             listing = JournalDirectory.listSealed(replicasPath: replicasPath)
+            guard listing.sealed.contains(where: { !seen.contains($0.name.relativePath(in: $0.replica)) }) else { break }
         }
         set.members.append(contentsOf: open)
         return set

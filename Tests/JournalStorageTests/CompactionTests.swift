@@ -112,6 +112,12 @@ import Testing
         #expect(written <= 300_000 * 8)
         #expect(CompactionPolicy.everything.runs(eventCounts: [5, 9, 700, 3]) == [0..<4])
         #expect(policy.runs(eventCounts: [5]) == [])
+        // A cover stays below `largeFileEvents`: no run is planned that would cross it.
+        let big = CompactionPolicy.everything
+        #expect(big.runs(eventCounts: [600_000, 600_000]) == [])
+        for run in big.runs(eventCounts: Array(repeating: 262_144, count: 40)) {
+            #expect(run.count * 262_144 < big.largeFileEvents)
+        }
     }
 
     @Test func filesACoverAlreadyHoldsAreRetiredOnTheNextRun() throws {
@@ -173,5 +179,34 @@ import Testing
         _ = Compactor(directory: journal, policy: .everything).run()
         #expect(journal.listSealed().sealed.count == 1)
         #expect(Self.events(journal) == before)
+    }
+}
+
+@Suite(.ownThreads) struct CoverCheckTests {
+    @Test func aCoverWhoseSealOnlyNamesTheKeyRetiresNothing() throws {
+        // A stranger plants a wider file over a signed replica's seqs, with a seal record that
+        // names the replica's key but carries no valid signature. A journal without a trust
+        // list imports it; it must still never retire the signed files for it.
+        let temp = TemporaryDirectory("compact-forged-seal")
+        defer { temp.remove() }
+        let journal = try CompactionTests.journalOfSmallSegments(temp.path + "/j", files: 3, perFile: 10)
+        let replica = try journal.identity()
+        let key = try #require(journal.replicaKey())
+        var events = CompactionTests.events(journal)
+        let last = try #require(events.last)
+        events.append(Event(id: EventID(replica: replica, seq: last.id.seq + 1), lamport: last.lamport + 1, wallTime: 0,
+                            payload: .end(StrokeID(UUIDBits(high: 66, low: 66)))))
+        let contents = SegmentHeader(replica: replica, version: FormatV3.version).encoded()
+            + SegmentEncoder.blocks(events[...], version: FormatV2.version)
+        let forged = contents + SealRecord(role: .replica, publicKey: key.publicKey, signature: [UInt8](repeating: 7, count: 64)).encoded()
+        let name = SegmentName(firstSeq: 1, lastSeq: last.id.seq + 1, contents: forged)
+        try FileSystem.writeAtomically(forged, to: journal.segmentPath(replica, name))
+
+        let report = Compactor(directory: journal).run()
+        #expect(report.retired.allSatisfy { $0.cover != name })
+        #expect(report.problems.contains { $0.reason.contains("signature") })
+        // The signed files, or a cover of them sealed by the journal's key, still hold every event.
+        let signed = journal.listSealed().sealed.filter { $0.name != name }
+        #expect(signed.reduce(0) { $0 + SegmentScanner.scan(path: $1.path, sealed: true).eventCount } == 30)
     }
 }
