@@ -24,6 +24,9 @@ public final class SyncWatch: Sendable {
         public var seal: Bool
         /// Compact before publishing (`SyncEngine.sync`).
         public var compact: Bool
+        /// How long the journal's lock must stay taken before the loop says it is skipping
+        /// rounds: a writer's background compaction holds it for moments.
+        public var busyQuietSeconds: Double = 2
         /// Start a board at a folder target that is missing or foreign: on the first round only,
         /// so that an unmounted USB stick later is waited for, not replaced by a new board.
         public var create: Bool
@@ -164,7 +167,7 @@ public final class SyncWatch: Sendable {
                     // Said once the lock stays taken: a writer's compaction holds it for moments.
                     let now = ProcessInfoLite.monotonicSeconds()
                     if busySince == nil { busySince = now }
-                    if !wasBusy, now - (busySince ?? now) >= Self.busyQuietSeconds {
+                    if !wasBusy, now - (busySince ?? now) >= options.busyQuietSeconds {
                         say(.busy(pid: pid))
                         wasBusy = true
                     }
@@ -221,9 +224,6 @@ public final class SyncWatch: Sendable {
     /// in place on a network file system changes no folder's modification time, and damaged
     /// copies are moved aside only once they have sat for a minute.
     static let fullRoundEvery = 60.0
-
-    /// How long the lock must stay taken before the loop says it is skipping rounds.
-    static let busyQuietSeconds = 2.0
 
     /// What changes when a round has something to do, read with a few `stat`s instead of a
     /// round's listings and caches: each `replicas/` folder and each replica folder in it

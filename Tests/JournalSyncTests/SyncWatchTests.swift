@@ -161,7 +161,9 @@ import Testing
         // Another sync's lock (flock excludes two descriptors of one process too).
         let lock = try FileDescriptor.open(alice.journal.localPath + "/sync.lock", .readWrite)
         try lock.tryLockExclusive()
-        let running = Running(alice.journal, .directory(shared), SyncWatch.Options(interval: 0.2, create: true))
+        var options = SyncWatch.Options(interval: 0.2, create: true)
+        options.busyQuietSeconds = 0
+        let running = Running(alice.journal, .directory(shared), options)
         #expect(await within(40) { running.events == ["busy"] } != nil, "\(running.events)")
         // Said once, however many rounds were skipped.
         try await Task.sleep(nanoseconds: 600_000_000)
