@@ -1,12 +1,14 @@
-/// Which runs of a replica's sealed files to rewrite as one (docs/FORMAT.md §16.4): size-tiered,
+/// Which runs of a replica's sealed files to rewrite as one (docs/FORMAT.md §16.5): size-tiered,
 /// so that each event is rewritten a logarithmic number of times and a replica keeps a
 /// logarithmic number of files.
 ///
-/// A file's tier is `⌊log₄(events)⌋`. Whenever `fanIn` adjacent files (in seq order) share a
-/// tier they become one file of a higher tier; a chain that still has more than
+/// Whenever `fanIn` or more adjacent files (in seq order) are of similar size (the largest at
+/// most 4 times the smallest) they become one; a chain that still has more than
 /// `maxFilesPerChain` files has its smallest adjacent pair merged until it has no more. Merges
 /// are planned on event counts alone, and merges of merges collapse into one run of the
-/// original files, so a plan writes each event at most once.
+/// original files, so a plan writes each event at most once. (Fixed tiers such as
+/// `⌊log₄(events)⌋` never merged a relay's seals of about 1,000 events each: they straddle a
+/// tier boundary, and no four adjacent ones shared a tier.)
 public struct CompactionPolicy: Sendable, Equatable {
     public var fanIn: Int
     public var maxFilesPerChain: Int
@@ -24,12 +26,8 @@ public struct CompactionPolicy: Sendable, Equatable {
     /// `journal compact`: every chain of small files becomes one file.
     public static let everything = CompactionPolicy(fanIn: 2, maxFilesPerChain: 1)
 
-    static func tier(_ events: Int) -> Int {
-        var tier = 0
-        var size = max(1, events)
-        while size >= 4 { size /= 4; tier += 1 }
-        return tier
-    }
+    /// Files whose event counts are within this factor of each other are of one size class.
+    static let similarity = 4
 
     /// The runs of `eventCounts` (the files of one chain: adjacent, in seq order) to merge,
     /// as index ranges of two or more files each.
@@ -47,12 +45,14 @@ public struct CompactionPolicy: Sendable, Equatable {
             var start = 0
             while start < groups.count {
                 var end = start + 1
-                let tier = Self.tier(groups[start].events)
-                var events = groups[start].events
-                // Never a group of `largeFileEvents` or more: a cover's size is bounded.
-                while end < groups.count, isSmall(end), isSmall(start), Self.tier(groups[end].events) == tier,
-                      events + groups[end].events < largeFileEvents {
-                    events += groups[end].events
+                var smallest = groups[start].events, largest = smallest, events = smallest
+                // Adjacent files of similar size (within `similarity`), never a group of
+                // `largeFileEvents` or more: a cover's size is bounded.
+                while end < groups.count, isSmall(start), isSmall(end) {
+                    let next = groups[end].events
+                    let low = min(smallest, next), high = max(largest, next)
+                    guard high <= Self.similarity * max(1, low), events + next < largeFileEvents else { break }
+                    (smallest, largest, events) = (low, high, events + next)
                     end += 1
                 }
                 if end - start >= fanIn {
@@ -60,7 +60,7 @@ public struct CompactionPolicy: Sendable, Equatable {
                     changed = true
                     break
                 }
-                start = end
+                start += 1
             }
         }
         while groups.count > maxFilesPerChain {

@@ -112,6 +112,10 @@ import Testing
         #expect(written <= 300_000 * 8)
         #expect(CompactionPolicy.everything.runs(eventCounts: [5, 9, 700, 3]) == [0..<4])
         #expect(policy.runs(eventCounts: [5]) == [])
+        // A relay's seals of about 1,000 events each (they straddle 4⁵ = 1,024) are merged.
+        #expect(policy.runs(eventCounts: [987, 1038, 1167, 960, 1046, 1123]) == [0..<6])
+        // Sizes far apart are not: a small file is never rewritten into a much larger one.
+        #expect(policy.runs(eventCounts: [100_000, 300, 300, 300]) == [])
         // A cover stays below `largeFileEvents`: no run is planned that would cross it.
         let big = CompactionPolicy.everything
         #expect(big.runs(eventCounts: [600_000, 600_000]) == [])
