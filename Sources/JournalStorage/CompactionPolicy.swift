@@ -1,9 +1,11 @@
+import JournalFormat
+
 /// Which runs of a replica's sealed files to rewrite as one (docs/FORMAT.md §16.5): size-tiered,
 /// so that each event is rewritten a logarithmic number of times and a replica keeps a
 /// logarithmic number of files.
 ///
 /// Whenever `fanIn` or more adjacent files (in seq order) are of similar size (the largest at
-/// most 4 times the smallest) they become one; a chain that still has more than
+/// most 4 times the smallest, counting files under 4,096 events as 4,096) they become one; a chain that still has more than
 /// `maxFilesPerChain` files has its smallest adjacent pair merged until it has no more. Merges
 /// are planned on event counts alone, and merges of merges collapse into one run of the
 /// original files, so a plan writes each event at most once. (Fixed tiers such as
@@ -29,6 +31,11 @@ public struct CompactionPolicy: Sendable, Equatable {
     /// Files whose event counts are within this factor of each other are of one size class.
     static let similarity = 4
 
+    /// The size a file counts as: below `FormatV1.sealedBlockMinimumEvents` all files are alike,
+    /// since their blocks are re-encoded whatever their neighbours (a relay seals files of a few
+    /// events between ones of a thousand, and a size ratio alone kept those apart).
+    static func sizeClass(_ events: Int) -> Int { max(events, FormatV1.sealedBlockMinimumEvents) }
+
     /// The runs of `eventCounts` (the files of one chain: adjacent, in seq order) to merge,
     /// as index ranges of two or more files each.
     public func runs(eventCounts: [Int]) -> [Range<Int>] {
@@ -45,13 +52,13 @@ public struct CompactionPolicy: Sendable, Equatable {
             var start = 0
             while start < groups.count {
                 var end = start + 1
-                var smallest = groups[start].events, largest = smallest, events = smallest
+                var smallest = Self.sizeClass(groups[start].events), largest = smallest, events = groups[start].events
                 // Adjacent files of similar size (within `similarity`), never a group of
                 // `largeFileEvents` or more: a cover's size is bounded.
                 while end < groups.count, isSmall(start), isSmall(end) {
                     let next = groups[end].events
-                    let low = min(smallest, next), high = max(largest, next)
-                    guard high <= Self.similarity * max(1, low), events + next < largeFileEvents else { break }
+                    let low = min(smallest, Self.sizeClass(next)), high = max(largest, Self.sizeClass(next))
+                    guard high <= Self.similarity * low, events + next < largeFileEvents else { break }
                     (smallest, largest, events) = (low, high, events + next)
                     end += 1
                 }
