@@ -248,7 +248,8 @@ private struct ReplicaJob {
             return
         }
         let version = inputs[0].scan.header?.version ?? FormatVersion.current
-        var builder = SealedSegmentBuilder(replica: replica, bodyVersion: FormatVersion.bodyCoding(version), signer: signer)
+        var builder = SealedSegmentBuilder(replica: replica, bodyVersion: FormatVersion.bodyCoding(version), signer: signer,
+                                           copyingBlocksOf: FormatV1.sealedBlockTargetEvents / 2)
         for input in inputs {
             if let problem = builder.add(input.scan) {
                 report.problems.append(problem)

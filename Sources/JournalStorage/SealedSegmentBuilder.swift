@@ -17,9 +17,16 @@ struct SealedSegmentBuilder {
     private(set) var bytes: [UInt8]
     private var smallRun: [Event] = []
     private let signer: SealSigner?
+    /// Blocks of at least this many events are copied as they are; smaller ones re-encoded.
+    private let copiedBlockMinimumEvents: Int
 
     /// `signer`: the output is a version 3 file sealed by it (its bodies coded as version 2).
-    init(replica: ReplicaID, bodyVersion: UInt16, signer: SealSigner?) {
+    /// `copyingBlocksOf`: sealing copies what the writer compressed at the sealing level
+    /// (`FormatV1.sealedBlockMinimumEvents`); compaction copies only blocks of at least half
+    /// the target size, so that covers of covers end in blocks as large as a batch's.
+    init(replica: ReplicaID, bodyVersion: UInt16, signer: SealSigner?,
+         copyingBlocksOf copiedBlockMinimumEvents: Int = FormatV1.sealedBlockMinimumEvents) {
+        self.copiedBlockMinimumEvents = copiedBlockMinimumEvents
         self.replica = replica
         self.bodyVersion = bodyVersion
         self.signer = signer
@@ -30,7 +37,7 @@ struct SealedSegmentBuilder {
     /// `bodyVersion`). The failure names the block whose body does not decode.
     mutating func add(_ scan: ScannedSegment) -> Problem? {
         for block in scan.blocks {
-            if block.frame.eventCount >= FormatV1.sealedBlockMinimumEvents {
+            if block.frame.eventCount >= copiedBlockMinimumEvents {
                 flushSmallRun()
                 bytes += scan.bytes[block.offset..<(block.offset + block.frame.totalLength)]
                 continue
