@@ -67,7 +67,12 @@ public final class HostedReplicaWriter {
     public var openSegmentPath: String { sink.openPath }
 
     /// Opens (or creates) the open segment of `replica` in `directory`, recovering it.
-    public init(directory: JournalDirectory, replica: ReplicaID, sealEveryEvents: Int = 1 << 16) throws(JournalError) {
+    /// After each seal, compact the replica's sealed files in the background (`BackgroundCompaction`).
+    private let automaticCompaction: Bool
+
+    public init(directory: JournalDirectory, replica: ReplicaID, sealEveryEvents: Int = 1 << 16,
+                automaticCompaction: Bool = true) throws(JournalError) {
+        self.automaticCompaction = automaticCompaction
         guard (try? directory.identity()) != replica else {
             throw .notHostable("replica \(replica.hex) is this journal's own: only its writer writes it")
         }
@@ -127,7 +132,7 @@ public final class HostedReplicaWriter {
         if let error = outcome.error { throw error }
         if let name = outcome.sealedName {
             sealed.append(name)
-            BackgroundCompaction.request(directory, replica: replica)
+            if automaticCompaction { BackgroundCompaction.request(directory, replica: replica) }
         }
         // The events are durable whether or not the seal that followed could be written.
         if let problem = outcome.sealProblem { sealProblem = problem.value }
@@ -142,7 +147,7 @@ public final class HostedReplicaWriter {
             let name = try sink.seal()
             if name != nil {
                 lastOpenSeq = nil
-                BackgroundCompaction.request(directory, replica: replica)
+                if automaticCompaction { BackgroundCompaction.request(directory, replica: replica) }
             }
             sealProblem = nil
             return name

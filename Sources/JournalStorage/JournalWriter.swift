@@ -395,7 +395,7 @@ public final class JournalWriter {
             // the caller is told (`sealFailed`), and the next writer or sync seals it.
             try seal()
         }
-        if options.automaticCompaction && compactionRequested { BackgroundCompaction.waitUntilIdle() }
+        if options.automaticCompaction && compactionRequested { BackgroundCompaction.waitUntilIdle(directory) }
     }
 
     // MARK: Opening and recovery

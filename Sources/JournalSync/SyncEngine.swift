@@ -198,6 +198,14 @@ public struct SyncEngine {
             for (number, file) in wanted.enumerated() {
                 progress?("importing \(number + 1)/\(wanted.count)")
                 guard let path = paths[file.relativePath], FileSystem.exists(path) else {
+                    // Another machine may have cleaned the folder beside a cover (docs/SYNC.md,
+                    // "Covers"): then the cover is there, and the next sync fetches it.
+                    if case .segment(let name) = file.classification, let folder = transport.localFolder,
+                       JournalDirectory(root: FileSystem.parent(of: folder)).listSealed(file.replica)
+                           .contains(where: { Covering.covers($0.name, name) }) {
+                        report.replicas[report.state(file.replica)].coveredSegments += 1
+                        continue
+                    }
                     report.rejected.append(Problem(.unreadable, file: shown(file), replica: file.replica,
                                                    reason: "vanished before it could be copied"))
                     continue

@@ -24,7 +24,7 @@ extension JournalCommand {
         @OptionGroup var options: JournalOptions
         @Flag(help: "Say what would be rewritten; change nothing.")
         var dryRun = false
-        @Flag(help: "Print one JSON object: {\"dryRun\",\"covers\":[…],\"retired\",\"replicas\":[…],\"bytesBefore\",\"bytesAfter\",\"problems\":[…],\"milliseconds\"}.")
+        @Flag(help: "Print one JSON object: {\"dryRun\",\"covers\":[…],\"retired\",\"replicas\":[…],\"bytesBefore\",\"bytesAfter\" (null in a dry run),\"problems\":[…],\"milliseconds\"}.")
         var json = false
 
         func run() throws {
@@ -58,8 +58,11 @@ extension JournalCommand {
             if report.covers.isEmpty && redundant == 0 {
                 out += "nothing to compact: \(Wording.counted(before, "sealed segment")) written here\n"
             } else {
-                out += (report.dryRun ? "would leave " : "now ") + "\(Wording.counted(after, "sealed segment")) written here (was \(before)), "
-                    + "\(report.bytesAfter) bytes (was \(report.bytesBefore)), in \(formatSeconds(report.seconds))\n"
+                // A dry run writes no cover, so it cannot tell the bytes after.
+                out += report.dryRun
+                    ? "would leave \(Wording.counted(after, "sealed segment")) written here (was \(before))\n"
+                    : "now \(Wording.counted(after, "sealed segment")) written here (was \(before)), "
+                        + "\(report.bytesAfter) bytes (was \(report.bytesBefore)), in \(formatSeconds(report.seconds))\n"
             }
             return out
         }
@@ -88,7 +91,7 @@ extension JournalCommand {
                 return item
             })
             object.add("bytesBefore", report.bytesBefore)
-            object.add("bytesAfter", report.bytesAfter)
+            object.add("bytesAfter", report.dryRun ? nil : Optional(report.bytesAfter))
             object.add("problems", objects: report.problems.map(\.json))
             object.add("milliseconds", Int((report.seconds * 1000).rounded()))
             return object.text + "\n"
