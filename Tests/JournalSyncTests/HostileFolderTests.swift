@@ -20,7 +20,7 @@ import Testing
     /// Everything under `path`, by relative name (an empty folder gives []).
     func contents(_ path: String) -> [String] { snapshot(path).keys.sorted() }
 
-    // MARK: Finding 5: writes through a symlink
+    // MARK: Nothing is written through a symlink
 
     @Test func publishingRefusesASymlinkedReplicaFolderOfTheTarget() async throws {
         let temp = TemporaryDirectory("hostile-publish")
@@ -97,7 +97,7 @@ import Testing
                 "\(report.rejected)")
     }
 
-    // MARK: Finding 6: FIFOs and symlinks under segment names
+    // MARK: FIFOs and symlinks under segment names are reported, never opened or followed
 
     @Test func aFIFOAndASymlinkUnderSegmentNamesAreReportedAndSyncFinishes() async throws {
         let temp = TemporaryDirectory("hostile-fifo")
