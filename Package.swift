@@ -168,6 +168,7 @@ let package = Package(
         .target(
             name: "JournalTestSupport", dependencies: ["JournalFormat", "JournalPlatform"], path: "Tests/Support",
             swiftSettings: strict),
+        .testTarget(name: "JournalPlatformTests", dependencies: ["JournalPlatform", "JournalTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "JournalFormatTests",
             dependencies: ["JournalFormat", "JournalCompression", "JournalPlatform", "JournalTestSupport"],

@@ -1,3 +1,4 @@
+import Dispatch
 import JournalFormat
 import JournalPlatform
 import JournalReplay
@@ -92,13 +93,19 @@ public struct BoardUpdate: Sendable, Equatable {
 
 /// A journal open for live drawing: the object an app holds.
 ///
-/// Threading (see README, "Live boards"):
+/// Threading (see README, "Live boards", and docs/LIVE.md, "The committer"):
 /// - `append` runs on the caller's thread and never touches the disk: it assigns the
 ///   event's id and clock, folds it into the in-memory drawing and queues it.
-/// - A committer thread makes queued events durable in groups (`commitDelayMilliseconds`)
-///   and seals the open segment when the user pauses; `flush()` awaits that.
-/// - A watcher thread waits for new segment files (inotify; a timed rescan elsewhere) and an
-///   integrator thread reads them outside the lock, then folds them in under it.
+/// - One committer owns every writer of the folder: the board's own replica and the replicas
+///   it hosts (`HostedReplicas`, a relay's native clients). Its thread is a deadline loop
+///   (`WorkerThread.submit(at:)`): one group commit for all of them (`commitDelayMilliseconds`),
+///   one seal policy (after a pause, at an age, at a size), compaction requested after each
+///   seal, one failure path; `flush()` awaits it.
+/// - A watcher thread waits for new segment files (inotify; the committer's timed rescan
+///   elsewhere) and an integrator thread reads them outside the lock, then folds them in
+///   under it.
+/// - What happened is published once, to observers (`observe`): durable seqs, hosted rounds,
+///   events sync brought (as decoded), seals and compactions.
 /// - Every piece of shared state lives in one `Locked` value; each lock is held for
 ///   in-memory work only (the seal and the fsync run outside it).
 public final class Board: Sendable {
@@ -108,11 +115,15 @@ public final class Board: Sendable {
     /// What opening the journal found and repaired (a torn tail cut, a copied folder).
     public let recovery: RecoveryReport
     private let state: Locked<State>
+    /// The committer: group commits, seals and the deadlines that start them.
     private let committer = WorkerThread()
-    private let timer = WorkerThread()
     private let integrator = WorkerThread()
     private let watcherThread = WorkerThread()
     private let watcher: FolderWatcher?
+    /// The replicas this board stores for others (a relay's native clients), committed here.
+    package let hosted: HostedReplicas
+    private let observers = Locked<[Int: @Sendable (JournalActivity) -> Void]>([:])
+    private let nextObserver = Locked(0)
     /// A test's fault hook where the board was opened: the committer's writes and fsyncs run
     /// on a thread of the board's own, which the test's task-local hook does not reach.
     private let faultHook = FaultInjection.current
@@ -143,8 +154,13 @@ public final class Board: Sendable {
         /// A reload is reading the files: own events must stay in `ownTail`, and no seal may
         /// start, until it is done.
         var reloading = false
-        /// A seal is being written: a reload waits for it.
+        /// A seal is being written: a reload waits for it (`sealEnded`).
         var sealInFlight = false
+        var sealEnded: [DispatchSemaphore] = []
+        /// When the committer looks at the hosted files next (seal, close), if it will.
+        var hostedCheckAt: Double?
+        /// A compaction was asked for: close waits for it.
+        var compactionRequested = false
         /// A seal was due during a reload: it runs when the reload is done.
         var sealDeferred = false
         /// Sealed files this board wrote ("replica/name"): its own events, already folded.
@@ -163,11 +179,13 @@ public final class Board: Sendable {
         self.directory = directory
         self.options = options
         // The board decides when to commit; the writer never flushes on its own.
+        // Compaction too: the committer asks for it after each seal, of every replica it writes.
         let writer = try JournalWriter(directory: directory, options: WriterOptions(
             flushEveryEvents: Int.max, flushIntervalMilliseconds: nil, sealEveryEvents: options.sealEveryEvents,
-            sealOnClose: true, automaticCompaction: options.automaticCompaction))
+            sealOnClose: true, automaticCompaction: false))
         replica = writer.replica
         recovery = writer.recovery
+        hosted = HostedReplicas(directory: directory, options: options)
         let (live, _) = LiveReplay.load(directory, hostedSegments: false, keepsDrawing: options.keepsDrawing)
         state = Locked(State(writer: writer, live: live, durableSeq: writer.durableSeq))
         if options.watchForSegments {
@@ -178,6 +196,7 @@ public final class Board: Sendable {
         } else {
             watcher = nil
         }
+        requestCompaction(of: replica)
     }
 
     deinit {
@@ -317,14 +336,103 @@ public final class Board: Sendable {
         }
     }
 
+    // MARK: Observers
+
+    /// Calls `handler` with everything that happens to the journal from now on
+    /// (`JournalActivity`), until `stopObserving`. It runs on the committer thread (durable
+    /// seqs, hosted rounds, seals), the integrator thread (events sync brought, reloads) or the
+    /// compaction thread, with no lock of the board held, in the order each thread saw things:
+    /// keep it short, for the thread's next commit or integration waits for it. Nothing is
+    /// buffered and nothing is dropped, which is what a follower that must not miss an event
+    /// needs (an app that redraws wants `updates`).
+    @discardableResult
+    public func observe(_ handler: @escaping @Sendable (JournalActivity) -> Void) -> Int {
+        let token = nextObserver.withLock { next -> Int in
+            next += 1
+            return next
+        }
+        observers.withLock { $0[token] = handler }
+        return token
+    }
+
+    public func stopObserving(_ token: Int) {
+        _ = observers.withLock { $0.removeValue(forKey: token) }
+    }
+
+    private func publish(_ activity: JournalActivity) {
+        let handlers = observers.withLock { Array($0.values) }
+        for handler in handlers { handler(activity) }
+    }
+
+    // MARK: Hosted replicas
+
+    /// Stores `events` of a hosted replica (checked by the caller: consecutive runs that follow
+    /// what the journal holds) in the next group commit, as one batch of `submitter`'s; the
+    /// round is published as `.hosted` once durable (or failed).
+    package func host(_ events: [Event], of replica: ReplicaID, from submitter: Int) throws(JournalError) {
+        guard try hosted.stage(events, of: replica, from: submitter) else { return }
+        let schedule = state.withLock { state -> Bool in
+            defer { state.commitScheduled = true }
+            return !state.commitScheduled
+        }
+        if schedule { scheduleCommitJob(delayed: true) }
+    }
+
+    /// Takes over hosted open segments a previous run left, sealing them (before the board
+    /// takes connections). Returns the seqs found in them: durable, so held.
+    package func recoverHostedLeftovers() -> [ReplicaID: SeqRanges] {
+        let (found, sealed) = hosted.recoverLeftovers()
+        for replica in sealed { requestCompaction(of: replica) }
+        return found
+    }
+
+    /// Looks at the hosted files when the next of them is due to be sealed or closed.
+    private func scheduleHostedCheck(at due: Double) {
+        let schedule = state.withLock { state -> Bool in
+            guard !state.closed, state.hostedCheckAt.map({ due < $0 }) ?? true else { return false }
+            state.hostedCheckAt = due
+            return true
+        }
+        guard schedule else { return }
+        committer.submit(at: due) { [weak self] in
+            guard let self else { return }
+            let now = ProcessInfoLite.monotonicSeconds()
+            let scheduled = self.state.withLock { state -> Bool in
+                // Superseded by an earlier check, or the board closed: that one (or close) does it.
+                guard !state.closed, let at = state.hostedCheckAt, at <= now else { return false }
+                state.hostedCheckAt = nil
+                return true
+            }
+            guard scheduled else { return }
+            let (sealed, next) = FaultInjection.withThreadHook(self.faultHook) { self.hosted.sealDue(now: now) }
+            self.afterHostedSeals(sealed)
+            if let next { self.scheduleHostedCheck(at: next) }
+        }
+    }
+
+    private func afterHostedSeals(_ sealed: [SealedSegment]) {
+        guard !sealed.isEmpty else { return }
+        publish(.sealed(sealed))
+        for replica in Set(sealed.map(\.replica)) { requestCompaction(of: replica) }
+    }
+
+    /// After a seal, and once at open: the committer is the folder's one compaction scheduler.
+    private func requestCompaction(of replica: ReplicaID) {
+        guard options.automaticCompaction else { return }
+        state.withLock { $0.compactionRequested = true }
+        BackgroundCompaction.request(directory, replica: replica) { [weak self] report in
+            guard !report.covers.isEmpty || !report.retired.isEmpty else { return }
+            self?.publish(.compacted(report))
+        }
+    }
+
     // MARK: Durability (the committer thread)
 
     private func scheduleCommitJob(delayed: Bool) {
         let delay = delayed ? options.commitDelayMilliseconds : 0
-        committer.submit { [weak self] in
-            if delay > 0 { ProcessInfoLite.sleep(milliseconds: delay) }
-            self?.commit(seal: false)
-        }
+        let job: @Sendable () -> Void = { [weak self] in self?.commit(seal: false) }
+        // A deadline on the committer's loop, not a sleep on it: a seal due meanwhile runs.
+        if delay == 0 || !committer.submit(after: Double(delay) / 1000, job) { committer.submit(job) }
     }
 
     /// Makes what is pending durable (and seals, when asked or when the open segment is
@@ -356,13 +464,21 @@ public final class Board: Sendable {
             }
         }
         failed.notifyAll()
-        guard let ticket else { return }
         // The fsync (and a seal) happen here, with the lock free: appends go on meanwhile.
-        ticket.run()
+        ticket?.run()
+        // The hosted replicas' events of the same window: one group commit for the folder.
+        let hostedCommit = hosted.hasStaged ? hosted.commitStaged() : nil
+        if let hostedCommit { finishHosted(hostedCommit.round, sealed: hostedCommit.sealed) }
+        guard let ticket else { return }
         var due = DueWaiters()
-        let (again, idle, sealed) = state.withLock { state -> (Bool, Bool, Bool) in
-            guard let writer = state.writer else { return (false, false, false) }
-            if sealing { state.sealInFlight = false }
+        let (again, idle, sealed, durable) = state.withLock { state -> (Bool, Bool, [SealedSegment], UInt64) in
+            guard let writer = state.writer else { return (false, false, [], 0) }
+            var sealEnded: [DispatchSemaphore] = []
+            if sealing {
+                state.sealInFlight = false
+                swap(&sealEnded, &state.sealEnded)
+            }
+            defer { for waiter in sealEnded { waiter.signal() } }
             do throws(JournalError) {
                 try writer.finishFlush(ticket)
                 state.durableSeq = max(state.durableSeq, ticket.throughSeq)
@@ -387,14 +503,34 @@ public final class Board: Sendable {
             if again { state.commitScheduled = true }
             let idle = options.sealAfterIdleMilliseconds != nil && !state.idleSealScheduled && !sealing
             if idle { state.idleSealScheduled = true }
-            return (again, idle, !names.isEmpty)
+            return (again, idle, names.map { SealedSegment(replica: replica, name: $0) }, state.failure == nil ? state.durableSeq : 0)
         }
         due.notifyAll()
+        if durable > 0 { publish(.durable(throughSeq: durable)) }
         if again { scheduleCommitJob(delayed: false) }
         if idle, let wait = options.sealAfterIdleMilliseconds { scheduleIdleSeal(after: wait) }
-        // A look at the journal right away: the watcher may have woken before the name was
-        // known, and the file was then left for later.
-        if sealed { integrator.submit { [weak self] in _ = self?.integrateNewSegments() } }
+        if !sealed.isEmpty {
+            publish(.sealed(sealed))
+            requestCompaction(of: replica)
+            // A look at the journal right away: the watcher may have woken before the name was
+            // known, and the file was then left for later.
+            integrator.submit { [weak self] in _ = self?.integrateNewSegments() }
+        }
+    }
+
+    /// A hosted round is durable (or failed): the clock follows it (invariant 4), it is
+    /// published, and the files' next seal or close is scheduled.
+    private func finishHosted(_ round: HostedRound, sealed: [SealedSegment]) {
+        if let newest = round.stored.values.joined().map(\.lamport).max() {
+            state.withLock { $0.writer?.observe(lamport: newest) }
+        }
+        publish(.hosted(round))
+        afterHostedSeals(sealed)
+        if !round.stored.isEmpty {
+            let (more, next) = hosted.sealDue(now: ProcessInfoLite.monotonicSeconds())
+            afterHostedSeals(more)
+            if let next { scheduleHostedCheck(at: next) }
+        }
     }
 
     /// Waiters whose events are durable (or failed), taken out under the lock and notified
@@ -424,61 +560,63 @@ public final class Board: Sendable {
     }
 
     /// Seals the open segment after a pause in drawing, or once its oldest event is
-    /// `sealAfterMilliseconds` old, so that sync can publish it.
+    /// `sealAfterMilliseconds` old, so that sync can publish it: a deadline on the committer's
+    /// loop, moved on while drawing goes on.
     private func scheduleIdleSeal(after idleMilliseconds: Int) {
         let idle = Double(idleMilliseconds) / 1000
         let maxAge = options.drawSealAge()
-        timer.submit { [weak self] in
-            while let self {
-                enum Next: Sendable { case wait(Double), seal, done }
-                let next = self.state.withLock { state -> Next in
-                    guard !state.closed, (state.writer?.unsealedEvents ?? 0) > 0 || state.unsealedSince != nil else {
-                        state.idleSealScheduled = false
-                        return .done
-                    }
-                    let now = ProcessInfoLite.monotonicSeconds()
-                    let since = state.unsealedSince ?? now
-                    let due = min(state.lastAppend + idle, since + maxAge)
-                    guard due <= now else { return .wait(due - now) }
-                    state.idleSealScheduled = false
-                    return .seal
-                }
-                switch next {
-                case .done: return
-                case .seal:
-                    self.committer.submit { [weak self] in self?.commit(seal: true) }
-                    return
-                case .wait(let seconds):
-                    // In slices, so that `close()` does not wait out a whole pause.
-                    ProcessInfoLite.sleep(milliseconds: max(1, min(100, Int((seconds * 1000).rounded(.up)))))
-                }
+        committer.submit { [weak self] in self?.idleSealCheck(idle: idle, maxAge: maxAge) }
+    }
+
+    private func idleSealCheck(idle: Double, maxAge: Double) {
+        enum Next: Sendable { case wait(Double), seal, done }
+        let next = state.withLock { state -> Next in
+            guard !state.closed, (state.writer?.unsealedEvents ?? 0) > 0 || state.unsealedSince != nil else {
+                state.idleSealScheduled = false
+                return .done
             }
+            let now = ProcessInfoLite.monotonicSeconds()
+            let since = state.unsealedSince ?? now
+            let due = min(state.lastAppend + idle, since + maxAge)
+            guard due <= now else { return .wait(due) }
+            state.idleSealScheduled = false
+            return .seal
+        }
+        switch next {
+        case .done: return
+        case .seal: commit(seal: true)
+        case .wait(let due):
+            let queued = committer.submit(at: due) { [weak self] in self?.idleSealCheck(idle: idle, maxAge: maxAge) }
+            if !queued { state.withLock { $0.idleSealScheduled = false } }
         }
     }
 
     // MARK: Segments from other machines (the watcher and integrator threads)
 
     private func startWatching() {
-        let watcher = self.watcher
+        guard let watcher else {
+            // No notifications (inotify exhausted, or not Linux): the timed rescan alone.
+            scheduleRescan()
+            return
+        }
         let interval = options.rescanIntervalSeconds
         watcherThread.submit { [weak self] in
             while true {
-                if let watcher {
-                    guard watcher.wait(timeoutSeconds: interval) != .stopped else { return }
-                    watcher.rescan()
-                } else {
-                    // No notifications (inotify exhausted, or not Linux): the timed rescan
-                    // alone, in slices so that `close()` is not kept waiting.
-                    var slept = 0.0
-                    while slept < interval {
-                        ProcessInfoLite.sleep(milliseconds: 100)
-                        slept += 0.1
-                        guard let board = self, !board.state.withLock({ $0.closed }) else { return }
-                    }
-                }
+                // A wait on the watcher's descriptor, which `close()` (through `stop()`) ends.
+                guard watcher.wait(timeoutSeconds: interval) != .stopped else { return }
+                watcher.rescan()
                 guard let board = self, !board.state.withLock({ $0.closed }) else { return }
                 board.integrator.submit { [weak board] in _ = board?.integrateNewSegments() }
             }
+        }
+    }
+
+    /// A look at the folder every `rescanIntervalSeconds`, a deadline on the committer's loop.
+    private func scheduleRescan() {
+        committer.submit(after: options.rescanIntervalSeconds) { [weak self] in
+            guard let self, !self.state.withLock({ $0.closed }) else { return }
+            self.integrator.submit { [weak self] in _ = self?.integrateNewSegments() }
+            self.scheduleRescan()
         }
     }
 
@@ -511,10 +649,13 @@ public final class Board: Sendable {
             let increment = LiveReplay.readNew(directory, after: look.cursor, own: replica, ownSealed: look.ownSealed,
                                                ownSealInFlight: look.sealInFlight)
             if increment.isEmpty { return 0 }
-            let integrated = state.withLock { state -> Bool in
-                guard !state.closed else { return true }
+            let integrated = state.withLock { state -> [Event]? in
+                guard !state.closed else { return [] }
                 var changes: [DrawingChange] = []
-                guard state.live.integrate(increment, changes: &changes) else { return false }
+                // What the increment brings that the board did not hold: what observers hear of
+                // (own events an append applied meanwhile are in it too).
+                let fresh = increment.events.filter { state.live.covered[$0.id.replica]?.contains($0.id.seq) != true }
+                guard state.live.integrate(increment, changes: &changes) else { return nil }
                 // Causality (invariant 4): what this board records next follows what it saw.
                 if let newest = increment.events.map(\.lamport).max() { state.writer?.observe(lamport: newest) }
                 // A board without a drawing has no changes to name, and its subscribers (a
@@ -522,11 +663,16 @@ public final class Board: Sendable {
                 if !changes.isEmpty || (!options.keepsDrawing && !increment.events.isEmpty) {
                     Self.deliver(BoardUpdate(origin: .remote, changes: changes.coalesced()), to: &state)
                 }
-                return true
+                return fresh
             }
-            if integrated { return increment.events.count }
+            if let integrated {
+                if !integrated.isEmpty { publish(.integrated(integrated)) }
+                return increment.events.count
+            }
         }
-        return reloadFromJournal()
+        let count = reloadFromJournal()
+        publish(.reloaded)
+        return count
     }
 
     /// Rebuilds the drawing from the files (outside the lock), with the own events the files
@@ -538,16 +684,21 @@ public final class Board: Sendable {
     private func reloadFromJournal() -> Int {
         var tail: [Event] = []
         while true {
-            let ready = state.withLock { state -> [Event]? in
-                guard !state.sealInFlight else { return nil }
+            let (ready, sealEnded) = state.withLock { state -> ([Event]?, DispatchSemaphore?) in
+                guard !state.sealInFlight else {
+                    // Woken by the committer when the seal is done.
+                    let waiter = DispatchSemaphore(value: 0)
+                    state.sealEnded.append(waiter)
+                    return (nil, waiter)
+                }
                 state.reloading = true
-                return state.ownTail
+                return (state.ownTail, nil)
             }
             if let ready {
                 tail = ready
                 break
             }
-            ProcessInfoLite.sleep(milliseconds: 2)
+            sealEnded?.wait()
         }
         defer {
             let sealNow = state.withLock { state -> Bool in
@@ -602,6 +753,11 @@ public final class Board: Sendable {
             // Behind every commit already queued on the committer thread.
             committer.submit { [weak self] in
                 guard let self else { return continuation.resume(returning: .success(())) }
+                // Hosted replicas first, while the board's writer lock still covers their files:
+                // what was staged is stored, and every open hosted segment sealed.
+                let last = FaultInjection.withThreadHook(self.faultHook) { self.hosted.closeStaging() }
+                if !last.round.isEmpty { self.finishHosted(last.round, sealed: last.sealed) }
+                self.afterHostedSeals(FaultInjection.withThreadHook(self.faultHook) { self.hosted.closeAll() })
                 var due = DueWaiters(), failed = DueWaiters()
                 let (outcome, streams) = self.state.withLock { state -> (Result<Void, JournalError>, [AsyncStream<BoardUpdate>.Continuation]) in
                     guard let writer = state.writer else { return (.success(()), []) }
@@ -625,13 +781,14 @@ public final class Board: Sendable {
                 }
                 due.notifyAll()
                 failed.notifyAll()
+                // A journal closed is left compacted, not half way (`journal record` then exits).
+                if self.state.withLock({ $0.compactionRequested }) { BackgroundCompaction.waitUntilIdle(self.directory) }
                 // Outside the lock: finishing a stream runs its termination handler, which locks.
                 for stream in streams { stream.finish() }
                 continuation.resume(returning: outcome)
             }
         }
         committer.stop()
-        timer.stop()
         integrator.stop()
         watcherThread.stop()
         try result.get()

@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 
-/// One thread of our own that runs submitted jobs in order.
+/// One thread of our own that runs submitted jobs in order, and timed jobs when they are due.
 ///
 /// Work that blocks (write, fsync) or that a blocked caller waits for must not go to
 /// Dispatch's global queues or the Swift concurrency pool: on Linux, a caller blocked on a
@@ -12,13 +12,28 @@ import Darwin
 /// a job queued there for a whole second, until Dispatch's monitor added a thread. A thread
 /// of our own starts the job at once, whoever waits for it.
 ///
-/// Thread safety: `jobs` and `stopping` are read and written only while `mutex` is held;
-/// the thread and the submitters meet only there. That is what makes the unchecked
-/// Sendable sound.
+/// Timed jobs (`submit(at:)`) make the thread a deadline loop: it waits on its condition
+/// variable until the earliest deadline or a new job, never in sleeping slices, so a group
+/// commit, a seal after a pause and a rescan share one thread and wake exactly when due.
+///
+/// Thread safety: `jobs`, `timed` and the flags are read and written only while `mutex` is
+/// held; the thread and the submitters meet only there. The mutex and the condition live in
+/// memory of their own (pthread needs a stable address, which a class's stored property is
+/// not promised to have). That is what makes the unchecked Sendable sound.
 public final class WorkerThread: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    private var wakeUp = pthread_cond_t()
+    private struct TimedJob {
+        var due: Double
+        /// Submission order: jobs due at the same moment run in the order they were submitted.
+        var order: UInt64
+        var job: @Sendable () -> Void
+    }
+
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let wakeUp: UnsafeMutablePointer<pthread_cond_t>
     private var jobs: [@Sendable () -> Void] = []
+    /// Sorted by (due, order).
+    private var timed: [TimedJob] = []
+    private var nextOrder: UInt64 = 0
     private var stopping = false
     private var closed = false
     /// The thread saw `stopping` with no job left and is ending: a job queued now would never run.
@@ -26,26 +41,65 @@ public final class WorkerThread: @unchecked Sendable {
     private var thread: pthread_t?
 
     public init() {
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&wakeUp, nil)
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        wakeUp = .allocate(capacity: 1)
+        wakeUp.initialize(to: pthread_cond_t())
+        #if os(Linux)
+        // Deadlines are monotonic seconds (`ProcessInfoLite.monotonicSeconds`): a clock set
+        // back must not hold a commit for an hour.
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(wakeUp, &attributes)
+        pthread_condattr_destroy(&attributes)
+        #else
+        pthread_cond_init(wakeUp, nil)
+        #endif
     }
 
     /// For short compute jobs that never wait on other jobs (so they cannot deadlock on it).
     public static let shared = WorkerThread()
 
-    /// Queues `job`; it runs after every job submitted before it.
+    /// Queues `job`; it runs after every job submitted before it that is due.
     public func submit(_ job: @escaping @Sendable () -> Void) {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         if thread == nil && !closed { start() }
         let queued = thread != nil && !exited
         if queued {
             jobs.append(job)
-            pthread_cond_signal(&wakeUp)
+            pthread_cond_signal(wakeUp)
         }
-        pthread_mutex_unlock(&mutex)
+        pthread_mutex_unlock(mutex)
         // Without a thread (the process is out of them, or the worker is closed) the job
         // runs on the caller.
         if !queued { job() }
+    }
+
+    /// Runs `job` on the thread once `deadline` (`ProcessInfoLite.monotonicSeconds()`) has
+    /// passed, after the jobs queued before it then. A timed job not yet due when the thread
+    /// stops is dropped: timers belong to an owner that is closing. Returns false (and drops
+    /// the job) when the worker has no thread and may start none.
+    @discardableResult
+    public func submit(at deadline: Double, _ job: @escaping @Sendable () -> Void) -> Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        if thread == nil && !closed { start() }
+        guard thread != nil && !exited && !stopping else { return false }
+        let entry = TimedJob(due: deadline, order: nextOrder, job: job)
+        nextOrder += 1
+        let index = timed.firstIndex { ($0.due, $0.order) > (entry.due, entry.order) } ?? timed.count
+        timed.insert(entry, at: index)
+        // Only a new earliest deadline changes how long the thread waits.
+        if index == 0 { pthread_cond_signal(wakeUp) }
+        return true
+    }
+
+    /// `submit(at:)`, `seconds` from now.
+    @discardableResult
+    public func submit(after seconds: Double, _ job: @escaping @Sendable () -> Void) -> Bool {
+        submit(at: ProcessInfoLite.monotonicSeconds() + max(0, seconds), job)
     }
 
     /// `stop()` for good: the jobs queued still run on the thread, in order; jobs submitted
@@ -53,34 +107,36 @@ public final class WorkerThread: @unchecked Sendable {
     /// that closes while others may still submit (a relay board closed under a catch-up that
     /// reads on: each late job started a thread nobody stopped).
     public func close() {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         closed = true
-        pthread_mutex_unlock(&mutex)
+        pthread_mutex_unlock(mutex)
         stop()
     }
 
-    /// Lets the thread finish the jobs queued so far, then end (its owner calls this when it
-    /// closes: the running thread keeps the worker alive). Jobs submitted later start a new
-    /// thread.
+    /// Lets the thread finish the jobs queued so far (timed jobs not yet due are dropped),
+    /// then end (its owner calls this when it closes: the running thread keeps the worker
+    /// alive). Jobs submitted later start a new thread.
     public func stop() {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         guard let running = thread else {
-            pthread_mutex_unlock(&mutex)
+            pthread_mutex_unlock(mutex)
             return
         }
         stopping = true
-        pthread_cond_signal(&wakeUp)
-        pthread_mutex_unlock(&mutex)
+        pthread_cond_signal(wakeUp)
+        pthread_mutex_unlock(mutex)
         pthread_join(running, nil)
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         thread = nil
         stopping = false
-        pthread_mutex_unlock(&mutex)
+        pthread_mutex_unlock(mutex)
     }
 
     deinit {
-        pthread_cond_destroy(&wakeUp)
-        pthread_mutex_destroy(&mutex)
+        pthread_cond_destroy(wakeUp)
+        pthread_mutex_destroy(mutex)
+        wakeUp.deallocate()
+        mutex.deallocate()
     }
 
     /// Called with `mutex` held.
@@ -107,16 +163,44 @@ public final class WorkerThread: @unchecked Sendable {
 
     private func loop() {
         while true {
-            pthread_mutex_lock(&mutex)
-            while jobs.isEmpty && !stopping { pthread_cond_wait(&wakeUp, &mutex) }
-            if jobs.isEmpty {
-                exited = true
-                pthread_mutex_unlock(&mutex)
-                return
+            pthread_mutex_lock(mutex)
+            var job: (@Sendable () -> Void)?
+            while job == nil {
+                let now = ProcessInfoLite.monotonicSeconds()
+                if let first = timed.first, first.due <= now {
+                    // A due timer joins the queue behind what was submitted before it fell due.
+                    jobs.append(timed.removeFirst().job)
+                    continue
+                }
+                if !jobs.isEmpty {
+                    job = jobs.removeFirst()
+                } else if stopping {
+                    timed.removeAll()
+                    exited = true
+                    pthread_mutex_unlock(mutex)
+                    return
+                } else if let first = timed.first {
+                    wait(until: first.due, now: now)
+                } else {
+                    pthread_cond_wait(wakeUp, mutex)
+                }
             }
-            let job = jobs.removeFirst()
-            pthread_mutex_unlock(&mutex)
-            job()
+            pthread_mutex_unlock(mutex)
+            job?()
         }
+    }
+
+    /// Waits on the condition (with `mutex` held) until `deadline` at the latest.
+    private func wait(until deadline: Double, now: Double) {
+        #if os(Linux)
+        let whole = deadline.rounded(.down)
+        var until = timespec(tv_sec: Int(whole), tv_nsec: Int(min(999_999_999, (deadline - whole) * 1e9)))
+        _ = pthread_cond_timedwait(wakeUp, mutex, &until)
+        #else
+        let remaining = max(0, deadline - now)
+        let whole = remaining.rounded(.down)
+        var interval = timespec(tv_sec: Int(whole), tv_nsec: Int(min(999_999_999, (remaining - whole) * 1e9)))
+        _ = pthread_cond_timedwait_relative_np(wakeUp, mutex, &interval)
+        #endif
     }
 }

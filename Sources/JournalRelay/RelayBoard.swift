@@ -22,15 +22,36 @@ public final class RelayBoard: Sendable {
         self.name = name
         self.board = board
         self.catchUps = catchUps
-        host = NativeHost(board: board, commitDelayMilliseconds: board.options.commitDelayMilliseconds, maxNewReplicas: maxNativeReplicas)
+        host = NativeHost(board: board, maxNewReplicas: maxNativeReplicas)
     }
 
-    /// Starts the board's background work: hosting native clients' replicas (what a previous
-    /// run left is sealed first) and forwarding what sync brings.
+    /// Starts following the board's journal (`Board.observe`): hosted rounds are acknowledged
+    /// and broadcast, and events sync brings are forwarded, as the board's committer and
+    /// integrator publish them. What a previous run left of hosted replicas is sealed first.
     func start() {
-        host.start { [weak self] round in self?.hostedDurable(round) }
+        // Observed before `covered` is read: an integration in between is forwarded, not lost.
+        observation.withLock { $0 = board.observe { [weak self] activity in self?.follow(activity) } }
         host.recoverLeftovers()
-        startForwarding()
+        var start = Have(board.covered)
+        start.remove(board.replica)
+        forwarded.withLock { $0.formUnion(start) }
+    }
+
+    private let observation = Locked<Int?>(nil)
+
+    private func follow(_ activity: JournalActivity) {
+        switch activity {
+        case .hosted(let round):
+            host.settle(round)
+            hostedDurable(round)
+        case .integrated(let events):
+            forwardIntegrated(events)
+        case .reloaded:
+            // The board read the files afresh: what arrived is not named; read what is lacking.
+            forwardLacking()
+        case .durable, .sealed, .compacted:
+            break
+        }
     }
 
     /// A new connection, registered at once, so that nothing broadcast from now on passes it
@@ -100,10 +121,10 @@ public final class RelayBoard: Sendable {
     /// A round of native events is durable: every connection but those of the events' own
     /// replica gets them, and those get an ack by seq. Connections of a replica whose events
     /// could not be stored are closed (nothing of the round is acknowledged; they resend).
-    private func hostedDurable(_ round: NativeHost.Round) {
+    private func hostedDurable(_ round: HostedRound) {
         let all = connections.withLock { Array($0.values) }
         for connection in all {
-            if let frames = round.frames[connection.id] { connection.nativeFramesSettled(frames) }
+            if let frames = round.batches[connection.id] { connection.nativeFramesSettled(frames) }
         }
         for (replica, reason) in round.failed {
             for connection in all where connection.nativeReplica == replica { connection.close(reason: reason) }
@@ -178,62 +199,34 @@ public final class RelayBoard: Sendable {
 
     // MARK: Segments other machines bring
 
-    /// Forwards to every connection the events that sync brings into the board's journal
-    /// (`journal sync --watch` into the relay's data folder: federation). The board folds
-    /// them in and says so (`.remote`, or `.reload`); its updates name strokes, not events, so
-    /// the events are read from the journal: those of other replicas that its `covered`
-    /// ranges hold and that were not forwarded yet.
-    private func startForwarding() {
-        // Subscribed before `covered` is read: an integration in between is seen as an update.
-        let updates = board.updates(includingLocal: false)
-        var start = Have(board.covered)
-        start.remove(board.replica)
-        forwarded.withLock { $0 = start }
-        // One loop forwards, so no event is forwarded twice; it wakes on every update that is
-        // not the board's own, and once a second besides: an update can be missed (a reader
-        // that falls behind gets one `.reset` at the next update, and there may be none), and
-        // a board whose journal has unforwarded events must not wait for another change.
-        let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        Task { [self] in
-            for await _ in wakes { await self.forwardSynced() }
-        }
-        // Ends when the board closes (its update streams finish).
-        Task {
-            for await _ in updates { wake.yield() }
-            wake.finish()
-        }
-        Task { [weak self] in
-            while let board = self, !board.closed.withLock({ $0 }) {
-                wake.yield()
-                // Hosted segments are sealed once their client pauses, for sync to publish.
-                let options = board.board.options
-                board.host.sealIdle(idleSeconds: Double(options.sealAfterIdleMilliseconds ?? 1000) / 1000)
-                // A cancelled sleep returns at once: stop rather than spin.
-                do { try await Task.sleep(for: .seconds(1)) } catch { return }
-            }
-        }
-    }
+    // Events that sync brings into the board's journal (`journal sync --watch` into the
+    // relay's data folder: federation) reach every connection from the board's one decode of
+    // them (`JournalActivity.integrated`), on the board's integrator thread, so one forwarder
+    // runs at a time and no event is forwarded twice. Not forwarded from here: the board's own
+    // events (they go out as they are acknowledged) and native clients' events (as they are
+    // stored).
 
     private let closed = Locked(false)
-
-    /// Sends what sync brought to every connection, but a native client none of its own
-    /// replica's events: they are its own, or a fork of them it must not take for its own.
-    private func forward(_ events: [Event]) {
-        let all = connections.withLock { Array($0.values) }
-        let replicas = Set(events.map(\.id.replica))
-        Self.deliver(events, to: all.filter { $0.nativeReplica.map { !replicas.contains($0) } ?? true })
-        for connection in all {
-            guard let own = connection.nativeReplica, replicas.contains(own) else { continue }
-            Self.deliver(events.filter { $0.id.replica != own }, to: [connection])
-        }
-    }
 
     /// Other replicas' events that were forwarded, or held by the journal when the board
     /// opened (every connection's catch-up reads those).
     private let forwarded = Locked(Have())
 
-    private func forwardSynced() async {
-        // A wake queued as the board closed: its reader thread stops and would never answer.
+    private func forwardIntegrated(_ events: [Event]) {
+        guard !closed.withLock({ $0 }) else { return }
+        let hosted = host.accepted
+        let fresh = forwarded.withLock { forwarded -> [Event] in
+            let fresh = events.filter { event in
+                event.id.replica != board.replica && !hosted.contains(event.id) && !forwarded.contains(event.id)
+            }
+            for event in fresh { forwarded.insert(event.id) }
+            return fresh
+        }
+        forward(fresh)
+    }
+
+    /// After a reload: reads from the files what the connections lack, once.
+    private func forwardLacking() {
         guard !closed.withLock({ $0 }) else { return }
         var target = Have(board.covered)
         target.remove(board.replica)
@@ -243,13 +236,27 @@ public final class RelayBoard: Sendable {
         guard !have.containsAll(target) else { return }
         // The board's own events go out as they are acknowledged, never from here.
         have.insertAll(of: board.replica)
-        guard let feed = try? await feed(lacking: have, ownDurable: false) else { return }
-        while let batch = await feed.next() {
+        guard case .success(let (missing, _)) = Self.open(board, host: host, have: have, ownDurable: false) else { return }
+        var feed = missing
+        while let batch = feed.next(maxEvents: WireLimits.catchUpBatchEvents) {
             forward(batch)
         }
-        var read = feed.covered
+        var read = Have(feed.covered)
         read.remove(board.replica)
         forwarded.withLock { $0.formUnion(read) }
+    }
+
+    /// Sends what sync brought to every connection, but a native client none of its own
+    /// replica's events: they are its own, or a fork of them it must not take for its own.
+    private func forward(_ events: [Event]) {
+        guard !events.isEmpty else { return }
+        let all = connections.withLock { Array($0.values) }
+        let replicas = Set(events.map(\.id.replica))
+        Self.deliver(events, to: all.filter { $0.nativeReplica.map { !replicas.contains($0) } ?? true })
+        for connection in all {
+            guard let own = connection.nativeReplica, replicas.contains(own) else { continue }
+            Self.deliver(events.filter { $0.id.replica != own }, to: [connection])
+        }
     }
 
     /// Closes the board; its connections are told `reason`.
@@ -261,11 +268,12 @@ public final class RelayBoard: Sendable {
             return all
         }
         for connection in all { connection.close(reason: reason) }
-        // Hosted segments first: the board's writer lock covers them.
-        await host.close()
-        // What was acknowledged is durable already; a seal that fails here leaves the events
-        // in the open segment, which the next open recovers.
+        host.close()
+        // Stores what was accepted and seals the hosted segments, then the board's own. What was
+        // acknowledged is durable already; a seal that fails here leaves the events in the open
+        // segment, which the next open recovers.
         try? await board.close()
+        if let token = observation.withLock({ $0 }) { board.stopObserving(token) }
         reader.close()
     }
 }

@@ -14,18 +14,33 @@ public enum BackgroundCompaction {
     private static let queued = Locked<Set<String>>([])
     private static let running = Locked<String?>(nil)
 
-    /// Compacts `replica` of `directory` soon, with the standard policy.
-    public static func request(_ directory: JournalDirectory, replica: ReplicaID) {
+    /// Who hears of the pass queued under each key (requests that coalesced into it).
+    private static let listeners = Locked<[String: [@Sendable (CompactionReport) -> Void]]>([:])
+
+    /// Compacts `replica` of `directory` soon, with the standard policy. `then` hears what the
+    /// pass did, on the compaction thread (keep it short); a pass skipped because the journal
+    /// was locked is not reported.
+    public static func request(_ directory: JournalDirectory, replica: ReplicaID,
+                               then listener: (@Sendable (CompactionReport) -> Void)? = nil) {
         let key = directory.root + "\n" + replica.hex
-        guard queued.withLock({ $0.insert(key).inserted }) else { return }
+        let fresh = queued.withLock { keys in
+            // Under the queue's lock: a pass dequeued meanwhile has taken its listeners already.
+            if let listener { listeners.withLock { $0[key, default: []].append(listener) } }
+            return keys.insert(key).inserted
+        }
+        guard fresh else { return }
         worker.submit {
             // Dequeued before running: a seal made meanwhile asks for another pass.
             running.withLock { $0 = key }
-            queued.withLock { _ = $0.remove(key) }
+            let hearing = queued.withLock { keys in
+                _ = keys.remove(key)
+                return listeners.withLock { $0.removeValue(forKey: key) } ?? []
+            }
             defer { running.withLock { $0 = nil } }
             guard let lock = (try? SealedFilesLock.tryAcquire(directory)) ?? nil else { return }
-            defer { lock.release() }
-            _ = Compactor(directory: directory).run(only: [replica])
+            let report = Compactor(directory: directory).run(only: [replica])
+            lock.release()
+            for listener in hearing { listener(report) }
         }
     }
 

@@ -1,0 +1,46 @@
+import JournalFormat
+import JournalStorage
+
+/// What happened to a board's journal, as its committer and integrator saw it: the one
+/// stream a relay (or an app that mirrors a journal elsewhere) follows instead of reading the
+/// files again or polling them (`Board.observe`).
+public enum JournalActivity: Sendable {
+    /// Every own event through this seq is durable (fsynced).
+    case durable(throughSeq: UInt64)
+    /// A group commit of hosted replicas' events ended (a relay's native clients).
+    case hosted(HostedRound)
+    /// Events that sync brought into the journal, decoded once, as the board applied them
+    /// (none it held before).
+    case integrated([Event])
+    /// The board rebuilt what it holds from the files (see docs/LIVE.md, "Reloads"): events
+    /// may have arrived that no `.integrated` named; a follower reads what it lacks.
+    case reloaded
+    /// Segments sealed by this board (its own or a hosted replica's).
+    case sealed([SealedSegment])
+    /// A background compaction of a replica of this journal ended.
+    case compacted(CompactionReport)
+}
+
+/// One group commit of hosted replicas' events (`HostedReplicas`).
+public struct HostedRound: Sendable {
+    /// Events made durable, per replica, in seq order.
+    public var stored: [ReplicaID: [Event]] = [:]
+    /// Replicas whose events could not be stored (the reason): none of the round's is durable.
+    public var failed: [ReplicaID: String] = [:]
+    /// Batches each submitter staged in the round (`HostedReplicas.stage(_:of:from:)`): they
+    /// are settled now, stored or failed.
+    public var batches: [Int: Int] = [:]
+
+    public var isEmpty: Bool { stored.isEmpty && failed.isEmpty && batches.isEmpty }
+}
+
+/// A sealed segment file of a journal: `replicas/<replica>/<name>`.
+public struct SealedSegment: Sendable, Hashable {
+    public var replica: ReplicaID
+    public var name: SegmentName
+
+    public init(replica: ReplicaID, name: SegmentName) {
+        self.replica = replica
+        self.name = name
+    }
+}

@@ -1,0 +1,147 @@
+import JournalFormat
+import JournalLive
+import JournalPlatform
+import JournalReplay
+import JournalStorage
+import JournalSync
+import JournalTestSupport
+import Testing
+
+/// The board's one committer and the stream it publishes (`Board.observe`): events sync
+/// brings are named once, as decoded; hosted replicas share the board's group commit and seal
+/// policy; seals and durable seqs are reported as they happen.
+@Suite struct CommitterTests {
+    /// Everything a board publishes, collected from its threads.
+    final class Recorder: Sendable {
+        let activities = Locked<[JournalActivity]>([])
+
+        func record(_ activity: JournalActivity) { activities.withLock { $0.append(activity) } }
+
+        var integrated: [Event] {
+            activities.withLock { all in all.flatMap { activity -> [Event] in
+                if case .integrated(let events) = activity { return events }
+                return []
+            } }
+        }
+
+        var hostedStored: [Event] {
+            activities.withLock { all in all.flatMap { activity -> [Event] in
+                if case .hosted(let round) = activity { return round.stored.values.flatMap { $0 } }
+                return []
+            } }
+        }
+
+        var hostedBatches: Int {
+            activities.withLock { all in all.reduce(0) { sum, activity in
+                if case .hosted(let round) = activity { return sum + round.batches.values.reduce(0, +) }
+                return sum
+            } }
+        }
+
+        var sealed: [SealedSegment] {
+            activities.withLock { all in all.flatMap { activity -> [SealedSegment] in
+                if case .sealed(let files) = activity { return files }
+                return []
+            } }
+        }
+
+        var durableThrough: UInt64 {
+            activities.withLock { all in all.reduce(0) { newest, activity in
+                if case .durable(let seq) = activity { return max(newest, seq) }
+                return newest
+            } }
+        }
+
+        var reloads: Int {
+            activities.withLock { all in all.count { if case .reloaded = $0 { return true } else { return false } } }
+        }
+    }
+
+    @Test func eventsSyncBringsAreNamedOnceAsTheBoardAppliesThem() async throws {
+        let temp = TemporaryDirectory("committer-integrated")
+        defer { temp.remove() }
+        let board = try Board(path: temp.path + "/a", create: true,
+                              options: BoardOptions(rescanIntervalSeconds: 30, keepsDrawing: false, automaticCompaction: false))
+        let recorder = Recorder()
+        board.observe { recorder.record($0) }
+        // Another machine's journal, synced in twice: two sealed segments.
+        let other = try JournalDirectory.create(at: temp.path + "/b")
+        var generator = EventGenerator(seed: 41)
+        func record(_ payloads: [Event]) throws -> [Event] {
+            let writer = try JournalWriter(directory: other, options: WriterOptions(automaticCompaction: false))
+            let events = try payloads.map { event throws(JournalError) in try writer.appendEvent(event.payload) }
+            try writer.close()
+            return events
+        }
+        let first = try record(generator.stroke(points: 40) + generator.stroke(points: 25))
+        _ = try await SyncEngine(journal: board.directory).merge(from: [other.root])
+        #expect(await eventually(within: 20) { recorder.integrated.count >= first.count })
+        let second = try record(generator.stroke(points: 60))
+        _ = try await SyncEngine(journal: board.directory).merge(from: [other.root])
+        let all = first + second
+        #expect(await eventually(within: 20) { recorder.integrated.count >= all.count })
+        // A look with nothing new names nothing again.
+        await board.refresh()
+        let named = recorder.integrated
+        #expect(named.count == all.count, "named \(named.count) events for \(all.count) brought")
+        #expect(Set(named.map(\.id)) == Set(all.map(\.id)))
+        // As decoded: the same events, bit for bit, not a re-read.
+        let byID = Dictionary(uniqueKeysWithValues: all.map { ($0.id, $0) })
+        #expect(named.allSatisfy { byID[$0.id] == $0 })
+        #expect(recorder.reloads == 0)
+        try await board.close()
+    }
+
+    @Test func ownEventsAreReportedDurableAndSealedByTheSamePolicy() async throws {
+        let temp = TemporaryDirectory("committer-own")
+        defer { temp.remove() }
+        let board = try Board(path: temp.path + "/a", create: true,
+                              options: BoardOptions(sealAfterIdleMilliseconds: 100, watchForSegments: false, automaticCompaction: false))
+        let recorder = Recorder()
+        board.observe { recorder.record($0) }
+        var generator = EventGenerator(seed: 5)
+        let stroke = generator.newStroke()
+        for index in 0..<30 {
+            try board.append(.point(PointSample(stroke: stroke, x: Double(index), y: 1, style: Style(color: RGBA(rawValue: 0xFF), width: 2))))
+        }
+        try await board.flush()
+        #expect(recorder.durableThrough == 30)
+        // The pause seals the open segment: a deadline on the committer, reported once done.
+        #expect(await eventually(within: 20) { !recorder.sealed.isEmpty })
+        let sealed = recorder.sealed
+        #expect(sealed.count == 1 && sealed[0].replica == board.replica && sealed[0].name.firstSeq == 1 && sealed[0].name.lastSeq == 30)
+        #expect(FileSystem.exists(board.directory.replicaPath(board.replica) + "/" + sealed[0].name.fileName))
+        try await board.close()
+    }
+
+    @Test func hostedReplicasShareTheGroupCommitAndAreSealedAfterAPause() async throws {
+        let temp = TemporaryDirectory("committer-hosted")
+        defer { temp.remove() }
+        let board = try Board(path: temp.path + "/a", create: true,
+                              options: BoardOptions(sealAfterIdleMilliseconds: 150, watchForSegments: false, automaticCompaction: false))
+        let recorder = Recorder()
+        board.observe { recorder.record($0) }
+        var client = EventGenerator(seed: 99)
+        let events = client.stroke(points: 49)
+        // Two batches from two submitters, and own events in the same window.
+        try board.host(Array(events[..<20]), of: client.replica, from: 1)
+        try board.host(Array(events[20...]), of: client.replica, from: 2)
+        let stroke = StrokeID(UUIDBits(high: 1, low: 1))
+        try board.append(.point(PointSample(stroke: stroke, x: 1, y: 1, style: Style(color: RGBA(rawValue: 0xFF), width: 2))))
+        #expect(await eventually(within: 20) { recorder.hostedStored.count == events.count })
+        #expect(recorder.hostedStored == events)
+        #expect(recorder.hostedBatches == 2)
+        #expect(board.hosted.stored[client.replica] == SeqRanges([1...50]))
+        // Sealed by the board's policy after the pause: no poll, a deadline.
+        #expect(await eventually(within: 20) { recorder.sealed.contains { $0.replica == client.replica } })
+        let file = try #require(recorder.sealed.first { $0.replica == client.replica })
+        #expect(file.name.firstSeq == 1 && file.name.lastSeq == 50)
+        #expect(FileSystem.exists(board.directory.replicaPath(client.replica) + "/" + file.name.fileName))
+        // The hosted events replay as the client's own.
+        try await board.close()
+        let replayed = Replay.load(board.directory, useSnapshots: false)
+        #expect(replayed.report.replicas.first { $0.replica == client.replica }?.ranges == [1...50])
+        // Closed: nothing more is taken.
+        #expect(throws: JournalError.self) { try board.host([client.event(.end(StrokeID(UUIDBits(high: 2, low: 2))))], of: client.replica, from: 1) }
+    }
+}
