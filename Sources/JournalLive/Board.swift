@@ -370,7 +370,17 @@ public final class Board: Sendable {
     /// what the journal holds) in the next group commit, as one batch of `submitter`'s; the
     /// round is published as `.hosted` once durable (or failed).
     package func host(_ events: [Event], of replica: ReplicaID, from submitter: Int) throws(JournalError) {
-        guard try hosted.stage(events, of: replica, from: submitter) else { return }
+        if try stageHosted(events, of: replica, from: submitter) { commitHostedSoon() }
+    }
+
+    /// `host` in two steps, for a caller that stages under a lock of its own: staging, then
+    /// (when this returns true, after that lock is released) `commitHostedSoon`. A commit can
+    /// run on the caller (a process out of threads), and it publishes the round.
+    package func stageHosted(_ events: [Event], of replica: ReplicaID, from submitter: Int) throws(JournalError) -> Bool {
+        try hosted.stage(events, of: replica, from: submitter)
+    }
+
+    package func commitHostedSoon() {
         let schedule = state.withLock { state -> Bool in
             defer { state.commitScheduled = true }
             return !state.commitScheduled
@@ -394,7 +404,7 @@ public final class Board: Sendable {
             return true
         }
         guard schedule else { return }
-        committer.submit(at: due) { [weak self] in
+        let queued = committer.submit(at: due) { [weak self] in
             guard let self else { return }
             let now = ProcessInfoLite.monotonicSeconds()
             let scheduled = self.state.withLock { state -> Bool in
@@ -408,6 +418,8 @@ public final class Board: Sendable {
             self.afterHostedSeals(sealed)
             if let next { self.scheduleHostedCheck(at: next) }
         }
+        // Refused (the board is closing, or no thread could start): a later check may ask again.
+        if !queued { state.withLock { $0.hostedCheckAt = nil } }
     }
 
     private func afterHostedSeals(_ sealed: [SealedSegment]) {
@@ -759,11 +771,13 @@ public final class Board: Sendable {
                 if !last.round.isEmpty { self.finishHosted(last.round, sealed: last.sealed) }
                 self.afterHostedSeals(FaultInjection.withThreadHook(self.faultHook) { self.hosted.closeAll() })
                 var due = DueWaiters(), failed = DueWaiters()
+                var sealedAtClose: [SegmentName] = []
                 let (outcome, streams) = self.state.withLock { state -> (Result<Void, JournalError>, [AsyncStream<BoardUpdate>.Continuation]) in
                     guard let writer = state.writer else { return (.success(()), []) }
                     state.closed = true
                     var outcome: Result<Void, JournalError> = .success(())
                     do throws(JournalError) { try writer.close() } catch { outcome = .failure(error) }
+                    sealedAtClose = writer.takeSealedNames()
                     // A seal that could not be written (a full disk) leaves every event durable
                     // in the open segment: the waiters' events are safe; close still says why.
                     var durable = true
@@ -781,6 +795,10 @@ public final class Board: Sendable {
                 }
                 due.notifyAll()
                 failed.notifyAll()
+                if !sealedAtClose.isEmpty {
+                    self.publish(.sealed(sealedAtClose.map { SealedSegment(replica: self.replica, name: $0) }))
+                    self.requestCompaction(of: self.replica)
+                }
                 // A journal closed is left compacted, not half way (`journal record` then exits).
                 if self.state.withLock({ $0.compactionRequested }) { BackgroundCompaction.waitUntilIdle(self.directory) }
                 // Outside the lock: finishing a stream runs its termination handler, which locks.

@@ -83,6 +83,12 @@ package final class HostedReplicas: Sendable {
         }
     }
 
+    /// Drops what is staged of `replica` (its batches still settle with the next round): events
+    /// accepted after a round of the replica failed would follow a hole.
+    package func unstage(_ replica: ReplicaID) {
+        staged.withLock { _ = $0.events.removeValue(forKey: replica) }
+    }
+
     var hasStaged: Bool { staged.withLock { !$0.events.isEmpty || !$0.batches.isEmpty } }
 
     /// Stores what is staged: one append and fsync per replica. On the committer only.

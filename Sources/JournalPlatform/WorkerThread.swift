@@ -46,7 +46,7 @@ public final class WorkerThread: @unchecked Sendable {
         pthread_mutex_init(mutex, nil)
         wakeUp = .allocate(capacity: 1)
         wakeUp.initialize(to: pthread_cond_t())
-        #if os(Linux)
+        #if canImport(Glibc)
         // Deadlines are monotonic seconds (`ProcessInfoLite.monotonicSeconds`): a clock set
         // back must not hold a commit for an hour.
         var attributes = pthread_condattr_t()
@@ -192,7 +192,12 @@ public final class WorkerThread: @unchecked Sendable {
 
     /// Waits on the condition (with `mutex` held) until `deadline` at the latest.
     private func wait(until deadline: Double, now: Double) {
-        #if os(Linux)
+        // Further than a year (or not a number): no timespec needed, a new job wakes the wait.
+        guard deadline.isFinite, deadline - now < 365 * 86_400 else {
+            pthread_cond_wait(wakeUp, mutex)
+            return
+        }
+        #if canImport(Glibc)
         let whole = deadline.rounded(.down)
         var until = timespec(tv_sec: Int(whole), tv_nsec: Int(min(999_999_999, (deadline - whole) * 1e9)))
         _ = pthread_cond_timedwait(wakeUp, mutex, &until)

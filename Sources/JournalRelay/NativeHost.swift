@@ -66,6 +66,10 @@ final class NativeHost: Sendable {
             for replica in round.failed.keys {
                 state.accepted.replace(replica, with: stored[replica])
                 state.waiting[replica] = nil
+                // Staged after the failed events: they would follow a hole (and be broadcast,
+                // then stored and broadcast again when the client resends). Under this lock, so
+                // that nothing accepted meanwhile slips through.
+                board.hosted.unstage(replica)
             }
         }
     }
@@ -76,10 +80,14 @@ final class NativeHost: Sendable {
     /// held ones are skipped (dedup by id); each new one must follow a held seq (or be seq 1),
     /// so that a hosted replica has no hole the client did not mean. Throws the reason a frame
     /// is refused; then nothing of it is accepted.
-    func accept(_ events: [Event], replica: ReplicaID, from connection: Int) throws(RelayError) -> Acceptance {
+    /// `willStage` hears how many events are about to be staged, under this host's lock and
+    /// before the board's committer can settle them.
+    func accept(_ events: [Event], replica: ReplicaID, from connection: Int,
+                willStage: (Int) -> Void = { _ in }) throws(RelayError) -> Acceptance {
         let all = board.covered
         let covered = all[replica] ?? SeqRanges()
-        return try state.withLock { state throws(RelayError) -> Acceptance in
+        var needsCommit = false
+        let acceptance = try state.withLock { state throws(RelayError) -> Acceptance in
             guard !state.closed else { throw .closed }
             if let fork = state.forks[replica] { throw .refusedFrame(fork) }
             var held = covered
@@ -120,10 +128,13 @@ final class NativeHost: Sendable {
             if let wild = fresh.first(where: { $0.lamport < 1 || $0.lamport > limit }) {
                 throw .refusedFrame("seq \(wild.id.seq): Lamport clock \(wild.lamport) is not between 1 and \(limit) (replay would quarantine it)")
             }
+            // Counted by the connection before the round can settle it.
+            willStage(fresh.count)
             // Into the board's next group commit; under this lock, so that what is accepted and
-            // what is staged never disagree.
+            // what is staged never disagree. The commit is asked for after it (one may run on
+            // this thread, and its round is settled here).
             do throws(JournalError) {
-                try board.host(fresh, of: replica, from: connection)
+                needsCommit = try board.stageHosted(fresh, of: replica, from: connection)
             } catch {
                 throw .closed
             }
@@ -133,6 +144,8 @@ final class NativeHost: Sendable {
             }
             return .staged(fresh.count)
         }
+        if needsCommit { board.commitHostedSoon() }
+        return acceptance
     }
 
     /// The events of a native frame whose ids the board holds from files this host did not

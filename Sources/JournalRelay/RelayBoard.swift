@@ -44,6 +44,9 @@ public final class RelayBoard: Sendable {
         case .hosted(let round):
             host.settle(round)
             hostedDurable(round)
+            // Events of a failed replica that sync brought while they waited for the round were
+            // passed over as the host's (`forwardIntegrated`); they are not any more.
+            if !round.failed.isEmpty { forwardLacking() }
         case .integrated(let events):
             forwardIntegrated(events)
         case .reloaded:
@@ -212,22 +215,32 @@ public final class RelayBoard: Sendable {
     /// opened (every connection's catch-up reads those).
     private let forwarded = Locked(Have())
 
+    /// Held while events are forwarded: the integrator forwards what it applied, the committer
+    /// (after a failed hosted round) what the files hold; one at a time, so none goes twice.
+    private let forwarding = Locked(())
+
     private func forwardIntegrated(_ events: [Event]) {
         guard !closed.withLock({ $0 }) else { return }
-        let hosted = host.accepted
-        let fresh = forwarded.withLock { forwarded -> [Event] in
-            let fresh = events.filter { event in
-                event.id.replica != board.replica && !hosted.contains(event.id) && !forwarded.contains(event.id)
+        forwarding.withLock { _ in
+            let hosted = host.accepted
+            let fresh = forwarded.withLock { forwarded -> [Event] in
+                events.filter { event in
+                    guard event.id.replica != board.replica, !hosted.contains(event.id), !forwarded.contains(event.id) else { return false }
+                    forwarded.insert(event.id)
+                    return true
+                }
             }
-            for event in fresh { forwarded.insert(event.id) }
-            return fresh
+            forward(fresh)
         }
-        forward(fresh)
     }
 
     /// After a reload: reads from the files what the connections lack, once.
     private func forwardLacking() {
         guard !closed.withLock({ $0 }) else { return }
+        forwarding.withLock { _ in forwardLackingNow() }
+    }
+
+    private func forwardLackingNow() {
         var target = Have(board.covered)
         target.remove(board.replica)
         var have = forwarded.withLock { $0 }

@@ -324,13 +324,16 @@ public final class RelayConnection: Sendable {
                 relayBoard.host.recordFork(of: replica, reason)
                 throw .refusedFrame(reason)
             }
-            let acceptance = try relayBoard.host.accept(events, replica: replica, from: id)
-            state.withLock { state in
-                let staged = if case .staged(let count) = acceptance { count } else { 0 }
-                state.nativeFrameEvents.append(staged)
-                state.nativeEventsInFlight += staged
+            // Counted before the board's committer may settle the frame (it commits on its own
+            // thread, possibly before `accept` returns).
+            let acceptance = try relayBoard.host.accept(events, replica: replica, from: id) { staged in
+                state.withLock { state in
+                    state.nativeFrameEvents.append(staged)
+                    state.nativeEventsInFlight += staged
+                }
             }
             if acceptance == .allHeld {
+                state.withLock { $0.nativeFrameEvents.append(0) }
                 nativeFramesSettled(1)
                 acknowledge(replica: replica, upTo: relayBoard.host.durablePrefix(of: replica))
             }

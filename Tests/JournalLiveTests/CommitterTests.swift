@@ -114,6 +114,37 @@ import Testing
         try await board.close()
     }
 
+    /// The seal a close makes is published and compacted like any other: a journal is closed
+    /// compacted (here: the previous session's small files and this one's seal fold into one).
+    @Test func theSealAtCloseIsPublishedAndCompacted() async throws {
+        let temp = TemporaryDirectory("committer-close")
+        defer { temp.remove() }
+        let options = BoardOptions(sealAfterIdleMilliseconds: nil, watchForSegments: false)
+        let stroke = StrokeID(UUIDBits(high: 3, low: 3))
+        func draw(_ board: Board, _ count: Int) throws {
+            for index in 0..<count {
+                try board.append(.point(PointSample(stroke: stroke, x: Double(index), y: 1, style: Style(color: RGBA(rawValue: 0xFF), width: 2))))
+            }
+        }
+        // Three sessions of small files, without compaction.
+        for _ in 0..<3 {
+            let board = try Board(path: temp.path + "/a", create: true,
+                                  options: BoardOptions(sealAfterIdleMilliseconds: nil, watchForSegments: false, automaticCompaction: false))
+            try draw(board, 10)
+            try await board.close()
+        }
+        let board = try Board(path: temp.path + "/a", options: options)
+        let recorder = Recorder()
+        board.observe { recorder.record($0) }
+        try draw(board, 10)
+        try await board.close()
+        #expect(recorder.sealed.map(\.name.lastSeq) == [40])
+        let compacted = recorder.activities.withLock { $0.contains { if case .compacted = $0 { return true } else { return false } } }
+        #expect(compacted, "no compaction reported")
+        let files = try FileSystem.list(board.directory.replicaPath(board.replica)).filter { $0.name.hasSuffix(".sjs") }
+        #expect(files.count == 1, "\(files.map(\.name))")
+    }
+
     @Test func hostedReplicasShareTheGroupCommitAndAreSealedAfterAPause() async throws {
         let temp = TemporaryDirectory("committer-hosted")
         defer { temp.remove() }
