@@ -86,9 +86,15 @@ import Testing
         // Holds the thread so that both of the next jobs are queued while it is busy.
         worker.submit { gate.wait() }
         worker.submit { order.withLock { $0.append(1) } }
-        worker.submit(at: ProcessInfoLite.monotonicSeconds() - 1) { order.withLock { $0.append(2) } }
+        let done = DispatchSemaphore(value: 0)
+        worker.submit(at: ProcessInfoLite.monotonicSeconds() - 1) {
+            order.withLock { $0.append(2) }
+            done.signal()
+        }
         gate.signal()
-        drain(worker)
+        // Waits for the timer itself: a job submitted now may run before it (a timer joins the
+        // queue when the loop finds it due, behind what is queued then).
+        done.wait()
         #expect(order.withLock { $0 } == [1, 2])
     }
 
