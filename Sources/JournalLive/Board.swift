@@ -122,8 +122,7 @@ public final class Board: Sendable {
     private let watcher: FolderWatcher?
     /// The replicas this board stores for others (a relay's native clients), committed here.
     package let hosted: HostedReplicas
-    private let observers = Locked<[Int: @Sendable (JournalActivity) -> Void]>([:])
-    private let nextObserver = Locked(0)
+    private let observers = Locked<(next: Int, handlers: [Int: @Sendable (JournalActivity) -> Void])>((0, [:]))
     /// A test's fault hook where the board was opened: the committer's writes and fsyncs run
     /// on a thread of the board's own, which the test's task-local hook does not reach.
     private let faultHook = FaultInjection.current
@@ -347,20 +346,19 @@ public final class Board: Sendable {
     /// needs (an app that redraws wants `updates`).
     @discardableResult
     public func observe(_ handler: @escaping @Sendable (JournalActivity) -> Void) -> Int {
-        let token = nextObserver.withLock { next -> Int in
-            next += 1
-            return next
+        observers.withLock { observers -> Int in
+            observers.next += 1
+            observers.handlers[observers.next] = handler
+            return observers.next
         }
-        observers.withLock { $0[token] = handler }
-        return token
     }
 
     public func stopObserving(_ token: Int) {
-        _ = observers.withLock { $0.removeValue(forKey: token) }
+        _ = observers.withLock { $0.handlers.removeValue(forKey: token) }
     }
 
     private func publish(_ activity: JournalActivity) {
-        let handlers = observers.withLock { Array($0.values) }
+        let handlers = observers.withLock { Array($0.handlers.values) }
         for handler in handlers { handler(activity) }
     }
 
@@ -370,16 +368,12 @@ public final class Board: Sendable {
     /// what the journal holds) in the next group commit, as one batch of `submitter`'s; the
     /// round is published as `.hosted` once durable (or failed).
     package func host(_ events: [Event], of replica: ReplicaID, from submitter: Int) throws(JournalError) {
-        if try stageHosted(events, of: replica, from: submitter) { commitHostedSoon() }
+        if try hosted.stage(events, of: replica, from: submitter) { commitHostedSoon() }
     }
 
-    /// `host` in two steps, for a caller that stages under a lock of its own: staging, then
-    /// (when this returns true, after that lock is released) `commitHostedSoon`. A commit can
-    /// run on the caller (a process out of threads), and it publishes the round.
-    package func stageHosted(_ events: [Event], of replica: ReplicaID, from submitter: Int) throws(JournalError) -> Bool {
-        try hosted.stage(events, of: replica, from: submitter)
-    }
-
+    /// The second step of `host`, for a caller that stages (`hosted.stage`) under a lock of its
+    /// own: called after that lock is released, when staging returned true. A commit can run on
+    /// the caller (a process out of threads), and it publishes the round.
     package func commitHostedSoon() {
         let schedule = state.withLock { state -> Bool in
             defer { state.commitScheduled = true }
@@ -664,10 +658,10 @@ public final class Board: Sendable {
             let integrated = state.withLock { state -> [Event]? in
                 guard !state.closed else { return [] }
                 var changes: [DrawingChange] = []
-                // What the increment brings that the board did not hold: what observers hear of
-                // (own events an append applied meanwhile are in it too).
-                let fresh = increment.events.filter { state.live.covered[$0.id.replica]?.contains($0.id.seq) != true }
-                guard state.live.integrate(increment, changes: &changes) else { return nil }
+                // What observers hear of: the events the board did not hold (own events an
+                // append applied meanwhile are in the increment too).
+                var fresh: [Event] = []
+                guard state.live.integrate(increment, changes: &changes, applied: &fresh) else { return nil }
                 // Causality (invariant 4): what this board records next follows what it saw.
                 if let newest = increment.events.map(\.lamport).max() { state.writer?.observe(lamport: newest) }
                 // A board without a drawing has no changes to name, and its subscribers (a

@@ -73,7 +73,7 @@ package final class HostedReplicas: Sendable {
     /// Queues `events` (of `replica`, in seq order, checked by the caller) for the next group
     /// commit, as one batch of `submitter`'s. Returns true when nothing was staged before (the
     /// caller asks the board for a commit).
-    func stage(_ events: [Event], of replica: ReplicaID, from submitter: Int) throws(JournalError) -> Bool {
+    package func stage(_ events: [Event], of replica: ReplicaID, from submitter: Int) throws(JournalError) -> Bool {
         try staged.withLock { staged throws(JournalError) in
             guard !staged.closed else { throw .closed }
             let first = staged.events.isEmpty && staged.batches.isEmpty

@@ -134,7 +134,7 @@ final class NativeHost: Sendable {
             // what is staged never disagree. The commit is asked for after it (one may run on
             // this thread, and its round is settled here).
             do throws(JournalError) {
-                needsCommit = try board.stageHosted(fresh, of: replica, from: connection)
+                needsCommit = try board.hosted.stage(fresh, of: replica, from: connection)
             } catch {
                 throw .closed
             }

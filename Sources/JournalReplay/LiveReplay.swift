@@ -281,6 +281,12 @@ public struct LiveReplay: Sendable {
     /// Applies what `readNew` found. False when the caller must load afresh instead (the
     /// state is then partly updated and must be dropped).
     public mutating func integrate(_ increment: Increment, changes: inout [DrawingChange]) -> Bool {
+        var applied: [Event] = []
+        return integrate(increment, changes: &changes, applied: &applied)
+    }
+
+    /// `integrate`, also collecting in `applied` the events it applied (those it did not hold).
+    public mutating func integrate(_ increment: Increment, changes: inout [DrawingChange], applied: inout [Event]) -> Bool {
         guard !increment.needsReload else { return false }
         for event in increment.events {
             // Own events a concurrent append already applied (only ours can be: others'
@@ -290,6 +296,7 @@ public struct LiveReplay: Sendable {
                 guard drawing.apply(event, changes: &changes) == .applied else { return false }
             }
             cover(event)
+            applied.append(event)
         }
         cursor.applied.subtract(increment.retired)
         cursor.seen.subtract(increment.retired)
