@@ -69,7 +69,8 @@ let package = Package(
                 .product(name: "Atomics", package: "swift-atomics"), .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
             ],
-            swiftSettings: strict),
+            // The tests' fault hook (FaultInjection) exists in debug builds only.
+            swiftSettings: strict + [.define("JOURNAL_FAULT_INJECTION", .when(configuration: .debug))]),
 
         // MARK: Library layers
         .target(name: "JournalFormat", dependencies: ["JournalCompression"], swiftSettings: strict),
@@ -114,7 +115,7 @@ let package = Package(
             name: "StrokeJournal",
             dependencies: [
                 "JournalFormat", "JournalStorage", "JournalReplay", "JournalSync", "JournalIngest", "JournalRender",
-                "JournalSamples", "JournalLive", "JournalWire", "JournalKeys",
+                "JournalLive", "JournalWire", "JournalKeys",
             ],
             swiftSettings: strict),
 
@@ -123,7 +124,7 @@ let package = Package(
         .target(
             name: "JournalRelay",
             dependencies: [
-                "JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay", "JournalLive", "JournalIngest", "JournalWire",
+                "JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay", "JournalLive", "JournalWire",
                 // Ed25519: the relay's tokens (who may view, draw, create a board).
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -150,6 +151,12 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
+            // The drawing page as files (HTML, CSS, JavaScript), compiled into the binary as byte
+            // arrays: no bundle and no Foundation at run time.
+            resources: [
+                .embedInCode("Web/board.html"), .embedInCode("Web/board.css"), .embedInCode("Web/board.js"),
+                .embedInCode("Web/segment-reader.js"), .embedInCode("Web/segment-worker.js"),
+            ],
             swiftSettings: strict),
 
         // MARK: Command-line tool
@@ -166,7 +173,8 @@ let package = Package(
         // MARK: Tests
         // Event generators and byte-damage helpers shared by the test targets.
         .target(
-            name: "JournalTestSupport", dependencies: ["JournalFormat", "JournalPlatform"], path: "Tests/Support",
+            name: "JournalTestSupport", dependencies: ["JournalFormat", "JournalKeys", "JournalPlatform", "JournalWire"],
+            path: "Tests/Support",
             swiftSettings: strict),
         .testTarget(name: "JournalPlatformTests", dependencies: ["JournalPlatform", "JournalTestSupport"], swiftSettings: strict),
         .testTarget(
@@ -210,6 +218,14 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: ["journal", "JournalTestSupport"], swiftSettings: strict),
+        // The relay without sockets or the binary: connections, hosted rounds, limits, messages.
+        .testTarget(
+            name: "JournalRelayTests",
+            dependencies: [
+                "JournalRelay", "JournalWire", "JournalLive", "JournalReplay", "JournalStorage", "JournalFormat", "JournalIngest",
+                "JournalPlatform", "JournalTestSupport",
+            ],
+            swiftSettings: strict),
         // Real sockets on 127.0.0.1: relays in this process or as `journal` child processes, and WebSocket clients.
         .testTarget(
             name: "JournalServeTests",

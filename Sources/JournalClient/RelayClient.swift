@@ -36,7 +36,8 @@ public enum RelayClientUpdate: Sendable, Equatable {
 /// was durable could be recorded twice if resent. The client therefore resends only after the
 /// reconnection's catch-up, and settles instead every unacknowledged frame whose events the
 /// catch-up brought back (matched by content: a point carries the client's own random stroke
-/// id and its samples). Native mode (client-named events) will make that exact by id.
+/// id and its samples). Native mode (`Options.replicaKey`: client-named events) settles them
+/// exactly, by id.
 public final class RelayClient: Sendable {
     public struct Options: Sendable {
         /// The first wait before reconnecting, doubled after each failed attempt up to `maxBackoff`.
@@ -264,7 +265,9 @@ public final class RelayClient: Sendable {
     private func connect(attempt: Int, progress: Locked<Progress>) async {
         do {
             try await WebSocketClient.connect(
-                url: url, configuration: .init(maxFrameSize: WireLimits.maxSegmentMessageBytes),
+                // Its first frame is always a hello: promised, so that the relay never sends the
+                // whole board for a hello it reads late.
+                url: WireLimits.promisingHello(url), configuration: .init(maxFrameSize: WireLimits.maxSegmentMessageBytes),
                 logger: Logger(label: "journal-relay-client")
             ) { inbound, outbound, _ in
                 // Opened too late: `connectOnce` gave this attempt up and may be on another.

@@ -7,8 +7,8 @@
 public enum BlockCodec {
     // MARK: Encoding
 
-    /// `version`: 1 or 2 (FormatVersion.readable); v2 codes references as differences and
-    /// real columns with `RealColumnEncoderV2`.
+    /// `version`: one of `FormatVersion.readable`; v2 and v3 (whose bodies are v2's) code
+    /// references as differences and real columns with `RealColumnEncoderV2`.
     public static func encode(_ events: some Collection<Event>, version: UInt16 = FormatVersion.current) -> [UInt8] {
         precondition(FormatVersion.readable.contains(version), "no encoder for format version \(version)")
         let differences = version >= FormatV2.version

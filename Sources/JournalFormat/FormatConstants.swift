@@ -30,7 +30,7 @@ public enum FormatV1 {
     /// and copied into the sealed segment unchanged; smaller ones are re-encoded together.
     public static let sealedBlockMinimumEvents = 4_096
 
-    /// Sealed segment file extension; names are `<first>-<last>-<crc>.sjs` (see FORMAT.md).
+    /// Sealed segment file extension; names are `<first>-<last>-<sha>.sjs` (see FORMAT.md).
     public static let sealedExtension = "sjs"
 
     /// Exact powers of ten up to the largest scale (all representable exactly as Double).

@@ -150,10 +150,19 @@ enum ExactReal {
 
 // MARK: - Encoding
 
-struct RealColumnEncoderV2 {
+/// Writes one real column (FORMAT.md §14.3). Blocks use it, and so do snapshots
+/// (docs/SYNC.md): one coder for every column of reals the project stores.
+package struct RealColumnEncoderV2 {
     let values: [Double]
     let strokes: [UInt32]
     let strokeCount: Int
+
+    /// `strokes[i]`: the stroke (below `strokeCount`) whose values predict `values[i]`.
+    package init(values: [Double], strokes: [UInt32], strokeCount: Int) {
+        self.values = values
+        self.strokes = strokes
+        self.strokeCount = strokeCount
+    }
 
     /// One way of coding the column, evaluated on its values.
     struct Plan {
@@ -166,7 +175,7 @@ struct RealColumnEncoderV2 {
         var bits = Int.max
     }
 
-    func write(to out: inout ByteWriter) {
+    package func write(to out: inout ByteWriter) {
         let plan = bestPlan()
         out.append(plan.shape.grid)
         out.append(plan.shape.shapeByte)
@@ -336,8 +345,9 @@ struct RealColumnEncoderV2 {
     /// Order and stroke-start prediction minimising the coarse stream, all four measured in
     /// one pass.
     func chooseOrder(plan: Plan, range: Range<Int>) -> (UInt8, Bool, Int) {
-        // Four histograms of 65 bit lengths, one after the other (one allocation, not five:
-        // a board commits a tiny block hundreds of times a second).
+        // Four histograms of 65 bit lengths, one after the other in one flat array (one
+        // allocation; an array of arrays takes five): a board commits a tiny block hundreds of
+        // times a second.
         var histograms = [Int](repeating: 0, count: 4 * 65)
         var predictors = [Predictor](repeating: Predictor(), count: strokeCount)
         var last: Int64 = 0
@@ -430,8 +440,8 @@ struct RealColumnEncoderV2 {
 
 // MARK: - Decoding
 
-enum RealColumnDecoderV2 {
-    static func decode(
+package enum RealColumnDecoderV2 {
+    package static func decode(
         _ reader: inout ByteReader, strokes: [UInt32], strokeCount: Int
     ) throws(DecodeError) -> [Double] {
         let count = strokes.count

@@ -99,7 +99,7 @@ public enum SegmentFormatError: Error, Equatable, Sendable, CustomStringConverti
     case badHeaderLength(UInt16)
     case truncatedBlock
     case badBlockMagic
-    /// A block header field beyond what the format allows (FORMAT.md §4): the field, the value.
+    /// A block header field beyond what the format allows (FORMAT.md §5.1): the field, the value.
     case outOfBounds(BlockField, UInt64)
     case blockChecksum(stored: UInt32, computed: UInt32)
     case inflate(ZlibError)

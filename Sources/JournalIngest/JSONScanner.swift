@@ -1,7 +1,9 @@
 import JournalFormat
-/// A cursor over the bytes of one line, with the JSON lexical pieces the line parser needs.
-/// The bytes must outlive the scanner; they are already known to be valid UTF-8.
-struct JSONScanner {
+/// A cursor over the bytes of one line, with the JSON lexical pieces the line parser needs,
+/// and the structure (objects, arrays, exact integers) the relay's other messages need: the
+/// project's one JSON reader. The bytes must outlive the scanner; they are already known to
+/// be valid UTF-8.
+package struct JSONScanner {
     let base: UnsafePointer<UInt8>
     let end: Int
     var index: Int
@@ -15,16 +17,16 @@ struct JSONScanner {
     /// The current byte, or 0 at the end (a NUL byte is never valid outside a string, and
     /// strings are read by their own loops).
     @inline(__always)
-    var peek: UInt8 { index < end ? base[index] : 0 }
+    package var peek: UInt8 { index < end ? base[index] : 0 }
 
     @inline(__always)
-    var atEnd: Bool { index >= end }
+    package var atEnd: Bool { index >= end }
 
     /// 1-based byte column of the cursor, for messages.
-    var column: Int { index + 1 }
+    package var column: Int { index + 1 }
 
     @inline(__always)
-    mutating func skipWhitespace() {
+    package mutating func skipWhitespace() {
         while index < end {
             switch base[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -223,6 +225,124 @@ struct JSONScanner {
                 .elementsEqual(UnsafeBufferPointer(start: base + index, count: count))
         else { throw error("invalid value at column \(column)") }
         index += count
+    }
+}
+
+// MARK: - Structure
+
+extension JSONScanner {
+    /// Runs `body` with a scanner over the UTF-8 of `text` (valid, as every String's is).
+    package static func scanning<Result>(
+        _ text: String, _ body: (inout JSONScanner) throws(LineError) -> Result
+    ) throws(LineError) -> Result {
+        var copy = text
+        let outcome = copy.withUTF8 { buffer -> Swift.Result<Result, LineError> in
+            let empty: UInt8 = 0
+            return withUnsafePointer(to: empty) { nothing in
+                var scanner = JSONScanner(buffer.baseAddress ?? nothing, count: buffer.count)
+                return Swift.Result { () throws(LineError) -> Result in try body(&scanner) }
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// "`what` at column N": where a message went wrong.
+    func failure(_ what: String) -> LineError { error("\(what) at column \(column)") }
+
+    /// Skips whitespace, then takes `byte` or fails saying `what` was expected.
+    package mutating func expect(_ byte: UInt8, _ what: String) throws(LineError) {
+        skipWhitespace()
+        guard peek == byte else { throw failure("expected \(what)") }
+        index += 1
+    }
+
+    /// Skips whitespace; takes `byte` if it is next.
+    package mutating func take(_ byte: UInt8) -> Bool {
+        skipWhitespace()
+        guard peek == byte else { return false }
+        index += 1
+        return true
+    }
+
+    /// The string at the cursor (after whitespace), escapes resolved.
+    package mutating func string() throws(LineError) -> String {
+        skipWhitespace()
+        guard peek == UInt8(ascii: "\"") else { throw failure("expected a string") }
+        return String(decoding: try decodeString(), as: UTF8.self)
+    }
+
+    /// `true` or `false`.
+    package mutating func boolean(_ what: String) throws(LineError) -> Bool {
+        skipWhitespace()
+        for (literal, value) in [("true", true), ("false", false)] {
+            let spelled = Array(literal.utf8)
+            if end - index >= spelled.count, UnsafeBufferPointer(start: base + index, count: spelled.count).elementsEqual(spelled) {
+                index += spelled.count
+                return value
+            }
+        }
+        throw failure("expected true or false for \(what)")
+    }
+
+    /// A whole number from 0 to 2^64-1, in plain decimal (no sign, fraction, exponent or
+    /// leading zero): seqs are exact, never rounded through a Double.
+    package mutating func unsignedInteger(_ what: String) throws(LineError) -> UInt64 {
+        skipWhitespace()
+        let start = index
+        var value: UInt64 = 0
+        while index < end, base[index] >= UInt8(ascii: "0"), base[index] <= UInt8(ascii: "9") {
+            let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times.addingReportingOverflow(UInt64(base[index] - UInt8(ascii: "0")))
+            guard !overflow1, !overflow2 else { throw failure("\(what) is over 2^64-1") }
+            value = sum
+            index += 1
+        }
+        let followedByNumber = index < end && [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(base[index])
+        guard index > start, !(base[start] == UInt8(ascii: "0") && index - start > 1), !followedByNumber else {
+            index = start
+            throw failure("\(what) must be a whole number from 0 to 2^64-1 in plain decimal")
+        }
+        return value
+    }
+
+    /// Calls `body` for each key of an object, the cursor on its value (which `body` reads).
+    package mutating func object(
+        _ what: String, _ body: (String, inout JSONScanner) throws(LineError) -> Void
+    ) throws(LineError) {
+        try expect(UInt8(ascii: "{"), "\(what) (an object)")
+        if take(UInt8(ascii: "}")) { return }
+        repeat {
+            skipWhitespace()
+            guard peek == UInt8(ascii: "\"") else { throw failure("expected a key in \(what)") }
+            let key = try string()
+            try expect(UInt8(ascii: ":"), "':' after key \(JSONText.quoted(key, limit: 40))")
+            try body(key, &self)
+        } while take(UInt8(ascii: ","))
+        try expect(UInt8(ascii: "}"), "',' or '}' in \(what)")
+    }
+
+    /// Calls `body` for each element of an array, the cursor on it.
+    package mutating func array(_ what: String, _ body: (inout JSONScanner) throws(LineError) -> Void) throws(LineError) {
+        try expect(UInt8(ascii: "["), "\(what) (an array)")
+        if take(UInt8(ascii: "]")) { return }
+        repeat { try body(&self) } while take(UInt8(ascii: ","))
+        try expect(UInt8(ascii: "]"), "',' or ']' in \(what)")
+    }
+
+    /// Nesting deeper than this is refused in a skipped value of a message.
+    package static let maxMessageDepth = 16
+
+    /// Skips one value of any kind (after whitespace), checking its syntax.
+    package mutating func skipAnyValue() throws(LineError) {
+        skipWhitespace()
+        guard !atEnd else { throw failure("expected a value") }
+        try skipValue(depth: 2, maxDepth: Self.maxMessageDepth)
+    }
+
+    /// Only whitespace is left.
+    package mutating func expectEnd(_ what: String) throws(LineError) {
+        skipWhitespace()
+        guard atEnd else { throw failure("unexpected text after \(what)") }
     }
 }
 

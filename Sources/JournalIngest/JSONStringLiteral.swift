@@ -7,17 +7,13 @@ public enum JSONStringLiteral {
     /// Decodes the string literal that starts at byte `offset` of `text` (on its opening
     /// quote). Returns the decoded string and the byte offset just after the closing quote.
     public static func decode(_ text: String, at offset: Int) throws(LineError) -> (value: String, end: Int) {
-        var copy = text
-        return try copy.withUTF8 { buffer in
-            Result { () throws(LineError) -> (String, Int) in
-                guard let base = buffer.baseAddress, offset >= 0, offset < buffer.count,
-                      base[offset] == UInt8(ascii: "\"")
-                else { throw LineError(reason: "expected a string at column \(offset + 1)") }
-                var scanner = JSONScanner(base, count: buffer.count)
-                scanner.index = offset
-                let bytes = try scanner.decodeString()
-                return (String(decoding: bytes, as: UTF8.self), scanner.index)
+        try JSONScanner.scanning(text) { scanner throws(LineError) in
+            guard offset >= 0, offset < scanner.end, scanner.base[offset] == UInt8(ascii: "\"") else {
+                throw LineError(reason: "expected a string at column \(offset + 1)")
             }
-        }.get()
+            scanner.index = offset
+            let bytes = try scanner.decodeString()
+            return (String(decoding: bytes, as: UTF8.self), scanner.index)
+        }
     }
 }

@@ -57,9 +57,9 @@ extension BoardOptions {
     /// A relay's boards (`journal serve`): sealed 1 s after a pause and at the latest 5 s after
     /// the first unsealed event, not 0.3 s and 0.5 s. Many clients draw there without a common
     /// pause, and each seal is a file that every reader lists from then on: at 0.5 s, 20 boards
-    /// under 240 Hz pens spent a fifth of the relay's CPU sealing (docs/PERFORMANCE.md, "Relay").
+    /// under 240 Hz pens spend a fifth of the relay's CPU sealing (docs/PERFORMANCE.md, "Relay").
     /// Other machines see a board's strokes that much later through sync; its clients, at once.
-    /// Deadlines spread over 3.5–5 s: 50 boards sealing in step every 5 s stalled every ack for
+    /// Deadlines spread over 3.5–5 s: 50 boards sealing in step every 5 s stall every ack for
     /// up to 0.4 s (docs/PERFORMANCE.md, "Fifth run").
     public static var relay: BoardOptions {
         BoardOptions(sealAfterIdleMilliseconds: 1000, sealAfterMilliseconds: 5000, sealSpread: 0.3, keepsDrawing: false)
@@ -93,7 +93,7 @@ public struct BoardUpdate: Sendable, Equatable {
 
 /// A journal open for live drawing: the object an app holds.
 ///
-/// Threading (see README, "Live boards", and docs/LIVE.md, "The committer"):
+/// Threading (see README, "Live boards", and docs/LIVE.md, "The committer and its stream"):
 /// - `append` runs on the caller's thread and never touches the disk: it assigns the
 ///   event's id and clock, folds it into the in-memory drawing and queues it.
 /// - One committer owns every writer of the folder: the board's own replica and the replicas
@@ -106,8 +106,8 @@ public struct BoardUpdate: Sendable, Equatable {
 ///   under it.
 /// - What happened is published once, to observers (`observe`): durable seqs, hosted rounds,
 ///   events sync brought (as decoded), seals and compactions.
-/// - Every piece of shared state lives in one `Locked` value; each lock is held for
-///   in-memory work only (the seal and the fsync run outside it).
+/// - The board's shared state lives in one `Locked` value, its observers in another; each
+///   lock is held for in-memory work only (the seal and the fsync run outside it).
 public final class Board: Sendable {
     public let directory: JournalDirectory
     public let replica: ReplicaID
@@ -189,7 +189,7 @@ public final class Board: Sendable {
         state = Locked(State(writer: writer, live: live, durableSeq: writer.durableSeq))
         if options.watchForSegments {
             try? FileSystem.createDirectory(directory.replicasPath)
-            // Without one (no inotify), the watcher thread rescans on the interval alone.
+            // Without one (no inotify), the committer's timed rescan alone looks for new files.
             watcher = try? FolderWatcher(roots: [directory.replicasPath], depth: 1)
             startWatching()
         } else {
@@ -214,7 +214,7 @@ public final class Board: Sendable {
     }
 
     /// `append`, returning the whole event (its clock and wall time too): what a relay
-    /// broadcasts once `flush()` says it is durable.
+    /// broadcasts once `whenDurable` says it is durable.
     public func record(_ payload: Payload) throws(JournalError) -> Event {
         let (event, scheduleCommit, wakeIntegrator) = try state.withLock { state throws(JournalError) -> (Event, Bool, Bool) in
             guard let writer = state.writer, !state.closed else { throw .closed }

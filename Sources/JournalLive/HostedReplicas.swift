@@ -108,7 +108,8 @@ package final class HostedReplicas: Sendable {
                     if let open = files.writers[replica] {
                         writer = open
                     } else {
-                        writer = try HostedReplicaWriter(directory: directory, replica: replica, automaticCompaction: false)
+                        writer = try HostedReplicaWriter(
+                            directory: directory, replica: replica, sealEveryEvents: options.sealEveryEvents, automaticCompaction: false)
                         files.writers[replica] = writer
                     }
                     // Accepted events may skip seqs the board got from elsewhere: one run each.
@@ -143,9 +144,9 @@ package final class HostedReplicas: Sendable {
 
     /// Seals the open segments that are due (idle for `sealAfterIdleMilliseconds`, or older than
     /// their seal age), so that sync publishes them, and closes the files of replicas that
-    /// paused (a replica that paused holds no descriptor: a client naming a new replica on each
-    /// connection piled up one open segment per replica until the board closed, and the relay
-    /// ran out of descriptors). A seal that fails (a full disk) leaves the events durable in
+    /// paused (a replica that paused holds no descriptor: otherwise a client naming a new replica
+    /// on each connection piles up one open segment per replica until the board closes, and the
+    /// relay runs out of descriptors). A seal that fails (a full disk) leaves the events durable in
     /// the open segment: tried again at the next deadline. Returns the sealed files and when to
     /// look again (nil: no file is open). On the committer only.
     func sealDue(now: Double) -> (sealed: [SealedSegment], next: Double?) {

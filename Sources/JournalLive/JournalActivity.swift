@@ -12,8 +12,9 @@ public enum JournalActivity: Sendable {
     /// Events that sync brought into the journal, decoded once, as the board applied them
     /// (none it held before).
     case integrated([Event])
-    /// The board rebuilt what it holds from the files (see docs/LIVE.md, "Reloads"): events
-    /// may have arrived that no `.integrated` named; a follower reads what it lacks.
+    /// The board rebuilt what it holds from the files (docs/LIVE.md, "Segments from other
+    /// machines"): events may have arrived that no `.integrated` named; a follower reads what
+    /// it lacks.
     case reloaded
     /// Segments sealed by this board (its own or a hosted replica's).
     case sealed([SealedSegment])
@@ -25,7 +26,8 @@ public enum JournalActivity: Sendable {
 public struct HostedRound: Sendable {
     /// Events made durable, per replica, in seq order.
     public var stored: [ReplicaID: [Event]] = [:]
-    /// Replicas whose events could not be stored (the reason): none of the round's is durable.
+    /// Replicas whose events could not all be stored (the reason): of theirs, only what
+    /// `stored` lists is durable.
     public var failed: [ReplicaID: String] = [:]
     /// Batches each submitter staged in the round (`HostedReplicas.stage(_:of:from:)`): they
     /// are settled now, stored or failed.

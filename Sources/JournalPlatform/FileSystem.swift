@@ -43,6 +43,17 @@ public struct IOError: Error, Equatable, Sendable, CustomStringConvertible {
     public var isWouldBlock: Bool { errno == .wouldBlock || errno == .resourceTemporarilyUnavailable }
     public var isNotFound: Bool { errno == .noSuchFileOrDirectory }
     public var isExists: Bool { errno == .fileExists }
+
+    /// A symlink met where the journal never follows one (the operation fails with ELOOP).
+    public static func symbolicLink(_ operation: String, path: String) -> IOError {
+        IOError(operation, path: path, code: Errno.tooManySymbolicLinkLevels.rawValue, reason: symbolicLinkReason)
+    }
+
+    /// Bytes that read back other than they must (an I/O error, EIO, with its own reason).
+    public static func damaged(_ operation: String, path: String, reason: String) -> IOError {
+        IOError(operation, path: path, code: Errno.ioError.rawValue, reason: reason)
+    }
+
     /// A symlink where a file or folder was expected: refused, never followed.
     public var isSymbolicLink: Bool { reason == Self.symbolicLinkReason }
     /// A FIFO, device or socket (or a folder) where a regular file was expected.
@@ -494,26 +505,29 @@ extension ProcessInfoLite {
 
 /// A seam for tests: every storage write, fsync, truncate, rename, link, remove, mkdir and
 /// directory fsync asks `hook` first, which may fail it with an errno (after SQLite's
-/// `ioerr` loop and LevelDB's fault-injection env). Nil in production.
+/// `ioerr` loop and LevelDB's fault-injection env).
 ///
-/// The hook is task-local and package-only: a test sets it with
-/// `FaultInjection.$hook.withValue(hook) { ... }`, so it fails operations of that test's task
-/// only (tests run in parallel), and no application linking the library can set it at all.
+/// The hook exists only in debug builds (`JOURNAL_FAULT_INJECTION`, Package.swift), where the
+/// tests run: a release build carries no hook, no thread-specific slot and no check. It is
+/// task-local and package-only: a test sets it with `FaultInjection.$hook.withValue(hook) { ... }`,
+/// so it fails operations of that test's task only (tests run in parallel), and no application
+/// linking the library can set it at all.
 package enum FaultInjection {
     package enum Operation: String, Sendable, CaseIterable {
         case open, write, fsync, truncate, rename, link, remove, mkdir, syncDirectory
     }
 
     /// Returns an errno (e.g. `EIO`, `ENOSPC`) to fail the operation, nil to let it run.
-    @TaskLocal package static var hook: (@Sendable (Operation, String) -> Int32?)? = nil
+    package typealias Hook = @Sendable (Operation, String) -> Int32?
+
+    #if JOURNAL_FAULT_INJECTION
+    @TaskLocal package static var hook: Hook? = nil
 
     /// Runs `body` with `hook` in force on this thread: how work a test's task hands to a
-    /// Dispatch thread (the writer's background flush) keeps the test's hook. A task-local
-    /// cannot be bound there (the runtime has no task to bind it to), and running the work
-    /// as a task instead could starve the cooperative pool the test itself blocks.
-    package static func withThreadHook<T>(
-        _ hook: (@Sendable (Operation, String) -> Int32?)?, _ body: () throws -> T
-    ) rethrows -> T {
+    /// thread of the library (the writer's flush, a board's committer) keeps the test's hook.
+    /// A task-local cannot be bound there (the runtime has no task to bind it to), and running
+    /// the work as a task instead could starve the cooperative pool the test itself blocks.
+    package static func withThreadHook<T>(_ hook: Hook?, _ body: () throws -> T) rethrows -> T {
         guard let hook else { return try body() }
         let box = Unmanaged.passRetained(HookBox(hook))
         let previous = pthread_getspecific(threadHookKey)
@@ -526,15 +540,15 @@ package enum FaultInjection {
     }
 
     /// The hook in force: the task's, else the one `withThreadHook` set on this thread.
-    package static var current: (@Sendable (Operation, String) -> Int32?)? {
+    package static var current: Hook? {
         if let hook { return hook }
         guard let raw = pthread_getspecific(threadHookKey) else { return nil }
         return Unmanaged<HookBox>.fromOpaque(raw).takeUnretainedValue().hook
     }
 
     private final class HookBox {
-        let hook: @Sendable (Operation, String) -> Int32?
-        init(_ hook: @escaping @Sendable (Operation, String) -> Int32?) { self.hook = hook }
+        let hook: Hook
+        init(_ hook: @escaping Hook) { self.hook = hook }
     }
 
     private static let threadHookKey: pthread_key_t = {
@@ -548,6 +562,11 @@ package enum FaultInjection {
         guard let hook = current else { return nil }
         return hook(operation, path)
     }
+    #else
+    package static func withThreadHook<T>(_ hook: Hook?, _ body: () throws -> T) rethrows -> T { try body() }
+    package static var current: Hook? { nil }
+    @inline(__always) static func fault(_ operation: Operation, _ path: String) -> Int32? { nil }
+    #endif
 
     @inline(__always)
     static func check(_ operation: Operation, _ path: String) throws(IOError) {

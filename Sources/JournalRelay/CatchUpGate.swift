@@ -5,9 +5,9 @@ import JournalPlatform
 ///
 /// A catch-up holds the files of the board it reads (`SegmentSet`) until its last message is
 /// written, and a client that does not read keeps it there until `--write-timeout`. Without a
-/// bound, a few thousand sockets opened on a big board (and never read) held a copy each:
-/// gigabytes. With it, memory is `limit` boards' worth, whoever connects; and two cores gain
-/// nothing from more catch-ups at once than this anyway. A joiner that waits holds only the
+/// bound, a few thousand sockets opened on a big board (and never read) would hold a copy
+/// each: gigabytes. With it, memory is `limit` boards' worth, whoever connects; and two cores
+/// gain nothing from more catch-ups at once than this anyway. A joiner that waits holds only the
 /// live events queued for it meanwhile (shared with every other connection).
 final class CatchUpGate: Sendable {
     private struct State {

@@ -119,8 +119,8 @@ final class NativeHost: Sendable {
             }
             // A clock replay would quarantine is never stored (FORMAT.md §8.9), counted on what
             // the board will hold with these events: each id once. Sealed hosted events are
-            // both folded by the board and accepted here; counted twice, the bound let through
-            // a clock that replay then quarantined, an acknowledged event no reader applied.
+            // both folded by the board and accepted here; counted twice, the bound would let
+            // through a clock that replay then quarantines: an acknowledged event no reader applies.
             var holds = Have(all)
             holds.formUnion(state.accepted)
             let known = holds.eventCount + UInt64(fresh.count)
@@ -148,10 +148,6 @@ final class NativeHost: Sendable {
         return acceptance
     }
 
-    /// The events of a native frame whose ids the board holds from files this host did not
-    /// write (a segment sync brought, or one a previous run sealed): dedup by id is sound only
-    /// if the event under that id is the same, and anyone can put a segment of any replica in
-    /// a synced folder.
     /// Records that the journal holds events of `replica` that differ from the client's under
     /// the same ids (`reason` says which): from then on this board takes nothing more of that
     /// replica, since an ack by seq would count the other events as the client's. Until the
@@ -161,6 +157,10 @@ final class NativeHost: Sendable {
         state.withLock { state in if state.forks[replica] == nil { state.forks[replica] = reason } }
     }
 
+    /// The events of a native frame whose ids the board holds from files this host did not
+    /// write (a segment sync brought, or one a previous run sealed): dedup by id is sound only
+    /// if the event under that id is the same, and anyone can put a segment of any replica in
+    /// a synced folder.
     func heldFromElsewhere(_ events: [Event], replica: ReplicaID) -> [Event] {
         let covered = board.covered[replica] ?? SeqRanges()
         let hosted = state.withLock { $0.accepted.ranges[replica] } ?? SeqRanges()

@@ -5,14 +5,14 @@ import JournalWire
 /// (acks, the errors of refused frames, the echo of its events) goes out before the board's
 /// traffic queued earlier (other clients' events, what sync brought, the catch-up's end).
 ///
-/// One ordered stream made an honest client wait for its ack behind every event broadcast
+/// In one ordered stream an honest client waits for its ack behind every event broadcast
 /// before it: 16.8 s behind a 140,000-point flood (docs/PERFORMANCE.md, "Trust on the live
 /// path"). Only what is still queued here can be overtaken, not what the socket already
-/// carries (docs/PERFORMANCE.md, "An honest ack right after a flood"). Others' events carry their own place in the drawing, so their order against this
-/// client's acks tells the client nothing. What does order is kept: a barrier in the traffic
-/// (`caughtUp`, and the acks held through a catch-up) keeps every answer behind it until it is
-/// out, so no ack comes before `caughtUp` and acks only grow (one a later ack overtook anyway
-/// is dropped).
+/// carries (docs/PERFORMANCE.md, "An honest ack right after a flood"). Others' events carry
+/// their own place in the drawing, so their order against this client's acks tells the
+/// client nothing. What does order is kept: a barrier in the traffic (`caughtUp`, and the
+/// acks held through a catch-up) keeps every answer behind it until it is out, so no ack
+/// comes before `caughtUp` and acks only grow (one a later ack overtook anyway is dropped).
 ///
 /// One reader (the connection's socket writer); any number of writers. `@unchecked Sendable`:
 /// all state is behind `state`'s lock.

@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import JournalLive
 import JournalPlatform
 import JournalStorage
@@ -151,7 +146,7 @@ public final class Relay: Sendable {
             // it points to, writing as that journal's replica beside its writer. (A symlinked
             // `local/` is refused by the board's `JournalWriter`, as for every journal.)
             for planted in [path, path + "/replicas"] where FileSystem.linkStatus(planted)?.kind == .symlink {
-                throw .io(IOError("open board", path: planted, code: ELOOP, reason: IOError.symbolicLinkReason))
+                throw .io(IOError.symbolicLink("open board", path: planted))
             }
             let board = try Board(path: path, create: true, options: boardOptions)
             let relayBoard = RelayBoard(name: name, board: board, catchUps: catchUps, maxNativeReplicas: limits.maxNativeReplicasPerBoard)
@@ -196,7 +191,9 @@ public final class Relay: Sendable {
     /// ever lands on a board being closed.
     /// `grant`: what `access.authorize` granted the client; nil (no token) is refused unless
     /// the relay is open.
-    public func connect(to name: BoardName, grant presented: Grant? = nil) async throws(RelayError) -> RelayConnection {
+    public func connect(
+        to name: BoardName, grant presented: Grant? = nil, helloPromised: Bool = false
+    ) async throws(RelayError) -> RelayConnection {
         let grant: Grant
         switch (presented, access) {
         case (let given?, _): grant = given
@@ -237,7 +234,7 @@ public final class Relay: Sendable {
                 if boards.open[name] == nil && !grant.allows(.admin) && !FileSystem.exists(FileSystem.join(dataDirectory, name.text)) {
                     throw .forbidden(.notAllowed("board \(name.text) does not exist; only a token of scope admin may create it (this one's scope is \(grant.scope))"))
                 }
-                if let board = boards.open[name] { return .connected(board.connect(grant: grant)) }
+                if let board = boards.open[name] { return .connected(board.connect(grant: grant, helloPromised: helloPromised)) }
                 try makeRoomIfFull(&boards)
                 return .opening(startOpening(name, &boards))
             }

@@ -59,12 +59,13 @@ public final class RelayBoard: Sendable {
 
     /// A new connection, registered at once, so that nothing broadcast from now on passes it
     /// by; it holds live events back until its catch-up is sent (`RelayConnection.catchUp`).
-    public func connect(grant: Grant = .open) -> RelayConnection {
+    /// `helloPromised`: the client said its first frame is a hello (`WireLimits.helloQuery`).
+    public func connect(grant: Grant = .open, helloPromised: Bool = false) -> RelayConnection {
         let id = nextConnection.withLock { next -> Int in
             next += 1
             return next
         }
-        let connection = RelayConnection(id: id, board: self, grant: grant)
+        let connection = RelayConnection(id: id, board: self, grant: grant, helloPromised: helloPromised)
         connections.withLock { connections in
             connections[id] = connection
             idle.withLock { $0 = nil }
@@ -234,7 +235,8 @@ public final class RelayBoard: Sendable {
         }
     }
 
-    /// After a reload: reads from the files what the connections lack, once.
+    /// After a reload or a failed hosted round: reads from the files what the connections
+    /// lack, once.
     private func forwardLacking() {
         guard !closed.withLock({ $0 }) else { return }
         forwarding.withLock { _ in forwardLackingNow() }

@@ -8,9 +8,10 @@ import JournalWire
 /// (`receive`) and writes what `outbound` yields, in order.
 ///
 /// A frame's events are appended to the board at once (the board commits every few
-/// milliseconds, one fsync for every connection's events); an acker task awaits the board's
-/// `flush()`, then acks the frames it covered and broadcasts their events to the board's
-/// other clients. So what anyone is told about is durable (DESIGN.md, invariant 10).
+/// milliseconds, one fsync for every connection's events); the acker hears from the board's
+/// `whenDurable` right after the fsync, then acks the frames it covered and broadcasts their
+/// events to the board's other clients. So what anyone is told about is durable (DESIGN.md,
+/// invariant 10).
 public final class RelayConnection: Sendable {
     public let id: Int
     public let relayBoard: RelayBoard
@@ -19,6 +20,8 @@ public final class RelayConnection: Sendable {
     /// The text frames to send: answers to the client's own frames first, then the board's
     /// traffic, each in order (`OutboundMessages`). Ends when the connection is closed; then
     /// `closeReason` tells whether the client should get a last error.
+    /// The client promised that its first frame is a hello (`WireLimits.helloQuery`).
+    public let helloPromised: Bool
     public let outbound: OutboundMessages
     private let state = Locked(State())
 
@@ -62,10 +65,11 @@ public final class RelayConnection: Sendable {
         var heldReplicaAck: UInt64?
     }
 
-    init(id: Int, board: RelayBoard, grant: Grant) {
+    init(id: Int, board: RelayBoard, grant: Grant, helloPromised: Bool) {
         self.id = id
         self.relayBoard = board
         self.grant = grant
+        self.helloPromised = helloPromised
         outbound = OutboundMessages(limit: WireLimits.maxQueuedMessages)
     }
 
@@ -86,21 +90,31 @@ public final class RelayConnection: Sendable {
     /// What the client holds, from its hello: waits for its first frame, at most
     /// `WireLimits.helloWaitMilliseconds`. Nil: no hello (the first frame was an event line,
     /// or none came in time, or the connection closed); the client gets the whole board.
+    ///
+    /// A client that promised a hello (`helloPromised`) waits for it alone: nothing else decides
+    /// for it but its first frame, so however late the relay reads that hello, the catch-up is
+    /// exact. Without a first frame within `WireLimits.promisedHelloWaitMilliseconds` the
+    /// connection is closed with the reason.
     public func awaitHello() async -> Hello? {
+        let wait = helloPromised ? WireLimits.promisedHelloWaitMilliseconds : WireLimits.helloWaitMilliseconds
         let timer = Task {
             // In ticks, not one sleep: on a starved machine (every thread of the pool busy for
-            // longer than the wait) one sleep ended before the reader task, starved too, read
-            // a hello already in the socket, and a client that held nearly all the board was
-            // sent all of it. The wait now also lasts 20 ticks of this task's own run time, and
-            // the reader gets its turns between them.
+            // longer than the wait) one sleep can end before the reader task, starved too, reads
+            // a hello already in the socket, and a client that holds nearly all the board is
+            // then sent all of it. So the wait also lasts 20 ticks of this task's own run time,
+            // and the reader gets its turns between them.
             let ticks = 20
-            let deadline = ContinuousClock.now + .milliseconds(WireLimits.helloWaitMilliseconds)
+            let deadline = ContinuousClock.now + .milliseconds(wait)
             var ticked = 0
             while ticked < ticks || ContinuousClock.now < deadline {
-                do { try await Task.sleep(for: .milliseconds(WireLimits.helloWaitMilliseconds / ticks)) } catch { return }
+                do { try await Task.sleep(for: .milliseconds(wait / ticks)) } catch { return }
                 ticked += 1
             }
-            self.decideHello(nil)
+            if self.helloPromised {
+                self.close(reason: "no hello within \(wait / 1000) s of opening the socket, though its address promised one (?\(WireLimits.helloQuery))")
+            } else {
+                self.decideHello(nil)
+            }
         }
         defer { timer.cancel() }
         return await withCheckedContinuation { (continuation: CheckedContinuation<Hello?, Never>) in
@@ -189,9 +203,10 @@ public final class RelayConnection: Sendable {
     // MARK: Frames from the client
 
     /// Handles one text frame: refused (an error names it; the connection stays open) or
-    /// appended to the board and acknowledged once durable. Returns after appending; waits
-    /// first while `WireLimits.maxUnacknowledgedFrames` frames are unacknowledged, so a
-    /// server that calls it before reading the next frame throttles a flooding client.
+    /// appended to the board and acknowledged once durable. Returns after appending, once
+    /// fewer than `WireLimits.maxUnacknowledgedFrames` frames (and `maxUnacknowledgedEvents`
+    /// events) are unacknowledged, so a server that calls it before reading the next frame
+    /// throttles a flooding client.
     public func receive(text: String) async {
         // The first frame may be a hello, never numbered: frames count from the one after it.
         // Even one read after `helloWaitMilliseconds` (a slow reader, a loaded machine): the
@@ -312,7 +327,7 @@ public final class RelayConnection: Sendable {
             close(reason: viewOnly("native frame not stored"))
             return
         }
-        // Counted before the host may store it (and settle it, on its own thread).
+        // Counted before the board's committer may store it (and settle it, on its own thread).
         state.withLock { $0.nativeInFlight += 1 }
         do throws(RelayError) {
             let events = try Self.nativeEvents(bytes, replica: replica, key: state.withLock { $0.hello??.key } ?? [], board: relayBoard.name)

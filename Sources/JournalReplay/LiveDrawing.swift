@@ -79,7 +79,7 @@ public struct LiveDrawing: Sendable {
         /// Keys of the last `keys.count` points (those applied here, in order).
         var keys: [Key] = []
         /// Points that sorted before `keys.last` when they arrived, waiting until moving them
-        /// into `points` is cheap (`settleLatePointsIfCheap`): inserting each one there cost
+        /// into `points` is cheap (`settleLatePointsIfCheap`): inserting each one there costs
         /// O(n), and a stroke whose clocks fall sends every point there.
         var late = SortedChunks<LatePoint>()
         /// The key of the last point a replay loaded without keys (nil: none was).
@@ -246,7 +246,7 @@ public struct LiveDrawing: Sendable {
     private var styleIndex: [Style: UInt32] = [:]
     private var latestClear: Key?
     /// The stroke and style of the previous point: consecutive points nearly always share
-    /// both, and two hash lookups per point were most of the cost of folding one in.
+    /// both, and two hash lookups per point would be most of the cost of folding one in.
     private var recentStroke: (id: StrokeID, slot: Int)?
     private var recentStyle: (style: Style, index: UInt32)?
     public private(set) var eventCount = 0

@@ -11,9 +11,11 @@ import JournalFormat
 /// snapshot) or a new copy of covered seqs (a re-cut segment, a conflict copy, a fork) means a
 /// full replay, so a snapshot can never make the drawing differ from a full replay.
 struct Snapshot {
-    /// Version 2: columnar, bit-packed points in chunks decoded in parallel. A file of any
-    /// other version (SJSNAP01 held raw Doubles, 15× the journal) is ignored and rebuilt.
-    static let magic: [UInt8] = Array("SJSNAP02".utf8)
+    /// Version 3: columnar, in chunks decoded in parallel, each column coded as a block codes
+    /// it (`SnapshotChunks`). A file of any other version is ignored and rebuilt: version 1
+    /// held raw Doubles (15× the journal), version 2 decimal-grid columns (1.8× the journal's
+    /// segments for device values, whose every point was an exception).
+    static let magic: [UInt8] = Array("SJSNAP03".utf8)
 
     /// Replicas in id order; keys in `state` use indexes into this list.
     var replicas: [ReplicaID]

@@ -1,13 +1,16 @@
 import JournalFormat
 
 /// The strokes of a snapshot in chunks of consecutive slots, each encoded on its own so that
-/// opening decodes them on every core.
+/// opening decodes them on every core (docs/SYNC.md, "Snapshots").
 ///
-/// Per stroke: 16-byte id, flags (1 ended, 2 visible, 4 per-point styles, 8 creation key,
-/// 16 visibility key), the keys, style index, point count; if it has points, a byte of
+/// First, per stroke: 16-byte id, flags (1 ended, 2 visible, 4 per-point styles, 8 creation
+/// key, 16 visibility key), the keys, style index, point count; if it has points, a byte of
 /// presence modes (bits 0–1 pressure, 2–3 t: 0 none, 1 all, 2 bitmap of the points that have
-/// one), the bitmaps, then the x, y, pressure and t columns (`PackedReals`), then the per-point
-/// style indexes if any.
+/// one) and the bitmaps. Then the chunk's x, y, pressure and t columns, each one real column
+/// as a block stores it (FORMAT.md §14.3, `RealColumnEncoderV2`) over the values present, in
+/// slot order, predicted per stroke; then the per-point style indexes of the strokes that
+/// have them. One coder for blocks and snapshots: a snapshot of device values costs what the
+/// segments do, not the decimal grid's exceptions.
 enum SnapshotChunks {
     struct Entry: Sendable {
         var firstSlot: Int
@@ -46,9 +49,10 @@ enum SnapshotChunks {
     }
 
     static func encode(_ state: OrderedFoldState, slots: Range<Int>) -> [UInt8] {
-        var out = ByteWriter(capacity: slots.reduce(0) { $0 + 32 + state.strokes[$1].points.count * 4 })
-        var column: [Double] = []
-        for slot in slots {
+        var out = ByteWriter(capacity: slots.reduce(0) { $0 + 32 + state.strokes[$1].points.count * 3 })
+        var xs: [Double] = [], ys: [Double] = [], pressures: [Double] = [], times: [Double] = []
+        var pointStrokes: [UInt32] = [], pressureStrokes: [UInt32] = [], timeStrokes: [UInt32] = []
+        for (position, slot) in slots.enumerated() {
             let stroke = state.strokes[slot]
             // Big-endian, as `UUIDBits.bytes` spells an id.
             out.appendLE(state.strokeIDs[slot].bits.high.byteSwapped)
@@ -64,54 +68,96 @@ enum SnapshotChunks {
             out.appendVarint(UInt64(stroke.style))
             let points = stroke.points
             out.appendVarint(UInt64(points.count))
-            if !points.isEmpty {
-                func mode(_ bits: (Drawing.Point) -> UInt64) -> UInt8 {
-                    let present = points.reduce(0) { $0 + (bits($1) == absent ? 0 : 1) }
-                    return present == 0 ? 0 : present == points.count ? 1 : 2
-                }
-                let pressureMode = mode { $0.pressureBits.bitPattern }
-                let timeMode = mode { $0.tBits.bitPattern }
-                out.append(pressureMode | timeMode << 2)
-                func bitmap(_ bits: (Drawing.Point) -> UInt64) {
-                    var byte: UInt8 = 0
-                    for (index, point) in points.enumerated() {
-                        if bits(point) != absent { byte |= 1 << UInt8(index & 7) }
-                        if index & 7 == 7 || index == points.count - 1 { out.append(byte); byte = 0 }
-                    }
-                }
-                if pressureMode == 2 { bitmap { $0.pressureBits.bitPattern } }
-                if timeMode == 2 { bitmap { $0.tBits.bitPattern } }
-                column.removeAll(keepingCapacity: true)
-                column.append(contentsOf: points.lazy.map(\.x))
-                PackedReals.write(column, order: 2, to: &out)
-                column.removeAll(keepingCapacity: true)
-                column.append(contentsOf: points.lazy.map(\.y))
-                PackedReals.write(column, order: 2, to: &out)
-                column.removeAll(keepingCapacity: true)
-                column.append(contentsOf: points.lazy.map(\.pressureBits).filter { $0.bitPattern != absent })
-                PackedReals.write(column, order: 1, to: &out)
-                column.removeAll(keepingCapacity: true)
-                column.append(contentsOf: points.lazy.map(\.tBits).filter { $0.bitPattern != absent })
-                PackedReals.write(column, order: 2, to: &out)
+            guard !points.isEmpty else { continue }
+            func mode(_ bits: (Drawing.Point) -> UInt64) -> UInt8 {
+                let present = points.reduce(0) { $0 + (bits($1) == absent ? 0 : 1) }
+                return present == 0 ? 0 : present == points.count ? 1 : 2
             }
-            stroke.pointStyles?.forEach { out.appendVarint(UInt64($0)) }
+            let pressureMode = mode { $0.pressureBits.bitPattern }
+            let timeMode = mode { $0.tBits.bitPattern }
+            out.append(pressureMode | timeMode << 2)
+            func bitmap(_ bits: (Drawing.Point) -> UInt64) {
+                var byte: UInt8 = 0
+                for (index, point) in points.enumerated() {
+                    if bits(point) != absent { byte |= 1 << UInt8(index & 7) }
+                    if index & 7 == 7 || index == points.count - 1 { out.append(byte); byte = 0 }
+                }
+            }
+            if pressureMode == 2 { bitmap { $0.pressureBits.bitPattern } }
+            if timeMode == 2 { bitmap { $0.tBits.bitPattern } }
+            let ref = UInt32(position)
+            for point in points {
+                xs.append(point.x)
+                ys.append(point.y)
+                pointStrokes.append(ref)
+                if point.pressureBits.bitPattern != absent {
+                    pressures.append(point.pressureBits)
+                    pressureStrokes.append(ref)
+                }
+                if point.tBits.bitPattern != absent {
+                    times.append(point.tBits)
+                    timeStrokes.append(ref)
+                }
+            }
         }
+        for (values, strokes) in [(xs, pointStrokes), (ys, pointStrokes), (pressures, pressureStrokes), (times, timeStrokes)] {
+            RealColumnEncoderV2(values: values, strokes: strokes, strokeCount: slots.count).write(to: &out)
+        }
+        for slot in slots { state.strokes[slot].pointStyles?.forEach { out.appendVarint(UInt64($0)) } }
         return out.bytes
     }
 
-    static let pointStride = MemoryLayout<Drawing.Point>.stride / 8
-    static let fieldOffsets = [\Drawing.Point.x, \Drawing.Point.y, \Drawing.Point.pressureBits, \Drawing.Point.tBits]
-        .map { (MemoryLayout<Drawing.Point>.offset(of: $0) ?? 0) / 8 }
+    /// How one stroke's optional values are stored: all, none, or those a bitmap marks.
+    private enum Presence {
+        case none, all
+        case marked(UnsafeRawBufferPointer)
+
+        init(mode: UInt8, count: Int, reader: inout ByteReader) throws(DecodeError) {
+            switch mode {
+            case 0: self = .none
+            case 1: self = .all
+            default:
+                let map = try reader.readBytes((count + 7) / 8)
+                let present = map.reduce(0) { $0 + $1.nonzeroBitCount }
+                // Bits beyond the last point must be clear: one spelling per snapshot.
+                guard present > 0, present < count, count % 8 == 0 || map[map.count - 1] >> UInt8(count % 8) == 0 else {
+                    throw .malformed(offset: reader.offset, reason: "presence bitmap")
+                }
+                self = .marked(map)
+            }
+        }
+
+        func present(count: Int) -> Int {
+            switch self {
+            case .none: return 0
+            case .all: return count
+            case .marked(let map): return map.reduce(0) { $0 + $1.nonzeroBitCount }
+            }
+        }
+
+        func has(_ index: Int) -> Bool {
+            switch self {
+            case .none: return false
+            case .all: return true
+            case .marked(let map): return map[index >> 3] & (1 << UInt8(index & 7)) != 0
+            }
+        }
+    }
 
     static func decode(_ raw: UnsafeRawBufferPointer, entry: Entry) throws(DecodeError) -> Decoded {
         var reader = ByteReader(raw)
         var ids: [StrokeID] = []
         var strokes: [OrderedFoldState.StrokeState] = []
+        var counts: [Int] = []
+        var presence: [(pressure: Presence, time: Presence)] = []
         ids.reserveCapacity(entry.strokes)
         strokes.reserveCapacity(entry.strokes)
+        counts.reserveCapacity(entry.strokes)
+        presence.reserveCapacity(entry.strokes)
+        var pointStrokes: [UInt32] = [], pressureStrokes: [UInt32] = [], timeStrokes: [UInt32] = []
         var pointsLeft = entry.points
-        var scratch: [Double] = []
-        for _ in 0..<entry.strokes {
+        var styled: [Int] = []
+        for position in 0..<entry.strokes {
             ids.append(StrokeID(Snapshot.uuid(try reader.readBytes(16))))
             let flags = try reader.readByte()
             guard flags & ~31 == 0 else { throw .malformed(offset: reader.offset, reason: "stroke flags") }
@@ -124,67 +170,57 @@ enum SnapshotChunks {
             guard countValue <= UInt64(pointsLeft) else { throw .malformed(offset: reader.offset, reason: "point count") }
             let count = Int(countValue)
             pointsLeft -= count
+            var optional = (pressure: Presence.none, time: Presence.none)
             if count > 0 {
                 let modes = try reader.readByte()
                 let pressureMode = modes & 3, timeMode = modes >> 2
                 guard pressureMode <= 2, timeMode <= 2 else { throw .malformed(offset: reader.offset, reason: "presence modes") }
-                let pressureMap = pressureMode == 2 ? try reader.readBytes((count + 7) / 8) : nil
-                let timeMap = timeMode == 2 ? try reader.readBytes((count + 7) / 8) : nil
-                var failure: DecodeError?
-                stroke.points = [Drawing.Point](unsafeUninitializedCapacity: count) { buffer, initialized in
-                    let base = UnsafeMutableRawPointer(buffer.baseAddress!).assumingMemoryBound(to: Double.self)
-                    func column(_ mode: UInt8, map: UnsafeRawBufferPointer?, order: UInt8, field: Int) throws(DecodeError) {
-                        let target = base + field
-                        switch mode {
-                        case 0:
-                            for index in 0..<count { target[index * pointStride] = .nan }
-                        case 1:
-                            try PackedReals.read(&reader, count: count, order: order, into: target, stride: pointStride)
-                        default:
-                            let map = map!
-                            let present = map.reduce(0) { $0 + $1.nonzeroBitCount }
-                            // Bits beyond the last point must be clear: one spelling per snapshot.
-                            guard present > 0, present < count, count % 8 == 0 || map[map.count - 1] >> UInt8(count % 8) == 0 else {
-                                throw .malformed(offset: reader.offset, reason: "presence bitmap")
-                            }
-                            if scratch.count < present { scratch = [Double](repeating: 0, count: present) }
-                            try scratch.withUnsafeMutableBufferPointer { values throws(DecodeError) in
-                                try PackedReals.read(&reader, count: present, order: order, into: values.baseAddress!, stride: 1)
-                                var next = 0
-                                for index in 0..<count {
-                                    if map[index >> 3] & (1 << UInt8(index & 7)) != 0 {
-                                        target[index * pointStride] = values[next]
-                                        next += 1
-                                    } else {
-                                        target[index * pointStride] = .nan
-                                    }
-                                }
-                            }
-                        }
-                    }
-
-                    do throws(DecodeError) {
-                        try PackedReals.read(&reader, count: count, order: 2, into: base + fieldOffsets[0], stride: pointStride)
-                        try PackedReals.read(&reader, count: count, order: 2, into: base + fieldOffsets[1], stride: pointStride)
-                        try column(pressureMode, map: pressureMap, order: 1, field: fieldOffsets[2])
-                        try column(timeMode, map: timeMap, order: 2, field: fieldOffsets[3])
-                    } catch {
-                        failure = error
-                        for index in 0..<count { (base + index * pointStride).initialize(repeating: 0, count: pointStride) }
-                    }
-                    initialized = count
-                }
-                if let failure { throw failure }
+                optional = (try Presence(mode: pressureMode, count: count, reader: &reader),
+                            try Presence(mode: timeMode, count: count, reader: &reader))
+                let ref = UInt32(position)
+                pointStrokes.append(contentsOf: repeatElement(ref, count: count))
+                pressureStrokes.append(contentsOf: repeatElement(ref, count: optional.pressure.present(count: count)))
+                timeStrokes.append(contentsOf: repeatElement(ref, count: optional.time.present(count: count)))
             }
-            if flags & 4 != 0 {
-                var pointStyles: [UInt32] = []
-                pointStyles.reserveCapacity(count)
-                for _ in 0..<count { pointStyles.append(UInt32(truncatingIfNeeded: try reader.readVarint())) }
-                stroke.pointStyles = pointStyles
-            }
+            if flags & 4 != 0 { styled.append(position) }
             strokes.append(stroke)
+            counts.append(count)
+            presence.append(optional)
         }
-        guard pointsLeft == 0, reader.isAtEnd else { throw .malformed(offset: reader.offset, reason: "chunk length") }
+        guard pointsLeft == 0 else { throw .malformed(offset: reader.offset, reason: "point count") }
+        let xs = try RealColumnDecoderV2.decode(&reader, strokes: pointStrokes, strokeCount: entry.strokes)
+        let ys = try RealColumnDecoderV2.decode(&reader, strokes: pointStrokes, strokeCount: entry.strokes)
+        let pressures = try RealColumnDecoderV2.decode(&reader, strokes: pressureStrokes, strokeCount: entry.strokes)
+        let times = try RealColumnDecoderV2.decode(&reader, strokes: timeStrokes, strokeCount: entry.strokes)
+        var point = 0, pressure = 0, time = 0
+        for position in strokes.indices {
+            let count = counts[position]
+            guard count > 0 else { continue }
+            let (pressurePresence, timePresence) = presence[position]
+            strokes[position].points = [Drawing.Point](unsafeUninitializedCapacity: count) { buffer, initialized in
+                for index in 0..<count {
+                    var p = Double.nan, t = Double.nan
+                    if pressurePresence.has(index) {
+                        p = pressures[pressure]
+                        pressure += 1
+                    }
+                    if timePresence.has(index) {
+                        t = times[time]
+                        time += 1
+                    }
+                    buffer.initializeElement(at: index, to: Drawing.Point(x: xs[point + index], y: ys[point + index], pressureBits: p, tBits: t))
+                }
+                initialized = count
+            }
+            point += count
+        }
+        for position in styled {
+            var pointStyles: [UInt32] = []
+            pointStyles.reserveCapacity(counts[position])
+            for _ in 0..<counts[position] { pointStyles.append(UInt32(truncatingIfNeeded: try reader.readVarint())) }
+            strokes[position].pointStyles = pointStyles
+        }
+        guard reader.isAtEnd else { throw .malformed(offset: reader.offset, reason: "chunk length") }
         return Decoded(ids: ids, strokes: strokes)
     }
 }

@@ -4,8 +4,8 @@
 /// chunks per `capacity` of them.)
 ///
 /// A sorted array costs O(n) per insertion that does not land at its end: a client sending a
-/// stroke whose clocks fall as its seq rises made every point land at the front, and folding
-/// 100,000 of them took seconds (issue 23). Here elements live in chunks of at most `capacity`,
+/// stroke whose clocks fall as its seq rises makes every point land at the front, and folding
+/// 100,000 of them takes seconds. Here elements live in chunks of at most `capacity`,
 /// each sorted and each after the one before; an insertion finds its chunk by binary search
 /// and moves at most that chunk's elements. Each chunk takes an element at either end without
 /// moving the others, so a run of falling keys costs what a run of rising ones does.

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket
@@ -40,6 +37,7 @@ public struct RelayServer: Sendable {
         let router = Router(context: RelaySocketContext.self)
         router.get("/") { _, _ in "StrokeJournal relay: ws://HOST:PORT/boards/<board>/ws, a drawing page at http://HOST:PORT/boards/<board>\n" }
         router.get("/boards/:board") { _, context in Self.drawingPage(board: context.parameters.get("board") ?? "") }
+        router.get("/assets/:file") { _, context in Self.pageAsset(named: context.parameters.get("file") ?? "") }
 
         let sockets = Router(context: RelaySocketContext.self)
         // Every request upgrades, a bad board name too: the client then reads why in an error
@@ -75,7 +73,8 @@ public struct RelayServer: Sendable {
                         throw .forbidden(error)
                     }
                 }
-                connection = try await relay.connect(to: board, grant: grant)
+                let promised = context.request.uri.queryParameters[Substring(WireLimits.helloQuery)] != nil
+                connection = try await relay.connect(to: board, grant: grant, helloPromised: promised)
             } catch {
                 try await Self.close(withError: error.description, messages: messages, outbound: outbound, waitForFirst: !waited)
                 return
@@ -123,9 +122,25 @@ public struct RelayServer: Sendable {
                 status: .badRequest, headers: [.contentType: "text/plain; charset=utf-8"],
                 body: ResponseBody(byteBuffer: ByteBuffer(string: error.description + "\n")))
         }
-        return Response(
-            status: .ok, headers: [.contentType: DrawingPage.contentType, .cacheControl: "no-cache"],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: DrawingPage.html)))
+        return serve(DrawingPage.page)
+    }
+
+    /// A file the drawing page loads; 404 for any other name.
+    static func pageAsset(named name: String) -> Response {
+        guard let asset = DrawingPage.assets[name] else {
+            return Response(
+                status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: "no such file of the drawing page: \(name)\n")))
+        }
+        return serve(asset)
+    }
+
+    /// `no-cache`: a browser revalidates, so a relay upgraded in place serves its page and
+    /// scripts together, never a cached script with a newer page.
+    private static func serve(_ asset: DrawingPage.Asset) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: asset.contentType, .cacheControl: "no-cache"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: asset.bytes)))
     }
 
     /// How long a connection the relay ends waits for the client to answer its close frame.
@@ -427,7 +442,7 @@ final class SocketWrites: Sendable {
         #if os(Linux)
         guard let provider = channel as? any SocketOptionProvider else { return nil }
         let info: TCPInfo? = try? await provider.unsafeGetSocketOption(
-            level: SocketOptionLevel(IPPROTO_TCP), name: SocketOptionName(TCP_INFO)).get()
+            level: SocketOptionLevel(SocketOptions.tcpLevel), name: SocketOptionName(SocketOptions.tcpInfo)).get()
         return info?.15
         #else
         return nil
@@ -443,6 +458,6 @@ final class SocketWrites: Sendable {
             channel.close(promise: nil)
             return
         }
-        provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
+        provider.setSoLinger(SocketOptions.resetOnClose).whenComplete { _ in channel.close(promise: nil) }
     }
 }

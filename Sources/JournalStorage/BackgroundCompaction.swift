@@ -2,7 +2,7 @@ import Dispatch
 import JournalFormat
 import JournalPlatform
 
-/// Compaction after seals, off every appending thread (docs/FORMAT.md §16.4).
+/// Compaction after seals, off every appending thread (docs/FORMAT.md §16.5).
 ///
 /// One thread for the whole process runs every journal's compactions one at a time, so their
 /// cost is bounded by one core and an append or an ack never waits for one. Requests for the

@@ -5,12 +5,12 @@ import JournalFormat
 /// logarithmic number of files.
 ///
 /// Whenever `fanIn` or more adjacent files (in seq order) are of similar size (the largest at
-/// most 4 times the smallest, counting files under 4,096 events as 4,096) they become one; a chain that still has more than
-/// `maxFilesPerChain` files has its smallest adjacent pair merged until it has no more. Merges
-/// are planned on event counts alone, and merges of merges collapse into one run of the
-/// original files, so a plan writes each event at most once. (Fixed tiers such as
-/// `⌊log₄(events)⌋` never merged a relay's seals of about 1,000 events each: they straddle a
-/// tier boundary, and no four adjacent ones shared a tier.)
+/// most 4 times the smallest, counting files under 4,096 events as 4,096) they become one; a
+/// chain that still has more than `maxFilesPerChain` files has its smallest adjacent pair
+/// merged until it has no more. Merges are planned on event counts alone, and merges of merges
+/// collapse into one run of the original files, so a plan writes each event at most once.
+/// (Fixed tiers such as `⌊log₄(events)⌋` would never merge a relay's seals of about 1,000
+/// events each: they straddle a tier boundary, and no four adjacent ones share a tier.)
 public struct CompactionPolicy: Sendable, Equatable {
     public var fanIn: Int
     public var maxFilesPerChain: Int
@@ -33,7 +33,7 @@ public struct CompactionPolicy: Sendable, Equatable {
 
     /// The size a file counts as: below `FormatV1.sealedBlockMinimumEvents` all files are alike,
     /// since their blocks are re-encoded whatever their neighbours (a relay seals files of a few
-    /// events between ones of a thousand, and a size ratio alone kept those apart).
+    /// events between ones of a thousand, and a size ratio alone would keep those apart).
     static func sizeClass(_ events: Int) -> Int { max(events, FormatV1.sealedBlockMinimumEvents) }
 
     /// The runs of `eventCounts` (the files of one chain: adjacent, in seq order) to merge,

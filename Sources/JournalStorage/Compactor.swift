@@ -419,7 +419,8 @@ public enum Covering {
         return !theirs.failed && expected == range.upperBound + 1
     }
 
-    /// Every field, doubles by bit pattern (`Event ==` compares a width by value).
+    /// Every field, doubles by bit pattern, as `Event ==` compares them (widths too, through
+    /// `Style ==`; the width check below repeats that).
     static func identical(_ a: Event, _ b: Event) -> Bool {
         guard a == b else { return false }
         if case .point(let x) = a.payload, case .point(let y) = b.payload {

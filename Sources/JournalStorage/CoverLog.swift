@@ -40,7 +40,7 @@ public struct CoverLog: Sendable {
     public static func load(_ directory: JournalDirectory) -> CoverLog {
         var log = CoverLog()
         guard let bytes = try? FileSystem.readFile(path(directory)) else { return log }
-        // Read on every sync: parsed as bytes (a String-based parse took 25 µs a line).
+        // Read on every sync: parsed as bytes (a String-based parse takes 25 µs a line).
         var start = 0
         while start < bytes.count {
             var end = start

@@ -66,10 +66,10 @@ public final class HostedReplicaWriter {
     public var openEvents: Int { sink.openSegmentEvents }
     public var openSegmentPath: String { sink.openPath }
 
-    /// Opens (or creates) the open segment of `replica` in `directory`, recovering it.
     /// After each seal, compact the replica's sealed files in the background (`BackgroundCompaction`).
     private let automaticCompaction: Bool
 
+    /// Opens (or creates) the open segment of `replica` in `directory`, recovering it.
     public init(directory: JournalDirectory, replica: ReplicaID, sealEveryEvents: Int = 1 << 16,
                 automaticCompaction: Bool = true) throws(JournalError) {
         self.automaticCompaction = automaticCompaction

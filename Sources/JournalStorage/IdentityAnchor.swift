@@ -5,7 +5,7 @@ import JournalPlatform
 /// `FileIdentity` of `local/replica` as the writer last saw it. A copied folder carries the
 /// anchor along but not the identity file's inode and ctime, so the writer of the copy sees
 /// the mismatch and takes a new replica id before it writes anything: two folders never
-/// write as one replica, which is what made a copy's seals overwrite the original's
+/// write as one replica, which would let a copy's seals overwrite the original's
 /// acknowledged events.
 enum IdentityAnchor {
     static let header = "strokejournal-anchor v1"

@@ -1,15 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import JournalFormat
 import JournalKeys
 import JournalPlatform
 
 /// A journal on disk (docs/FORMAT.md, "Files and names"):
 ///
-///     <root>/replicas/<replica-hex>/<first>-<last>-<crc>.sjs   sealed segments: synced
+///     <root>/replicas/<replica-hex>/<first>-<last>-<sha>.sjs   sealed segments: synced
 ///     <root>/local/replica                                     this journal's replica id
 ///     <root>/local/writer.lock                                 flock(2) of the writer
 ///     <root>/local/open.sjo                                    the open segment
@@ -60,12 +55,12 @@ public struct JournalDirectory: Sendable {
         do throws(IOError) {
             // Published with link(2), never over an existing identity: of two processes creating
             // one journal at once (two relays' first connections to a board), one wins and the
-            // other opens what it made. A rename let the second replace the first's identity
-            // after the first had anchored it, and the journal then took itself for a copy.
+            // other opens what it made. A rename would let the second replace the first's
+            // identity after the first anchored it, and the journal would take itself for a copy.
             do throws(IOError) {
                 try DirectoryHandle.open(directory.localPath, followingSymlink: false)
                     .writeNewFileAtomically(name: "replica", bytes: Array((replica.hex + "\n").utf8))
-            } catch where error.code == EEXIST {
+            } catch where error.isExists {
                 anotherWon = true
             }
             if !anotherWon {

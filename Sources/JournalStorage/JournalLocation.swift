@@ -33,7 +33,7 @@ extension JournalDirectory {
     /// yet: what an app does every time it starts, and a relay for each board. It is created
     /// where nothing is, in an empty folder, and over what a `create` cut short left
     /// (`isUnfinishedCreation`: `create` makes `replicas/` and `local/` before the identity, and
-    /// a relay killed in between left a board that `open` refused for ever). A folder holding
+    /// a relay killed in between would leave a board that `open` refuses for ever). A folder holding
     /// anything else is somebody's and is refused (`notAJournal`; `journal init` makes a
     /// journal there on purpose).
     public static func openOrCreate(at root: String) throws(JournalError) -> JournalDirectory {

@@ -12,7 +12,7 @@ public struct WriterOptions: Sendable {
     /// Seal the open segment once it holds this many events.
     public var sealEveryEvents: Int
     /// After each seal, compact the replica's sealed files in the background
-    /// (`BackgroundCompaction`, docs/FORMAT.md §16.4).
+    /// (`BackgroundCompaction`, docs/FORMAT.md §16.5).
     public var automaticCompaction: Bool
     /// Seal what is open when the writer closes, so that it can be shared.
     public var sealOnClose: Bool
@@ -79,7 +79,7 @@ public struct RecoveryReport: Sendable, Equatable {
 /// deflating a block costs far more than building its events, so the caller goes on
 /// appending (or parsing) while the previous batch is encoded, written and fsynced. At most
 /// one batch is in flight; the next automatic flush, `flush()`, `seal()`, `close()` and
-/// reading `durableSeq` wait for it. Nothing is acknowledged earlier than before:
+/// reading `durableSeq` wait for it. Nothing is acknowledged before it is durable:
 /// `durableSeq` and `onDurable` report a batch only once its blocks are fsynced, and an error
 /// of a batch written in the background is thrown by the next call.
 public final class JournalWriter {
@@ -138,9 +138,9 @@ public final class JournalWriter {
     private var lock: FileDescriptor?
     /// The open segment and sealing. Touched by this thread only while `inFlight` is nil.
     private let sink: SegmentSink
-    /// The batch being made durable in the background, if any.
     /// Where batches become durable, one at a time, off the appending thread.
     private let background = WorkerThread()
+    /// The batch being made durable in the background, if any.
     private var inFlight: DurableJob?
     /// `sink.failure` as of the last collected batch (the sink itself may be busy).
     private var failure: IOError?
@@ -149,7 +149,7 @@ public final class JournalWriter {
     // The per-event state `append` touches (with `nextSeq`, `clock`, `appendedSinceOpen`).
     // The writer is not Sendable, none of these is ever passed inout, and no access to one
     // spans a call out of the writer, so two accesses can never overlap; the runtime's
-    // per-access exclusivity bookkeeping on them was about 5% of `journal record`'s CPU.
+    // per-access exclusivity bookkeeping on them would be about 5% of `journal record`'s CPU.
     @exclusivity(unchecked) private var pending: [Event] = []
     @exclusivity(unchecked) private var pendingSince: Int64 = 0
     /// The sink's open-segment count and seal threshold as of the last collected batch.
@@ -244,8 +244,8 @@ public final class JournalWriter {
         try throwDeferred()
         if let failure { throw .writerFailed(failure) }
         if openSegmentEvents + pending.count >= sealDueAt {
-            // This flush seals: done before returning, as a seal the policy calls for always
-            // was, so that the sealed segment exists (and can be synced) once append returns.
+            // This flush seals: done before returning, so that the sealed segment exists (and
+            // can be synced) once append returns.
             return try writePending(sealIfDue: true)
         }
         let batch = pending
@@ -569,8 +569,8 @@ public final class JournalWriter {
 
     private func removeStaleTemporaries() {
         directory.removeStaleTemporaries()
-        // Fixed-name temporaries of versions before unique temporaries: harmless now, but
-        // clutter. Only a writer (this one holds the lock) ever wrote them.
+        // Fixed-name temporaries that older versions wrote (before unique temporaries):
+        // harmless, but clutter. Only a writer (this one holds the lock) ever wrote them.
         for leftover in ["index.tmp", "replica.tmp", "open.sjo.new", "sync-cache.tmp", "snapshots/latest.sjsnap.tmp"] {
             try? FileSystem.remove(FileSystem.join(directory.localPath, leftover))
         }

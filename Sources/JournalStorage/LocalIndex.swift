@@ -2,7 +2,7 @@ import JournalFormat
 import JournalPlatform
 
 /// A cache of what is known about this journal's sealed segments, so that opening a writer
-/// or syncing reads no segment payload it has read before (docs/FORMAT.md, "Local index").
+/// or syncing reads no segment payload it has read before (docs/SYNC.md, "`local/index`").
 ///
 /// It is only a cache: every entry is checked against the directory listing (name and size)
 /// when loaded, entries for vanished files are dropped, files it does not know are scanned

@@ -3,7 +3,7 @@ import JournalFormat
 /// Refuses to import segments of the importing journal's own replica beyond the seqs its
 /// writer has assigned. Only this journal's writer writes its replica (invariant 2), so such
 /// a file is a forgery or comes from a copy of this journal writing elsewhere; letting it in
-/// would make the writer skip (or, before this guard, discard) its own acknowledged seqs.
+/// would make the writer skip (or discard) its own acknowledged seqs.
 /// Copies of seqs the writer did assign are let in: they are either identical (deduplicated)
 /// or a fork that replay reports and resolves the same way everywhere.
 public struct OwnReplicaGuard: Sendable {

@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import JournalFormat
 import JournalKeys
 import JournalPlatform
@@ -65,7 +60,7 @@ extension JournalDirectory {
         do throws(IOError) {
             try writeKeyFile(fresh, replacing: false)
             return fresh
-        } catch where error.code == EEXIST {
+        } catch where error.isExists {
             guard let existing = try readKeyFile() else { throw .io(error) }
             return existing
         } catch {

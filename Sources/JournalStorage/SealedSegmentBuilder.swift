@@ -5,11 +5,11 @@ import JournalKeys
 /// in seq order: what sealing does with the open segment and what compaction does with a run
 /// of sealed ones (docs/FORMAT.md §2.3 step 3, §16.2).
 ///
-/// Blocks of at least `FormatV1.sealedBlockMinimumEvents` events were compressed at the
-/// sealing level when they were written: they are copied byte for byte. Runs of smaller
-/// blocks between them are decoded and re-encoded as blocks of at most
-/// `FormatV1.sealedBlockTargetEvents` events, which is where the bytes of frequent flushes
-/// and small seals are won back.
+/// Blocks of at least `copiedBlockMinimumEvents` events (for a seal,
+/// `FormatV1.sealedBlockMinimumEvents`: compressed at the sealing level when they were
+/// written) are copied byte for byte. Runs of smaller blocks between them are decoded and
+/// re-encoded as blocks of at most `FormatV1.sealedBlockTargetEvents` events, which is where
+/// the bytes of frequent flushes and small seals are won back.
 struct SealedSegmentBuilder {
     let replica: ReplicaID
     /// The body coding of every input block and of the output (a file has one version).

@@ -7,7 +7,7 @@ import JournalCompression
 /// range as 20 zero-padded decimal digits (so names sort by seq) and what identifies the
 /// file's bytes. See docs/FORMAT.md §2.1.
 ///
-/// Names version 2 (written since format 1.1) carry the first 128 bits of the SHA-256 of the
+/// Names version 2 (the only names writers write) carry the first 128 bits of the SHA-256 of the
 /// whole file, 32 hex digits: two different files cannot share a name, even if one of them
 /// was forged to collide. Version 1 names carry a CRC-32 (8 hex digits), which anyone can
 /// force with four free bytes: they are still read, but only as a claim (`identifiesContents`

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Dispatch
 import JournalCompression
 import JournalFormat
@@ -211,7 +208,7 @@ final class SegmentSink: @unchecked Sendable {
             // Not damage: the file could not be read now (no descriptor left, an I/O error).
             // Every event is still durable in it; the seal is tried again later. Reported as
             // damage, it stopped a relay's board for good, with `verify` finding nothing.
-            throw .sealFailed(IOError("read", path: openPath, code: EIO, reason: problem.reason),
+            throw .sealFailed(IOError.damaged("read", path: openPath, reason: problem.reason),
                               neededBytes: FileSystem.linkStatus(openPath)?.size ?? 0, available: FileSystem.availableBytes(directory.root))
         }
         guard scan.problems.isEmpty, let range = scan.seqRange, let header = scan.header, header.replica == replica else {

@@ -8,9 +8,9 @@ import JournalPlatform
 /// a shared folder, where whoever can write would write themselves into it.
 ///
 /// Without the file a journal is *open*: every segment that passes the format's checks is
-/// applied, signed or not (what journals did before keys). With it, a sealed segment is
-/// applied only if its seal record verifies and its key is this journal's own or listed
-/// (`TrustedSegments`); the rest is quarantined.
+/// applied, signed or not. With it, a sealed segment is applied only if its seal record
+/// verifies and its key is this journal's own or listed (`TrustedSegments`); the rest is
+/// quarantined.
 ///
 /// Text, one entry a line: 64 lowercase hex digits (an Ed25519 public key), a space, a role
 /// (`replica`: it may sign its own replica's segments; `host`: also the replicas it hosts as

@@ -38,7 +38,7 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
     case rsyncMissing
     case rsyncFailed(command: String, status: Int32, output: String)
     case sameJournal(String)
-    /// Another sync or merge holds this journal's `local/sync.lock` (its pid, if it said).
+    /// Another sync, merge or compaction holds this journal's `local/sync.lock` (its pid, if it said).
     case busy(pid: Int32?)
     /// A system call failed: its error (operation, path, errno) and what sync was doing.
     case io(IOError, doing: String?)

@@ -49,8 +49,8 @@ public final class SyncWatch: Sendable {
         /// A round sealed, published or imported something, or found problems other than the
         /// previous round's.
         case synced(ReconcileReport)
-        /// Another sync or merge holds the journal's lock: rounds are skipped until it is free
-        /// (said once per streak).
+        /// Another sync, merge or compaction holds the journal's lock: rounds are skipped until
+        /// it is free (said once per streak).
         case busy(pid: Int32?)
         /// A round failed in a way a later one may not (the target unreachable or unmounted, an
         /// I/O error): said once per distinct error; the loop goes on.
@@ -206,8 +206,9 @@ public final class SyncWatch: Sendable {
         guard await watcher.next(timeoutSeconds: options.interval) == .changed else { return false }
         let spacing = futileWakes < 2 ? 0 : min(options.interval, 0.1 * Double(1 << min(futileWakes - 1, 10)))
         let start = ProcessInfoLite.monotonicSeconds()
-        // A burst is one round: wait until quiet for `debounce`, but not more than a second
-        // (a folder written into without pause must still be synced).
+        // A burst is one round: wait until quiet for `debounce`, but not more than a second (or
+        // the spacing of futile rounds, if longer): a folder written into without pause must
+        // still be synced.
         let latest = start + max(1, spacing)
         var quietUntil = start + max(options.debounce, spacing)
         while true {

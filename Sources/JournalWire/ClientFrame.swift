@@ -68,89 +68,73 @@ extension ClientFrame {
     public static func hello(in text: String) throws(WireError) -> Hello? {
         guard text.utf8.count <= WireLimits.maxFrameBytes else { return nil }
         // First look: is "type" "hello"? A frame that is not even an object is not a hello.
-        var look = WireJSON(text)
         var type: String?
-        do {
-            try look.object("the frame") { key, json throws(WireError) in
+        _ = try? JSONScanner.scanning(text) { look throws(LineError) in
+            try look.object("the frame") { key, json throws(LineError) in
                 json.skipWhitespace()
                 if key == "type", json.peek == UInt8(ascii: "\"") {
                     type = try json.string()
                 } else {
-                    try json.skipValue()
+                    try json.skipAnyValue()
                 }
             }
-        } catch {
-            // Malformed after it said it is a hello (cut short, nested too deep): still a hello
-            // the client got wrong, refused as one by the full read below. Taken for an event
-            // line, it was numbered frame 1, and the client's frames and acks were off by one.
         }
+        // Malformed after it said it is a hello (cut short, nested too deep): still a hello the
+        // client got wrong, refused as one by the full read below. Taken for an event line, it
+        // would be numbered frame 1, and the client's frames and acks would be off by one.
         guard type == "hello" else { return nil }
-
-        var reader = WireJSON(text)
-        var hello = Hello()
-        var sawHave = false
-        var sawBlocks = false
-        var sawEcho = false
-        var sawReplica = false
-        var sawToken = false
-        var sawKey = false
-        do throws(WireError) {
-            try reader.object("the hello") { key, json throws(WireError) in
-                switch key {
-                case "type":
-                    _ = try json.string()
-                case "have":
-                    guard !sawHave else { throw WireError("the key \"have\" appears twice") }
-                    sawHave = true
-                    hello.have = try Have(reading: &json)
-                case "blocks":
-                    guard !sawBlocks else { throw WireError("the key \"blocks\" appears twice") }
-                    sawBlocks = true
-                    hello.blocks = try json.boolean("\"blocks\"")
-                case "echo":
-                    guard !sawEcho else { throw WireError("the key \"echo\" appears twice") }
-                    sawEcho = true
-                    hello.echo = try json.boolean("\"echo\"")
-                case "replica":
-                    guard !sawReplica else { throw WireError("the key \"replica\" appears twice") }
-                    sawReplica = true
-                    json.skipWhitespace()
-                    guard json.peek == UInt8(ascii: "\""), let replica = ReplicaID(hex: try json.string()) else {
-                        throw WireError("\"replica\" must be a replica id: 32 lowercase hex digits")
-                    }
-                    hello.replica = replica
-                case "key":
-                    guard !sawKey else { throw WireError("the key \"key\" appears twice") }
-                    sawKey = true
-                    json.skipWhitespace()
-                    let text = json.peek == UInt8(ascii: "\"") ? try json.string() : ""
-                    guard text.utf8.count == 64, text.utf8.allSatisfy(Hex.isLowercaseHexDigit), let key = Hex.decode(text) else {
-                        throw WireError("\"key\" must be a replica's public key: 64 lowercase hex digits")
-                    }
-                    hello.key = key
-                case "token":
-                    guard !sawToken else { throw WireError("the key \"token\" appears twice") }
-                    sawToken = true
-                    json.skipWhitespace()
-                    guard json.peek == UInt8(ascii: "\"") else { throw WireError("\"token\" must be a string") }
-                    hello.token = try json.string()
-                default:
-                    throw WireError("unknown key \(JSONText.quoted(key, limit: 40)) (a hello holds \"type\", \"have\", \"blocks\", \"echo\", \"replica\", \"key\" and \"token\")")
-                }
-            }
-            try reader.expectEnd("the hello")
-            switch (hello.replica, hello.key) {
-            case (nil, nil):
-                break
-            case (let replica?, let key?):
-                guard ReplicaKey.replica(forPublicKey: key) == replica else {
-                    throw WireError("\"replica\" \(replica.hex) is not the replica its \"key\" names (\(ReplicaKey.replica(forPublicKey: key).hex)): a native client sends events only as the replica of its own key")
-                }
-            default:
-                throw WireError("native mode needs both \"replica\" and \"key\" (the replica's public key, which names it)")
-            }
+        do {
+            return try JSONScanner.scanning(text) { reader throws(LineError) in try readHello(&reader) }
         } catch {
             throw WireError("hello: " + error.reason.replacingPrefix("have: ", with: ""))
+        }
+    }
+
+    private static func readHello(_ reader: inout JSONScanner) throws(LineError) -> Hello {
+        var hello = Hello()
+        var seen = Set<String>()
+        try reader.object("the hello") { key, json throws(LineError) in
+            guard seen.insert(key).inserted else { throw LineError(reason: "the key \"\(key)\" appears twice") }
+            switch key {
+            case "type":
+                _ = try json.string()
+            case "have":
+                hello.have = try Have(reading: &json)
+            case "blocks":
+                hello.blocks = try json.boolean("\"blocks\"")
+            case "echo":
+                hello.echo = try json.boolean("\"echo\"")
+            case "replica":
+                json.skipWhitespace()
+                guard json.peek == UInt8(ascii: "\""), let replica = ReplicaID(hex: try json.string()) else {
+                    throw LineError(reason: "\"replica\" must be a replica id: 32 lowercase hex digits")
+                }
+                hello.replica = replica
+            case "key":
+                json.skipWhitespace()
+                let text = json.peek == UInt8(ascii: "\"") ? try json.string() : ""
+                guard text.utf8.count == 64, text.utf8.allSatisfy(Hex.isLowercaseHexDigit), let key = Hex.decode(text) else {
+                    throw LineError(reason: "\"key\" must be a replica's public key: 64 lowercase hex digits")
+                }
+                hello.key = key
+            case "token":
+                json.skipWhitespace()
+                guard json.peek == UInt8(ascii: "\"") else { throw LineError(reason: "\"token\" must be a string") }
+                hello.token = try json.string()
+            default:
+                throw LineError(reason: "unknown key \(JSONText.quoted(key, limit: 40)) (a hello holds \"type\", \"have\", \"blocks\", \"echo\", \"replica\", \"key\" and \"token\")")
+            }
+        }
+        try reader.expectEnd("the hello")
+        switch (hello.replica, hello.key) {
+        case (nil, nil):
+            break
+        case (let replica?, let key?):
+            guard ReplicaKey.replica(forPublicKey: key) == replica else {
+                throw LineError(reason: "\"replica\" \(replica.hex) is not the replica its \"key\" names (\(ReplicaKey.replica(forPublicKey: key).hex)): a native client sends events only as the replica of its own key")
+            }
+        default:
+            throw LineError(reason: "native mode needs both \"replica\" and \"key\" (the replica's public key, which names it)")
         }
         return hello
     }

@@ -63,10 +63,10 @@ public struct Have: Equatable, Sendable {
 
     /// The largest part of this holding whose `json` is at most `maxBytes` long: the longest
     /// `WireLimits.helloRangesPerReplica` ranges of each replica (what a relay honours), then
-    /// replicas dropped, those with the fewest events first, until it fits. A hello that named
-    /// everything a client holds grew past the relay's frame limit once a board had 1,700
-    /// replicas, and the client was refused on every reconnection, its unacknowledged frames
-    /// never resent; naming less only costs events the client then drops by id.
+    /// replicas dropped, those with the fewest events first, until it fits. A hello naming
+    /// everything a client holds would outgrow the relay's frame limit once a board has 1,700
+    /// replicas, and the client would be refused on every reconnection, its unacknowledged
+    /// frames never resent; naming less only costs events the client then drops by id.
     public func fitting(jsonBytes maxBytes: Int) -> Have {
         var kept = keepingLongest(WireLimits.helloRangesPerReplica)
         // `{}`, then per replica `"<32 hex>":<ranges>` and a comma.
@@ -96,28 +96,34 @@ public struct Have: Equatable, Sendable {
 
     /// Reads the JSON object `json` (nothing else around it).
     public init(parsing json: String) throws(WireError) {
-        var reader = WireJSON(json)
-        try self.init(reading: &reader)
-        try reader.expectEnd("the have map")
+        do {
+            self = try JSONScanner.scanning(json) { scanner throws(LineError) in
+                let have = try Have(reading: &scanner)
+                try scanner.expectEnd("the have map")
+                return have
+            }
+        } catch {
+            throw WireError(error.reason)
+        }
     }
 
-    init(reading reader: inout WireJSON) throws(WireError) {
+    init(reading reader: inout JSONScanner) throws(LineError) {
         var ranges: [ReplicaID: SeqRanges] = [:]
-        try reader.object("the have map") { key, reader throws(WireError) in
+        try reader.object("the have map") { key, reader throws(LineError) in
             guard let replica = ReplicaID(hex: key) else {
-                throw WireError("have: key \(JSONText.quoted(key, limit: 40)) is not a replica id (32 lowercase hex digits)")
+                throw LineError(reason: "have: key \(JSONText.quoted(key, limit: 40)) is not a replica id (32 lowercase hex digits)")
             }
-            guard ranges[replica] == nil else { throw WireError("have: replica \(replica.hex) appears twice") }
+            guard ranges[replica] == nil else { throw LineError(reason: "have: replica \(replica.hex) appears twice") }
             var held: [ClosedRange<UInt64>] = []
-            try reader.array("the ranges of replica \(replica.hex)") { reader throws(WireError) in
+            try reader.array("the ranges of replica \(replica.hex)") { reader throws(LineError) in
                 let what = "a range of replica \(replica.hex)"
                 try reader.expect(UInt8(ascii: "["), "\(what) ([first,last])")
-                let first = try reader.integer("the first seq of \(what)")
+                let first = try reader.unsignedInteger("the first seq of \(what)")
                 try reader.expect(UInt8(ascii: ","), "',' in \(what) ([first,last])")
-                let last = try reader.integer("the last seq of \(what)")
+                let last = try reader.unsignedInteger("the last seq of \(what)")
                 try reader.expect(UInt8(ascii: "]"), "']' closing \(what) ([first,last])")
                 guard first >= 1, first <= last else {
-                    throw WireError("have: [\(first),\(last)] of replica \(replica.hex) is not a range [first,last] with 1 ≤ first ≤ last")
+                    throw LineError(reason: "have: [\(first),\(last)] of replica \(replica.hex) is not a range [first,last] with 1 ≤ first ≤ last")
                 }
                 held.append(first...last)
             }

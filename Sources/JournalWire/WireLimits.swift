@@ -8,9 +8,9 @@ public enum WireLimits {
     /// of filling the relay's memory.
     public static let maxUnacknowledgedFrames = 4096
     /// Events a client may have sent that are not acknowledged yet (text and native frames
-    /// alike). Frames alone did not bound the work queued ahead of other clients: 4096
-    /// CollabSketch frames hold 14 million points, and every client of the board waited behind
-    /// them for its acks.
+    /// alike). Frames alone do not bound the work queued ahead of other clients: 4096
+    /// CollabSketch frames can hold 14 million points, and every client of the board would wait
+    /// behind them for its acks.
     public static let maxUnacknowledgedEvents = 16_384
     /// Messages queued for one client that it has not read. A client that falls this far
     /// behind is disconnected with an error (it reconnects and catches up) rather than
@@ -24,6 +24,19 @@ extension WireLimits {
     /// nothing (a viewer) is caught up with the whole board once this passes, and a client
     /// whose first frame is an event line at once.
     public static let helloWaitMilliseconds = 2000
+    /// How long the relay waits for the hello of a client whose socket address promised one
+    /// (`helloQuery`). Such a client is never sent the whole board for a hello read late (a
+    /// starved relay, a slow network); past this it is disconnected instead, so that a client
+    /// that promised and stays silent does not keep the board's live events held for it.
+    public static let promisedHelloWaitMilliseconds = 60_000
+    /// The query of a socket address (`/boards/<board>/ws?hello`) by which a client promises
+    /// that its first frame is a hello.
+    public static let helloQuery = "hello"
+
+    /// `url`, a socket address, with the promise of a hello (`helloQuery`) added to its query.
+    public static func promisingHello(_ url: String) -> String {
+        url + (url.contains("?") ? "&" : "?") + helloQuery
+    }
     /// Events per batch the relay reads from a journal for a catch-up or a forward: memory
     /// for one batch, never for the board.
     public static let catchUpBatchEvents = 1024
@@ -37,8 +50,8 @@ extension WireLimits {
     public static let nativeFrame = SegmentMessage.Limits(maxEvents: 4096, maxRawBytes: 1 << 20)
     /// Ranges of one replica in a hello that the catch-up honours: the longest this many
     /// (`Have.keepingLongest`). Every gap of a client's holding splits a stored block the relay
-    /// then decodes and encodes again: a 64 KiB hello of 4,000 single-seq ranges cost 7 times
-    /// the CPU of the whole board's catch-up. A client that holds a replica in more pieces gets
-    /// the events of its shorter pieces again, and drops them by id.
+    /// then decodes and encodes again: honoured whole, a 64 KiB hello of 4,000 single-seq ranges
+    /// costs 7 times the CPU of the whole board's catch-up. A client that holds a replica in
+    /// more pieces gets the events of its shorter pieces again, and drops them by id.
     public static let helloRangesPerReplica = 64
 }

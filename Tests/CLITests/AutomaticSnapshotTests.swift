@@ -2,8 +2,8 @@ import Foundation
 import JournalTestSupport
 import Testing
 
-/// Automatic snapshots stay within twice the journal's size and are announced (issue 11,
-/// item 12), through the built binary.
+/// Automatic snapshots stay within twice the journal's size and are announced, through the
+/// built binary.
 @Suite(.ownThreads) struct AutomaticSnapshotTests {
     let cli = CLITests()
 

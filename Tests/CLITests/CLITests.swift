@@ -296,10 +296,9 @@ import Testing
         defer { if first.isRunning { first.terminate() } }
         input.fileHandleForWriting.write(Data(CLITests.sample.utf8))
         // Wait until it holds the lock (it has written its pid).
-        for _ in 0..<100 {
-            if let holder = try? String(contentsOfFile: board + "/local/writer.lock", encoding: .utf8), holder.contains("\(first.processIdentifier)") { break }
-            usleep(20_000)
-        }
+        #expect(eventuallyBlocking(within: 60, every: 20) {
+            (try? String(contentsOfFile: board + "/local/writer.lock", encoding: .utf8))?.contains("\(first.processIdentifier)") == true
+        }, "the first recorder never took the writer lock")
         let second = try cli.journal(["record", "-C", board], stdin: CLITests.sample)
         #expect(second.status == 75)
         #expect(second.stderr.contains("pid \(first.processIdentifier)"), "\(second.stderr)")

@@ -7,8 +7,9 @@ import Foundation
 import JournalTestSupport
 import Testing
 
-/// Issue 8, finding 8: started with standard descriptors closed (`<&- >&-`), `journal` used to
-/// get 0 and 1 for the lock file and the open segment, and wrote "durable N" lines into it.
+/// Started with standard descriptors closed (`<&- >&-`), `journal` keeps its journal clean:
+/// what it prints to a closed output ("durable N" lines) never lands in its own files, which
+/// the system would otherwise give descriptors 0 and 1 (the lock file, the open segment).
 @Suite(.ownThreads) struct ClosedDescriptorTests {
     let cli = CLITests()
 

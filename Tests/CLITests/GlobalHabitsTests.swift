@@ -2,7 +2,7 @@ import Foundation
 import JournalTestSupport
 import Testing
 
-/// Habits a newcomer brings from git (issue 11, items 2 and 3), through the built binary.
+/// Habits a newcomer brings from git, through the built binary.
 @Suite(.ownThreads) struct GlobalHabitsTests {
     let cli = CLITests()
 

@@ -2,13 +2,13 @@ import Foundation
 import JournalTestSupport
 import Testing
 
-/// Conformance: Tools/sjread/sjread.py, a reader written from docs/FORMAT.md alone, must print
-/// byte for byte what the built `journal` prints. A difference means the document or a reader
-/// is wrong.
+/// Conformance: Tools/conformance/sjread/sjread.py, a reader written from docs/FORMAT.md alone,
+/// must print byte for byte what the built `journal` prints. A difference means the document or
+/// a reader is wrong.
 @Suite(.ownThreads) struct IndependentReaderTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().path
-    static let script = root + "/Tools/sjread/sjread.py"
+    static let script = root + "/Tools/conformance/sjread/sjread.py"
     static let python: String? = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
         .split(separator: ":").map { $0 + "/python3" }
         .first { FileManager.default.isExecutableFile(atPath: $0) }

@@ -3,7 +3,7 @@ import JournalTestSupport
 import Testing
 
 /// `--json` wherever a summary is printed, stable keys; `log --stroke` by prefix; verify and
-/// stats count segments alike (issue 11, item 11). Through the built binary.
+/// stats count segments alike. Through the built binary.
 @Suite(.ownThreads) struct JSONOutputTests {
     let cli = CLITests()
 

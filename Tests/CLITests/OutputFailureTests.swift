@@ -2,8 +2,7 @@ import Foundation
 import JournalTestSupport
 import Testing
 
-/// Output that cannot be written is an error, never a silent truncation (issue 11, items 4
-/// and 5): through the built binary, with standard output on /dev/full and on a closed pipe.
+/// Output that cannot be written is an error, never a silent truncation: through the built binary, with standard output on /dev/full and on a closed pipe.
 @Suite(.ownThreads) struct OutputFailureTests {
     /// Runs the binary with standard output connected to `stdout` and returns (status, stderr).
     func run(_ arguments: [String], stdout: FileHandle) throws -> (status: Int32, stderr: String) {

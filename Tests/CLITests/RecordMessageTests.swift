@@ -2,7 +2,7 @@ import Foundation
 import JournalTestSupport
 import Testing
 
-/// What `record` says when its input is wrong (issue 11, item 9), through the built binary.
+/// What `record` says when its input is wrong, through the built binary.
 @Suite(.ownThreads) struct RecordMessageTests {
     let cli = CLITests()
 

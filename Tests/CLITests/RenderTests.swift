@@ -2,8 +2,8 @@ import Foundation
 import JournalTestSupport
 import Testing
 
-/// `render` fits the drawing, says what an area cuts, takes a background, and writes PNG
-/// (issue 11, item 6). Through the built binary.
+/// `render` fits the drawing, says what an area cuts, takes a background, and writes PNG.
+/// Through the built binary.
 @Suite(.ownThreads) struct RenderTests {
     let cli = CLITests()
 

@@ -2,7 +2,7 @@ import Foundation
 import JournalTestSupport
 import Testing
 
-/// Merge sources and sync targets must be journals or shared boards (issue 11, item 7): a
+/// Merge sources and sync targets must be journals or shared boards: a
 /// mistyped path is refused, never silently read as empty or made into a new board.
 @Suite(.ownThreads) struct SourceAndTargetTests {
     let cli = CLITests()

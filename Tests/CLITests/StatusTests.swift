@@ -2,7 +2,7 @@ import Foundation
 import JournalTestSupport
 import Testing
 
-/// `journal status` is a status (issue 11, item 8): this machine's replica marked, ranges and
+/// `journal status` is a status: this machine's replica marked, ranges and
 /// gaps, the last sync, and exit 1 when something is wrong.
 @Suite(.ownThreads) struct StatusTests {
     let cli = CLITests()

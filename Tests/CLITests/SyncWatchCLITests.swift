@@ -10,17 +10,6 @@ import Testing
     /// A `journal` child left running, its output in files.
     typealias Child = JournalProcess.Child
 
-    /// Polls `condition` every 20 ms for up to `seconds`.
-    static func eventually(_ seconds: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(20_000)
-        }
-        return condition()
-    }
-    func eventually(_ seconds: Double, _ condition: () -> Bool) -> Bool { Self.eventually(seconds, condition) }
-
     func segmentCount(_ folder: String) -> Int {
         (FileManager.default.enumerator(atPath: folder + "/replicas")?.compactMap { $0 as? String } ?? [])
             .filter { $0.hasSuffix(".sjs") && !$0.contains("/.") }.count
@@ -40,7 +29,7 @@ import Testing
         try cli.journal(["init", board])
         // A long interval: only a notification can publish within the few seconds allowed.
         let watch = try Child(["sync", "-C", board, shared, "--create", "--watch", "--interval", "60"])
-        #expect(eventually(20) { watch.stdout.contains("sync: watching") }, "\(watch.stderr)")
+        #expect(eventuallyBlocking(within: 20, every: 20) { watch.stdout.contains("sync: watching") }, "\(watch.stderr)")
 
         // A recorder that stays open holds the writer lock; its events are published once it seals.
         let recorder = Process()
@@ -55,11 +44,11 @@ import Testing
         recorder.waitUntilExit()
         #expect(recorder.terminationStatus == 0)
         let sealedAt = Date()
-        #expect(eventually(40) { segmentCount(shared) == 1 }, "\(watch.stdout) \(watch.stderr)")
+        #expect(eventuallyBlocking(within: 40, every: 20) { segmentCount(shared) == 1 }, "\(watch.stdout) \(watch.stderr)")
         // Well before the 60 s interval (loose: a full parallel test run slows everything).
         #expect(Date().timeIntervalSince(sealedAt) < 20)
         #expect(try boardDigest(shared, scratch: temp.path + "/check") == cli.journal(["digest", "-C", board]).stdout)
-        #expect(eventually(20) { watch.stdout.contains("sync: published 1 (") }, "\(watch.stdout)")
+        #expect(eventuallyBlocking(within: 20, every: 20) { watch.stdout.contains("sync: published 1 (") }, "\(watch.stdout)")
 
         // Recorded without sealing: the next interval round would seal it; SIGTERM first
         // finishes cleanly and says so.
@@ -70,20 +59,23 @@ import Testing
         #expect(try cli.journal(["sync", "-C", board, shared]).status == 0)
     }
 
-    @Test func jsonRoundsAndSIGINT() throws {
+    @Test func withJSONOnlyRoundsThatChangeSomethingPrintAndSIGINTStopsWithStatus0() throws {
         let temp = TemporaryDirectory("watch-cli-json")
         defer { temp.remove() }
         let alice = temp.path + "/alice", bob = temp.path + "/bob", shared = temp.path + "/shared"
         try cli.journal(["init", alice])
         try cli.journal(["init", bob])
         try cli.journal(["sync", "-C", bob, shared, "--create"])
+        let rounds = SyncRoundWitness(journal: bob)
+        #expect(eventuallyBlocking(within: 60) { rounds.mark() })
         let watch = try Child(["sync", "-C", bob, shared, "--watch", "--json", "--interval", "60"])
-        // Nothing to do: nothing printed.
-        usleep(500_000)
+        // Its first round, over before alice publishes anything, has nothing to do: nothing
+        // printed (then, and in the end: one line, the import's).
+        #expect(eventuallyBlocking(within: 120) { rounds.roundRanSinceMark }, "\(watch.stderr)")
         #expect(watch.stdout.isEmpty)
         #expect(try cli.journal(["record", "-C", alice], stdin: CLITests.sample).status == 0)
         #expect(try cli.journal(["sync", "-C", alice, shared]).status == 0)
-        #expect(eventually(40) { watch.stdout.contains("\"importedEvents\":8") }, "\(watch.stdout) \(watch.stderr)")
+        #expect(eventuallyBlocking(within: 40, every: 20) { watch.stdout.contains("\"importedEvents\":8") }, "\(watch.stdout) \(watch.stderr)")
         #expect(watch.stopBlocking(with: SIGINT, seconds: 20) == 0)
         let lines = watch.stdout.split(separator: "\n")
         #expect(lines.count == 1 && lines[0].hasPrefix("{\"target\":"), "\(watch.stdout)")
@@ -126,7 +118,7 @@ import Testing
             try cli.journal(["init", journal])
             let watch = try Child(["sync", "-C", journal, shared, "--watch"])
             // Killed right after its first imported file lands (plus a delay), mid-batch.
-            _ = eventually(20) { segmentCount(journal) > 0 }
+            _ = eventuallyBlocking(within: 20, every: 20) { segmentCount(journal) > 0 }
             usleep(UInt32(delay))
             let held = segmentCount(journal)
             kill(watch.process.processIdentifier, SIGKILL)

@@ -2,7 +2,7 @@ import Foundation
 import StrokeJournal
 import Testing
 
-/// The library as an app embeds it (issue 11, item 13): one import, the README's example run
+/// The library as an app embeds it: one import, the README's example run
 /// twice on the same folder, ids made from nothing or from Foundation's UUID.
 @Suite struct EmbeddingTests {
     /// The README's "Using the library" code, verbatim apart from the folder.

@@ -15,9 +15,8 @@ import Testing
                            t: Double(index) / 120, style: Style(color: RGBA(rawValue: color), width: 2)))
     }
 
-    /// Waits (up to `seconds`) for an update that satisfies `matches`. The updates are read
-    /// by a task of their own and checked once more after the deadline: synchronous tests
-    /// beside this one can hold every pool thread for longer than it.
+    /// Waits (`eventually`, up to `seconds`) for an update that satisfies `matches`, read by a
+    /// task of its own.
     func firstUpdate(_ stream: AsyncStream<BoardUpdate>, within seconds: Double,
                      where matches: @escaping @Sendable (BoardUpdate) -> Bool) async -> BoardUpdate? {
         let found = Locked<BoardUpdate?>(nil)
@@ -28,11 +27,7 @@ import Testing
             }
         }
         defer { reader.cancel() }
-        let deadline = ProcessInfoLite.monotonicSeconds() + seconds
-        while ProcessInfoLite.monotonicSeconds() < deadline {
-            if let update = found.withLock({ $0 }) { return update }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        _ = await eventually(within: seconds, every: 20) { found.withLock { $0 } != nil }
         return found.withLock { $0 }
     }
 
@@ -71,12 +66,9 @@ import Testing
         for index in 0..<50 { try board.append(point(stroke, index)) }
         try await board.flush()
         let folder = board.directory.replicasPath + "/" + board.replica.hex
-        var sealed: [String] = []
-        for _ in 0..<40 where sealed.isEmpty {
-            try await Task.sleep(for: .milliseconds(100))
-            sealed = ((try? FileSystem.list(folder)) ?? []).map(\.name).filter { $0.hasSuffix(".sjs") }
-        }
-        #expect(sealed.count == 1, "no sealed segment 4 s after the last append")
+        func sealed() -> [String] { ((try? FileSystem.list(folder)) ?? []).map(\.name).filter { $0.hasSuffix(".sjs") } }
+        #expect(await eventually(within: 4, every: 100) { !sealed().isEmpty }, "no sealed segment 4 s after the last append")
+        #expect(sealed().count == 1)
         // Recording goes on into a new open segment; the drawing is unchanged by the seal.
         try board.append(.end(stroke))
         try await board.flush()
@@ -165,9 +157,9 @@ import Testing
         let board = try Board(path: temp.path + "/a", create: true, options: BoardOptions(watchForSegments: false))
         var generator = EventGenerator(seed: 5)
         let events = generator.stroke(points: 30)
-        let review = BoardReviewTests()
+        let planter = BoardMatchesReplayTests()
         func plant(_ slice: ArraySlice<Event>) throws {
-            try review.plant(Array(slice), replica: generator.replica, into: board.directory)
+            try planter.plant(Array(slice), replica: generator.replica, into: board.directory)
         }
         try plant(events[0..<20])
         #expect(await board.refresh() == 20)
@@ -252,7 +244,7 @@ import Testing
         let total = 2 * (6 * 41 + 1)
         func holdsEverything(_ board: Board) -> Bool { board.covered.values.reduce(0) { $0 + Int($1.count) } == total }
         // That they converge, not how soon (interval and debounce are short): the deadline only
-        // bounds a full parallel `swift test`, which starved these loops past 20 s in CI.
+        // bounds a full parallel `swift test`, which can starve these loops for a minute.
         #expect(await eventually(within: 180) { boards.allSatisfy(holdsEverything) }, "the boards did not exchange every event within 180 s")
         for task in sawRemoteWhileDrawing { #expect(await task.value) }
         let drawings = boards.map(\.drawing)

@@ -5,7 +5,7 @@ import JournalStorage
 import JournalTestSupport
 import Testing
 
-/// Snapshots whose CRC is valid but whose contents lie (issue 8, finding 15): a CRC proves
+/// Snapshots whose CRC is valid but whose contents lie: a CRC proves
 /// only that some program wrote the bytes, so every index the replay trusts is validated.
 @Suite(.ownThreads) struct CraftedSnapshotTests {
     func journalWithSnapshot(_ temp: TemporaryDirectory) throws -> JournalDirectory {

@@ -5,7 +5,7 @@ import JournalStorage
 import JournalTestSupport
 import Testing
 
-/// `LiveDrawing` fed strokes whose clocks rise, fall or jump about as seq rises (issue 23: a
+/// `LiveDrawing` fed strokes whose clocks rise, fall or jump about as seq rises (a
 /// client whose clocks fall sends every point to the front of its stroke). Whatever the order,
 /// the drawing is the order-free `Fold` of the events applied so far, and each point reports
 /// the change its place among the stroke's points calls for.
@@ -30,8 +30,8 @@ import Testing
         (event.lamport, event.wallTime, event.id.replica, event.id.seq)
     }
 
-    /// The changes one point should report, from a plain sorted list of each stroke's keys
-    /// (what the drawing kept before issue 23): its place decides.
+    /// The changes one point should report, from a plain sorted list of each stroke's keys:
+    /// its place decides.
     struct Reference {
         var keys: [StrokeID: [(UInt64, Int64, ReplicaID, UInt64)]] = [:]
 

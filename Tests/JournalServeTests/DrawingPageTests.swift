@@ -4,7 +4,7 @@ import JournalTestSupport
 import Testing
 
 /// The drawing page over real HTTP on 127.0.0.1 (what it does in a browser:
-/// Tools/page-test/page_test.py, run by CI).
+/// Tools/ci/page-test/page_test.py, run by CI).
 @Suite(.serialized) struct DrawingPageTests {
     @Test func aBoardsPageIsServedAsHTMLWithNothingFromElsewhere() async throws {
         let temp = TemporaryDirectory("relay-page")
@@ -16,13 +16,22 @@ import Testing
         #expect(reply.headers["content-type"] == "text/html; charset=utf-8")
         #expect(reply.text == DrawingPage.html)
         #expect(reply.text.hasPrefix("<!doctype html>"))
-        #expect(reply.text.contains("window.strokeJournalState"))
-        // Offline machines and no build step: no script, style or image is fetched from
-        // anywhere; the only addresses are the board's own socket.
-        #expect(!reply.text.contains("src="))
-        #expect(!reply.text.contains("href="))
-        #expect(!reply.text.contains("@import"))
-        let schemes = reply.text.split(separator: "://", omittingEmptySubsequences: false).dropLast().map { String($0.suffix(4)) }
+        // Offline machines and no build step: what the page loads comes from the relay itself,
+        // by paths of its own origin; the only other addresses are the board's own socket.
+        var loaded = Self.references(in: reply.text)
+        #expect(Set(loaded) == ["/assets/board.css", "/assets/segment-reader.js", "/assets/board.js"])
+        var served = ""
+        while let path = loaded.popLast() {
+            let asset = try await PlainHTTP.get(port: running.port, path: path)
+            #expect(asset.status == 200, "GET \(path): \(asset.status)")
+            #expect(asset.headers["content-type"]?.hasPrefix(path.hasSuffix(".css") ? "text/css" : "text/javascript") == true)
+            #expect(asset.text == DrawingPage.assets[String(path.dropFirst("/assets/".count))]?.text)
+            served += asset.text
+        }
+        #expect(served.contains("window.strokeJournalState"))
+        #expect(served.contains("new Worker('/assets/segment-worker.js')"))
+        #expect(!served.contains("@import"))
+        let schemes = (reply.text + served).split(separator: "://", omittingEmptySubsequences: false).dropLast().map { String($0.suffix(4)) }
         #expect(schemes.allSatisfy { $0.hasSuffix("'ws") || $0.hasSuffix("wss") }, "addresses: \(schemes)")
         // Serving the page does not create the board: its socket does.
         #expect(running.relay.openBoards.isEmpty)
@@ -40,6 +49,28 @@ import Testing
         #expect(reply.headers["content-type"]?.hasPrefix("text/plain") == true)
         #expect(reply.text.hasPrefix("invalid board name"), "body: \(reply.text)")
         #expect(reply.text.filter { $0 == "\n" }.count == 1, "one line: \(reply.text)")
+        #expect(running.relay.openBoards.isEmpty)
+        await running.stop()
+    }
+
+    /// The `src` and `href` values of an HTML text.
+    static func references(in html: String) -> [String] {
+        let parts = html.split(separator: "\"", omittingEmptySubsequences: false)
+        return parts.indices.dropFirst().compactMap { index in
+            parts[index - 1].hasSuffix("src=") || parts[index - 1].hasSuffix("href=") ? String(parts[index]) : nil
+        }
+    }
+
+    @Test func everyAssetThePageNamesIsServedAndNoOtherName() async throws {
+        let temp = TemporaryDirectory("relay-page-assets")
+        defer { temp.remove() }
+        let running = try await RelayServerTests.RunningRelay.start(data: temp.path + "/boards")
+        let worker = try #require(DrawingPage.assets["segment-worker.js"])
+        #expect(worker.text.contains("importScripts('/assets/segment-reader.js')"))
+        for name in ["nothing.js", "..%2FPackage.swift", "board.html"] {
+            let reply = try await PlainHTTP.get(port: running.port, path: "/assets/" + name)
+            #expect(reply.status == 404, "GET /assets/\(name): \(reply.status)")
+        }
         #expect(running.relay.openBoards.isEmpty)
         await running.stop()
     }

@@ -31,17 +31,10 @@ final class RelayProcess {
         var failures: [String] = []
         while ContinuousClock.now < deadline {
             let child = try JournalProcess.Child(["serve", "--port", String(port), "--data", data, "--open"], label: "relay-process")
-            while child.process.isRunning, ContinuousClock.now < deadline {
-                if let listening = Self.listeningPort(in: child.stdout) {
-                    port = listening
-                    self.child = child
-                    starts += 1
-                    return
-                }
-                try await Task.sleep(for: .milliseconds(10))
+            // Listening, or ended (the port was taken).
+            _ = await eventually(within: (deadline - ContinuousClock.now) / .seconds(1), every: 10) {
+                !child.process.isRunning || Self.listeningPort(in: child.stdout) != nil
             }
-            // Once more after the deadline: a full parallel `swift test` can keep this task
-            // waiting past it while the relay started long ago.
             if child.process.isRunning, let listening = Self.listeningPort(in: child.stdout) {
                 port = listening
                 self.child = child

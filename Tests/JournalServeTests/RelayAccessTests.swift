@@ -193,10 +193,9 @@ import Testing
         #expect(report.eventCount == 6)
     }
 
-    /// The reviewer's attack on federated relays began with a client naming another relay's
-    /// replica (it is in every event message) and sending its next seqs with clock 1: the
-    /// relay acknowledged them, and after a sync the forged events displaced the honest,
-    /// acknowledged ones. A native replica is now the replica of the client's key, and every
+    /// A client that names another relay's replica (it is in every event message) and sends
+    /// its next seqs with clock 1 would, if acknowledged, displace the honest, acknowledged
+    /// events after a sync. A native replica is the replica of the client's key, and every
     /// frame is signed with it for the board: neither the relay's replica, nor another
     /// client's, nor a frame replayed from another board is taken.
     @Test func nobodyCanSendEventsAsAReplicaWhoseKeyTheyDoNotHold() async throws {
@@ -254,8 +253,8 @@ import Testing
         guard case .error(nil, let why)? = try await anonymous.next() else { Issue.record("an anonymous client was served"); return }
         #expect(why.contains("needs a token"))
         #expect(!FileSystem.exists(temp.path + "/gallery"))
-        // Silent for the whole token wait: still told why (the read that waited for its hello
-        // was cancelled once, which ended the socket before the refusal was written).
+        // Silent for the whole token wait: still told why (the refusal is written before the
+        // socket ends, whatever happens to the read that waited for its hello).
         let silent = RelayTestClient(port: running.port, board: "gallery")
         guard case .error(nil, let silence)? = try await silent.next(within: 120) else { Issue.record("a silent client was not told why"); return }
         #expect(silence.contains("needs a token"))

@@ -34,8 +34,9 @@ final class RelayTestClient: Sendable {
     /// Binary frames received so far (a catch-up in blocks) and their bytes.
     let counts = Locked(BinaryCounts())
 
-    /// `bearer`: a token sent in an `Authorization: Bearer` header.
-    init(port: Int, board: String, bearer: String? = nil) {
+    /// `bearer`: a token sent in an `Authorization: Bearer` header. `promisingHello`: the
+    /// address promises that the first frame is a hello (the relay then waits for it alone).
+    init(port: Int, board: String, bearer: String? = nil, promisingHello: Bool = false) {
         let (toSend, outgoing) = AsyncStream<Outgoing>.makeStream()
         let (incoming, received) = AsyncStream<Result<ServerMessage, WireError>>.makeStream()
         self.outgoing = outgoing
@@ -45,7 +46,7 @@ final class RelayTestClient: Sendable {
         task = Task {
             defer { received.finish() }
             try await WebSocketClient.connect(
-                url: "ws://127.0.0.1:\(port)/boards/\(board)/ws",
+                url: "ws://127.0.0.1:\(port)/boards/\(board)/ws" + (promisingHello ? "?hello" : ""),
                 configuration: .init(
                     maxFrameSize: WireLimits.maxSegmentMessageBytes,
                     additionalHeaders: bearer.map { [.authorization: "Bearer " + $0] } ?? [:]),
@@ -96,6 +97,22 @@ final class RelayTestClient: Sendable {
 
     /// The next message, or nil when the connection ended or nothing came within `seconds`.
     func next(within seconds: Double = 60) async throws -> ServerMessage? {
+        guard case .message(let message) = try await nextOrEnd(within: seconds) else { return nil }
+        return message
+    }
+
+    /// What came next on the connection.
+    enum Arrival: Equatable {
+        case message(ServerMessage)
+        /// The connection ended.
+        case ended
+        /// Nothing within the time given.
+        case timedOut
+    }
+
+    /// The next message, or the connection's end, told apart from nothing within `seconds`: a
+    /// check that the relay closed a connection waits for the end instead of for a silence.
+    func nextOrEnd(within seconds: Double = 60) async throws -> Arrival {
         let box = iterator
         let result = await withTaskGroup(of: Result<ServerMessage, WireError>??.self) { group in
             group.addTask {
@@ -112,8 +129,9 @@ final class RelayTestClient: Sendable {
             group.cancelAll()
             return first
         }
-        guard let result, let message = result else { return nil }
-        return try message.get()
+        guard let result else { return .timedOut }
+        guard let message = result else { return .ended }
+        return .message(try message.get())
     }
 
     /// Messages until (and without) the first one `stop` accepts, which is returned too.

@@ -11,10 +11,10 @@ import Testing
 /// ends with the journal's drawing.
 extension RelayProcessTests {
 @Suite(.serialized) struct RelayClientCrashTests {
-    // Fails 4 of 4 with the settling disabled. It was disabled while 1 run in 8 never ended
-    // (a connect that reached the relay as it was killed waited for ever; `connectTimeout`
-    // ended that). 24 runs of 24 passed since, 10 of them through a connect timeout (13 s);
-    // a hang would now fail with where each client stood (`within`), not stop the suite.
+    // Depends on the client settling resent frames the catch-up brought back (without it,
+    // points are recorded twice). A connect that reaches the relay as it is killed ends by
+    // `connectTimeout`; a hang fails the test, saying where each client stood (`within`), instead
+    // of stopping the suite.
     @Test
     func killedRelayLosesNothingAndRecordsNoPointTwice() async throws {
         try await killedRelayCampaign(native: false)

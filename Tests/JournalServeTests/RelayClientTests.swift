@@ -49,9 +49,18 @@ import Testing
         #expect(await waitFor(bob, points: 65))
 
         // The relay goes away: what she draws now waits, and is sent when it is back.
+        let failedAttempts = Locked(0)
+        let aliceUpdates = alice.updates
+        let counting = Task {
+            for await update in aliceUpdates { if case .disconnected = update { failedAttempts.withLock { $0 += 1 } } }
+        }
         await running.stop()
         for payload in stroke(3, points: 30) { alice.send(payload) }
-        try await Task.sleep(for: .milliseconds(300))
+        // Two more attempts to reconnect have failed since she drew (the second began after it):
+        // what she drew stays pending through them.
+        let failedBefore = failedAttempts.withLock { $0 }
+        #expect(await eventually(within: 60) { failedAttempts.withLock { $0 } >= failedBefore + 2 },
+                "the client stopped trying to reconnect")
         #expect(alice.pending.count == 31)
         running = try await RunningRelay.start(data: data, port: port)
         await alice.waitUntilAcknowledged()
@@ -68,6 +77,7 @@ import Testing
         alice.close()
         bob.close()
         for run in runs { await run.value }
+        await counting.value
     }
 
     @Test func aLateClientCatchesUpInBlocksAndRefusedLinesAreReported() async throws {

@@ -28,7 +28,7 @@ struct RelayCrashCampaign {
         var pauseMilliseconds = 8...25
 
         /// The defaults, overridden by `RELAY_CRASH_SEED`, `_KILLS`, `_CLIENTS`, `_STROKES`
-        /// (for a longer campaign: Tools/relay-crash/run.sh).
+        /// (for a longer campaign: Tools/ci/relay-crash/run.sh).
         static func fromEnvironment(default seed: UInt64) -> Settings {
             let environment = ProcessInfo.processInfo.environment
             func number(_ key: String) -> Int? { environment["RELAY_CRASH_" + key].flatMap { Int($0) } }
@@ -81,7 +81,11 @@ struct RelayCrashCampaign {
     func run(data: String) async throws -> Outcome {
         let started = ContinuousClock.now
         let relay = try await RelayProcess(data: data)
-        let clients = (0..<settings.clients).map { ResendingClient(name: "client \($0)", frames: frames(client: $0).frames) }
+        // With echo, each client holds the relay's replica, which all of them write, in one
+        // piece, not in one piece per stroke of the others: a hello names at most
+        // `WireLimits.helloRangesPerReplica` pieces of a replica, and the events of the pieces
+        // past that would come again.
+        let clients = (0..<settings.clients).map { ResendingClient(name: "client \($0)", frames: frames(client: $0).frames, echo: true) }
         var outcome = Outcome(clients: clients)
         for client in clients { client.finish() }
         let port = relay.port

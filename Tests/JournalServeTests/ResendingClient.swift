@@ -1,6 +1,7 @@
 import HummingbirdWSClient
 import JournalFormat
 import JournalPlatform
+import JournalTestSupport
 import JournalWire
 import Logging
 import NIOWebSocket
@@ -42,9 +43,13 @@ final class ResendingClient: Sendable {
         var finishing = false
     }
 
-    init(name: String, frames: [String]) {
+    /// Whether its hellos ask for its own events back (`"echo":true`).
+    let echo: Bool
+
+    init(name: String, frames: [String], echo: Bool = false) {
         self.name = name
         self.frames = frames
+        self.echo = echo
     }
 
     var snapshot: State { state.withLock { $0 } }
@@ -76,10 +81,7 @@ final class ResendingClient: Sendable {
                 done.withLock { $0 } || state.withLock { $0.caughtUp != nil }
             })
         }
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while state.withLock({ $0.caughtUp == nil }), ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(10))
-        }
+        _ = await eventually(within: seconds, every: 10) { state.withLock { $0.caughtUp != nil } }
         done.withLock { $0 = true }
         await connection.value
         return state.withLock { $0.caughtUp }
@@ -97,7 +99,7 @@ final class ResendingClient: Sendable {
         }
         do {
             _ = try await WebSocketClient.connect(
-                url: "ws://127.0.0.1:\(port)/boards/\(board)/ws", configuration: .init(maxFrameSize: 1 << 20),
+                url: "ws://127.0.0.1:\(port)/boards/\(board)/ws?hello", configuration: .init(maxFrameSize: 1 << 20),
                 logger: Logger(label: "resending-client")
             ) { inbound, outbound, _ in
                 opened.withLock { $0 = true }
@@ -107,7 +109,7 @@ final class ResendingClient: Sendable {
                     // Resend from the first unacknowledged frame: it is this connection's frame 1.
                     state.base = state.acknowledged
                     state.sent = state.acknowledged
-                    return ClientFrame.helloText(have: state.have)
+                    return ClientFrame.helloText(Hello(have: state.have, echo: self.echo))
                 }
                 try await outbound.write(.text(hello))
                 let ended = Locked(false)

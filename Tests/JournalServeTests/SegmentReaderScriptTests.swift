@@ -1,20 +1,81 @@
+import Foundation
+import JournalFormat
 import JournalServe
+import JournalTestSupport
 import Testing
 
-/// The page's reader of catch-up blocks is a script of its own, which the page carries in an
-/// element a test can find it by (what it decodes, in a browser: Tools/page-test/page_test.py).
+/// The page's reader of catch-up blocks is a file of its own (what it decodes, in a browser:
+/// Tools/ci/page-test/page_test.py). Its numbers are the format's: a test runs it in node and
+/// compares them with the Swift ones, so neither side can change one alone.
 @Suite struct SegmentReaderScriptTests {
-    @Test func thePageCarriesTheReaderWholeBeforeTheScriptThatUsesIt() throws {
-        let element = "<script id=\"segment-reader\">\n" + SegmentReaderScript.source + "\n</script>"
-        let reader = try #require(DrawingPage.html.firstRange(of: element))
-        let user = try #require(DrawingPage.html.firstRange(of: "window.StrokeJournalSegments;"))
+    let reader = DrawingPage.assets["segment-reader.js"]
+
+    @Test func thePageLoadsTheReaderBeforeTheScriptThatUsesIt() throws {
+        let html = DrawingPage.html
+        let reader = try #require(html.firstRange(of: "<script src=\"/assets/segment-reader.js\"></script>"))
+        let user = try #require(html.firstRange(of: "<script src=\"/assets/board.js\"></script>"))
         #expect(reader.upperBound <= user.lowerBound)
-        #expect(SegmentReaderScript.source.contains("global.StrokeJournalSegments = {"))
+        #expect(try #require(self.reader).text.contains("global.StrokeJournalSegments = {"))
+        #expect(try #require(DrawingPage.assets["board.js"]).text.contains("window.StrokeJournalSegments;"))
     }
 
-    @Test func nothingInTheReaderEndsItsElementEarly() {
-        // An HTML parser ends a script element at the first "</script", whatever the script means.
-        #expect(!SegmentReaderScript.source.lowercased().contains("</script"))
-        #expect(!SegmentReaderScript.source.contains("<!--"))
+    @Test(.enabled(if: NodeScript.node != nil, "node is not installed (apt-get install nodejs)"))
+    func theReadersFormatNumbersAreTheSwiftOnes() throws {
+        let source = try #require(reader).text
+        let printed = try NodeScript.run(source + "\nconsole.log(JSON.stringify(globalThis.StrokeJournalSegments.constants));")
+        let constants = try #require(try JSONSerialization.jsonObject(with: Data(printed.utf8)) as? [String: Any], "\(printed)")
+        let strings: [String: String] = [
+            "fileMagic": String(decoding: FormatV1.fileMagic, as: UTF8.self),
+            "blockMagic": String(decoding: FormatV1.blockMagic, as: UTF8.self),
+        ]
+        let integers: [String: Int] = [
+            "fileHeader": FormatV1.fileHeaderSize, "blockHeader": FormatV1.blockHeaderSize,
+            "maxRaw": FormatV1.maxRawBlockSize, "maxCompressed": FormatV1.maxCompressedBlockSize,
+            "maxEvents": FormatV1.maxEventsPerBlock,
+            "minVersion": Int(FormatVersion.readable.lowerBound), "maxVersion": Int(FormatVersion.readable.upperBound),
+            "maxDecimalScale": Int(FormatV1.maxDecimalScale), "thirds": Int(FormatV2.thirds),
+            "binaryBase": Int(FormatV2.binaryBase), "maxBinaryExponent": Int(FormatV2.maxBinaryExponent),
+            "ordered32": Int(FormatV2.ordered32), "ordered64": Int(FormatV2.ordered64),
+            "minFineExponent": FormatV2.minFineExponent, "maxFineExponent": FormatV2.maxFineExponent,
+        ]
+        #expect(Set(constants.keys) == Set(strings.keys).union(integers.keys).union(["kindNames"]))
+        for (name, value) in strings { #expect(constants[name] as? String == value, "\(name)") }
+        for (name, value) in integers { #expect(constants[name] as? Int == value, "\(name)") }
+        #expect(constants["kindNames"] as? [String] == EventKind.allCases.map(\.description))
+    }
+
+    @Test func nothingInTheScriptsEndsAnElementEarly() {
+        // The scripts are files now, but one pasted into a page must still not end its element.
+        for asset in DrawingPage.assets.values where asset.name.hasSuffix(".js") {
+            #expect(!asset.text.lowercased().contains("</script"), "\(asset.name)")
+        }
+    }
+}
+
+/// `node`, where installed, running a script given as text.
+enum NodeScript {
+    static let node: String? = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        .split(separator: ":").map { $0 + "/node" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    struct Failed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// What the script printed on standard output; throws when node exits non-zero.
+    static func run(_ script: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try node ?? { throw Failed(description: "no node") }())
+        process.arguments = ["-e", script]
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let printed = output.fileHandleForReading.readDataToEndOfFile()
+        let said = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw Failed(description: "node exited with \(process.terminationStatus): " + String(decoding: said, as: UTF8.self))
+        }
+        return String(decoding: printed, as: UTF8.self)
     }
 }

@@ -6,9 +6,9 @@ import JournalTestSupport
 import Testing
 
 /// Replays the fuzzers' inputs through the same entry points as the libFuzzer harnesses in
-/// Tools/Fuzz (`fuzz-segment`, `fuzz-ndjson`), as a fast regression test that needs no
+/// Tools/fuzz (`fuzz-segment`, `fuzz-ndjson`), as a fast regression test that needs no
 /// sanitizer build:
-///   - the committed seed corpora, Tools/Fuzz/corpus/segment/* and Tools/Fuzz/corpus/ndjson/*;
+///   - the committed seed corpora, Tools/fuzz/corpus/segment/* and Tools/fuzz/corpus/ndjson/*;
 ///   - every input a fuzzer ever crashed on, saved under Golden/fuzz-regressions/ (files named
 ///     `ndjson-*` are NDJSON input, every other file is segment bytes).
 /// A file that still crashes takes the test process down with it: that is the failure.
@@ -19,8 +19,8 @@ import Testing
         for _ in 0..<3 { path = String(path[..<path.lastIndex(of: "/")!]) }
         return path
     }()
-    static let segmentCorpus = repositoryRoot + "/Tools/Fuzz/corpus/segment"
-    static let ndjsonCorpus = repositoryRoot + "/Tools/Fuzz/corpus/ndjson"
+    static let segmentCorpus = repositoryRoot + "/Tools/fuzz/corpus/segment"
+    static let ndjsonCorpus = repositoryRoot + "/Tools/fuzz/corpus/ndjson"
     static let regressions = repositoryRoot + "/Tests/JournalStorageTests/Golden/fuzz-regressions"
 
     static let replica = ReplicaID(UUIDBits(high: 0x0011_2233_4455_6677, low: 0x8899_AABB_CCDD_EEFF))

@@ -213,7 +213,7 @@ import JournalCompression
     }
 
     /// The digest of the golden segment's drawing, as the independent reader
-    /// (`Tools/sjread/sjread.py digest`) computes it from FORMAT.md §9.3 alone.
+    /// (`Tools/conformance/sjread/sjread.py digest`) computes it from FORMAT.md §9.3 alone.
     @Test func goldenDigest() throws {
         let folder = TemporaryDirectory("golden-digest")
         defer { folder.remove() }

@@ -165,7 +165,7 @@ import Testing
     /// A symlink planted at `replicas/<id>` (or at `replicas/`) while a writer is open: its seal
     /// is refused, not written through; the events stay durable in the open segment, and the
     /// seal goes through once the symlink is gone. Both writers (a relay's hosted replicas and
-    /// its own); by path, the seal followed the symlink (adversarial review).
+    /// its own): a seal by path would follow the symlink.
     @Test(arguments: [false, true], ["replica", "replicas"])
     func aSymlinkPlantedAfterOpeningIsNeverSealedThrough(hosted: Bool, at level: String) throws {
         let temp = TemporaryDirectory("seal-symlink")

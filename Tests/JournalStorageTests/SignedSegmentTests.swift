@@ -217,10 +217,10 @@ import Testing
         #expect(report.eventCount == 4)
     }
 
-    /// Found by an adversarial review: an untrusted file must not move this journal's clock (its
+    /// An untrusted file does not move this journal's clock (its
     /// next events would land past the plausibility bound of the files replay applies, and be
-    /// hidden), nor count as the seal of its open segment (the reset would drop their only
-    /// applied copy).
+    /// hidden), nor does it count as the seal of its open segment (the reset would drop their
+    /// only applied copy).
     @Test func aQuarantinedFileNeitherLiftsTheClockNorStandsInForTheOpenSegment() throws {
         let temp = TemporaryDirectory("signed-untrusted-effects")
         defer { temp.remove() }

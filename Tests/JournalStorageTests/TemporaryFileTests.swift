@@ -1,16 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import JournalFormat
 import JournalPlatform
 import JournalStorage
 import JournalTestSupport
 import Testing
 
-/// Issue 8, finding 4: `FileSystem.writeAtomically` picks a unique temporary itself, so a
-/// temporary left by a killed process never blocks a later write, and stale ones are cleaned.
+/// A journal's writer is never blocked by temporaries a killed process left (every write
+/// through a temporary picks a unique one, `AtomicWriteTests`), and it removes the stale ones.
 @Suite(.ownThreads) struct TemporaryFileTests {
     func payload(_ index: Int) -> Payload {
         .point(PointSample(stroke: StrokeID(UUIDBits(high: 3, low: UInt64(index / 10))), x: Double(index), y: 1,
@@ -24,7 +19,7 @@ import Testing
         try file.writeAll(Array("left by kill -9".utf8))
     }
 
-    @Test func oldFixedNameLeftoversNoLongerWedgeTheWriter() throws {
+    @Test func filesAtFixedTemporaryNamesNeitherBlockTheWriterNorStay() throws {
         let temp = TemporaryDirectory("wedge")
         defer { temp.remove() }
         let journal = try JournalDirectory.create(at: temp.path + "/j")
@@ -45,40 +40,6 @@ import Testing
         // A file whose old temporary name is taken is still written.
         try FileSystem.writeAtomically(Array("new".utf8), to: journal.localPath + "/sync-cache")
         #expect(try FileSystem.readFile(journal.localPath + "/sync-cache") == Array("new".utf8))
-    }
-
-    @Test func writeAtomicallyReplacesAndLeavesNoTemporary() throws {
-        let temp = TemporaryDirectory("atomic")
-        defer { temp.remove() }
-        let path = temp.path + "/file"
-        try FileSystem.writeAtomically([1, 2, 3], to: path)
-        try FileSystem.writeAtomically([4], to: path)
-        #expect(try FileSystem.readFile(path) == [4])
-        #expect(try FileSystem.list(temp.path).map(\.name) == ["file"])
-        // A failed rename or fsync removes its temporary: the next write still works.
-        for operation in [FaultInjection.Operation.rename, .fsync, .write] {
-            FaultInjection.$hook.withValue({ op, _ in op == operation ? EIO : nil }) {
-                #expect(throws: IOError.self) { try FileSystem.writeAtomically([9], to: path) }
-            }
-            #expect(try FileSystem.list(temp.path).map(\.name) == ["file"], "\(operation)")
-        }
-        try FileSystem.writeAtomically([5], to: path)
-        #expect(try FileSystem.readFile(path) == [5])
-    }
-
-    @Test func temporaryNamesAreUniqueAndTellWhetherTheirWriterIsGone() {
-        let first = FileSystem.temporaryName(for: "index")
-        let second = FileSystem.temporaryName(for: "index")
-        #expect(first != second)
-        #expect(first.hasPrefix(".tmp-index." + ProcessInfoLite.hostName + "." + String(ProcessInfoLite.processID) + "."))
-        #expect(!FileSystem.isStaleTemporary(first), "this process is alive")
-        let host = ProcessInfoLite.hostName
-        #expect(FileSystem.isStaleTemporary(".tmp-index.\(host).999999999.0123456789abcdef"))
-        #expect(FileSystem.isStaleTemporary(".tmp-a.sjs.\(host).999999999"), "the older form without a random part")
-        #expect(!FileSystem.isStaleTemporary(".tmp-index.other-host.999999999.0123456789abcdef"), "another machine's")
-        #expect(!FileSystem.isStaleTemporary(".tmp-index.\(host).1.0123456789abcdef"), "pid 1 is alive")
-        #expect(!FileSystem.isStaleTemporary("index.tmp"))
-        #expect(!FileSystem.isStaleTemporary(".tmp-x.sjs"))
     }
 
     @Test func openingTheWriterRemovesOnlyStaleTemporaries() throws {

@@ -77,8 +77,8 @@ import Testing
     }
 
     /// Creators of one journal at once: one identity wins, all get the journal, and it
-    /// never takes itself for a copy (a rename let the second replace the identity the first
-    /// had anchored; second review: 1 in 60 parallel `journal merge --into`).
+    /// never takes itself for a copy (the second creator never replaces the identity the first
+    /// has anchored). Sixty rounds of four creators: a race this test looks for is rare.
     @Test func twoCreatorsAtOnceAgreeOnOneIdentity() throws {
         let temp = TemporaryDirectory("unfinished-race")
         defer { temp.remove() }

@@ -6,9 +6,9 @@ import JournalSync
 import JournalTestSupport
 import Testing
 
-/// Issue 8, finding 4: temporaries used to have fixed names created with O_EXCL
-/// (`local/index.tmp`, `replica.tmp`, `latest.sjsnap.tmp`, `sync-cache.tmp`, staging
-/// `.files-from.tmp`), so one left by `kill -9` made every later write fail "File exists".
+/// Files a `kill -9` leaves at fixed temporary names created with O_EXCL (`local/index.tmp`,
+/// `replica.tmp`, `latest.sjsnap.tmp`, `sync-cache.tmp`, staging `.files-from.tmp`) make no
+/// later write fail with "File exists": temporaries have names of their own.
 @Suite(.ownThreads) struct CrashLeftoverTests {
     @Test func leftoversOfAKilledProcessWedgeNeitherRecordNorSnapshotNorSync() async throws {
         let temp = TemporaryDirectory("leftovers")

@@ -13,7 +13,7 @@ import JournalTestSupport
 import Synchronization
 import Testing
 
-/// A shared folder is hostile (issue 8): whoever can write there can plant symlinks and FIFOs,
+/// A shared folder is hostile: whoever can write there can plant symlinks and FIFOs,
 /// before sync lists the folder or between listing and reading. Sync must never write through
 /// a symlink, never read through one, never block on a FIFO, and must say what it refused.
 @Suite(.ownThreads) struct HostileFolderTests {
@@ -217,12 +217,11 @@ extension DispatchTimeoutResult {
 
 /// Lets a reader blocked opening the FIFO at `path` go on: a writer opens it and closes it.
 func unblockFIFO(_ path: String) {
-    for _ in 0..<100 {
+    // Opening for writing without blocking succeeds only once the reader has opened its end.
+    _ = eventuallyBlocking(within: 5, every: 50) {
         let fd = open(path, O_WRONLY | O_NONBLOCK)
-        if fd >= 0 {
-            close(fd)
-            return
-        }
-        usleep(50_000)
+        guard fd >= 0 else { return false }
+        close(fd)
+        return true
     }
 }

@@ -39,8 +39,8 @@ import JournalCompression
         #expect(seqs.isSuperset(of: Set(1...5)))
     }
 
-    /// Found by an adversarial review: a journal with a trust list that was moved (copied) took a
-    /// new key and then quarantined everything it had sealed under its old one.
+    /// A journal with a trust list that is moved (copied) takes a new key, and goes on applying
+    /// what it sealed under its old one (none of it is quarantined).
     @Test func aCopiedJournalWithATrustListKeepsApplyingWhatItSealedBefore() throws {
         let temp = TemporaryDirectory("integrity-copy-trust")
         defer { temp.remove() }
@@ -166,7 +166,7 @@ import JournalCompression
         #expect(report.rejected.contains { $0.reason.contains("SHA-256") })
 
         // Version 1: Alice holds the honest file under its old CRC name; the shared folder
-        // has a different file under that very name. Same name no longer means "held".
+        // has a different file under that very name. A same name does not mean "held".
         let legacyName = SegmentName(firstSeq: honest.name.firstSeq, lastSeq: honest.name.lastSeq, fileCRC: CRC32.checksum(honestBytes))
         try FileSystem.remove(honest.path)
         try writeFile(alice.journal.segmentPath(honest.replica, legacyName), honestBytes)

@@ -63,14 +63,13 @@ final class LocalSSHServer {
                   let pid = Int32(pidText.trimmingCharacters(in: .whitespacesAndNewlines))
             else { continue }
             let server = LocalSSHServer(directory: directory, port: port, pid: pid, user: user)
-            // Wait until it answers.
-            for _ in 0..<50 {
-                if (try? shell(ssh, server.rsh.split(separator: " ").dropFirst().map(String.init) + ["\(user)@127.0.0.1", "true"])) != nil {
-                    return (server, nil)
-                }
-                if kill(pid, 0) != 0 { break }
-                usleep(100_000)
+            // Wait until it answers (or has ended).
+            var answered = false
+            _ = eventuallyBlocking(within: 5, every: 100, gracePolls: 10) {
+                answered = (try? shell(ssh, server.rsh.split(separator: " ").dropFirst().map(String.init) + ["\(user)@127.0.0.1", "true"])) != nil
+                return answered || kill(pid, 0) != 0
             }
+            if answered { return (server, nil) }
             server.stop(keepDirectory: true)
             if attempt == 4 {
                 let log = (try? String(contentsOfFile: directory.path + "/sshd.log", encoding: .utf8)) ?? ""
@@ -91,7 +90,7 @@ final class LocalSSHServer {
 
     func stop(keepDirectory: Bool = false) {
         kill(pid, SIGTERM)
-        for _ in 0..<50 where kill(pid, 0) == 0 { usleep(20_000) }
+        _ = eventuallyBlocking(within: 1, every: 20, gracePolls: 10) { kill(pid, 0) != 0 }
         if !keepDirectory { directory.remove() }
     }
 }

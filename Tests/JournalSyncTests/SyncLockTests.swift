@@ -7,8 +7,8 @@ import JournalSync
 import JournalTestSupport
 import Testing
 
-/// One sync per journal at a time (issue 8, finding 13): two `sync --via rsync` on one journal
-/// used to delete each other's `local/staging` mid-import.
+/// One sync per journal at a time: two `sync --via rsync` on one journal would otherwise delete
+/// each other's `local/staging` mid-import.
 @Suite(.ownThreads) struct SyncLockTests {
     /// Bob's segments on an rsync board, and Alice, who lacks them.
     func scenario(_ temp: TemporaryDirectory, seed: UInt64) async throws -> (alice: Machine, bob: Machine, board: String) {

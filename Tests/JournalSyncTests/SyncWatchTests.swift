@@ -60,20 +60,15 @@ import Testing
         }
     }
 
-    /// Polls `condition` every 50 ms; the seconds it took, or nil after `seconds`.
-    /// For waits that check that something happens, not how soon.
+    /// The deadline of waits that check that something happens, not how soon: it only bounds a
+    /// full parallel `swift test`, whose relay and CLI tests can starve these loops for a minute.
     static let starvedDeadline: Double = 180
 
-    func within(_ seconds: Double, _ condition: () -> Bool) async -> Double? {
-        let start = ProcessInfoLite.monotonicSeconds()
-        while ProcessInfoLite.monotonicSeconds() - start < seconds {
-            if condition() { return ProcessInfoLite.monotonicSeconds() - start }
-            try? await Task.sleep(nanoseconds: 50_000_000)
-        }
-        // Once more after the deadline: synchronous tests running beside this one can hold
-        // every pool thread for longer than the deadline, and then this task was not asleep
-        // but waiting to run; what counts is whether it happened.
-        return condition() ? ProcessInfoLite.monotonicSeconds() - start : nil
+    /// Waits until a round of the loop `witness` watches has run (and ended) since this call:
+    /// the progress a check that rounds did nothing waits for.
+    func nextRound(of witness: SyncRoundWitness) async -> Bool {
+        guard await eventually(within: 60, { witness.mark() }) else { return false }
+        return await eventually(within: Self.starvedDeadline) { witness.roundRanSinceMark }
     }
 
     @Test func twoWatchingJournalsConvergeThroughASharedFolderWithinSeconds() async throws {
@@ -85,16 +80,19 @@ import Testing
         _ = try await SyncEngine(journal: alice.journal).sync(.directory(shared), create: true)
         // Rounds on the interval are an hour apart: whatever bob sees, notifications brought.
         let slow = SyncWatch.Options(interval: 3600)
+        let witnesses = [alice.journal, bob.journal].map { SyncRoundWitness(journal: $0.root) }
+        for witness in witnesses { #expect(await eventually(within: 60) { witness.mark() }) }
         let aliceLoop = Running(alice.journal, .directory(shared), slow)
         let bobLoop = Running(bob.journal, .directory(shared), slow)
-        // Both loops have run their first round (nothing to do) and sleep.
-        try await Task.sleep(nanoseconds: 300_000_000)
+        // Both loops have run their first round (nothing to do) and sleep until notified.
+        #expect(await eventually(within: Self.starvedDeadline) { witnesses.allSatisfy(\.roundRanSinceMark) },
+                "a loop's first round never ran: \(aliceLoop.events) / \(bobLoop.events)")
 
         // Alice records and seals; bob's replay shows it after one notification each way.
         try alice.draw(strokes: 20)
         let aliceDigest = alice.digest
-        let seen = await within(40) { bob.digest == aliceDigest }
-        #expect(seen != nil, "bob never saw alice's strokes: \(aliceLoop.events) / \(bobLoop.events)")
+        let seen = await eventually(within: 40) { bob.digest == aliceDigest }
+        #expect(seen, "bob never saw alice's strokes: \(aliceLoop.events) / \(bobLoop.events)")
 
         // Both record at once: they converge to one drawing.
         let (aliceRoot, bobRoot) = (alice.journal.root, bob.journal.root)
@@ -110,12 +108,12 @@ import Testing
             }
             try await group.waitForAll()
         }
-        let converged = await within(40) {
+        let converged = await eventually(within: 40) {
             let a = alice.digest
             return a == bob.digest && Replay.load(alice.journal).drawing.visibleStrokes.count > 20
                 && alice.journal.listSealed().sealed.count == 4 && bob.journal.listSealed().sealed.count == 4
         }
-        #expect(converged != nil, "no convergence: \(aliceLoop.events) / \(bobLoop.events)")
+        #expect(converged, "no convergence: \(aliceLoop.events) / \(bobLoop.events)")
         #expect(await aliceLoop.finish() == nil)
         #expect(await bobLoop.finish() == nil)
         for events in [aliceLoop.events, bobLoop.events] {
@@ -130,6 +128,8 @@ import Testing
         let board = try JournalDirectory.create(at: temp.path + "/board")
         let shared = temp.path + "/shared"
         // An interval no test run reaches: only a notification can start the round that publishes.
+        let witness = SyncRoundWitness(journal: board.root)
+        #expect(await eventually(within: 60) { witness.mark() })
         let running = Running(board, .directory(shared), SyncWatch.Options(interval: 3600, create: true))
         // A drawing app: it holds the writer for its whole life and seals when the pen rests.
         let writer = try JournalWriter(directory: board)
@@ -140,22 +140,24 @@ import Testing
                                                  style: Style(color: RGBA(red: 1, green: 2, blue: 3), width: 2))))
         }
         try writer.append(.end(stroke))
-        try await Task.sleep(nanoseconds: 300_000_000)
+        // The loop's first round (it creates the board) is over before the seal: the round that
+        // publishes the sealed file is one a notification started.
+        #expect(await eventually(within: Self.starvedDeadline) { witness.roundRanSinceMark }, "\(running.events)")
         guard let sealed = try writer.seal() else {
             Issue.record("nothing sealed")
             return
         }
         // The cover of a background compaction may replace the sealed file: what counts is that
         // its events are published, whatever file holds them.
-        let published = await within(120) {
+        let published = await eventually(within: 120) {
             JournalDirectory.listSealed(replicasPath: FileSystem.join(shared, "replicas")).sealed
                 .contains { $0.replica == writer.replica && $0.name.firstSeq <= sealed.firstSeq && sealed.lastSeq <= $0.name.lastSeq }
         }
-        #expect(published != nil, "\(running.events)")
+        #expect(published, "\(running.events)")
         #expect(await running.finish() == nil)
     }
 
-    @Test func aHeldLockSkipsRoundsUntilItIsFree() async throws {
+    @Test func aHeldLockIsSaidOnceAndRoundsRetryUntilItIsFree() async throws {
         let temp = TemporaryDirectory("watch-busy")
         defer { temp.remove() }
         var alice = try Machine(temp.path + "/alice", seed: 511)
@@ -165,17 +167,22 @@ import Testing
         // a writer's background compaction may hold it for a moment.
         let lock = try FileDescriptor.open(alice.journal.localPath + "/sync.lock", .readWrite)
         #expect(await eventually(within: 60) { (try? lock.tryLockExclusive()) != nil }, "the lock stayed taken")
-        var options = SyncWatch.Options(interval: 0.2, create: true)
+        // Rounds on the interval are an hour apart: a round soon after the lock is freed can only
+        // be one of the retries a held lock makes (every quarter second), so seeing it proves the
+        // loop went on retrying the whole time the lock was held.
+        var options = SyncWatch.Options(interval: 3600, create: true)
         options.busyQuietSeconds = 0
         let running = Running(alice.journal, .directory(shared), options)
-        #expect(await within(40) { running.events == ["busy"] } != nil, "\(running.events)")
-        // Said once, however many rounds were skipped.
-        try await Task.sleep(nanoseconds: 600_000_000)
+        #expect(await eventually(within: 40) { running.events == ["busy"] }, "\(running.events)")
+        // Said once, however many rounds are skipped: held for a second more of this task's turns
+        // (`patientSleep` stretches with a starved pool), retried some four times meanwhile.
+        await patientSleep(seconds: 1)
         #expect(running.events == ["busy"])
         lock.close()
-        let synced = await within(40) { running.events.contains { $0.hasPrefix("synced") } }
-        #expect(synced != nil, "\(running.events)")
+        let synced = await eventually(within: 40) { running.events.contains { $0.hasPrefix("synced") } }
+        #expect(synced, "the loop stopped retrying while the lock was held: \(running.events)")
         #expect(await running.finish() == nil)
+        // No second "busy" at any retry, up to the one that found the lock free.
         #expect(Array(running.events.prefix(3)) == ["busy", "recovered", "synced imported=0 published=1 sealed=false problems=0"])
     }
 
@@ -186,15 +193,16 @@ import Testing
         try alice.draw(strokes: 3)
         let shared = temp.path + "/stick/board"
         let running = Running(alice.journal, .directory(shared), SyncWatch.Options(interval: 0.2, create: true))
-        // Nothing here checks promptness (interval 0.2 s): the deadlines only bound a full
-        // parallel `swift test`, whose relay and CLI tests starved this loop past 40 s in CI.
-        #expect(await within(Self.starvedDeadline) { running.events.contains { $0.contains("published=1") } } != nil)
+        // Nothing here checks promptness (interval 0.2 s).
+        #expect(await eventually(within: Self.starvedDeadline) { running.events.contains { $0.contains("published=1") } })
         // The stick is pulled: reported once, retried, and no new board appears at the path
         // (`create` was for the first round).
         let aside = temp.path + "/pulled"
         try FileSystem.rename(temp.path + "/stick", to: aside)
-        #expect(await within(Self.starvedDeadline) { running.events.contains { $0.hasPrefix("failed") } } != nil, "\(running.events)")
-        try await Task.sleep(nanoseconds: 600_000_000)
+        #expect(await eventually(within: Self.starvedDeadline) { running.events.contains { $0.hasPrefix("failed") } }, "\(running.events)")
+        // Two more rounds have run (each retried the missing target) before the checks.
+        let witness = SyncRoundWitness(journal: alice.journal.root)
+        for _ in 0..<2 { #expect(await nextRound(of: witness), "the loop stopped retrying: \(running.events)") }
         #expect(!FileSystem.exists(shared))
         #expect(running.events.filter { $0.hasPrefix("failed") }.count == 1, "\(running.events)")
         // Plugged back in with a segment from elsewhere: imported.
@@ -202,8 +210,8 @@ import Testing
         try bob.draw(strokes: 2)
         _ = try await SyncEngine(journal: bob.journal).sync(.directory(aside + "/board"))
         try FileSystem.rename(aside, to: temp.path + "/stick")
-        let caughtUp = await within(Self.starvedDeadline) { running.events.contains { $0.hasPrefix("synced imported=1") } }
-        #expect(caughtUp != nil, "\(running.events)")
+        let caughtUp = await eventually(within: Self.starvedDeadline) { running.events.contains { $0.hasPrefix("synced imported=1") } }
+        #expect(caughtUp, "\(running.events)")
         #expect(running.events.contains("recovered"))
         #expect(await running.finish() == nil)
     }
@@ -220,7 +228,7 @@ import Testing
         // The journal itself removed while the loop runs.
         let shared = temp.path + "/shared"
         let running = Running(alice.journal, .directory(shared), SyncWatch.Options(interval: 0.2, create: true))
-        #expect(await within(40) { FileSystem.exists(shared + "/replicas") } != nil)
+        #expect(await eventually(within: 40) { FileSystem.exists(shared + "/replicas") })
         try FileSystem.rename(alice.journal.root, to: temp.path + "/moved-away")
         let error = await running.task.value
         #expect(error != nil, "the loop went on without its journal: \(running.events)")
@@ -231,8 +239,11 @@ import Testing
         defer { temp.remove() }
         let alice = try Machine(temp.path + "/alice", seed: 541)
         // A round an hour away: a loop that ended only then would be seen (and the run slow).
+        let witness = SyncRoundWitness(journal: alice.journal.root)
+        #expect(await eventually(within: 60) { witness.mark() })
         let running = Running(alice.journal, .directory(temp.path + "/shared"), SyncWatch.Options(interval: 3600, create: true))
-        try await Task.sleep(nanoseconds: 300_000_000)
+        // Cancelled once its first round is over, while it sleeps until the next.
+        #expect(await eventually(within: Self.starvedDeadline) { witness.roundRanSinceMark }, "\(running.events)")
         let started = ProcessInfoLite.monotonicSeconds()
         running.task.cancel()
         #expect(await running.task.value == nil)

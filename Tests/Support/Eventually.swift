@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Waits for something other tasks or threads do, in a test run where the test pool can be
 /// starved: the synchronous CLI tests (child processes) have held both of its threads for over
 /// 160 s in a fresh-clone CI. A plain deadline then expires while nothing, neither this task nor
@@ -9,15 +15,46 @@ public func eventually(
     within seconds: Double, every milliseconds: Int = 50, gracePolls: Int = 100,
     _ condition: () throws -> Bool
 ) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    var pollsPastDeadline = 0
+    var patience = Patience(seconds: seconds, gracePolls: gracePolls)
     while true {
         if try condition() { return true }
-        if ContinuousClock.now >= deadline {
-            pollsPastDeadline += 1
-            if pollsPastDeadline > gracePolls { return false }
-        }
+        if patience.isSpent() { return false }
         try? await Task.sleep(for: .milliseconds(milliseconds))
+    }
+}
+
+/// `eventually` for a caller that blocks its thread while it waits: a synchronous test (on
+/// threads of its own, `.ownThreads`), or a helper that waits for a child process. The same
+/// deadline in wall time, and past it the same `gracePolls` more polls: a poll happens only
+/// when this thread runs, which is when what it waits for can run too.
+public func eventuallyBlocking(
+    within seconds: Double, every milliseconds: Int = 50, gracePolls: Int = 100,
+    _ condition: () throws -> Bool
+) rethrows -> Bool {
+    var patience = Patience(seconds: seconds, gracePolls: gracePolls)
+    while true {
+        if try condition() { return true }
+        if patience.isSpent() { return false }
+        usleep(useconds_t(max(0, milliseconds) * 1000))
+    }
+}
+
+/// A deadline in wall time, then `gracePolls` more polls (see `eventually`).
+struct Patience {
+    let deadline: ContinuousClock.Instant
+    let gracePolls: Int
+    var pollsPastDeadline = 0
+
+    init(seconds: Double, gracePolls: Int) {
+        deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        self.gracePolls = gracePolls
+    }
+
+    /// Counts a failed poll; true once the deadline and the grace polls are both past.
+    mutating func isSpent() -> Bool {
+        guard ContinuousClock.now >= deadline else { return false }
+        pollsPastDeadline += 1
+        return pollsPastDeadline > gracePolls
     }
 }
 

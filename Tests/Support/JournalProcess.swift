@@ -57,20 +57,18 @@ public enum JournalProcess {
         public var stdout: String { (try? String(contentsOfFile: scratch.path + "/out", encoding: .utf8)) ?? "" }
         public var stderr: String { (try? String(contentsOfFile: scratch.path + "/err", encoding: .utf8)) ?? "" }
 
-        /// Sends `signal` and waits (polling, so the test's thread pool is not held) for the
+        /// Sends `signal` and waits (`eventually`: the test's thread pool is not held) for the
         /// exit: the exit status, or nil if a signal ended it or it still runs after `seconds`.
         public func stop(with signal: Int32, seconds: Double = 30) async -> Int32? {
             kill(process.processIdentifier, signal)
-            let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-            while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+            _ = await eventually(within: seconds, every: 10) { !process.isRunning }
             return exitStatus()
         }
 
-        /// `stop`, for a synchronous caller: blocks its thread while polling.
+        /// `stop`, for a synchronous caller: blocks its thread while polling (`eventuallyBlocking`).
         public func stopBlocking(with signal: Int32, seconds: Double = 30) -> Int32? {
             kill(process.processIdentifier, signal)
-            let deadline = Date().addingTimeInterval(seconds)
-            while process.isRunning, Date() < deadline { usleep(10_000) }
+            _ = eventuallyBlocking(within: seconds, every: 10) { !process.isRunning }
             return exitStatus()
         }
 

@@ -3,9 +3,10 @@
 #
 #   Tools/bench/engine-and-sync.sh [WORKDIR]
 #
-# Generates ../shared/bench's standard session (4 replicas × 500k points) unless WORKDIR has it,
-# records each replica into its own journal, replays the merged journal, and times sync through
-# a shared folder: a full first sync, a no-op second sync, and a sync after +1% events.
+# Generates the standard session (4 replicas × 500k points; Tools/bench/standard-workload.sh)
+# unless WORKDIR has it, records each replica into its own journal, replays the merged journal,
+# and times sync through a shared folder: a full first sync, a no-op second sync, and a sync
+# after +1% events.
 # Prints medians of 3 runs; ratios are against the full first sync measured in the same run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -14,7 +15,7 @@ source "$here/Tools/bench/standard-workload.sh"
 extra="$work/extra-session"
 if [ ! -f "$extra/replica-0.ndjson" ]; then
     # +1 %: 100 strokes of 200 points on top of the 2,000,000.
-    python3 "$shared_bench/gen_session.py" --replicas 1 --strokes 100 --points 200 --seed 7 --out "$extra"
+    generate --replicas 1 --strokes 100 --points 200 --seed 7 --out "$extra"
 fi
 
 now() { date +%s.%N; }

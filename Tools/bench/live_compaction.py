@@ -20,8 +20,10 @@ Then the issue's 1,008-segment journal: the first 60,480 events as 1,008 segment
 
 Usage: live_compaction.py --journal-bin .build/release/journal --workload DIR [--runs 5] [--json OUT] [--keep DIR]
   DIR holds replica-0.ndjson, e.g. from
-  python3 gen_session.py --replicas 1 --strokes 1440 --points 150 --seed 7 --out DIR
-  (1440 strokes of 150 points at 120 Hz: 30 minutes of one drawer).
+  python3 GENERATOR --replicas 1 --strokes 1440 --points 150 --seed 7 --out DIR
+  (1440 strokes of 150 points at 120 Hz: 30 minutes of one drawer), where GENERATOR is
+  ../shared/bench/gen_session.py (the standard one, docs/PERFORMANCE.md) or, without it,
+  Tools/bench/workload/session.py (figures then not comparable with that file).
 """
 import argparse
 import json

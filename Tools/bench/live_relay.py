@@ -19,8 +19,10 @@ each as a ratio to batch, measured in the same run.
 Usage: live_relay.py --journal-bin .build/release/journal --workload DIR [--drawers 4]
                      [--strokes 40] [--hz 120] [--pause 1.3] [--runs 5] [--json OUT] [--keep DIR]
   DIR holds replica-<i>.ndjson (one per drawer), e.g. from
-  python3 gen_session.py --replicas 4 --strokes 200 --points 150 --seed 11 --out DIR
-Needs the `websockets` package (Tools/relay-load/requirements.txt).
+  python3 GENERATOR --replicas 4 --strokes 200 --points 150 --seed 11 --out DIR
+  where GENERATOR is ../shared/bench/gen_session.py (the standard one, docs/PERFORMANCE.md) or,
+  without it, Tools/bench/workload/session.py (figures then not comparable with that file).
+Needs the `websockets` package (Tools/bench/relay-load/requirements.txt).
 """
 import argparse
 import asyncio
@@ -36,7 +38,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "relay-load"))
+sys.path.insert(0, os.path.join(HERE, "relay-load"))
 from live_compaction import measure, run, sealed_files  # noqa: E402
 
 

@@ -1,15 +1,25 @@
 # Sourced by the scripts beside it, with `work` set to their working folder: builds the
 # release `journal` ($J) and generates the standard session ($session: 4 replicas × 500k
-# points, ../shared/bench/gen_session.py) unless it is there already.
+# points) unless it is there already.
+#
+# `generate ARGS…` runs the session generator: the team's standard one ($SHARED_BENCH/
+# gen_session.py, else ../shared/bench/gen_session.py beside the repository; the figures in
+# docs/PERFORMANCE.md were measured with it) or, when it is missing, the repository's own
+# Tools/bench/workload/session.py, with one line saying that the figures are then not
+# comparable with docs/PERFORMANCE.md (Tools/bench/workload/which_generator.py picks).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-shared_bench=${SHARED_BENCH:-$here/../shared/bench}
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 
 (cd "$here" && swift build -c release --product journal >/dev/null)
 J="$here/.build/release/journal"
 
+generate() {
+    [ -n "${generator:-}" ] || generator=$(python3 "$here/Tools/bench/workload/which_generator.py" "$(basename "$0" .sh)")
+    python3 "$generator" "$@"
+}
+
 session="$work/std-session"
 if [ ! -f "$session/replica-3.ndjson" ]; then
-    python3 "$shared_bench/gen_session.py" --replicas 4 --strokes 2500 --points 200 --seed 1 --out "$session"
+    generate --replicas 4 --strokes 2500 --points 200 --seed 1 --out "$session"
 fi

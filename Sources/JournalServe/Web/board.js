@@ -1,0 +1,945 @@
+// The drawing page a relay serves at `/boards/<board>` (docs/PROTOCOL.md, "The drawing
+// page"): plain HTML, CSS and JavaScript (Sources/JournalServe/Web), embedded in the relay
+// binary at build time: no build step, nothing fetched from elsewhere, so the relay is all a
+// browser needs, offline too.
+//
+// The page is the same for every board: it reads the board's name from its own address.
+// What it does, briefly:
+// - draws with pointer events (pressure, coalesced samples, pointer capture), one random
+//   128-bit stroke id per stroke, each sample sent as one canonical `point` line per text
+//   frame and an `end` line when the pointer lifts;
+// - folds what it holds as `journal` does (FORMAT.md §7.3, §9.1): points sorted by order key,
+//   strokes in creation order, visibility by the latest of undo/redo/erase/clear;
+// - keeps every frame until it is acknowledged and resends what was not after reconnecting,
+//   with a `hello` naming the events it holds so the relay sends exactly what it lacks;
+// - takes that catch-up in blocks (`"blocks":true`): the journal's own compressed blocks,
+//   read by segment-reader.js (also run in two workers, segment-worker.js), about
+//   100× fewer bytes than one event message per event; a damaged message makes it catch up
+//   in text instead.
+//
+// Its own events are drawn at once with a provisional order key, and take their place when
+// the relay sends them back (`"echo":true` in the hello: each event comes back once durable,
+// before the ack that covers it, with the id and clocks the journal gave it), so the page
+// draws what the journal holds: a Clear hides exactly what the journal's clear hides. Own
+// events the journal holds but whose echo was lost with a connection come back in the next
+// catch-up, matched by content, so nothing is drawn twice and frames the journal already
+// holds are not sent again.
+//
+// Integers that order events stay exact in text as in blocks: the envelope
+// (`…,"replica":…,"seq":N,"lamport":N,"time":N}`, always last) is read from the message's
+// text, a Number when it is a safe integer and a BigInt past 2^53, never a rounded Number.
+//
+// Access: a token in the page's address (`#token=…`) is taken out of it at once
+// (`history.replaceState`), kept in the tab's `sessionStorage` for its reloads and sent in
+// every hello; an error about the token stops the reconnecting, and a frame refused as
+// view-only makes the page a viewer.
+//
+// `window.strokeJournalState()` reports counts and `window.strokeJournalFold()` the fold, for
+// tests (Tools/ci/page-test/page_test.py).
+'use strict';
+(function () {
+  // A browser without BigInt cannot load the reader, one without a raw-DEFLATE
+  // DecompressionStream cannot use it: such a page catches up in text, as before blocks.
+  const Segments = window.StrokeJournalSegments;
+  const plus = Segments ? Segments.plus : (a, b) => a + b;
+  const blocksReadable = (() => {
+    try { return !!Segments && !!new DecompressionStream('deflate-raw'); } catch (e) { return false; }
+  })();
+  const board = decodeURIComponent(location.pathname.split('/')[2] || '');
+  document.title = board + ' · StrokeJournal';
+
+  // ---- Access: the token from the address's fragment (/boards/B#token=…) ----
+  // Taken out of the address at once (replaceState: not in the tab's history, nor in a link
+  // copied from it), kept in this tab's sessionStorage for its reloads (per board), and sent
+  // in every hello. A fragment never reaches a server, and the page sends no referrer.
+  const token = (() => {
+    const key = 'strokejournal.token.' + board;
+    let found = null;
+    const fragment = location.hash.replace(/^#/, '');
+    if (fragment) {
+      const rest = [];
+      for (const part of fragment.split('&')) {
+        if (part.startsWith('token=')) {
+          try { found = decodeURIComponent(part.slice(6)); } catch (e) { found = part.slice(6); }
+        } else if (part) {
+          rest.push(part);
+        }
+      }
+      if (found !== null) {
+        try { history.replaceState(history.state, '', location.pathname + location.search + (rest.length ? '#' + rest.join('&') : '')); } catch (e) { /* still sent, only not hidden */ }
+        try { sessionStorage.setItem(key, found); } catch (e) { /* no storage: this load only */ }
+      }
+    }
+    if (found === null) {
+      try { found = sessionStorage.getItem(key); } catch (e) { /* no storage */ }
+    }
+    return found || '';
+  })();
+  const socketURL = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host +
+    '/boards/' + encodeURIComponent(board) + '/ws?hello';
+
+  // ---- Order keys (FORMAT.md §7.3): (lamport, wall time, replica hex, seq) of a record ----
+  // Events of this page not yet seen back from the relay have no key; they get a provisional
+  // one after every real key, in the order they were made (+Infinity, +Infinity, '', local
+  // counter): the relay records them after everything it holds when they reach it. Their
+  // echo (or, when a connection was lost first, the catch-up) gives them their real key.
+  // Integers are Numbers when safe, BigInts past 2^53 (exact, from blocks and from the
+  // envelope of event messages alike): < and > compare the two kinds exactly, === holds
+  // because a value has one form only, and a key never does arithmetic on them.
+  let localCounter = 0;
+  function setProvisionalKey(record) {
+    localCounter += 1;
+    record.lamport = Infinity;
+    record.time = Infinity;
+    record.replica = '';
+    record.seq = localCounter;
+  }
+  // An integer of an event message's envelope, from its digits: the form a block gives it.
+  const bigIntegers = typeof BigInt === 'function';
+  const maxSafeBig = bigIntegers ? BigInt(Number.MAX_SAFE_INTEGER) : 0;
+  function exactInteger(digits) {
+    // 15 digits are always below 2^53: the usual case costs one conversion.
+    if ((digits.charCodeAt(0) === 45 ? digits.length - 1 : digits.length) <= 15 || !bigIntegers) return Number(digits);
+    const value = BigInt(digits);
+    return value <= maxSafeBig && value >= -maxSafeBig ? Number(value) : value;
+  }
+  // The envelope of an event message: the relay always writes it last, in this layout
+  // (ServerMessage.eventID reads it the same way). JSON.parse would round its integers.
+  const envelopeLayout = /,"replica":"([0-9a-f]{32})","seq":([0-9]+),"lamport":([0-9]+),"time":(-?[0-9]+)\}$/y;
+  function envelopeOf(text) {
+    const at = text.lastIndexOf(',"replica":"');
+    if (at < 0) return null;
+    envelopeLayout.lastIndex = at;
+    const m = envelopeLayout.exec(text);
+    if (!m) return null;
+    return { replica: m[1], seq: exactInteger(m[2]), lamport: exactInteger(m[3]), time: exactInteger(m[4]) };
+  }
+  function compareKeys(a, b) {
+    if (a.lamport < b.lamport) return -1;
+    if (a.lamport > b.lamport) return 1;
+    if (a.time < b.time) return -1;
+    if (a.time > b.time) return 1;
+    if (a.replica < b.replica) return -1;
+    if (a.replica > b.replica) return 1;
+    if (a.seq < b.seq) return -1;
+    if (a.seq > b.seq) return 1;
+    return 0;
+  }
+  function maxKey(records) {
+    let best = null;
+    for (const r of records) if (!best || compareKeys(r, best) > 0) best = r;
+    return best;
+  }
+
+  // ---- The fold (FORMAT.md §9.1) ----
+  // A record is one event: {kind, stroke, lamport, time, replica, seq, point?} (a BlockRecord
+  // reads the same fields from its block). A stroke holds its point records sorted by key,
+  // its undo/redo/erase records and whether an end names it. A point that sorts after the
+  // stroke's last is appended; one that sorts earlier waits in `late` (unsorted) until the
+  // stroke is read (pointsOf) or `late` outgrows the sorted part, then they are sorted and
+  // merged in at once: O(log n) amortised per point whatever order clocks arrive in
+  // (inserting each in place cost O(n), a stroke whose clocks fell O(n^2)). `first`: the
+  // record with the stroke's creation key (its least), null while it has no points.
+  const strokes = new Map();      // stroke id (32 lowercase hex) -> stroke
+  const clears = [];              // clear records
+  let latestClear = null;
+  let pointCount = 0;
+  let zOrder = [];                // strokes with points, by creation key
+  let zOrderStale = false;
+
+  function strokeFor(id) {
+    let s = strokes.get(id);
+    if (!s) {
+      s = { id: id, points: [], late: [], first: null, ops: [], ends: 0 };
+      strokes.set(id, s);
+    }
+    return s;
+  }
+  // `created`: the record with the creation key (its first point), or a key in its place.
+  function isVisible(s, created = s.first) {
+    const op = maxKey(s.ops);
+    let visible = op ? op.kind === 'redo' : true;
+    if (latestClear && created && compareKeys(created, latestClear) < 0 &&
+        (!op || compareKeys(op, latestClear) < 0)) visible = false;
+    return visible;
+  }
+
+  // Adds a record; returns true when only the last segment of the topmost stroke changed
+  // (the screen can then be updated in place), false when it needs a full redraw.
+  function apply(record) {
+    if (record.kind === 'clear') {
+      clears.push(record);
+      if (!latestClear || compareKeys(record, latestClear) > 0) latestClear = record;
+      return false;
+    }
+    const s = strokeFor(record.stroke);
+    if (record.kind === 'point') {
+      const points = s.points, n = points.length;
+      pointCount += 1;
+      if (n === 0) { points.push(record); s.first = record; zOrderStale = true; return false; }
+      if (compareKeys(points[n - 1], record) < 0) {
+        points.push(record);
+        return !zOrderStale && zOrder[zOrder.length - 1] === s && isVisible(s);
+      }
+      s.late.push(record);
+      if (compareKeys(record, s.first) < 0) { s.first = record; zOrderStale = true; }
+      if (s.late.length > 64 && s.late.length > n) mergeLate(s);
+      return false;
+    }
+    if (record.kind === 'end') { s.ends += 1; return true; }
+    s.ops.push(record);
+    return false;
+  }
+  function unapply(record) {
+    if (record.kind === 'clear') {
+      clears.splice(clears.indexOf(record), 1);
+      latestClear = maxKey(clears);
+      return;
+    }
+    const s = strokes.get(record.stroke);
+    if (!s) return;
+    if (record.kind === 'point') {
+      const points = pointsOf(s);
+      let at = insertionIndex(points, record);
+      while (at < points.length && points[at] !== record && compareKeys(points[at], record) === 0) at++;
+      if (at >= points.length || points[at] !== record) at = points.lastIndexOf(record);
+      if (at >= 0) {
+        points.splice(at, 1); pointCount -= 1; zOrderStale = true;
+        s.first = points.length ? points[0] : null;
+      }
+    } else if (record.kind === 'end') {
+      s.ends -= 1;
+    } else {
+      const at = s.ops.indexOf(record);
+      if (at >= 0) s.ops.splice(at, 1);
+    }
+  }
+  // A stroke's points, sorted by key (those waiting in `late` merged in).
+  function pointsOf(s) {
+    if (s.late.length) mergeLate(s);
+    return s.points;
+  }
+  function mergeLate(s) {
+    const late = s.late.sort(compareKeys), points = s.points;
+    const merged = new Array(points.length + late.length);
+    let i = 0, j = 0, k = 0;
+    // A waiting point goes before a held one of an equal key (where inserting put it).
+    while (i < points.length && j < late.length) merged[k++] = compareKeys(late[j], points[i]) <= 0 ? late[j++] : points[i++];
+    while (i < points.length) merged[k++] = points[i++];
+    while (j < late.length) merged[k++] = late[j++];
+    s.points = merged;
+    s.late = [];
+    s.first = merged.length ? merged[0] : null;
+  }
+  // Points mostly arrive in order: search from the end.
+  function insertionIndex(points, record) {
+    let lo = 0, hi = points.length;
+    if (hi === 0 || compareKeys(points[hi - 1], record) < 0) return hi;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (compareKeys(points[mid], record) < 0) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+  }
+  function refreshZOrder() {
+    if (!zOrderStale) return;
+    zOrder = [];
+    for (const s of strokes.values()) if (s.first) zOrder.push(s);
+    zOrder.sort((a, b) => compareKeys(a.first, b.first));
+    zOrderStale = false;
+  }
+
+  // ---- Events held, per replica, as sorted seq ranges (what the hello says) ----
+  const held = new Map();         // replica hex -> [[first, last], ...] sorted, disjoint, not adjacent
+  const after = (seq) => plus(seq, 1);
+  const before = (seq) => plus(seq, -1);
+  function rangesOf(replica) {
+    let ranges = held.get(replica);
+    if (!ranges) { ranges = []; held.set(replica, ranges); }
+    return ranges;
+  }
+  // The first range that ends at or after seq - 1.
+  function rangeIndex(ranges, seq) {
+    const bound = before(seq);
+    let lo = 0, hi = ranges.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (ranges[mid][1] < bound) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+  }
+  // Inserts seq; false when it was held already (a duplicate).
+  function hold(replica, seq) {
+    const ranges = rangesOf(replica);
+    const lastRange = ranges[ranges.length - 1];
+    // A replica's events mostly come in seq order.
+    if (lastRange && lastRange[1] === before(seq)) { lastRange[1] = seq; return true; }
+    const lo = rangeIndex(ranges, seq);
+    const r = ranges[lo];
+    if (r && r[0] <= seq && seq <= r[1]) return false;
+    if (r && r[1] === before(seq)) {
+      r[1] = seq;
+      const next = ranges[lo + 1];
+      if (next && next[0] === after(seq)) { r[1] = next[1]; ranges.splice(lo + 1, 1); }
+    } else if (r && r[0] === after(seq)) {
+      r[0] = seq;
+    } else {
+      ranges.splice(lo, 0, [seq, seq]);
+    }
+    return true;
+  }
+  // Inserts first…last when none of it is held (true); else changes nothing (false).
+  function holdRange(replica, first, last) {
+    const ranges = rangesOf(replica);
+    const lo = rangeIndex(ranges, first);
+    const end = after(last);
+    let hi = lo;
+    for (; hi < ranges.length && ranges[hi][0] <= end; hi++) {
+      if (ranges[hi][0] <= last && ranges[hi][1] >= first) return false;
+    }
+    // ranges[lo..hi) only touch first…last: one ends at first - 1, one starts at last + 1.
+    const start = hi > lo && ranges[lo][0] < first ? ranges[lo][0] : first;
+    const stop = hi > lo && ranges[hi - 1][1] > last ? ranges[hi - 1][1] : last;
+    ranges.splice(lo, hi - lo, [start, stop]);
+    return true;
+  }
+  // By hand, not JSON.stringify: seqs past 2^53 are BigInts. Always "echo": the page's own
+  // events come back with their ids and clocks (their final place in the fold).
+  // A hello longer than the relay's frame limit (64 KiB) is refused, on every reconnection:
+  // a board of thousands of replicas locked its pages out, their strokes never resent. Past
+  // the limit the hello names the replicas the page holds most of (the relay honours each
+  // replica's 64 longest ranges anyway); what it leaves out comes again and is dropped by id.
+  const MAX_HELLO_BYTES = 65536;
+  const HELLO_RANGES_PER_REPLICA = 64;
+  function helloText() {
+    const entries = [];
+    for (const [replica, ranges] of held) {
+      const kept = ranges.length <= HELLO_RANGES_PER_REPLICA ? ranges
+        : ranges.slice().sort((a, b) => (b[1] - b[0] > a[1] - a[0] ? 1 : b[1] - b[0] < a[1] - a[0] ? -1 : 0))
+          .slice(0, HELLO_RANGES_PER_REPLICA).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+      let count = 0;
+      for (const r of kept) count += Number(r[1] - r[0]) + 1;
+      const text = JSON.stringify(replica) + ':[' + kept.map((r) => '[' + r[0] + ',' + r[1] + ']').join(',') + ']';
+      entries.push({ text, count });
+    }
+    const tail = '}' + (useBlocks ? ',"blocks":true' : '') + ',"echo":true' +
+      (token ? ',"token":' + JSON.stringify(token) : '') + '}';
+    const head = '{"type":"hello","have":{';
+    let total = head.length + tail.length + entries.reduce((sum, e) => sum + e.text.length + 1, 0);
+    if (total > MAX_HELLO_BYTES) {
+      entries.sort((a, b) => b.count - a.count);
+      while (entries.length > 0 && total > MAX_HELLO_BYTES) total -= entries.pop().text.length + 1;
+    }
+    return head + entries.map((e) => e.text).join(',') + tail;
+  }
+
+  // ---- Drawing ----
+  const canvas = document.getElementById('canvas');
+  const ctx = canvas.getContext('2d');
+  let scale = 1;
+  function resize() {
+    scale = window.devicePixelRatio || 1;
+    canvas.width = Math.max(1, Math.round(window.innerWidth * scale));
+    canvas.height = Math.max(1, Math.round(window.innerHeight * scale));
+    redrawAll();
+  }
+  // A mouse reports pressure 0.5 while pressed, so 0.5 draws the chosen width.
+  function lineWidth(a, b) {
+    const pressure = ((a.pressure ?? 0.5) + (b.pressure ?? 0.5)) / 2;
+    return Math.max(0.5, b.width * (0.25 + 1.5 * pressure));
+  }
+  function drawSegment(a, b) {
+    ctx.strokeStyle = b.color;
+    ctx.fillStyle = b.color;
+    if (!a) {
+      ctx.beginPath();
+      ctx.arc(b.x, b.y, lineWidth(b, b) / 2, 0, 2 * Math.PI);
+      ctx.fill();
+      return;
+    }
+    ctx.lineWidth = lineWidth(a, b);
+    ctx.beginPath();
+    ctx.moveTo(a.x, a.y);
+    ctx.lineTo(b.x, b.y);
+    ctx.stroke();
+  }
+  function redrawAll() {
+    const started = performance.now();
+    refreshZOrder();
+    pointsDrawn = pointCount;
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.clearRect(0, 0, canvas.width, canvas.height);
+    ctx.setTransform(scale, 0, 0, scale, 0, 0);
+    ctx.lineCap = 'round';
+    ctx.lineJoin = 'round';
+    for (const s of zOrder) {
+      if (!isVisible(s)) continue;
+      const points = pointsOf(s);
+      for (let i = 0; i < points.length; i++) drawSegment(i > 0 ? points[i - 1].point : null, points[i].point);
+    }
+    timing.redraw = performance.now() - started;
+  }
+  function drawLastSegment(s) {
+    const n = s.points.length;
+    drawSegment(n > 1 ? s.points[n - 2].point : null, s.points[n - 1].point);
+  }
+  let redrawPending = false;
+  let redrawTimer = 0;
+  let catchingUp = true;
+  let catchUpStarted = 0;
+  let pointsDrawn = 0;            // points held at the last full redraw
+  // While a board streams in, a full redraw costs what the board holds: a catch-up draws
+  // nothing for its first 3 seconds (a catch-up in blocks of 2M points is done by then),
+  // then only each time the board has doubled since the last redraw, so all its redraws
+  // together cost at most twice the final one.
+  function catchUpRedrawDue() {
+    return performance.now() - catchUpStarted >= 3000 && pointCount >= 2 * pointsDrawn;
+  }
+  function scheduleRedraw() {
+    if (redrawPending) return;
+    redrawPending = true;
+    if (catchingUp && !catchUpRedrawDue()) {
+      redrawTimer = setTimeout(() => { redrawTimer = 0; redrawPending = false; scheduleRedraw(); }, 250);
+      return;
+    }
+    requestAnimationFrame(() => {
+      redrawPending = false;
+      redrawAll();
+      if (timing.caughtUp && !timing.drawn) requestAnimationFrame(() => { timing.drawn = performance.now(); });
+    });
+  }
+  function redrawNow() {
+    if (redrawTimer) { clearTimeout(redrawTimer); redrawTimer = 0; redrawPending = false; }
+    scheduleRedraw();
+  }
+  // Live events are drawn at once (in place when they extend the top stroke); a catch-up's
+  // only when it ends or by the rule above, never per event.
+  function show(record) {
+    if (apply(record) && !catchingUp) {
+      if (record.kind === 'point') drawLastSegment(strokes.get(record.stroke));
+    } else {
+      scheduleRedraw();
+    }
+  }
+
+  // ---- Lines (the canonical form `journal record` reads) ----
+  function normaliseID(text) { return String(text).replace(/-/g, '').toLowerCase(); }
+  // One spelling per event content, the same for what this page sent and for what the relay
+  // sends back (which reformats numbers, ids and colours): how own events are recognised.
+  function contentOf(kind, stroke, point) {
+    if (kind === 'clear') return 'clear';
+    if (kind !== 'point') return kind + '|' + stroke;
+    return ['point', stroke, point.x, point.y, point.color, point.width, point.pressure, point.t].join('|');
+  }
+  function pointLine(stroke, point) {
+    let line = '{"type":"point","stroke":"' + stroke + '","x":' + JSON.stringify(point.x) +
+      ',"y":' + JSON.stringify(point.y) + ',"color":"' + point.color + '","width":' + JSON.stringify(point.width);
+    if (point.pressure !== undefined) line += ',"pressure":' + JSON.stringify(point.pressure);
+    if (point.t !== undefined) line += ',"t":' + JSON.stringify(point.t);
+    return line + '}';
+  }
+
+  // ---- Own events: drawn at once, queued until echoed or acknowledged ----
+  // outbox: entries {line, record, content, frame} in the order made; frame is its number on
+  // the current connection once sent (0: not sent on it yet). Sent entries come first, in
+  // frame order, and the relay echoes their events in that order: the next echo is always
+  // the first entry's (an entry leaves when its echo, its error or an ack comes).
+  let outbox = [];
+  const unconfirmed = new Map();  // content -> own records not yet seen back from the relay
+  function forget(content, record) {
+    const list = unconfirmed.get(content);
+    if (!list || list.indexOf(record) < 0) return;
+    list.splice(list.indexOf(record), 1);
+    if (!list.length) unconfirmed.delete(content);
+  }
+  function recordOwn(kind, stroke, point) {
+    if (viewOnly) return;
+    const record = { kind: kind, stroke: stroke, lamport: 0, time: 0, replica: '', seq: 0, point: point };
+    setProvisionalKey(record);
+    const content = contentOf(kind, stroke, point);
+    if (!unconfirmed.has(content)) unconfirmed.set(content, []);
+    unconfirmed.get(content).push(record);
+    if (catchingUp && record.kind === 'point') {
+      // On top of what is drawn so far; the catch-up's redraw puts it in its place.
+      apply(record);
+      drawLastSegment(strokes.get(stroke));
+    } else {
+      show(record);
+    }
+    let line;
+    if (kind === 'point') line = pointLine(stroke, point);
+    else if (kind === 'clear') line = '{"type":"clear"}';
+    else line = '{"type":"' + kind + '","stroke":"' + stroke + '"}';
+    outbox.push({ line: line, record: record, content: content, frame: 0 });
+    flushOutbox();
+    updateStatus();
+  }
+
+  // ---- Events from the relay ----
+  // An event message (text): the same fold as a decoded block's events below. `envelope`:
+  // its replica, seq, lamport and time, exact (envelopeOf).
+  function receiveEvent(message, envelope) {
+    const replica = String(envelope.replica);
+    const seq = envelope.seq;
+    if (!hold(replica, seq)) return;   // a duplicate
+    const kind = message.type;
+    const stroke = kind === 'clear' ? null : normaliseID(message.stroke);
+    let point;
+    if (kind === 'point') {
+      point = { x: message.x, y: message.y, color: message.color.toUpperCase(), width: message.width };
+      if (message.pressure !== undefined) point.pressure = message.pressure;
+      if (message.t !== undefined) point.t = message.t;
+    }
+    receive({ kind: kind, stroke: stroke, lamport: envelope.lamport, time: envelope.time, replica: replica, seq: seq, point: point });
+  }
+  // An event held just now (never before): folded, or matched with one of this page's own.
+  function receive(record) {
+    if (catchingUp) {
+      // One of this page's own events, back in a catch-up (recorded, its echo lost with the
+      // connection): give its record the real key instead of drawing it twice, and never
+      // send it again.
+      if (unconfirmed.size) {
+        const content = contentOf(record.kind, record.stroke, record.point);
+        const waiting = unconfirmed.get(content);
+        if (waiting) {
+          const own = waiting[0];
+          forget(content, own);
+          settle(own, record);
+          own.settled = true;           // its frame leaves the outbox at caughtUp
+          return;
+        }
+      }
+    } else if (outbox.length && outbox[0].frame !== 0) {
+      // Live: the echo of the first frame in flight, unless another client's event came
+      // first (an echo always spells what was sent, as a catch-up does).
+      const entry = outbox[0], own = entry.record;
+      if (record.kind === own.kind && record.stroke === own.stroke &&
+          contentOf(record.kind, record.stroke, record.point) === entry.content) {
+        outbox.shift();
+        forget(entry.content, own);
+        settle(own, record);
+        updateStatus();
+        return;
+      }
+    }
+    show(record);
+  }
+  // One of this page's own records takes the key the journal gave its event (`final`), and
+  // the fold what follows from it (clear, undo, erase: the latest by key). A point that keeps
+  // its place (the usual case: a stroke being drawn) changes nothing on screen.
+  function settle(own, final) {
+    const inPlace = own.kind === 'end' || (own.kind === 'point' && keepsItsPlace(own, final));
+    if (!inPlace) unapply(own);
+    own.lamport = final.lamport;
+    own.time = final.time;
+    own.replica = final.replica;
+    own.seq = final.seq;
+    if (!inPlace) show(own);
+  }
+  // Whether a point record with key `final` instead of its own stays where it is among its
+  // stroke's points and, when it is the first, keeps its stroke's place and visibility.
+  function keepsItsPlace(own, final) {
+    const s = strokes.get(own.stroke);
+    const points = s ? pointsOf(s) : [];
+    const at = points.lastIndexOf(own);
+    if (at < 0) return false;
+    if (at > 0 && compareKeys(points[at - 1], final) >= 0) return false;
+    if (at + 1 < points.length && compareKeys(final, points[at + 1]) >= 0) return false;
+    if (at > 0) return true;
+    if (zOrderStale) return false;
+    const z = zOrder.lastIndexOf(s);
+    if (z < 0) return false;
+    if (z > 0 && compareKeys(zOrder[z - 1].first, final) >= 0) return false;
+    if (z + 1 < zOrder.length && compareKeys(final, zOrder[z + 1].first) >= 0) return false;
+    return isVisible(s, own) === isVisible(s, final);
+  }
+  // An event of a decoded block, read from the block's columns: one small object per event
+  // where a record of its own, its key and its point would hold a dozen values (each number
+  // boxed apart by the engine), which made most of the time and garbage of a big catch-up.
+  // Reads as the records and point objects above do; a point is its own point.
+  class BlockRecord {
+    constructor(block, i, p, kind, stroke) { this.block = block; this.i = i; this.p = p; this.kind = kind; this.stroke = stroke; }
+    get lamport() { return this.block.lamports[this.i]; }
+    get time() { return this.block.walls[this.i]; }
+    get replica() { return this.block.replica; }
+    get seq() { return this.block.exact ? this.block.firstSeq + this.i : plus(this.block.firstSeq, this.i); }
+    get point() { return this.kind === 'point' ? this : undefined; }
+    get x() { return this.block.xs[this.p]; }
+    get y() { return this.block.ys[this.p]; }
+    get color() { return this.block.styles[this.block.styleRefs[this.p]].color; }
+    get width() { return this.block.styles[this.block.styleRefs[this.p]].width; }
+    get pressure() { return this.block.flags[this.p] & 1 ? this.block.pressures[this.p] : undefined; }
+    get t() { return this.block.flags[this.p] & 2 ? this.block.times[this.p] : undefined; }
+  }
+  // A catch-up message in blocks, decoded (Segments.decode): its events in seq order, as
+  // the relay's event messages would have brought them. Ids, colours and numbers come out
+  // spelled as receiveEvent spells them, so own events are recognised the same way.
+  function receiveBlocks(message) {
+    const replica = message.replica;
+    for (const block of message.blocks) {
+      const first = block.firstSeq, count = block.count;
+      block.replica = replica;
+      block.exact = typeof first === 'number' && first + count <= Number.MAX_SAFE_INTEGER;
+      // Usually nothing of a block is held: one range then, not one per event.
+      const fresh = holdRange(replica, first, plus(first, count - 1));
+      const kinds = block.kinds, names = Segments.kindNames;
+      for (let i = 0, p = 0; i < count; i++) {
+        const kind = kinds[i];
+        const record = new BlockRecord(block, i, kind === 0 ? p++ : -1, names[kind], kind === 5 ? null : block.strokes[block.strokeRefs[i]]);
+        if (!fresh && !hold(replica, record.seq)) continue;   // a duplicate
+        receive(record);
+      }
+      // Records keep reading their clocks and values; nothing else of the block is needed.
+      block.kinds = block.strokeRefs = null;
+    }
+  }
+
+  // ---- The connection ----
+  let socket = null;
+  let live = false;
+  let framesSent = 0;
+  let backoff = 250;
+  // Catch-up in blocks until a message of them is refused; text from then on (a relay that
+  // sent one damaged or unreadable message would likely send another).
+  let useBlocks = blocksReadable;
+  const received = { text: 0, binary: 0 };
+  // performance.now() when the latest socket was opened, caught up, and drawn after that;
+  // how long the latest full redraw took (ms).
+  const timing = { opened: 0, caughtUp: 0, drawn: 0, redraw: 0 };
+  let problem = '';
+  let problemUntil = 0;
+  // Set when the relay refused the token: the page stops reconnecting (it would be refused
+  // again, forever) and says why, until it is reloaded.
+  let stopped = '';
+  // Set when the relay refused a frame because this connection may only view: the drawing
+  // tools are disabled, nothing more is sent.
+  let viewOnly = false;
+  const statusView = document.getElementById('status');
+  function unackedCount() { return outbox.length; }
+  function updateStatus() {
+    let text;
+    if (stopped) text = stopped;
+    else if (performance.now() < problemUntil) text = problem;
+    else if (!socket) text = problem ? problem + ' · reconnecting' : 'offline · reconnecting';
+    else if (!live) text = 'connecting';
+    else text = 'live';
+    if (viewOnly && !stopped) text = 'view only · ' + text;
+    if (outbox.length) text += ' · ' + outbox.length + ' unacked';
+    statusView.textContent = text;
+    statusView.title = text;
+    statusView.className = stopped ? 'bad stopped' : performance.now() < problemUntil || !socket ? 'bad' : '';
+  }
+  function stop(reason) {
+    stopped = reason + ' · not reconnecting (open the page again with a valid #token=…)';
+    updateStatus();
+  }
+  // The relay refused a frame because this connection may only view: so will it refuse every
+  // other. Frames in flight get their own refusals; the ones not sent yet leave at once.
+  function becomeViewOnly() {
+    if (viewOnly) return;
+    viewOnly = true;
+    for (const id of ['color', 'width', 'undo', 'clear']) document.getElementById(id).disabled = true;
+    canvas.style.cursor = 'default';
+    active.clear();
+    outbox = outbox.filter((entry) => {
+      if (entry.frame !== 0) return true;
+      unapply(entry.record);
+      forget(entry.content, entry.record);
+      return false;
+    });
+    scheduleRedraw();
+    updateStatus();
+  }
+  function report(text, seconds) {
+    problem = text;
+    problemUntil = performance.now() + seconds * 1000;
+    updateStatus();
+    setTimeout(updateStatus, seconds * 1000 + 10);
+  }
+  function flushOutbox() {
+    // Frames wait for the catch-up: it tells which of them the journal holds already.
+    if (!socket || !live) return;
+    for (const entry of outbox) {
+      if (entry.frame !== 0) continue;
+      framesSent += 1;
+      entry.frame = framesSent;
+      socket.send(entry.line);
+    }
+  }
+  function handleMessage(text) {
+    let message;
+    try { message = JSON.parse(text); } catch (e) { report('unreadable message from the relay', 5); return; }
+    switch (message.type) {
+      case 'ack': {
+        // Frames 1…upTo are handled (refused ones were answered by an error already), and
+        // each recorded one was echoed before this: its entry left then. One still here came
+        // back in a spelling not recognised, and is drawn as received: its provisional
+        // record goes (kept, it would stay on top of the fold for good).
+        let unmatched = false;
+        outbox = outbox.filter((entry) => {
+          if (entry.frame === 0 || entry.frame > message.upTo) return true;
+          unapply(entry.record);
+          forget(entry.content, entry.record);
+          unmatched = true;
+          return false;
+        });
+        if (unmatched) scheduleRedraw();
+        updateStatus();
+        return;
+      }
+      case 'error':
+        if (message.frame !== undefined) {
+          // Nothing of that frame was recorded: take it off the drawing and the queue.
+          const entry = outbox.find((e) => e.frame === message.frame);
+          if (entry) {
+            outbox.splice(outbox.indexOf(entry), 1);
+            unapply(entry.record);
+            forget(entry.content, entry.record);
+            scheduleRedraw();
+          }
+          const said = String(message.message);
+          if (/\bview\b/i.test(said)) {
+            becomeViewOnly();
+            report('frame refused: ' + said, 5);
+          } else {
+            report('frame refused: ' + said, 8);
+          }
+        } else {
+          // The relay closes the connection after this; the close handler reconnects, unless
+          // the token was refused (missing, invalid, expired: it would be again).
+          problem = 'relay: ' + message.message;
+          if (/\btoken\b/i.test(String(message.message))) stop(problem);
+          report(problem, 8);
+        }
+        return;
+      case 'caughtUp':
+        catchingUp = false;
+        live = true;
+        backoff = 250;
+        timing.caughtUp = performance.now();
+        // Frames are sent only once caught up: the settled ones were never sent on this socket.
+        outbox = outbox.filter((entry) => !entry.record.settled);
+        flushOutbox();
+        redrawNow();
+        updateStatus();
+        return;
+      default: {
+        // The envelope read from the text, exact; JSON.parse's rounded numbers only if the
+        // layout is not the relay's.
+        const envelope = envelopeOf(text) ||
+          (typeof message.replica === 'string' && typeof message.seq === 'number' ? message : null);
+        if (envelope) receiveEvent(message, envelope);
+      }
+    }
+  }
+  // Catch-up messages are decoded in workers (segment-worker.js, which loads the same
+  // reader), so the main thread folds one message while the next ones are decoded; where no
+  // worker can be made, or one fails, on the main thread. Columns come back transferred, not
+  // copied.
+  const decodeBlocks = (() => {
+    if (!blocksReadable) {
+      const none = () => Promise.reject(new Error('this browser cannot read catch-up blocks'));
+      none.where = () => 'none';
+      return none;
+    }
+    const waiting = new Map();
+    // Two workers take messages in turn: decoding, not folding, is what a catch-up in blocks
+    // waits for, and two cores are the least a page can expect.
+    let workers = [], next = 0;
+    function fallBack() {
+      for (const worker of workers) worker.terminate();
+      workers = [];
+      for (const [, job] of waiting) Segments.decode(job.bytes).then(job.resolve, job.reject);
+      waiting.clear();
+    }
+    try {
+      for (let n = 0; n < 2; n++) {
+        const worker = new Worker('/assets/segment-worker.js');
+        worker.onmessage = (event) => {
+          const job = waiting.get(event.data.id);
+          if (!job) return;
+          waiting.delete(event.data.id);
+          if (event.data.error !== undefined) job.reject(new Segments.SegmentMessageError(event.data.error));
+          else job.resolve(event.data.message);
+        };
+        worker.onerror = fallBack;
+        workers.push(worker);
+      }
+    } catch (e) {
+      workers = [];
+    }
+    const decode = function (bytes) {
+      if (!workers.length) return Segments.decode(bytes);
+      return new Promise((resolve, reject) => {
+        next += 1;
+        waiting.set(next, { bytes: bytes, resolve: resolve, reject: reject });
+        workers[next % workers.length].postMessage({ id: next, bytes: bytes });
+      });
+    };
+    decode.where = () => (workers.length ? 'worker' : 'page');
+    return decode;
+  })();
+
+  // A damaged catch-up message is refused whole, with everything after it on its connection
+  // (its events would follow a hole): the page reconnects and catches up in text, its own
+  // unacknowledged frames still queued.
+  function refuseBlocks(opened, error) {
+    useBlocks = false;
+    report('catch-up in blocks refused (' + (error && error.message || error) + '); catching up in text', 10);
+    socket = null;
+    live = false;
+    try { opened.close(); } catch (e) { /* closed already */ }
+    retryLater();
+  }
+  // Messages of one connection, handled strictly in arrival order: a binary message is
+  // decoded asynchronously, and what came after it (more blocks, caughtUp, live events)
+  // waits for it. Entries: {text} or {pending, message, error}.
+  function inbox(opened) {
+    const queue = [];
+    let head = 0;
+    function pump() {
+      while (head < queue.length && socket === opened) {
+        const entry = queue[head];
+        if (entry.pending) return;
+        queue[head++] = null;
+        if (entry.error) { refuseBlocks(opened, entry.error); return; }
+        if (entry.message) { receiveBlocks(entry.message); scheduleRedraw(); } else handleMessage(entry.text);
+      }
+      if (head === queue.length) { queue.length = 0; head = 0; }
+    }
+    return function (data) {
+      if (socket !== opened) return;
+      if (typeof data === 'string') {
+        received.text += data.length;
+        if (head === queue.length) handleMessage(data); else queue.push({ text: data });
+        return;
+      }
+      received.binary += data.byteLength;
+      const entry = { pending: true, message: null, error: null };
+      queue.push(entry);
+      decodeBlocks(new Uint8Array(data))
+        .then((message) => { entry.message = message; }, (error) => { entry.error = error; })
+        .then(() => { entry.pending = false; pump(); });
+    };
+  }
+  function connect() {
+    let opened;
+    try { opened = new WebSocket(socketURL); } catch (e) { report(String(e), 5); retryLater(); return; }
+    opened.binaryType = 'arraybuffer';
+    socket = opened;
+    live = false;
+    catchingUp = true;
+    catchUpStarted = performance.now();
+    timing.opened = catchUpStarted;
+    timing.caughtUp = timing.drawn = 0;
+    framesSent = 0;
+    for (const entry of outbox) entry.frame = 0;
+    updateStatus();
+    opened.onopen = () => { opened.send(helloText()); };
+    const deliver = inbox(opened);
+    opened.onmessage = (event) => deliver(event.data);
+    opened.onclose = () => {
+      if (socket !== opened) return;
+      socket = null;
+      live = false;
+      updateStatus();
+      if (!stopped) retryLater();
+    };
+    opened.onerror = () => { /* onclose follows */ };
+  }
+  function retryLater() {
+    const delay = backoff;
+    backoff = Math.min(backoff * 2, 5000);
+    setTimeout(connect, delay);
+  }
+
+  // ---- Pointer input ----
+  const colorInput = document.getElementById('color');
+  const widthInput = document.getElementById('width');
+  const active = new Map();       // pointerId -> {stroke, start}
+  const ownStrokes = [];          // this page's strokes, newest last (for Undo)
+  function newStrokeID() {
+    const bytes = new Uint8Array(16);
+    crypto.getRandomValues(bytes);
+    return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+  }
+  const round = (value, digits) => { const f = Math.pow(10, digits); return Math.round(value * f) / f; };
+  function sample(drawing, e) {
+    const point = {
+      x: round(e.clientX, 2),
+      y: round(e.clientY, 2),
+      color: colorInput.value.toUpperCase() + 'FF',
+      width: Number(widthInput.value),
+    };
+    // A mouse's 0.5 is no measurement: leave pressure out for it.
+    if (e.pointerType !== 'mouse') point.pressure = round(e.pressure, 4);
+    point.t = round(Math.max(0, e.timeStamp - drawing.start) / 1000, 4);
+    recordOwn('point', drawing.stroke, point);
+  }
+  canvas.addEventListener('pointerdown', (e) => {
+    if (viewOnly) return;
+    if (e.pointerType === 'mouse' && e.button !== 0) return;
+    if (active.has(e.pointerId)) return;
+    try { canvas.setPointerCapture(e.pointerId); } catch (err) { /* the pointer is gone already */ }
+    const drawing = { stroke: newStrokeID(), start: e.timeStamp };
+    active.set(e.pointerId, drawing);
+    ownStrokes.push(drawing.stroke);
+    sample(drawing, e);
+    e.preventDefault();
+  });
+  canvas.addEventListener('pointermove', (e) => {
+    const drawing = active.get(e.pointerId);
+    if (!drawing) return;
+    const samples = typeof e.getCoalescedEvents === 'function' ? e.getCoalescedEvents() : [];
+    for (const c of (samples.length ? samples : [e])) sample(drawing, c);
+  });
+  function finish(e) {
+    const drawing = active.get(e.pointerId);
+    if (!drawing) return;
+    active.delete(e.pointerId);
+    recordOwn('end', drawing.stroke);
+  }
+  canvas.addEventListener('pointerup', finish);
+  canvas.addEventListener('pointercancel', finish);
+  document.getElementById('clear').addEventListener('click', () => recordOwn('clear', null));
+  document.getElementById('undo').addEventListener('click', () => {
+    while (ownStrokes.length) {
+      const id = ownStrokes.pop();
+      const s = strokes.get(id);
+      if (s && s.points.length && isVisible(s)) { recordOwn('undo', id); return; }
+    }
+  });
+  window.addEventListener('resize', resize);
+
+  // For tests: counts only, nothing that could change the board.
+  window.strokeJournalState = function () {
+    let visibleStrokes = 0, strokeCount = 0;
+    for (const s of strokes.values()) {
+      if (!s.points.length) continue;
+      strokeCount += 1;
+      if (isVisible(s)) visibleStrokes += 1;
+    }
+    let provisional = 0;
+    for (const list of unconfirmed.values()) provisional += list.length;
+    return {
+      strokes: strokeCount, points: pointCount, visibleStrokes: visibleStrokes, live: live, unacked: unackedCount(),
+      provisional: provisional, viewOnly: viewOnly, stopped: !!stopped, token: !!token,
+      blocks: useBlocks, decoder: decodeBlocks.where(), status: statusView.textContent, received: { text: received.text, binary: received.binary },
+      timing: { opened: timing.opened, caughtUp: timing.caughtUp, drawn: timing.drawn, redraw: timing.redraw },
+    };
+  };
+  // For tests: the fold itself (strokes in z-order, each point's values as held) and the
+  // seq ranges held per replica (as text: they may be BigInts). Read only.
+  window.strokeJournalFold = function () {
+    refreshZOrder();
+    const held_ = {};
+    for (const [replica, ranges] of held) held_[replica] = ranges.map((r) => [String(r[0]), String(r[1])]);
+    return {
+      strokes: zOrder.map((s) => ({ id: s.id, visible: isVisible(s), ended: s.ends > 0, points: pointsOf(s).map((r) => r.point) })),
+      held: held_,
+    };
+  };
+
+  resize();
+  connect();
+})();
