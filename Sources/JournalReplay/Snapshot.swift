@@ -43,8 +43,18 @@ struct Snapshot {
         let bodies = ParallelResults<[UInt8]>(count: chunks.count)
         let state = self.state
         // Chunks are independent: encode them on every core, as they are decoded.
+        let rawCounts = ParallelResults<Int>(count: chunks.count)
         DispatchQueue.concurrentPerform(iterations: chunks.count) { index in
-            bodies.set(index, SnapshotChunks.encode(state, slots: chunks[index]))
+            let raw = SnapshotChunks.encode(state, slots: chunks[index])
+            // Compressed as a block body is: a stored chunk (raw length 0) only where zlib
+            // itself fails.
+            if let compressed = try? RawDeflate.compress(raw, level: SnapshotChunks.compressionLevel) {
+                rawCounts.set(index, raw.count)
+                bodies.set(index, compressed)
+            } else {
+                rawCounts.set(index, 0)
+                bodies.set(index, raw)
+            }
         }
 
         var header = ByteWriter(capacity: 1 << 16)
@@ -95,6 +105,7 @@ struct Snapshot {
             header.appendVarint(UInt64(slots.count))
             header.appendVarint(UInt64(slots.reduce(0) { $0 + state.strokes[$1].points.count }))
             header.appendVarint(UInt64(body.count))
+            header.appendVarint(UInt64(rawCounts.take(index) ?? 0))
             header.appendLE(CRC32.checksum(body))
             bodies.set(index, body)
         }
@@ -178,20 +189,23 @@ struct Snapshot {
                 }
                 // The chunk table: every chunk's size and CRC are covered by the header's CRC,
                 // and the chunks must tile the rest of the file exactly.
-                let chunkCount = try reader.readCount(minimumItemSize: 7, what: "chunk")
+                let chunkCount = try reader.readCount(minimumItemSize: 8, what: "chunk")
                 var chunks: [SnapshotChunks.Entry] = []
                 var offset = prefix + headerLength + 4
                 var firstSlot = 0
                 var pointBudget = maxPoints ?? bytes.count * 64
                 for _ in 0..<chunkCount {
                     let strokes = try count(&reader), points = try count(&reader), length = try count(&reader)
+                    let rawLength = try count(&reader)
                     let crc = try reader.readLE(UInt32.self)
-                    guard strokes <= strokeCount - firstSlot, points <= pointBudget, length <= buffer.count - offset else {
+                    guard strokes <= strokeCount - firstSlot, points <= pointBudget, length <= buffer.count - offset,
+                          rawLength <= SnapshotChunks.maxRawLength(strokes: strokes, points: points)
+                    else {
                         throw .malformed(offset: reader.offset, reason: "chunk table")
                     }
                     pointBudget -= points
                     chunks.append(SnapshotChunks.Entry(firstSlot: firstSlot, strokes: strokes, points: points,
-                                                       offset: offset, length: length, crc: crc))
+                                                       offset: offset, length: length, rawLength: rawLength, crc: crc))
                     firstSlot += strokes
                     offset += length
                 }
@@ -213,7 +227,12 @@ struct Snapshot {
                     let entry = table[index]
                     let body = UnsafeRawBufferPointer(rebasing: shared[entry.offset..<(entry.offset + entry.length)])
                     guard CRC32.checksum(body) == entry.crc else { return }
-                    decoded.set(index, try? SnapshotChunks.decode(body, entry: entry))
+                    guard entry.rawLength > 0 else {
+                        decoded.set(index, try? SnapshotChunks.decode(body, entry: entry))
+                        return
+                    }
+                    guard let raw = try? RawDeflate.decompress(body, expectedCount: entry.rawLength) else { return }
+                    raw.withUnsafeBytes { raw in decoded.set(index, try? SnapshotChunks.decode(raw, entry: entry)) }
                 }
                 state.strokes.reserveCapacity(strokeCount)
                 state.strokeIDs.reserveCapacity(strokeCount)

@@ -18,7 +18,24 @@ enum SnapshotChunks {
         var points: Int
         var offset: Int
         var length: Int
+        /// The chunk's length inflated; 0: stored as it is.
+        var rawLength: Int
         var crc: UInt32
+    }
+
+    /// As a sealed block's body: the level sealing uses.
+    static let compressionLevel: Int32 = 6
+
+    /// The most bytes a chunk of `strokes` and `points` can take before compression: what
+    /// inflating one may allocate (invariant 8). A stroke's header is under 128 bytes plus two
+    /// bitmaps of a bit per point; a point's values under 4 × (9 + 18 + 18) bytes (an exception,
+    /// a coarse and a fine residual per column) and a style index of 5; the columns' own
+    /// headers fit in the rest.
+    static func maxRawLength(strokes: Int, points: Int) -> Int {
+        let (byStrokes, overflow1) = strokes.multipliedReportingOverflow(by: 256)
+        let (byPoints, overflow2) = points.multipliedReportingOverflow(by: 256)
+        guard !overflow1, !overflow2, byStrokes < Int.max / 2, byPoints < Int.max / 2 else { return Int.max }
+        return byStrokes + byPoints + 256
     }
 
     struct Decoded: Sendable {

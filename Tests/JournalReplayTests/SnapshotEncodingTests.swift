@@ -5,7 +5,7 @@ import JournalStorage
 import JournalTestSupport
 import Testing
 
-/// The version 2 snapshot encoding (docs/SYNC.md, "Snapshots"): a snapshot decodes to exactly
+/// The version 3 snapshot encoding (docs/SYNC.md, "Snapshots"): a snapshot decodes to exactly
 /// the state it was made of, bit for bit; damaged, truncated or old-version files are ignored.
 @Suite(.ownThreads) struct SnapshotEncodingTests {
     let replicas = [ReplicaID(UUIDBits(high: 1, low: 1)), ReplicaID(UUIDBits(high: 2, low: 2)), ReplicaID(UUIDBits(high: 3, low: 3))]
@@ -174,5 +174,35 @@ import Testing
         #expect(moved.report.eventsFromSnapshot > 0 && moved.report.digest == nil)
         #expect(Replay.cachedDigest(journal) == nil, "events beyond the snapshot: hash the drawing")
         #expect(moved.drawing.digest == Replay.load(journal, useSnapshots: false).drawing.digest)
+    }
+}
+
+/// A snapshot codes reals with the coder blocks use, so a snapshot of device values costs about
+/// what its segments cost (a decimal grid alone made every such value an exception: 11× the
+/// segments for float32 sensors), and the state still comes back bit for bit.
+@Suite(.ownThreads) struct DeviceSnapshotTests {
+    @Test(arguments: DeviceModel.allCases)
+    func aSnapshotOfDeviceValuesIsNoLargerThanItsSegmentsAndExact(model: DeviceModel) throws {
+        let temp = TemporaryDirectory("snap-device")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        let writer = try JournalWriter(directory: journal)
+        for event in model.session(seed: 5, strokes: 60, points: 400) { try writer.append(event.payload) }
+        try writer.close()
+
+        let info = try SnapshotStore.create(journal)
+        let segments = SegmentSet.load(journal).totalBytes
+        #expect(Double(info.bytes) <= 1.2 * Double(segments), "\(model): snapshot \(info.bytes) B, segments \(segments) B")
+        let full = Replay.load(journal, useSnapshots: false)
+        let opened = Replay.load(journal)
+        #expect(opened.report.eventsFromSnapshot == full.report.eventCount)
+        #expect(opened.drawing == full.drawing)
+    }
+
+    @Test func theInflateBoundGrowsWithStrokesAndPointsAndNeverOverflows() {
+        // What a chunk table may claim (larger is refused before inflating): 2 strokes of 3
+        // points can take at most 256 × 5 + 256 bytes before compression.
+        #expect(SnapshotChunks.maxRawLength(strokes: 2, points: 3) == 1536)
+        #expect(SnapshotChunks.maxRawLength(strokes: .max / 2, points: 1) == .max)
     }
 }
