@@ -57,10 +57,10 @@ extension BoardOptions {
     /// A relay's boards (`journal serve`): sealed 1 s after a pause and at the latest 5 s after
     /// the first unsealed event, not 0.3 s and 0.5 s. Many clients draw there without a common
     /// pause, and each seal is a file that every reader lists from then on: at 0.5 s, 20 boards
-    /// under 240 Hz pens spend a fifth of the relay's CPU sealing (docs/PERFORMANCE.md, "Relay").
+    /// under 240 Hz pens spend a fifth of the relay's CPU sealing (docs/history/PERFORMANCE-RUNS.md, "Third run").
     /// Other machines see a board's strokes that much later through sync; its clients, at once.
     /// Deadlines spread over 3.5–5 s: 50 boards sealing in step every 5 s stall every ack for
-    /// up to 0.4 s (docs/PERFORMANCE.md, "Fifth run").
+    /// up to 0.4 s (docs/history/PERFORMANCE-RUNS.md, "Fifth run").
     public static var relay: BoardOptions {
         BoardOptions(sealAfterIdleMilliseconds: 1000, sealAfterMilliseconds: 5000, sealSpread: 0.3, keepsDrawing: false)
     }

@@ -13,8 +13,8 @@ public enum Allocator {
     /// buffers over 1 MiB are mapped and unmapped on their own. The mmap threshold is not left
     /// at glibc's 128 KiB: mapping every buffer over it cost about a third of the relay's
     /// whole-stroke ingest. On the 2 M-point board: +22 MB resident after its open and two
-    /// catch-ups before, about +8 MB with these (docs/PERFORMANCE.md, "Relay memory per open
-    /// board"). No-op off glibc.
+    /// catch-ups before, about +8 MB with these (docs/history/PERFORMANCE-RUNS.md, "Relay
+    /// memory per open board"). No-op off glibc.
     public static func returnFreedMemoryPromptly() {
         #if canImport(Glibc)
         _ = mallopt(M_TRIM_THRESHOLD, trimThreshold)

@@ -597,8 +597,8 @@ extension ProcessInfoLite {
 
 extension ProcessInfoLite {
     /// Hands memory the allocator keeps free back to the system. A relay calls it after a
-    /// board closes: glibc keeps freed arenas, and a closed board's drawing stayed resident
-    /// (845 MB of 1.7 GB, measured by a review) long after nothing used it.
+    /// board closes: glibc keeps freed arenas, and a closed board's drawing otherwise stays
+    /// resident (845 MB of a relay's 1.7 GB, measured) long after nothing uses it.
     #if canImport(Glibc)
     private nonisolated(unsafe) static let mallocTrim: UnsafeMutableRawPointer? = dlsym(nil, "malloc_trim")
     #endif

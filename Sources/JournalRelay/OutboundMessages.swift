@@ -6,9 +6,9 @@ import JournalWire
 /// traffic queued earlier (other clients' events, what sync brought, the catch-up's end).
 ///
 /// In one ordered stream an honest client waits for its ack behind every event broadcast
-/// before it: 16.8 s behind a 140,000-point flood (docs/PERFORMANCE.md, "Trust on the live
+/// before it: 16.8 s behind a 140,000-point flood (docs/history/PERFORMANCE-RUNS.md, "Trust on the live
 /// path"). Only what is still queued here can be overtaken, not what the socket already
-/// carries (docs/PERFORMANCE.md, "An honest ack right after a flood"). Others' events carry
+/// carries (docs/history/PERFORMANCE-RUNS.md, "An honest ack right after a flood"). Others' events carry
 /// their own place in the drawing, so their order against this client's acks tells the
 /// client nothing. What does order is kept: a barrier in the traffic (`caughtUp`, and the
 /// acks held through a catch-up) keeps every answer behind it until it is out, so no ack

@@ -149,9 +149,9 @@ public struct RelayServer: Sendable {
     /// Ends a connection with a last error the client must be able to read. The relay waits for
     /// the client's first frame (its hello), at most `WireLimits.helloWaitMilliseconds`, then
     /// sends the message and its close frame, and reads (and drops) what the client sends until
-    /// its close frame answers ours, at most `closeLinger`. Writing at once on the upgrade and
-    /// returning lost the message now and then (issue 13: in about 1 of 200 connections the
-    /// test client saw neither the message nor the end; with the wait, none in thousands).
+    /// its close frame answers ours, at most `closeLinger`. Written at once on the upgrade, the
+    /// message is lost now and then (in about 1 of 200 connections a test client sees neither
+    /// the message nor the end; with the wait, none in thousands).
     private static func close(
         withError message: String, messages: InboundMessages, outbound: WebSocketOutboundWriter, waitForFirst: Bool
     ) async throws {
@@ -407,9 +407,9 @@ final class SocketWrites: Sendable {
 
     /// A catch-up that others wait for must take at least this many bytes a second, measured
     /// over at least `catchUpGraceSeconds` (a slow link that keeps reading is otherwise never
-    /// ended): eight clients reading a big board at 3 KB/s held every place for hours, and no
-    /// one could join any board (adversarial review 2, R2-6). The client ended reconnects with
-    /// what it got in its hello; exact catch-up sends it only the rest.
+    /// ended): otherwise eight clients reading a big board at 3 KB/s hold every place for hours,
+    /// and no one can join any board. The client ended reconnects with what it got in its
+    /// hello; exact catch-up sends it only the rest.
     static let catchUpFloorBytesPerSecond = 64.0 * 1024
     static let catchUpGraceSeconds = 10.0
 

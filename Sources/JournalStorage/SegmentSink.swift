@@ -71,8 +71,8 @@ struct SealSigner: Sendable {
 ///
 /// Used by one thread at a time, never by two at once: by the writer's thread while no batch
 /// is in flight, and by the background job of the one batch in flight otherwise. The writer
-/// hands it over with `DispatchQueue.async` (which orders everything before the hand-off
-/// before the job) and takes it back with `DurableJob.done.wait()` (which orders everything
+/// hands it over by submitting the job to its `WorkerThread` (the thread's mutex orders
+/// everything before the hand-off before the job) and takes it back with `DurableJob.done.wait()` (which orders everything
 /// the job did before what follows the wait); it touches nothing here in between (see
 /// `JournalWriter.inFlight`). That ownership protocol is why the unchecked Sendable is safe.
 final class SegmentSink: @unchecked Sendable {

@@ -3,7 +3,7 @@ import Testing
 
 /// Boards that start together must not seal together: a relay's 50 boards sealing in step
 /// every 5 s stalled every acknowledgement at once (p99 55–65 ms at 50 × 240 Hz against
-/// 15–18 ms spread; docs/PERFORMANCE.md, "Fifth run").
+/// 15–18 ms spread; docs/history/PERFORMANCE-RUNS.md, "Fifth run").
 @Suite struct SealSpreadTests {
     @Test func withoutSpreadEverySealWaitsTheWholeAge() {
         let options = BoardOptions(sealAfterMilliseconds: 5000)

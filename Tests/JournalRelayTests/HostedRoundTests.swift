@@ -1,5 +1,9 @@
-import Dispatch
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Dispatch
 import JournalFormat
 import JournalLive
 import JournalPlatform

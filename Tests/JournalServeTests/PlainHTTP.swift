@@ -1,6 +1,8 @@
 import Foundation  // Thread: the blocking socket stays off Swift's cooperative pool.
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// A bare HTTP/1.1 GET on 127.0.0.1 for tests: the request goes out byte for byte as given

@@ -5,7 +5,7 @@
 #   Tools/bench/relay-memory/relay-memory.sh JOURNAL_BIN DATA BOARD [PORT]
 #
 # DATA holds the board's journal as DATA/BOARD (journal init + journal record). Run it with two
-# builds on the same DATA to compare them (docs/PERFORMANCE.md, "Relay memory per open board").
+# builds on the same DATA to compare them (docs/history/PERFORMANCE-RUNS.md, "Relay memory per open board").
 set -euo pipefail
 if [ $# -lt 3 ]; then sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 2; fi
 bin=$1; data=$2; board=$3; port=${4:-18431}
