@@ -24,8 +24,8 @@ import Testing
         // Output goes to files: a pipe that fills up would block the child.
         let scratch = TemporaryDirectory("cli-io")
         defer { scratch.remove() }
-        FileManager.default.createFile(atPath: scratch.path + "/out", contents: nil)
-        FileManager.default.createFile(atPath: scratch.path + "/err", contents: nil)
+        _ = FileManager.default.createFile(atPath: scratch.path + "/out", contents: nil)
+        _ = FileManager.default.createFile(atPath: scratch.path + "/err", contents: nil)
         let out = FileHandle(forWritingAtPath: scratch.path + "/out")!
         let err = FileHandle(forWritingAtPath: scratch.path + "/err")!
         let input = Pipe()
@@ -359,7 +359,7 @@ import Testing
         let board = temp.path + "/board"
         try cli.journal(["init", board])
         let file = temp.path + "/long.ndjson"
-        FileManager.default.createFile(atPath: file, contents: nil)
+        _ = FileManager.default.createFile(atPath: file, contents: nil)
         let handle = FileHandle(forWritingAtPath: file)!
         handle.write(Data((CLITests.sample.split(separator: "\n")[0] + "\n{\"type\":\"clear\",\"pad\":\"").utf8))
         let chunk = Data(repeating: UInt8(ascii: "x"), count: 1 << 20)

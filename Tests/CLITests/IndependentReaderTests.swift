@@ -26,7 +26,7 @@ import Testing
     func run(_ executable: String, _ arguments: [String], stdin: String = "") throws -> (status: Int32, out: String) {
         let scratch = TemporaryDirectory("sjread-io")
         defer { scratch.remove() }
-        FileManager.default.createFile(atPath: scratch.path + "/out", contents: nil)
+        _ = FileManager.default.createFile(atPath: scratch.path + "/out", contents: nil)
         let out = FileHandle(forWritingAtPath: scratch.path + "/out")!
         let input = Pipe()
         let process = Process()

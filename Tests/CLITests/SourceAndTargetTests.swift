@@ -14,7 +14,7 @@ import Testing
         let board = try cli.sampleBoard(temp)
         let notABoard = temp.path + "/documents"
         try FileManager.default.createDirectory(atPath: notABoard, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: notABoard + "/letter.txt", contents: Data("hi".utf8))
+        _ = FileManager.default.createFile(atPath: notABoard + "/letter.txt", contents: Data("hi".utf8))
         let refused = try cli.journal(["merge", "-C", board, notABoard])
         #expect(refused.status == 64)
         #expect(refused.stderr.contains("neither a journal nor a shared board folder"), "\(refused.stderr)")
@@ -43,7 +43,7 @@ import Testing
         // A folder holding other things is refused.
         let home = temp.path + "/home"
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: home + "/notes.txt", contents: Data("x".utf8))
+        _ = FileManager.default.createFile(atPath: home + "/notes.txt", contents: Data("x".utf8))
         let other = try cli.journal(["sync", "-C", board, home])
         #expect(other.status == 64 && other.stderr.contains("not a shared board folder"), "\(other.stderr)")
         #expect(!FileManager.default.fileExists(atPath: home + "/replicas"))

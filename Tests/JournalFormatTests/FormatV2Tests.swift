@@ -65,7 +65,7 @@ import Testing
         let edges: [Double] = [
             -0.0, 0.0, .leastNonzeroMagnitude, -.leastNonzeroMagnitude, .leastNormalMagnitude,
             .greatestFiniteMagnitude, -.greatestFiniteMagnitude, 0.1 + 0.2, 1e-300, 123456789.123456789,
-            9007199254740993, -9007199254740992, 1.0 / 3.0, 5e-324, 2.2250738585072009e-308,
+            9007199254740994, -9007199254740992, 1.0 / 3.0, Double(bitPattern: 1), Double(bitPattern: 0x000F_FFFF_FFFF_FFFF),
             Double(Float.leastNonzeroMagnitude), Double(Float.greatestFiniteMagnitude), 604.3333333333334,
             603.9993896484375, 0.008000617614015937, 4.611686018427388e18, -4.611686018427388e18,
         ]

@@ -31,7 +31,7 @@ import Testing
     @Test func numbers() {
         #expect(CanonicalJSON.number(1.5) == "1.5")
         #expect(CanonicalJSON.number(4) == "4.0")
-        #expect(CanonicalJSON.number(5e-324) == "5e-324")
+        #expect(CanonicalJSON.number(.leastNonzeroMagnitude) == "5e-324")
         #expect(CanonicalJSON.number(1e-05) == "1e-05")
         #expect(CanonicalJSON.number(-0.0) == "-0.0")
         #expect(CanonicalJSON.number(.infinity) == "null")

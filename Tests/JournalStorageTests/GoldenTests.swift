@@ -30,7 +30,7 @@ import JournalCompression
             .point(PointSample(stroke: first, x: 523.41, y: 398.07, pressure: 0.53, t: 0, style: red)),
             .point(PointSample(stroke: first, x: 527.9, y: 401.12, pressure: 0.55, t: 0.008, style: red)),
             .point(PointSample(stroke: first, x: 533.02, y: 403.5, pressure: 0.56, t: 0.017, style: red)),
-            .point(PointSample(stroke: second, x: -0.0, y: 5e-324, pressure: nil, t: nil, style: thin)),
+            .point(PointSample(stroke: second, x: -0.0, y: Double(bitPattern: 1), pressure: nil, t: nil, style: thin)),
             .point(PointSample(stroke: second, x: 0.1 + 0.2, y: 1e300, pressure: 1, t: nil, style: thin)),
             .point(PointSample(stroke: first, x: 540, y: 404.25, pressure: nil, t: 0.025, style: red)),
             .end(first),

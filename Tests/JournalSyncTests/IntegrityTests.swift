@@ -611,7 +611,7 @@ struct LoopMount {
         image = base + "/fs.img"
         path = base + "/mnt"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: image, contents: nil)
+        _ = FileManager.default.createFile(atPath: image, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: image))
         try handle.truncate(atOffset: UInt64(megabytes) << 20)
         try handle.close()

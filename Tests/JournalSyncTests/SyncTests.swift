@@ -9,11 +9,8 @@ import Testing
 import JournalCompression
 
 @Suite(.ownThreads) struct SyncTests {
-    @Test func replicasConvergeThroughAFolderAndRsyncInAnyOrder() async throws {
-        guard hasRsync() else {
-            Issue.record("rsync is not installed: .ci/run installs it (apt-get install rsync)")
-            return
-        }
+    @Test(.enabled(if: hasRsync(), "rsync is not installed (apt-get install rsync)"))
+    func replicasConvergeThroughAFolderAndRsyncInAnyOrder() async throws {
         for seed in [1, 2, 3] as [UInt64] {
             let temp = TemporaryDirectory("converge")
             defer { temp.remove() }
@@ -175,11 +172,8 @@ import JournalCompression
         #expect(SegmentSet.load(bob.journal).members.allSatisfy { $0.scan.eventCount == 0 })
     }
 
-    @Test func rsyncNeverOverwritesAnExistingSegment() async throws {
-        guard hasRsync() else {
-            Issue.record("rsync is not installed: .ci/run installs it (apt-get install rsync)")
-            return
-        }
+    @Test(.enabled(if: hasRsync(), "rsync is not installed (apt-get install rsync)"))
+    func rsyncNeverOverwritesAnExistingSegment() async throws {
         let temp = TemporaryDirectory("rsync-keep")
         defer { temp.remove() }
         var alice = try Machine(temp.path + "/alice", seed: 10)

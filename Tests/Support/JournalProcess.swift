@@ -41,8 +41,8 @@ public enum JournalProcess {
             var environment = ProcessInfo.processInfo.environment
             environment.removeValue(forKey: "JOURNAL_DIR")
             process.environment = environment
-            FileManager.default.createFile(atPath: scratch.path + "/out", contents: nil)
-            FileManager.default.createFile(atPath: scratch.path + "/err", contents: nil)
+            _ = FileManager.default.createFile(atPath: scratch.path + "/out", contents: nil)
+            _ = FileManager.default.createFile(atPath: scratch.path + "/err", contents: nil)
             process.standardOutput = FileHandle(forWritingAtPath: scratch.path + "/out")
             process.standardError = FileHandle(forWritingAtPath: scratch.path + "/err")
             process.standardInput = FileHandle.nullDevice
