@@ -27,6 +27,9 @@ let package = Package(
         // A client of `journal serve` that stays connected (SwiftNIO): a product of its own, so
         // that an app embedding only the journal never builds a network stack.
         .library(name: "StrokeJournalClient", targets: ["JournalClient"]),
+        // The built-in demo session (and its seeded generator), for an app or a benchmark that
+        // wants sample data; not re-exported by `StrokeJournal`.
+        .library(name: "StrokeJournalSamples", targets: ["JournalSamples"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

@@ -17,7 +17,10 @@ let package = Package(
     targets: [
         .executableTarget(
             name: "journal-bench",
-            dependencies: [.product(name: "StrokeJournal", package: "StrokeJournal")],
+            dependencies: [
+                .product(name: "StrokeJournal", package: "StrokeJournal"),
+                .product(name: "StrokeJournalSamples", package: "StrokeJournal"),
+            ],
             swiftSettings: [
                 // Compile-time switch of the "open from snapshot" row, which needs JournalReplay's
                 // `SnapshotStore.create(_:)` and `Replay.load(_:useSnapshots:)`. Comment it out

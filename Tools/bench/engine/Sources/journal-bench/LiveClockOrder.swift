@@ -1,5 +1,6 @@
 import JournalFormat
 import JournalReplay
+import JournalSamples
 import JournalStorage
 
 /// The `liveClockOrder` row (issue 23, item 2): what the order of clocks within a stroke costs
