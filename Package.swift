@@ -220,7 +220,11 @@ let package = Package(
                 "JournalTestSupport",
             ],
             swiftSettings: strict),
-        .testTarget(name: "CLITests", dependencies: ["journal", "JournalTestSupport"], swiftSettings: strict),
+        // The README's Swift snippets, verbatim, as one program (run by CLITests' ReadmeSnippetTests).
+        .executableTarget(
+            name: "readme-snippets", dependencies: ["StrokeJournal", "JournalClient"], path: "Tests/ReadmeSnippets",
+            swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["journal", "readme-snippets", "JournalTestSupport"], swiftSettings: strict),
         // The relay without sockets or the binary: connections, hosted rounds, limits, messages.
         .testTarget(
             name: "JournalRelayTests",

@@ -81,6 +81,10 @@ public struct BoardUpdate: Sendable, Equatable {
         case remote
         /// The drawing was rebuilt from the journal (`changes` is `[.reset]`).
         case reload
+        /// The drawing as it was when `updates()` was called (`changes` is `[.reset]`): the
+        /// first update of every stream. A reader draws the whole board, then applies what
+        /// follows, so it misses nothing whichever runs first, `updates()` or an `append`.
+        case current
     }
     public var origin: Origin
     public var changes: [DrawingChange]
@@ -297,11 +301,11 @@ public final class Board: Sendable {
     /// Seq ranges of every replica folded into the drawing.
     public var covered: [ReplicaID: SeqRanges] { state.withLock { $0.live.covered } }
 
-    /// Every change from now on, one batch per append or integration. An app that stops
-    /// reading misses nothing silently: once its buffer fills, changes are dropped and the
-    /// next one it can take is a `.reset` (redraw everything). Without `includingLocal`, the
-    /// board's own appends are left out (a reader that only wants what sync brings is then
-    /// not woken for every pen point).
+    /// The drawing as it is (one `.current` update, `[.reset]`), then every change from now on,
+    /// one batch per append or integration. An app that stops reading misses nothing silently:
+    /// once its buffer fills, changes are dropped and the next one it can take is a `.reset`
+    /// (redraw everything). Without `includingLocal`, the board's own appends are left out (a
+    /// reader that only wants what sync brings is then not woken for every pen point).
     public func updates(bufferingLimit: Int = 4096, includingLocal: Bool = true) -> AsyncStream<BoardUpdate> {
         let (stream, continuation) = AsyncStream<BoardUpdate>.makeStream(bufferingPolicy: .bufferingOldest(bufferingLimit))
         let key = state.withLock { state -> Int in
@@ -312,6 +316,8 @@ public final class Board: Sendable {
             let key = state.nextSubscriber
             state.nextSubscriber += 1
             state.subscribers[key] = Subscriber(continuation: continuation, includesLocal: includingLocal)
+            // Under the lock that every delivery takes: no change falls between this and the next.
+            continuation.yield(BoardUpdate(origin: .current, changes: [.reset]))
             return key
         }
         continuation.onTermination = { [weak self] _ in

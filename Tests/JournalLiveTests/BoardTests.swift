@@ -44,8 +44,10 @@ import Testing
         #expect(board.stroke(stroke)?.ended == true)
         try await board.flush()
         #expect(board.durableSeq == 201)
-        let first = await firstUpdate(updates, within: 2) { _ in true }
-        #expect(first == BoardUpdate(origin: .local, changes: [.added(stroke)]))
+        // The stream starts with the drawing as it was when it was asked for, then the appends.
+        var iterator = updates.makeAsyncIterator()
+        #expect(await iterator.next() == BoardUpdate(origin: .current, changes: [.reset]))
+        #expect(await iterator.next() == BoardUpdate(origin: .local, changes: [.added(stroke)]))
         // What is durable is what a replay of the files gives.
         let onDisk = Replay.load(board.directory, useSnapshots: false).drawing
         #expect(onDisk == board.drawing)
@@ -190,7 +192,8 @@ import Testing
             if received.count == 4 { try board.append(.end(stroke)) }
             if received.count == 5 { break }
         }
-        #expect(received.prefix(4).allSatisfy { $0.origin == .local })
+        #expect(received[0] == BoardUpdate(origin: .current, changes: [.reset]))
+        #expect(received[1..<4].allSatisfy { $0.origin == .local })
         #expect(received[4] == BoardUpdate(origin: .reload, changes: [.reset]))
         try await board.close()
     }
