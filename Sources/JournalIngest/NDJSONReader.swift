@@ -84,6 +84,12 @@ public struct NDJSONReader {
         }
     }
 
+    /// Passes over lines up to line `count` without parsing them: where a re-run starts after
+    /// the lines an earlier run recorded (`journal record --from-line`).
+    public mutating func skipLines(_ count: Int) throws(InputError) {
+        while state.lineNumber < count, try state.nextLine(source: source) != nil {}
+    }
+
     /// The buffer and descriptor behind a reader.
     private final class State {
         var whenIdle: (() -> Void)?

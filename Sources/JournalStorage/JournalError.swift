@@ -31,7 +31,10 @@ public enum JournalError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .notAJournal(let path):
-            return "\(path) is not a journal (no local/replica file here or in any folder above); create one with `journal init \(path)`"
+            // The current folder is rarely where a new journal belongs: name a new one instead.
+            let create = path == "." ? "`journal init <name>` (a new folder), or name an existing journal with -C DIR"
+                : "`journal init \(path)`"
+            return "\(path) is not a journal (no local/replica file here or in any folder above); create one with \(create)"
         case .alreadyAJournal(let path): return "\(path) is already a journal"
         case .insideAJournal(let path, let journal):
             return "\(path) is inside the journal \(journal); a journal cannot hold another (use -C \(journal), or pick a folder outside it)"

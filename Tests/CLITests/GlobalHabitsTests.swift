@@ -47,6 +47,16 @@ import Testing
         let typo = try cli.journal(["verfy"])
         #expect(typo.status == 64)
         #expect(typo.stderr.contains("Did you mean 'verify'?"), "\(typo.stderr)")
+        // As near "stats" as "status": the same letters in another order win.
+        let swapped = try cli.journal(["stauts"])
+        #expect(swapped.status == 64 && swapped.stderr.contains("Did you mean 'status'?"), "\(swapped.stderr)")
+        // Every command is found again from a slip of one letter in it.
+        for command in ["demo", "init", "record", "sync", "merge", "status", "log", "strokes", "render", "stats", "verify",
+                        "digest", "snapshot", "compact", "serve", "join", "token", "trust"] {
+            let slip = String(command.dropLast()) + "q"
+            let said = try cli.journal([slip])
+            #expect(said.stderr.contains("Did you mean '\(command)'?"), "\(slip): \(said.stderr)")
+        }
         let unknown = try cli.journal(["xyzzy"])
         #expect(unknown.status == 64 && unknown.stderr.contains("journal --help"))
     }

@@ -34,6 +34,10 @@ extension JournalCommand {
         @Option(help: "Make events durable every N events.") var flushEvery: Int = 32_768
         @Option(help: "…and whenever the oldest unflushed event is this many milliseconds old.")
         var flushMs: Int = 200
+        @Option(help: ArgumentHelp(
+            "Start the first input at this line (1-based): how to go on after a bad line, recording nothing twice.",
+            valueName: "N"))
+        var fromLine: Int = 1
         @Flag(help: "Skip malformed lines (reported on stderr) instead of stopping.")
         var skipInvalid = false
         @Flag(help: "Leave the last events in the open segment instead of sealing them.")
@@ -48,6 +52,7 @@ extension JournalCommand {
         func validate() throws {
             guard flushEvery >= 1 else { throw ValidationError("--flush-every must be at least 1") }
             guard flushMs >= 0 else { throw ValidationError("--flush-ms must not be negative") }
+            guard fromLine >= 1 else { throw ValidationError("--from-line must be at least 1 (lines count from 1)") }
         }
 
         func run() throws {
@@ -72,14 +77,20 @@ extension JournalCommand {
                 var counts = Counts()
                 var progress = Progress("recording")
                 var inputError: InputError?
+                /// The inputs from the one with the bad line on, and that line: what a re-run gives.
+                var resumeFrom: (sources: [String], line: Int)?
                 var warnedAboutSeal = false
                 if files.isEmpty && ProcessInfoLite.isTerminal(0) {
                     Terminal.standardError("journal: reading NDJSON events from the terminal; type or paste lines, then Ctrl-D (or give a file: journal record FILE)\n")
                 }
-                inputs: for source in files.isEmpty ? ["-"] : files {
+                let sources = files.isEmpty ? ["-"] : files
+                inputs: for (index, source) in sources.enumerated() {
                     var reader = try source == "-"
                         ? NDJSONReader(fileDescriptor: 0, name: "<stdin>")
                         : NDJSONReader(path: source)
+                    if index == 0 && fromLine > 1 {
+                        do throws(InputError) { try reader.skipLines(fromLine - 1) } catch { inputError = error; break inputs }
+                    }
                     // A quiet producer must not leave events waiting in memory: flush while
                     // waiting for input. A failure here resurfaces on the next append.
                     reader.whenIdle = { try? writer.flush() }
@@ -92,7 +103,11 @@ extension JournalCommand {
                         do throws(InputError) {
                             line = try reader.next(appendingTo: &payloads)
                         } catch {
-                            guard skipInvalid else { inputError = error; break inputs }
+                            guard skipInvalid else {
+                                inputError = error
+                                resumeFrom = (Array(sources[index...]), error.line)
+                                break inputs
+                            }
                             counts.skipped += 1
                             if counts.skipped <= 10 { Terminal.standardError("journal: skipped \(error)\n") }
                             continue
@@ -142,7 +157,16 @@ extension JournalCommand {
                     Terminal.write(summary + "\n")
                     Terminal.flush()
                 }
-                if let inputError { throw inputError }
+                if let inputError {
+                    if let (rest, line) = resumeFrom, line > 0, !rest.contains("-") {
+                        // Lines before it are recorded: a plain re-run would record them again.
+                        let files = rest.map(Terminal.shellQuoted).joined(separator: " ")
+                        Terminal.standardError("journal: \(inputError)\n")
+                        Terminal.standardError("journal: the lines before it are recorded; fix line \(line) and go on with: journal record -C \(Terminal.shellQuoted(journal.root)) --from-line \(line) \(files)\n")
+                        throw ExitCode(65)
+                    }
+                    throw inputError
+                }
             }
         }
 

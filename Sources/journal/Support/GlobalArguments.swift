@@ -47,7 +47,14 @@ enum GlobalArguments {
     static func closest(_ word: String, among commands: [String]) -> String? {
         let scored = commands.map { ($0, distance(Array(word), Array($0))) }.filter { $0.1 <= 2 }
         guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }
-        return scored.filter { $0.1 == best.1 }.count == 1 ? best.0 : nil
+        let tied = scored.filter { $0.1 == best.1 }.map(\.0)
+        if tied.count == 1 { return tied[0] }
+        // "stauts" is as near "stats" as "status": the command with the same letters (a slip of
+        // order), else the one of the same length, is the likelier meaning.
+        let anagrams = tied.filter { $0.sorted() == word.sorted() }
+        if anagrams.count == 1 { return anagrams[0] }
+        let sameLength = tied.filter { $0.count == word.count }
+        return sameLength.count == 1 ? sameLength[0] : nil
     }
 
     /// Optimal string alignment distance (Levenshtein plus adjacent swaps: "verfy" → "verify").

@@ -47,6 +47,15 @@ enum Terminal {
         }
     }
 
+    /// `word` as a shell reads it back: as it is when it holds only safe characters, else in
+    /// single quotes (a command printed for a person to paste).
+    static func shellQuoted(_ word: String) -> String {
+        let safe = word.unicodeScalars.allSatisfy { scalar in
+            scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "/._-+=:,@%".unicodeScalars.contains(scalar))
+        }
+        return safe && !word.isEmpty ? word : "'" + word.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
+    }
+
     static func standardError(_ text: String) {
         flush()
         // Nothing sensible is left to do if standard error itself cannot be written.
