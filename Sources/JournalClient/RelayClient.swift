@@ -22,6 +22,10 @@ public enum RelayClientUpdate: Sendable, Equatable {
     case refused(line: String, reason: String)
     /// The socket closed or could not open; the client tries again after `retryIn` seconds.
     case disconnected(reason: String, retryIn: Double)
+    /// The relay refused this client for good (no board's socket at the address, a name that
+    /// can be no board, a token it does not accept): trying again would change nothing, so
+    /// `run` returns and `updates` ends.
+    case stopped(reason: String)
 }
 
 /// A client of a board on a `journal serve` relay (docs/PROTOCOL.md, text mode) that stays
@@ -212,8 +216,13 @@ public final class RelayClient: Sendable {
         var attempt = 0
         while !state.withLock({ $0.closed }) {
             attempt += 1
-            let (reason, caughtUp) = await connectOnce(attempt: attempt)
+            let (reason, caughtUp, permanent) = await connectOnce(attempt: attempt)
             if state.withLock({ $0.closed }) || Task.isCancelled { break }
+            if permanent {
+                report(.stopped(reason: reason))
+                close()
+                break
+            }
             // A connection that got as far as its catch-up was a success: start over short.
             if caughtUp { backoff = options.minBackoff }
             report(.disconnected(reason: reason, retryIn: backoff))
@@ -226,11 +235,34 @@ public final class RelayClient: Sendable {
         var reason = "the relay closed the connection"
         var caughtUp = false
         var opened = false
+        /// The relay's answer cannot change by trying again.
+        var permanent = false
+    }
+
+    /// Whether the relay's last error refuses this client for good: a board name no board can
+    /// have, or its token (missing, forged, expired, revoked, view-only where it draws).
+    static func isPermanent(relayError reason: String) -> Bool {
+        // "cannot check tokens" is the relay's own trouble (its key file), not this client's.
+        reason.hasPrefix("invalid board name")
+            || (reason.split(whereSeparator: { !$0.isLetter }).contains("token") && !reason.hasPrefix("the relay cannot check"))
+    }
+
+    /// A sentence for a failure of the socket itself, where the network library's own words
+    /// would say less; and whether it is for good.
+    static func describe(_ error: any Error) -> (reason: String, permanent: Bool) {
+        let said = "\(error)"
+        if said.contains("upgrade failed") {
+            return ("the server there answered, but this is no board's socket (a relay's is ws://HOST:PORT/boards/<board>/ws)", true)
+        }
+        if said.contains("Connection refused") {
+            return ("nothing accepts connections there (is `journal serve` running?)", false)
+        }
+        return (said, false)
     }
 
     /// One connection; returns why it ended and whether it was caught up. Gives up when the
     /// socket has not opened within `Options.connectTimeout` (the attempt runs on, unheeded).
-    private func connectOnce(attempt: Int) async -> (reason: String, caughtUp: Bool) {
+    private func connectOnce(attempt: Int) async -> (reason: String, caughtUp: Bool, permanent: Bool) {
         let progress = Locked(Progress())
         state.withLock { $0.attempt = attempt }
         let connection = Task { await self.connect(attempt: attempt, progress: progress) }
@@ -256,10 +288,10 @@ public final class RelayClient: Sendable {
         guard ended else {
             connection.cancel()
             state.withLock { if $0.attempt == attempt { $0.attempt = 0 } }
-            return ("the socket did not open within \(timeout) s", false)
+            return ("the socket did not open within \(timeout) s", false, false)
         }
         let result = progress.withLock { $0 }
-        return (result.reason, result.caughtUp)
+        return (result.reason, result.caughtUp, result.permanent && !result.caughtUp)
     }
 
     private func connect(attempt: Int, progress: Locked<Progress>) async {
@@ -312,7 +344,12 @@ public final class RelayClient: Sendable {
                         case .text(let text):
                             self.state.withLock { $0.bytesReceived += text.utf8.count }
                             let parsed = try ServerMessage(parsing: text)
-                            if case .error(nil, let reason) = parsed { progress.withLock { $0.reason = reason } }
+                            if case .error(nil, let reason) = parsed {
+                                progress.withLock { progress in
+                                    progress.reason = reason
+                                    progress.permanent = Self.isPermanent(relayError: reason)
+                                }
+                            }
                             if case .caughtUp = parsed { progress.withLock { $0.caughtUp = true } }
                             try self.handle(parsed)
                         case .binary(let buffer):
@@ -326,7 +363,14 @@ public final class RelayClient: Sendable {
                 }
             }
         } catch {
-            progress.withLock { $0.reason = "\(error)" }
+            let (reason, permanent) = Self.describe(error)
+            progress.withLock { progress in
+                // A close after the relay's own last error keeps that error as the reason.
+                if !progress.permanent {
+                    progress.reason = reason
+                    progress.permanent = permanent
+                }
+            }
         }
         state.withLock { state in
             if state.attempt == attempt { state.wake = nil }

@@ -113,4 +113,40 @@ import Testing
         await lateRun.value
         await running.stop()
     }
+
+    /// What a client's updates said before they ended: the reason it stopped, if it did.
+    func stopReason(_ client: RelayClient) async -> String? {
+        let updates = client.updates
+        let run = Task { await client.run() }
+        var reason: String?
+        for await update in updates { if case .stopped(let why) = update { reason = why } }
+        await run.value
+        return reason
+    }
+
+    @Test func aClientRefusedForGoodStopsAtOnceAndSaysWhy() async throws {
+        let temp = TemporaryDirectory("relay-client-refused")
+        defer { temp.remove() }
+        let running = try await RunningRelay.start(data: temp.path + "/boards")
+        // A name no board can have: the relay's own reason.
+        let badName = await stopReason(RelayClient(port: running.port, board: "a.b"))
+        #expect(badName?.hasPrefix("invalid board name \"a.b\"") == true, "\(String(describing: badName))")
+        // The page's address, not its socket's.
+        let page = await stopReason(RelayClient(url: "ws://127.0.0.1:\(running.port)/boards/poster"))
+        #expect(page?.contains("no board's socket") == true, "\(String(describing: page))")
+        // A good address is not stopped (the positive control): it catches up.
+        let good = RelayClient(port: running.port, board: "poster")
+        let updates = good.updates
+        let run = Task { await good.run() }
+        var caughtUp = false
+        for await update in updates {
+            if case .caughtUp = update { caughtUp = true }
+            if case .stopped = update { break }
+            if caughtUp { break }
+        }
+        good.close()
+        await run.value
+        #expect(caughtUp)
+        await running.stop()
+    }
 }

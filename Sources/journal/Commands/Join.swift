@@ -18,6 +18,10 @@ extension JournalCommand {
                 received and seconds until the board was held. With --follow it stays and
                 prints each change as it arrives, until Ctrl-C.
 
+                A refusal that trying again cannot change (no board's socket at the address, a
+                name no board can have, a token the relay does not accept) ends it at once with
+                the reason; a relay that cannot be reached is tried again until --timeout.
+
                 A relay that is not open asks for a token (journal token): give it in the
                 environment variable JOURNAL_TOKEN, which stays out of the process list and of
                 your shell's history.
@@ -53,13 +57,18 @@ extension JournalCommand {
                 }
                 var lastProblem = "no answer"
                 var caughtUp = false
-                for await update in updates {
+                updatesLoop: for await update in updates {
                     switch update {
                     case .caughtUp: caughtUp = true
                     case .disconnected(let reason, _): lastProblem = reason
+                    case .stopped(let reason):
+                        // Refused for good: say so at once rather than retry until the timeout.
+                        deadline.cancel()
+                        await connection.value
+                        throw CLIError("\(url): \(reason)", code: CLIError.ioError)
                     default: break
                     }
-                    if caughtUp { break }
+                    if caughtUp { break updatesLoop }
                 }
                 let seconds = ProcessInfoLite.monotonicSeconds() - start
                 guard caughtUp else {
