@@ -148,6 +148,7 @@ let package = Package(
             name: "JournalServe",
             dependencies: [
                 "JournalPlatform", "JournalRelay", "JournalWire",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -169,6 +170,8 @@ let package = Package(
                 "JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay", "JournalSync", "JournalIngest",
                 "JournalRender", "JournalSamples", "JournalLive", "JournalServe", "JournalClient", "JournalWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // `journal serve --log-level`.
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

@@ -93,6 +93,17 @@ public final class Relay: Sendable {
     }
 
     private let boards = Locked(Boards())
+    /// Who hears of boards opened and closed (a server's log), called with no lock held.
+    private let activityHandler = Locked<(@Sendable (RelayActivity) -> Void)?>(nil)
+
+    /// Reports boards opened and closed to `handler` (one at a time; a later call replaces it).
+    public func observe(_ handler: @escaping @Sendable (RelayActivity) -> Void) {
+        activityHandler.withLock { $0 = handler }
+    }
+
+    private func report(_ activity: RelayActivity) {
+        activityHandler.withLock { $0 }?(activity)
+    }
     private let catchUps: CatchUpGate
     /// Opens boards' journals, one at a time: opening a big journal decodes every event, for
     /// seconds. Under the relay's lock, on a task-pool thread, that held up every connection
@@ -151,6 +162,7 @@ public final class Relay: Sendable {
             let board = try Board(path: path, create: true, options: boardOptions)
             let relayBoard = RelayBoard(name: name, board: board, catchUps: catchUps, maxNativeReplicas: limits.maxNativeReplicasPerBoard)
             relayBoard.start()
+            report(.opened(name))
             return relayBoard
         } catch {
             throw .journal(board: name.text, error)
@@ -267,10 +279,12 @@ public final class Relay: Sendable {
         let reason = board.board.failure.map {
             "board \(name.text): its journal failed (\($0)); it is being opened again: reconnect, and resend what was not acknowledged"
         } ?? RelayError.closed.description
+        let why = board.board.failure.map { "its journal failed: \($0)" } ?? (board.idleSince == nil ? "closed" : "idle")
         boards.closing[name] = Task { [weak self] in
             await board.close(reason: reason)
             _ = self?.boards.withLock { $0.closing.removeValue(forKey: name) }
             ProcessInfoLite.returnFreeMemory()
+            self?.report(.closed(name, why: why))
         }
     }
 
@@ -342,10 +356,21 @@ public final class Relay: Sendable {
             defer { boards.open.removeAll() }
             return (Array(boards.open.values), Array(boards.closing.values), Array(boards.opening.values))
         }
-        for board in open { await board.close() }
+        for board in open {
+            await board.close()
+            report(.closed(board.name, why: "the relay stops"))
+        }
         for task in closing { await task.value }
         // A board opened meanwhile is closed by its own opening, which sees the relay closed.
         for task in opening { _ = await task.value }
         opener.close()
     }
+}
+
+/// What a relay reports of its boards (`Relay.observe`).
+public enum RelayActivity: Sendable, Equatable {
+    /// A board's journal was opened (created if new).
+    case opened(BoardName)
+    /// A board was closed: its open segments sealed, its lock released; `why` in words.
+    case closed(BoardName, why: String)
 }

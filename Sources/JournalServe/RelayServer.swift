@@ -4,6 +4,7 @@ import HummingbirdWebSocket
 import JournalPlatform
 import JournalRelay
 import JournalWire
+import Logging
 import NIOCore
 import NIOWebSocket
 
@@ -21,12 +22,19 @@ public struct RelayServer: Sendable {
     /// catch-up's memory, and stop the relay from shutting down (a graceful stop waits for
     /// every connection), for ever.
     public let writeStallSeconds: Double
+    /// Where the relay says what it does (swift-log): connections opened and closed, boards
+    /// opened and closed, the stop. Hummingbird's own messages go here too.
+    public let logger: Logger
 
-    public init(relay: Relay, host: String = "127.0.0.1", port: Int, writeStallSeconds: Double = 30) {
+    public init(
+        relay: Relay, host: String = "127.0.0.1", port: Int, writeStallSeconds: Double = 30,
+        logger: Logger = Logger(label: "journal-serve")
+    ) {
         self.relay = relay
         self.host = host
         self.port = port
         self.writeStallSeconds = writeStallSeconds
+        self.logger = logger
     }
 
     /// Serves until the task is cancelled, or, with `handlingSignals`, until SIGINT or SIGTERM;
@@ -34,6 +42,13 @@ public struct RelayServer: Sendable {
     /// or the one the system picked for port 0).
     public func run(handlingSignals: Bool = false, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         let relay = self.relay
+        let logger = self.logger
+        relay.observe { activity in
+            switch activity {
+            case .opened(let board): logger.info("board opened", metadata: ["board": "\(board.text)"])
+            case .closed(let board, let why): logger.info("board closed", metadata: ["board": "\(board.text)", "why": "\(why)"])
+            }
+        }
         let router = Router(context: RelaySocketContext.self)
         router.get("/") { _, _ in "StrokeJournal relay: ws://HOST:PORT/boards/<board>/ws, a drawing page at http://HOST:PORT/boards/<board>\n" }
         router.get("/boards/:board") { _, context in Self.drawingPage(board: context.parameters.get("board") ?? "") }
@@ -45,6 +60,7 @@ public struct RelayServer: Sendable {
         sockets.ws("/boards/:board/ws", onUpgrade: { inbound, outbound, context in
             let messages = InboundMessages(inbound)
             let name = context.requestContext.parameters.get("board") ?? ""
+            let peer = context.requestContext.channel.remoteAddress.map { "\($0)" } ?? "unknown"
             let header = Self.bearerToken(context.request.headers[.authorization])
             let connection: RelayConnection
             var first: WebSocketMessage?
@@ -76,10 +92,19 @@ public struct RelayServer: Sendable {
                 let promised = context.request.uri.queryParameters[Substring(WireLimits.helloQuery)] != nil
                 connection = try await relay.connect(to: board, grant: grant, helloPromised: promised)
             } catch {
+                logger.info("connection refused", metadata: ["board": "\(name)", "peer": "\(peer)", "why": "\(error.description)"])
                 try await Self.close(withError: error.description, messages: messages, outbound: outbound, waitForFirst: !waited)
                 return
             }
+            logger.info("connection opened", metadata: [
+                "connection": "\(connection.id)", "board": "\(name)", "peer": "\(peer)", "scope": "\(connection.grant.scope)",
+            ])
             let writes = SocketWrites(channel: context.requestContext.channel, stallSeconds: writeStallSeconds)
+            defer {
+                logger.info("connection closed", metadata: [
+                    "connection": "\(connection.id)", "board": "\(name)", "why": "\(connection.closeReason ?? "the client closed it")",
+                ])
+            }
             try await Self.serve(connection, messages: messages, first: first, outbound: outbound, writes: writes)
         })
 
@@ -91,7 +116,8 @@ public struct RelayServer: Sendable {
             configuration: .init(
                 address: .hostname(host, port: port), serverName: "journal-serve",
                 availableConnectionsDelegate: MaximumAvailableConnections(relay.limits.maxConnections + RelayLimits.extraSockets)),
-            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) }
+            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
+            logger: logger
         )
         // Boards nobody is connected to are closed after a while (their threads end, their
         // journals are sealed and unlocked for sync).
@@ -109,7 +135,9 @@ public struct RelayServer: Sendable {
             throw error
         }
         idleCloser.cancel()
+        logger.notice("stopping: sealing and closing every open board", metadata: ["boards": "\(relay.openBoards.count)"])
         await relay.close()
+        logger.notice("stopped")
     }
 
     /// The drawing page for a board; a name that could never be a board gets 400 and the

@@ -2,6 +2,7 @@ import ArgumentParser
 import JournalPlatform
 import JournalRelay
 import JournalServe
+import Logging
 
 extension JournalCommand {
     struct Serve: AsyncParsableCommand {
@@ -69,12 +70,19 @@ extension JournalCommand {
         var maxConnectionsPerToken = RelayLimits().maxConnectionsPerToken
         @Option(help: ArgumentHelp("New native replicas one board takes on while open; more are refused.", valueName: "n"))
         var maxNativeReplicas = RelayLimits().maxNativeReplicasPerBoard
+        @Option(help: ArgumentHelp(
+            "What the relay logs on stderr: trace, debug, info (connections and boards opened and closed), notice (start and stop), warning, error, critical.",
+            valueName: "level"))
+        var logLevel: String = "info"
         @Flag(help: "Serve without tokens: anyone who reaches the port may create, read and draw on any board.")
         var open = false
 
         func validate() throws {
             guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
             guard !data.isEmpty else { throw ValidationError("--data must name a folder") }
+            guard Logger.Level(rawValue: logLevel) != nil else {
+                throw ValidationError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
             guard closeIdleAfter >= 0, closeIdleAfter.isFinite else { throw ValidationError("--close-idle-after must be 0 or more seconds") }
             guard writeTimeout > 0, writeTimeout.isFinite else { throw ValidationError("--write-timeout must be more than 0 seconds") }
             guard maxBoards >= 1 else { throw ValidationError("--max-boards must be 1 or more") }
@@ -106,7 +114,9 @@ extension JournalCommand {
                 do throws(RelayError) { relay = try Relay(
                     dataDirectory: data, access: access, idleBoardSeconds: closeIdleAfter > 0 ? closeIdleAfter : nil,
                     limits: limits) } catch { throw CLIError(error.description, code: CLIError.ioError) }
-                let server = RelayServer(relay: relay, host: bind, port: port, writeStallSeconds: writeTimeout)
+                var logger = Logger(label: "journal-serve")
+                if let level = Logger.Level(rawValue: logLevel) { logger.logLevel = level }
+                let server = RelayServer(relay: relay, host: bind, port: port, writeStallSeconds: writeTimeout, logger: logger)
                 let (bind, data) = (self.bind, self.data)
                 do {
                     try await server.run(handlingSignals: true) { port in
