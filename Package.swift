@@ -160,6 +160,7 @@ let package = Package(
             resources: [
                 .embedInCode("Web/board.html"), .embedInCode("Web/board.css"), .embedInCode("Web/board.js"),
                 .embedInCode("Web/segment-reader.js"), .embedInCode("Web/segment-worker.js"),
+                .embedInCode("Web/index.html"), .embedInCode("Web/index.css"), .embedInCode("Web/index.js"),
             ],
             swiftSettings: strict),
 

@@ -17,6 +17,9 @@ public enum DrawingPage {
     /// The page at `/boards/<board>`.
     public static let page = Asset(name: "board.html", contentType: contentType, bytes: PackageResources.board_html)
 
+    /// The relay's front page at `/`: open a board by name, see the boards open.
+    public static let index = Asset(name: "index.html", contentType: contentType, bytes: PackageResources.index_html)
+
     /// The page as text.
     public static var html: String { page.text }
 
@@ -29,6 +32,8 @@ public enum DrawingPage {
             Asset(name: "board.js", contentType: javaScript, bytes: PackageResources.board_js),
             Asset(name: "segment-reader.js", contentType: javaScript, bytes: PackageResources.segment_reader_js),
             Asset(name: "segment-worker.js", contentType: javaScript, bytes: PackageResources.segment_worker_js),
+            Asset(name: "index.css", contentType: "text/css; charset=utf-8", bytes: PackageResources.index_css),
+            Asset(name: "index.js", contentType: javaScript, bytes: PackageResources.index_js),
         ]
         return Dictionary(uniqueKeysWithValues: files.map { ($0.name, $0) })
     }()

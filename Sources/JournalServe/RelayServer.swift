@@ -50,7 +50,8 @@ public struct RelayServer: Sendable {
             }
         }
         let router = Router(context: RelaySocketContext.self)
-        router.get("/") { _, _ in "StrokeJournal relay: ws://HOST:PORT/boards/<board>/ws, a drawing page at http://HOST:PORT/boards/<board>\n" }
+        router.get("/") { _, _ in Self.serve(DrawingPage.index) }
+        router.get("/boards.json") { _, _ in Self.boardList(relay) }
         router.get("/boards/:board") { _, context in Self.drawingPage(board: context.parameters.get("board") ?? "") }
         router.get("/assets/:file") { _, context in Self.pageAsset(named: context.parameters.get("file") ?? "") }
 
@@ -153,6 +154,17 @@ public struct RelayServer: Sendable {
         return serve(DrawingPage.page)
     }
 
+    /// The boards open now, for the front page: `{"listed":true,"boards":[…]}` on an open
+    /// relay; on one that needs tokens, `{"listed":false,"boards":[]}` (names are not public).
+    static func boardList(_ relay: Relay) -> Response {
+        let names = relay.access.isOpen ? relay.openBoards.map(\.text).sorted() : []
+        let body = #"{"listed":"# + (relay.access.isOpen ? "true" : "false") + #","boards":["#
+            + names.map { "\"" + $0 + "\"" }.joined(separator: ",") + "]}\n"
+        return Response(
+            status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+    }
+
     /// A file the drawing page loads; 404 for any other name.
     static func pageAsset(named name: String) -> Response {
         guard let asset = DrawingPage.assets[name] else {
@@ -165,7 +177,7 @@ public struct RelayServer: Sendable {
 
     /// `no-cache`: a browser revalidates, so a relay upgraded in place serves its page and
     /// scripts together, never a cached script with a newer page.
-    private static func serve(_ asset: DrawingPage.Asset) -> Response {
+    static func serve(_ asset: DrawingPage.Asset) -> Response {
         Response(
             status: .ok, headers: [.contentType: asset.contentType, .cacheControl: "no-cache"],
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: asset.bytes)))

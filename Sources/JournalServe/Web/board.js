@@ -638,7 +638,7 @@
   function becomeViewOnly() {
     if (viewOnly) return;
     viewOnly = true;
-    for (const id of ['color', 'width', 'undo', 'clear']) document.getElementById(id).disabled = true;
+    for (const id of ['color', 'width', 'undo', 'redo', 'clear']) document.getElementById(id).disabled = true;
     canvas.style.cursor = 'default';
     active.clear();
     outbox = outbox.filter((entry) => {
@@ -857,7 +857,6 @@
   const colorInput = document.getElementById('color');
   const widthInput = document.getElementById('width');
   const active = new Map();       // pointerId -> {stroke, start}
-  const ownStrokes = [];          // this page's strokes, newest last (for Undo)
   function newStrokeID() {
     const bytes = new Uint8Array(16);
     crypto.getRandomValues(bytes);
@@ -883,7 +882,8 @@
     try { canvas.setPointerCapture(e.pointerId); } catch (err) { /* the pointer is gone already */ }
     const drawing = { stroke: newStrokeID(), start: e.timeStamp };
     active.set(e.pointerId, drawing);
-    ownStrokes.push(drawing.stroke);
+    done.push({ kind: 'stroke', id: drawing.stroke });
+    undone.length = 0;
     sample(drawing, e);
     e.preventDefault();
   });
@@ -901,15 +901,135 @@
   }
   canvas.addEventListener('pointerup', finish);
   canvas.addEventListener('pointercancel', finish);
-  document.getElementById('clear').addEventListener('click', () => recordOwn('clear', null));
-  document.getElementById('undo').addEventListener('click', () => {
-    while (ownStrokes.length) {
-      const id = ownStrokes.pop();
-      const s = strokes.get(id);
-      if (s && s.points.length && isVisible(s)) { recordOwn('undo', id); return; }
+  // ---- Undo and redo of this page's own actions ----
+  // `done`: this page's strokes and Clears, newest last; `undone`: what Undo took back, for
+  // Redo. Undoing a stroke records an `undo`; undoing a Clear records a `redo` of each stroke
+  // that Clear hid (a redo newer than a clear shows its stroke again: FORMAT.md §9.1), so
+  // every step is an ordinary event that syncs and is itself undoable. A new stroke or Clear
+  // empties `undone`, as in every editor.
+  const done = [];
+  const undone = [];
+  function strokesHiddenByClear() {
+    const hidden = [];
+    for (const s of strokes.values()) if (s.points.length && isVisible(s)) hidden.push(s.id);
+    return hidden;
+  }
+  function clearBoard() {
+    const hidden = strokesHiddenByClear();
+    recordOwn('clear', null);
+    done.push({ kind: 'clear', strokes: hidden });
+    undone.length = 0;
+  }
+  function undo() {
+    while (done.length) {
+      const action = done.pop();
+      if (action.kind === 'clear') {
+        for (const id of action.strokes) {
+          const s = strokes.get(id);
+          if (s && !isVisible(s)) recordOwn('redo', id);
+        }
+        undone.push(action);
+        return;
+      }
+      const s = strokes.get(action.id);
+      if (s && s.points.length && isVisible(s)) {
+        recordOwn('undo', action.id);
+        undone.push(action);
+        return;
+      }
     }
+  }
+  function redo() {
+    while (undone.length) {
+      const action = undone.pop();
+      if (action.kind === 'clear') {
+        recordOwn('clear', null);
+        done.push(action);
+        return;
+      }
+      const s = strokes.get(action.id);
+      if (s && s.points.length && !isVisible(s)) {
+        recordOwn('redo', action.id);
+        done.push(action);
+        return;
+      }
+    }
+  }
+  document.getElementById('clear').addEventListener('click', clearBoard);
+  document.getElementById('undo').addEventListener('click', undo);
+  document.getElementById('redo').addEventListener('click', redo);
+  window.addEventListener('keydown', (e) => {
+    if (viewOnly || !(e.ctrlKey || e.metaKey) || e.altKey) return;
+    const key = e.key.toLowerCase();
+    if (key === 'z' && !e.shiftKey) undo();
+    else if ((key === 'z' && e.shiftKey) || (key === 'y' && !e.shiftKey)) redo();
+    else return;
+    e.preventDefault();
   });
+
+  // ---- The board as a picture ----
+  // SVG: each visible stroke in z-order, one polyline per run of points of one colour and
+  // width (pressure is left out: a picture to share, not the journal); PNG: the canvas.
+  function escapeXML(text) {
+    return text.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' }[c]));
+  }
+  function boardSVG() {
+    refreshZOrder();
+    let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
+    const body = [];
+    for (const s of zOrder) {
+      if (!isVisible(s)) continue;
+      const points = pointsOf(s).map((p) => p.point);
+      let run = [];
+      const flush = () => {
+        if (!run.length) return;
+        const first = run[0];
+        const color = first.color.slice(0, 7), opacity = parseInt(first.color.slice(7, 9) || 'FF', 16) / 255;
+        const coordinates = run.map((p) => p.x + ',' + p.y).join(' ');
+        body.push('<polyline points="' + coordinates + '" stroke="' + escapeXML(color) + '" stroke-opacity="' +
+          opacity.toFixed(3) + '" stroke-width="' + first.width + '"/>');
+        run = [];
+      };
+      for (const point of points) {
+        if (run.length && (point.color !== run[0].color || point.width !== run[0].width)) {
+          const last = run[run.length - 1];
+          flush();
+          run.push(last);
+        }
+        run.push(point);
+        minX = Math.min(minX, point.x - point.width); minY = Math.min(minY, point.y - point.width);
+        maxX = Math.max(maxX, point.x + point.width); maxY = Math.max(maxY, point.y + point.width);
+      }
+      if (run.length === 1) run.push(run[0]);
+      flush();
+    }
+    if (!body.length) { minX = 0; minY = 0; maxX = 100; maxY = 100; }
+    const viewBox = [minX, minY, maxX - minX, maxY - minY].map((v) => Math.round(v * 100) / 100).join(' ');
+    return '<svg xmlns="http://www.w3.org/2000/svg" viewBox="' + viewBox + '">\n<title>' + escapeXML(board) + '</title>\n' +
+      '<g fill="none" stroke-linecap="round" stroke-linejoin="round">\n' + body.join('\n') + '\n</g>\n</svg>\n';
+  }
+  function download(blob, extension) {
+    const link = document.createElement('a');
+    link.href = URL.createObjectURL(blob);
+    link.download = board + '.' + extension;
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+  }
+  document.getElementById('export-svg').addEventListener('click', () => {
+    download(new Blob([boardSVG()], { type: 'image/svg+xml' }), 'svg');
+  });
+  document.getElementById('export-png').addEventListener('click', () => {
+    canvas.toBlob((blob) => { if (blob) download(blob, 'png'); }, 'image/png');
+  });
+  document.getElementById('board-name').textContent = board;
+  const widthValue = document.getElementById('width-value');
+  widthInput.addEventListener('input', () => { widthValue.textContent = widthInput.value; });
   window.addEventListener('resize', resize);
+
+  // For tests: the SVG the SVG button saves.
+  window.strokeJournalSVG = boardSVG;
 
   // For tests: counts only, nothing that could change the board.
   window.strokeJournalState = function () {

@@ -77,6 +77,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+from xml.etree import ElementTree
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -992,9 +993,9 @@ def check_token(browser, port):
     refusal = "frame %d not recorded: this connection may only view board token-check (its token's scope is view); drawing needs a token of scope draw"
     k.evaluate("__fake.deliver([{type: 'error', frame: 1, message: %s}])" % json.dumps(refusal % 1))
     state = k.wait_for("view only", lambda s: s.get("viewOnly"))
-    disabled = k.evaluate("['color', 'width', 'undo', 'clear'].map((id) => document.getElementById(id).disabled)")
-    if "view only" not in state["status"] or disabled != [True] * 4:
-        fail("page K after a frame refused as view-only: status %r, tools disabled %s; expected \"view only\" and all four disabled"
+    disabled = k.evaluate("['color', 'width', 'undo', 'redo', 'clear'].map((id) => document.getElementById(id).disabled)")
+    if "view only" not in state["status"] or disabled != [True] * 5:
+        fail("page K after a frame refused as view-only: status %r, tools disabled %s; expected \"view only\" and all five disabled"
              % (state["status"], disabled))
     k.evaluate("__fake.deliver(%s)" % json.dumps([{"type": "error", "frame": n, "message": refusal % n} for n in (2, 3)]))
     k.pen("mousePressed", 400, 200, 0.25, 1)
@@ -1324,6 +1325,55 @@ def prepare_device_board(journal, data, work):
     return board, summary
 
 
+def check_tools(browser, port):
+    """Page U's toolbar on a board of its own: the board's name, the width's value, Undo and
+    Redo by button and by Ctrl/Shift+Ctrl+Z, Clear undone and redone, the SVG it saves; page
+    V, loaded afterwards, shows what U shows; and the relay's front page lists the board."""
+    url = "http://127.0.0.1:%d/boards/tools-check" % port
+    u = Page(browser, url, "U")
+    u.wait_for("live on an empty board", lambda s: s["live"] and s["strokes"] == 0)
+    name = u.evaluate("[document.getElementById('board-name').textContent, document.title]")
+    if name[0] != "tools-check" or "tools-check" not in name[1]:
+        fail("page U names its board %r (title %r)" % (name[0], name[1]))
+    shown = u.evaluate("(() => { const w = document.getElementById('width'); w.value = '9';"
+                       " w.dispatchEvent(new Event('input')); return document.getElementById('width-value').textContent; })()")
+    if shown != "9":
+        fail("the width control shows %r after it was set to 9" % shown)
+    draw(u, 2, 4)
+    visible = lambda n: (lambda s: s["visibleStrokes"] == n and s["strokes"] == 2 and s["unacked"] == 0)
+    u.wait_for("its 2 strokes acknowledged", visible(2))
+    key = lambda key, shift: u.evaluate(
+        "window.dispatchEvent(new KeyboardEvent('keydown', {key: %s, ctrlKey: true, shiftKey: %s, cancelable: true}))"
+        % (json.dumps(key), "true" if shift else "false"))
+    click = lambda button: u.evaluate("document.getElementById('%s').click()" % button)
+    steps = [("Ctrl+Z", lambda: key("z", False), 1), ("Shift+Ctrl+Z", lambda: key("Z", True), 2),
+             ("Redo with nothing to redo", lambda: click("redo"), 2), ("Clear", lambda: click("clear"), 0),
+             ("Ctrl+Z after Clear", lambda: key("z", False), 2), ("Redo (the Clear again)", lambda: click("redo"), 0),
+             ("Undo (the Clear again)", lambda: click("undo"), 2), ("Undo", lambda: click("undo"), 1),
+             ("Ctrl+Y", lambda: key("y", False), 2)]
+    for what, act, expected in steps:
+        act()
+        u.wait_for("%d visible strokes after %s" % (expected, what), visible(expected))
+    svg = u.evaluate("window.strokeJournalSVG()")
+    try:
+        root = ElementTree.fromstring(svg)
+    except ElementTree.ParseError as error:
+        fail("the page's SVG does not parse: %s" % error)
+    lines = root.findall(".//{http://www.w3.org/2000/svg}polyline")
+    title = root.find("{http://www.w3.org/2000/svg}title")
+    if len(lines) != 2 or title is None or title.text != "tools-check":
+        fail("the page's SVG holds %d polylines (2 visible strokes) and the title %r" % (len(lines), title.text if title is not None else None))
+    v = Page(browser, url, "V")
+    v.wait_for("U's 2 strokes, both visible, after loading", lambda s: s["live"] and s["strokes"] == 2 and s["visibleStrokes"] == 2)
+    front = urllib.request.urlopen("http://127.0.0.1:%d/" % port, timeout=DEADLINE).read().decode()
+    listed = json.loads(urllib.request.urlopen("http://127.0.0.1:%d/boards.json" % port, timeout=DEADLINE).read().decode())
+    if '<form id="open">' not in front or not listed.get("listed") or "tools-check" not in listed.get("boards", []):
+        fail("the relay's front page or its board list lacks the board: %s" % listed)
+    say("page U: board name, width value, Undo/Redo by button and Ctrl/Shift+Ctrl+Z/Ctrl+Y, Clear undone and redone, "
+        "an SVG of its 2 strokes; page V loaded afterwards agrees; the front page lists %d boards" % len(listed["boards"]))
+    return u, v
+
+
 def check_late_joiner(browser, port, expected):
     """Pages joining the device board hold exactly the journal's events: their fold's digest
     (§9.3, bit for bit) is `journal digest`'s and the seqs they hold are `journal log`'s. E
@@ -1422,6 +1472,7 @@ def check(args, work, artefacts):
         g = check_text_without_decompression(browser, "http://127.0.0.1:%d/boards/no-blocks" % port)
         say("page G, in a browser without DecompressionStream, asks for no blocks and catches up in text")
         e, f = check_late_joiner(browser, port, device)
+        u, v = check_tools(browser, port)
         race_pages, race_visible = check_clear_race(browser, port)
         say("pages P and Q agree with a page loaded afterwards after P's clear with Q's stroke in flight: %d visible stroke" % len(race_visible))
         h, i = check_exact_integers(browser, "http://127.0.0.1:%d/boards/exact" % port)
@@ -1433,7 +1484,7 @@ def check(args, work, artefacts):
         if check_tokens_with_relay(args.chromium, args.journal_bin, work, artefacts):
             say("a relay that needs tokens: page T1 (admin token) draws, T2 (view token) becomes a viewer, T3 (none) and T4 (forged) stop")
 
-        for page in [a, b, c, d, e, f, g, h, i, k, crowded] + race_pages:
+        for page in [a, b, c, d, e, f, g, h, i, k, u, v, crowded] + race_pages:
             path = os.path.join(artefacts, "page-%s.png" % page.name)
             page.screenshot(path)
             if os.path.getsize(path) < 1000:
