@@ -22,9 +22,9 @@ public enum RelayClientUpdate: Sendable, Equatable {
     case refused(line: String, reason: String)
     /// The socket closed or could not open; the client tries again after `retryIn` seconds.
     case disconnected(reason: String, retryIn: Double)
-    /// The relay refused this client for good (no board's socket at the address, a name that
-    /// can be no board, a token it does not accept): trying again would change nothing, so
-    /// `run` returns and `updates` ends.
+    /// The relay refused this client for good (an address that has never been a board's socket
+    /// for it, a name that can be no board, a token it does not accept): trying again would
+    /// change nothing, so `run` returns and `updates` ends.
     case stopped(reason: String)
 }
 
@@ -86,6 +86,9 @@ public final class RelayClient: Sendable {
         /// Frames are written only once the connection's catch-up is done: it shows which
         /// unacknowledged ones the relay recorded.
         var caughtUp = false
+        /// Some connection of this client was caught up: its address was a board's socket
+        /// then, so a refused upgrade later (a proxy between relays, a restart) is retried.
+        var everCaughtUp = false
         /// The canonical lines of the events received while some written frame was not
         /// acknowledged (less those of frames acknowledged since), counted: the events an
         /// unacknowledged frame may have become, live (its echo came, its ack did not) or in
@@ -350,7 +353,10 @@ public final class RelayClient: Sendable {
                                     progress.permanent = Self.isPermanent(relayError: reason)
                                 }
                             }
-                            if case .caughtUp = parsed { progress.withLock { $0.caughtUp = true } }
+                            if case .caughtUp = parsed {
+                                progress.withLock { $0.caughtUp = true }
+                                self.state.withLock { $0.everCaughtUp = true }
+                            }
                             try self.handle(parsed)
                         case .binary(let buffer):
                             self.state.withLock { $0.bytesReceived += buffer.readableBytes }
@@ -363,7 +369,8 @@ public final class RelayClient: Sendable {
                 }
             }
         } catch {
-            let (reason, permanent) = Self.describe(error)
+            let (reason, refusedUpgrade) = Self.describe(error)
+            let permanent = refusedUpgrade && !state.withLock { $0.everCaughtUp }
             progress.withLock { progress in
                 // A close after the relay's own last error keeps that error as the reason.
                 if !progress.permanent {

@@ -26,15 +26,23 @@ public struct RelayServer: Sendable {
     /// opened and closed, the stop. Hummingbird's own messages go here too.
     public let logger: Logger
 
+    /// `logger`: by default at `notice` (the start and the stop); `journal serve` passes one at
+    /// its `--log-level`, `info` unless told otherwise.
     public init(
         relay: Relay, host: String = "127.0.0.1", port: Int, writeStallSeconds: Double = 30,
-        logger: Logger = Logger(label: "journal-serve")
+        logger: Logger = RelayServer.quietLogger
     ) {
         self.relay = relay
         self.host = host
         self.port = port
         self.writeStallSeconds = writeStallSeconds
         self.logger = logger
+    }
+
+    public static var quietLogger: Logger {
+        var logger = Logger(label: "journal-serve")
+        logger.logLevel = .notice
+        return logger
     }
 
     /// Serves until the task is cancelled, or, with `handlingSignals`, until SIGINT or SIGTERM;
