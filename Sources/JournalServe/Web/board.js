@@ -638,7 +638,7 @@
   function becomeViewOnly() {
     if (viewOnly) return;
     viewOnly = true;
-    for (const id of ['color', 'width', 'undo', 'redo', 'clear']) document.getElementById(id).disabled = true;
+    for (const id of ['color', 'width', 'undo', 'redo', 'eraser', 'clear']) document.getElementById(id).disabled = true;
     canvas.style.cursor = 'default';
     active.clear();
     outbox = outbox.filter((entry) => {
@@ -875,11 +875,52 @@
     point.t = round(Math.max(0, e.timeStamp - drawing.start) / 1000, 4);
     recordOwn('point', drawing.stroke, point);
   }
+  // ---- The eraser: a pointer that erases every visible stroke it touches ----
+  let erasing = false;
+  const eraserButton = document.getElementById('eraser');
+  function setErasing(on) {
+    erasing = on;
+    eraserButton.setAttribute('aria-pressed', on ? 'true' : 'false');
+    canvas.style.cursor = on ? 'cell' : '';
+  }
+  eraserButton.addEventListener('click', () => setErasing(!erasing));
+  // The topmost visible stroke within reach of (x, y): a point's distance to one of its
+  // segments at most half its width, and never less than 6 px.
+  function strokeAt(x, y) {
+    refreshZOrder();
+    for (let z = zOrder.length - 1; z >= 0; z--) {
+      const s = zOrder[z];
+      if (!isVisible(s)) continue;
+      const points = pointsOf(s);
+      for (let i = 0; i < points.length; i++) {
+        const b = points[i].point, a = i > 0 ? points[i - 1].point : b;
+        const reach = Math.max(6, b.width / 2);
+        const dx = b.x - a.x, dy = b.y - a.y, length2 = dx * dx + dy * dy;
+        const t = length2 ? Math.max(0, Math.min(1, ((x - a.x) * dx + (y - a.y) * dy) / length2)) : 0;
+        const ex = a.x + t * dx - x, ey = a.y + t * dy - y;
+        if (ex * ex + ey * ey <= reach * reach) return s.id;
+      }
+    }
+    return null;
+  }
+  function eraseAt(e) {
+    const id = strokeAt(e.clientX, e.clientY);
+    if (id === null) return;
+    recordOwn('erase', id);
+    done.push({ kind: 'erase', id: id });
+    undone.length = 0;
+  }
   canvas.addEventListener('pointerdown', (e) => {
     if (viewOnly) return;
     if (e.pointerType === 'mouse' && e.button !== 0) return;
     if (active.has(e.pointerId)) return;
     try { canvas.setPointerCapture(e.pointerId); } catch (err) { /* the pointer is gone already */ }
+    if (erasing) {
+      active.set(e.pointerId, { erasing: true });
+      eraseAt(e);
+      e.preventDefault();
+      return;
+    }
     const drawing = { stroke: newStrokeID(), start: e.timeStamp };
     active.set(e.pointerId, drawing);
     done.push({ kind: 'stroke', id: drawing.stroke });
@@ -890,6 +931,7 @@
   canvas.addEventListener('pointermove', (e) => {
     const drawing = active.get(e.pointerId);
     if (!drawing) return;
+    if (drawing.erasing) { eraseAt(e); return; }
     const samples = typeof e.getCoalescedEvents === 'function' ? e.getCoalescedEvents() : [];
     for (const c of (samples.length ? samples : [e])) sample(drawing, c);
   });
@@ -897,6 +939,7 @@
     const drawing = active.get(e.pointerId);
     if (!drawing) return;
     active.delete(e.pointerId);
+    if (drawing.erasing) return;
     recordOwn('end', drawing.stroke);
   }
   canvas.addEventListener('pointerup', finish);
@@ -932,8 +975,9 @@
         return;
       }
       const s = strokes.get(action.id);
-      if (s && s.points.length && isVisible(s)) {
-        recordOwn('undo', action.id);
+      if (s && s.points.length && isVisible(s) === (action.kind === 'stroke')) {
+        // A stroke drawn is taken back with `undo`; one erased comes back with `redo`.
+        recordOwn(action.kind === 'stroke' ? 'undo' : 'redo', action.id);
         undone.push(action);
         return;
       }
@@ -948,8 +992,8 @@
         return;
       }
       const s = strokes.get(action.id);
-      if (s && s.points.length && !isVisible(s)) {
-        recordOwn('redo', action.id);
+      if (s && s.points.length && isVisible(s) === (action.kind === 'erase')) {
+        recordOwn(action.kind === 'stroke' ? 'redo' : 'erase', action.id);
         done.push(action);
         return;
       }
@@ -959,7 +1003,13 @@
   document.getElementById('undo').addEventListener('click', undo);
   document.getElementById('redo').addEventListener('click', redo);
   window.addEventListener('keydown', (e) => {
-    if (viewOnly || !(e.ctrlKey || e.metaKey) || e.altKey) return;
+    if (viewOnly || e.altKey) return;
+    // E toggles the eraser (when no field takes the key).
+    if (!e.ctrlKey && !e.metaKey && e.key.toLowerCase() === 'e' && !(e.target instanceof HTMLInputElement)) {
+      setErasing(!erasing);
+      return;
+    }
+    if (!(e.ctrlKey || e.metaKey)) return;
     const key = e.key.toLowerCase();
     if (key === 'z' && !e.shiftKey) undo();
     else if ((key === 'z' && e.shiftKey) || (key === 'y' && !e.shiftKey)) redo();

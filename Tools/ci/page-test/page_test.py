@@ -993,9 +993,9 @@ def check_token(browser, port):
     refusal = "frame %d not recorded: this connection may only view board token-check (its token's scope is view); drawing needs a token of scope draw"
     k.evaluate("__fake.deliver([{type: 'error', frame: 1, message: %s}])" % json.dumps(refusal % 1))
     state = k.wait_for("view only", lambda s: s.get("viewOnly"))
-    disabled = k.evaluate("['color', 'width', 'undo', 'redo', 'clear'].map((id) => document.getElementById(id).disabled)")
-    if "view only" not in state["status"] or disabled != [True] * 5:
-        fail("page K after a frame refused as view-only: status %r, tools disabled %s; expected \"view only\" and all five disabled"
+    disabled = k.evaluate("['color', 'width', 'undo', 'redo', 'eraser', 'clear'].map((id) => document.getElementById(id).disabled)")
+    if "view only" not in state["status"] or disabled != [True] * 6:
+        fail("page K after a frame refused as view-only: status %r, tools disabled %s; expected \"view only\" and all six disabled"
              % (state["status"], disabled))
     k.evaluate("__fake.deliver(%s)" % json.dumps([{"type": "error", "frame": n, "message": refusal % n} for n in (2, 3)]))
     k.pen("mousePressed", 400, 200, 0.25, 1)
@@ -1363,13 +1363,24 @@ def check_tools(browser, port):
     title = root.find("{http://www.w3.org/2000/svg}title")
     if len(lines) != 2 or title is None or title.text != "tools-check":
         fail("the page's SVG holds %d polylines (2 visible strokes) and the title %r" % (len(lines), title.text if title is not None else None))
+    # The eraser (its button, then E to put it away): a touch on the first stroke's first point
+    # erases it, and Undo brings it back.
+    click("eraser")
+    u.pen("mousePressed", 120, 160, 0.5, 1)
+    u.pen("mouseReleased", 120, 160, 0, 0)
+    u.wait_for("1 visible stroke after the eraser touched one", visible(1))
+    key("z", False)
+    u.wait_for("2 visible strokes after undoing the erase", visible(2))
+    u.evaluate("window.dispatchEvent(new KeyboardEvent('keydown', {key: 'e', cancelable: true}))")
+    if u.evaluate("document.getElementById('eraser').getAttribute('aria-pressed')") != "false":
+        fail("E did not put the eraser away")
     v = Page(browser, url, "V")
     v.wait_for("U's 2 strokes, both visible, after loading", lambda s: s["live"] and s["strokes"] == 2 and s["visibleStrokes"] == 2)
     front = urllib.request.urlopen("http://127.0.0.1:%d/" % port, timeout=DEADLINE).read().decode()
     listed = json.loads(urllib.request.urlopen("http://127.0.0.1:%d/boards.json" % port, timeout=DEADLINE).read().decode())
     if '<form id="open">' not in front or not listed.get("listed") or "tools-check" not in listed.get("boards", []):
         fail("the relay's front page or its board list lacks the board: %s" % listed)
-    say("page U: board name, width value, Undo/Redo by button and Ctrl/Shift+Ctrl+Z/Ctrl+Y, Clear undone and redone, "
+    say("page U: board name, width value, Undo/Redo by button and Ctrl/Shift+Ctrl+Z/Ctrl+Y, Clear undone and redone, eraser, "
         "an SVG of its 2 strokes; page V loaded afterwards agrees; the front page lists %d boards" % len(listed["boards"]))
     return u, v
 
