@@ -127,7 +127,8 @@ enum SnapshotChunks {
     /// How one stroke's optional values are stored: all, none, or those a bitmap marks.
     private enum Presence {
         case none, all
-        case marked(UnsafeRawBufferPointer)
+        /// The bitmap and how many points it marks.
+        case marked(UnsafeRawBufferPointer, present: Int)
 
         init(mode: UInt8, count: Int, reader: inout ByteReader) throws(DecodeError) {
             switch mode {
@@ -140,7 +141,7 @@ enum SnapshotChunks {
                 guard present > 0, present < count, count % 8 == 0 || map[map.count - 1] >> UInt8(count % 8) == 0 else {
                     throw .malformed(offset: reader.offset, reason: "presence bitmap")
                 }
-                self = .marked(map)
+                self = .marked(map, present: present)
             }
         }
 
@@ -148,7 +149,7 @@ enum SnapshotChunks {
             switch self {
             case .none: return 0
             case .all: return count
-            case .marked(let map): return map.reduce(0) { $0 + $1.nonzeroBitCount }
+            case .marked(_, let present): return present
             }
         }
 
@@ -156,7 +157,7 @@ enum SnapshotChunks {
             switch self {
             case .none: return false
             case .all: return true
-            case .marked(let map): return map[index >> 3] & (1 << UInt8(index & 7)) != 0
+            case .marked(let map, _): return map[index >> 3] & (1 << UInt8(index & 7)) != 0
             }
         }
     }

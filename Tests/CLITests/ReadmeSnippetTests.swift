@@ -57,15 +57,7 @@ import Testing
     }
 
     /// The built `readme-snippets` program, next to the test bundle.
-    static let program: String = {
-        var folder = Bundle.main.bundleURL
-        for _ in 0..<3 {
-            let candidate = folder.appendingPathComponent("readme-snippets")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
-            folder = folder.deletingLastPathComponent()
-        }
-        return Bundle.main.bundleURL.appendingPathComponent("readme-snippets").path
-    }()
+    static let program = JournalProcess.builtExecutable("readme-snippets")
 
     /// Runs `readme-snippets name` in `folder`; its status and standard output.
     static func run(_ name: String, in folder: String) throws -> (status: Int32, output: String) {

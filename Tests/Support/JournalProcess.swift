@@ -3,16 +3,18 @@ import Foundation
 /// The built `journal` binary, run as a child process: what a person or a service manager runs.
 /// Shared by the test targets that run it (CLI, sync --watch, relay processes).
 public enum JournalProcess {
-    /// The test bundle sits in the build folder, next to the `journal` executable.
-    public static let binary: String = {
+    public static let binary = builtExecutable("journal")
+
+    /// The package's executable `name`: the test bundle sits in the build folder, next to it.
+    public static func builtExecutable(_ name: String) -> String {
         var folder = Bundle.main.bundleURL
         for _ in 0..<3 {
-            let candidate = folder.appendingPathComponent("journal")
+            let candidate = folder.appendingPathComponent(name)
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
             folder = folder.deletingLastPathComponent()
         }
-        return Bundle.main.bundleURL.appendingPathComponent("journal").path
-    }()
+        return Bundle.main.bundleURL.appendingPathComponent(name).path
+    }
 
     public struct Output {
         public var status: Int32
