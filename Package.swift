@@ -5,7 +5,7 @@
 //   CZlib ⟶ JournalCompression (zlib, CRC-32)   JournalPlatform (POSIX files, processes)
 //   ⟶ JournalFormat (events and bytes, no I/O) ⟶ JournalStorage (files, fsync, locks)
 //   ⟶ JournalReplay (fold, digest, snapshots) ⟶ JournalSync (shared folders, rsync)
-//   ⟶ journal (the command-line tool). Beside them: JournalIngest (text lines to events),
+//   ⟶ journal (the command-line tool; journal-relay for `serve` and `join`). Beside them: JournalIngest (text lines to events),
 //   JournalRender (SVG), JournalSamples (the built-in demo session), JournalWire (the relay's
 //   messages, shared by server and clients). The relay (JournalRelay, NIO-free) and its
 //   server (JournalServe, Hummingbird) stay outside the library product: an app that embeds
@@ -24,6 +24,8 @@ let package = Package(
         // this product never builds the command-line tool's dependencies.
         .library(name: "StrokeJournal", targets: ["StrokeJournal"]),
         .executable(name: "journal", targets: ["journal"]),
+        // `journal serve` and `journal join` (SwiftNIO, Hummingbird): journal runs it for them.
+        .executable(name: "journal-relay", targets: ["journal-relay"]),
         // A client of `journal serve` that stays connected (SwiftNIO): a product of its own, so
         // that an app embedding only the journal never builds a network stack.
         .library(name: "StrokeJournalClient", targets: ["JournalClient"]),
@@ -164,12 +166,33 @@ let package = Package(
             ],
             swiftSettings: strict),
 
-        // MARK: Command-line tool
+        // MARK: Command-line tools
+        // What both programs share: errors and exit codes, the terminal, `-C`, "did you mean".
+        .target(
+            name: "JournalCommandLine",
+            dependencies: [
+                "JournalIngest", "JournalPlatform", "JournalReplay", "JournalStorage",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict),
+        // `journal`: every command but the relay's. It builds no network stack, so the first
+        // `swift run journal demo` compiles only what the library needs.
         .executableTarget(
             name: "journal",
             dependencies: [
-                "JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay", "JournalSync", "JournalIngest",
-                "JournalRender", "JournalSamples", "JournalLive", "JournalServe", "JournalClient", "JournalWire",
+                "JournalCommandLine", "JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay", "JournalSync",
+                "JournalIngest", "JournalRender", "JournalSamples", "JournalLive", "JournalRelay", "JournalWire",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        // `journal serve` and `journal join`, which journal runs as this program (as git runs
+        // its subcommands): the only program that links SwiftNIO and Hummingbird.
+        .executableTarget(
+            name: "journal-relay",
+            dependencies: [
+                "JournalCommandLine", "JournalFormat", "JournalIngest", "JournalPlatform", "JournalReplay", "JournalRelay",
+                "JournalServe", "JournalClient", "JournalWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `journal serve --log-level`.
                 .product(name: "Logging", package: "swift-log"),
@@ -228,7 +251,7 @@ let package = Package(
         .executableTarget(
             name: "readme-snippets", dependencies: ["StrokeJournal", "JournalClient"], path: "Tests/ReadmeSnippets",
             swiftSettings: strict),
-        .testTarget(name: "CLITests", dependencies: ["journal", "readme-snippets", "JournalTestSupport"], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["journal", "journal-relay", "readme-snippets", "JournalTestSupport"], swiftSettings: strict),
         // The relay without sockets or the binary: connections, hosted rounds, limits, messages.
         .testTarget(
             name: "JournalRelayTests",
@@ -243,8 +266,8 @@ let package = Package(
             dependencies: [
                 "JournalServe", "JournalRelay", "JournalWire", "JournalLive", "JournalClient", "JournalReplay", "JournalStorage",
                 "JournalFormat", "JournalIngest", "JournalPlatform", "JournalSync", "JournalTestSupport",
-                // The crash and federation tests run the built binary (`journal serve`, `sync --watch`).
-                "journal",
+                // The crash and federation tests run the built binaries (`journal serve`, `sync --watch`).
+                "journal", "journal-relay",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"), .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -1,8 +1,6 @@
 import ArgumentParser
+import JournalCommandLine
 import JournalPlatform
-
-/// The version `journal --version` prints.
-let journalVersion = "0.4.0"
 
 @main
 struct JournalCommand: AsyncParsableCommand {
@@ -40,6 +38,7 @@ struct JournalCommand: AsyncParsableCommand {
             ProcessInfoLite.terminate(status: 64)
         case .run(let arguments, let journal):
             if let journal { ProcessInfoLite.setEnvironment("JOURNAL_DIR", journal) }
+            if let relay = RelayProgram.relayArguments(arguments) { RelayProgram.run(relay) }
             await main(arguments)
         }
     }

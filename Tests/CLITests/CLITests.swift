@@ -13,9 +13,9 @@ import Testing
     static var binary: String { JournalProcess.binary }
 
     @discardableResult
-    func journal(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> Run {
+    func journal(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:], executable: String = binary) throws -> Run {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "JOURNAL_DIR")

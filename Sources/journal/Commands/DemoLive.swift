@@ -1,3 +1,4 @@
+import JournalCommandLine
 import JournalFormat
 import JournalLive
 import JournalPlatform

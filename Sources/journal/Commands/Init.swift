@@ -1,4 +1,5 @@
 import ArgumentParser
+import JournalCommandLine
 import JournalFormat
 import JournalStorage
 

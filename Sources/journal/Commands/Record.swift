@@ -1,4 +1,5 @@
 import ArgumentParser
+import JournalCommandLine
 import JournalFormat
 import JournalIngest
 import JournalPlatform
@@ -189,9 +190,4 @@ extension JournalCommand {
             }
         }
     }
-}
-
-func formatSeconds(_ seconds: Double) -> String {
-    let milliseconds = Int((seconds * 1000).rounded())
-    return milliseconds < 1000 ? "\(milliseconds) ms" : "\(milliseconds / 1000).\(String(repeating: "0", count: 3 - String(milliseconds % 1000).count))\(milliseconds % 1000) s"
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import JournalCommandLine
 import JournalFormat
 import JournalIngest
 import JournalPlatform

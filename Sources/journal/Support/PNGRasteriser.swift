@@ -1,3 +1,4 @@
+import JournalCommandLine
 import JournalPlatform
 
 /// SVG to PNG through `rsvg-convert` (librsvg, GNOME's SVG renderer, packaged everywhere):

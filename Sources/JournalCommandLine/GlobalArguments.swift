@@ -4,13 +4,13 @@ import JournalPlatform
 /// `--journal DIR`) before the subcommand, `-CDIR` glued, and a mistyped subcommand name.
 /// The journal given before the subcommand is handed on through `$JOURNAL_DIR`, which every
 /// command's `-C` already falls back to; one given after the subcommand still wins.
-enum GlobalArguments {
-    enum Outcome {
+package enum GlobalArguments {
+    package enum Outcome {
         case run([String], journal: String?)
         case unknownCommand(String, suggestion: String?)
     }
 
-    static func rewrite(_ arguments: [String], commands: [String]) -> Outcome {
+    package static func rewrite(_ arguments: [String], commands: [String]) -> Outcome {
         var rest: [String] = []
         var journal: String?
         var index = 0
@@ -44,7 +44,7 @@ enum GlobalArguments {
     }
 
     /// The command within two edits of `word`, if exactly one is closest.
-    static func closest(_ word: String, among commands: [String]) -> String? {
+    package static func closest(_ word: String, among commands: [String]) -> String? {
         let scored = commands.map { ($0, distance(Array(word), Array($0))) }.filter { $0.1 <= 2 }
         guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }
         let tied = scored.filter { $0.1 == best.1 }.map(\.0)
@@ -58,7 +58,7 @@ enum GlobalArguments {
     }
 
     /// Optimal string alignment distance (Levenshtein plus adjacent swaps: "verfy" → "verify").
-    static func distance(_ a: [Character], _ b: [Character]) -> Int {
+    package static func distance(_ a: [Character], _ b: [Character]) -> Int {
         if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
         var table = Array(repeating: Array(repeating: 0, count: b.count + 1), count: a.count + 1)
         for i in 0...a.count { table[i][0] = i }

@@ -5,21 +5,21 @@ import JournalReplay
 import JournalStorage
 
 /// One sentence for the person, and a documented exit code (sysexits.h).
-struct CLIError: Error, CustomStringConvertible {
-    var message: String
-    var code: Int32
+package struct CLIError: Error, CustomStringConvertible {
+    package var message: String
+    package var code: Int32
 
-    static let problemsFound: Int32 = 1
-    static let badInput: Int32 = 65
-    static let ioError: Int32 = 74
-    static let locked: Int32 = 75
+    package static let problemsFound: Int32 = 1
+    package static let badInput: Int32 = 65
+    package static let ioError: Int32 = 74
+    package static let locked: Int32 = 75
 
-    init(_ message: String, code: Int32) {
+    package init(_ message: String, code: Int32) {
         self.message = message
         self.code = code
     }
 
-    init(_ error: JournalError) {
+    package init(_ error: JournalError) {
         switch error {
         case .locked: self.init(error.description, code: Self.locked)
         case .invalidEvent: self.init(error.description, code: Self.badInput)
@@ -30,28 +30,28 @@ struct CLIError: Error, CustomStringConvertible {
 
     /// A bad line is bad input (65); an input that cannot be read at all (line 0: missing,
     /// unreadable) is an I/O error (74).
-    init(_ error: InputError) {
+    package init(_ error: InputError) {
         self.init(error.description, code: error.line == 0 ? Self.ioError : Self.badInput)
     }
 
-    var description: String { message }
+    package var description: String { message }
 }
 
 extension ParsableCommand {
     /// Prints the error as one line on stderr and exits with its code.
-    static func fail(_ error: CLIError) -> Never {
+    package static func fail(_ error: CLIError) -> Never {
         Terminal.standardError("journal: \(error.message)\n")
         Self.exit(withError: ExitCode(error.code))
     }
 }
 
 /// Runs `body`, turning the library's typed errors into a message and an exit code.
-func reportingErrors<T>(_ body: () throws -> T) throws -> T {
+package func reportingErrors<T>(_ body: () throws -> T) throws -> T {
     do { return try body() } catch { throw exitCode(reporting: error) }
 }
 
 /// `reportingErrors` for commands that wait on child processes (sync, merge, demo).
-func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
+package func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
     do { return try await body() } catch { throw exitCode(reporting: error) }
 }
 

@@ -1,10 +1,11 @@
 import ArgumentParser
+import JournalCommandLine
 import JournalPlatform
 import JournalRelay
 import JournalServe
 import Logging
 
-extension JournalCommand {
+extension RelayCommand {
     struct Serve: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Relay live drawing between clients over WebSockets, recording every stroke.",

@@ -1,12 +1,13 @@
 import ArgumentParser
 import JournalClient
+import JournalCommandLine
 import JournalFormat
 import JournalIngest
 import JournalPlatform
 import JournalReplay
 import JournalWire
 
-extension JournalCommand {
+extension RelayCommand {
     struct Join: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Join a board on a relay, catch up, and print what it holds.",

@@ -1,0 +1,54 @@
+import Foundation
+import JournalTestSupport
+import Testing
+
+/// `journal serve` and `journal join` run the program journal-relay (the only one that links
+/// SwiftNIO): what a person sees is journal-relay's, and a journal without it says what to do.
+@Suite(.ownThreads) struct RelayProgramTests {
+    let cli = CLITests()
+    let relay = JournalProcess.builtExecutable("journal-relay")
+
+    @Test func serveAndJoinAreJournalRelaysOwnCommands() throws {
+        for command in ["serve", "join"] {
+            let direct = try cli.journal([command, "--help"], executable: relay)
+            let handedOver = try cli.journal([command, "--help"])
+            #expect(direct.status == 0 && handedOver.status == 0, "\(handedOver.stderr)")
+            #expect(handedOver.stdout == direct.stdout)
+            #expect(handedOver.stdout.contains("USAGE: journal \(command)"), "\(handedOver.stdout)")
+            #expect(try cli.journal(["help", command]).stdout == direct.stdout)
+        }
+        // Options reach it unchanged, and so does its refusal and exit code.
+        let refused = try cli.journal(["join", "http://127.0.0.1:1/boards/b/ws"])
+        #expect(refused.status == 64)
+        #expect(refused.stderr.contains("ws://"), "\(refused.stderr)")
+        // The journal named before the command does not stop the hand-over.
+        let temp = TemporaryDirectory("cli-relay-c")
+        defer { temp.remove() }
+        #expect(try cli.journal(["-C", temp.path, "serve", "--help"]).stdout.contains("USAGE: journal serve"))
+    }
+
+    @Test func aJournalWithoutJournalRelaySaysHowToBuildIt() throws {
+        let temp = TemporaryDirectory("cli-relay-missing")
+        defer { temp.remove() }
+        let alone = temp.path + "/journal"
+        try FileManager.default.copyItem(atPath: CLITests.binary, toPath: alone)
+        let run = try cli.journal(["serve", "--port", "0", "--data", temp.path + "/boards"],
+                                  environment: ["PATH": "/usr/bin:/bin"], executable: alone)
+        #expect(run.status == 74)
+        #expect(run.stderr.contains("journal-relay") && run.stderr.contains("swift build --product journal-relay"), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: temp.path + "/boards"))
+        // Every other command works without it.
+        #expect(try cli.journal(["init", temp.path + "/board"], executable: alone).status == 0)
+    }
+
+    @Test func journalRelayIsFoundOnPathWhenNotBesideJournal() throws {
+        let temp = TemporaryDirectory("cli-relay-path")
+        defer { temp.remove() }
+        let alone = temp.path + "/journal"
+        try FileManager.default.copyItem(atPath: CLITests.binary, toPath: alone)
+        let folder = URL(fileURLWithPath: relay).deletingLastPathComponent().path
+        let run = try cli.journal(["join", "--help"], environment: ["PATH": folder + ":/usr/bin:/bin"], executable: alone)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("USAGE: journal join"))
+    }
+}
