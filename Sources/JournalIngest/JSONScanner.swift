@@ -305,6 +305,15 @@ extension JSONScanner {
         return value
     }
 
+    /// A finite JSON number, as the line parser reads a coordinate.
+    package mutating func finiteNumber(_ what: String) throws(LineError) -> Double {
+        skipWhitespace()
+        let result = scanNumber(base, from: index, end: end)
+        guard result.status == .ok else { throw failure("\(what) must be a finite number") }
+        index = result.next
+        return result.value
+    }
+
     /// Calls `body` for each key of an object, the cursor on its value (which `body` reads).
     package mutating func object(
         _ what: String, _ body: (String, inout JSONScanner) throws(LineError) -> Void

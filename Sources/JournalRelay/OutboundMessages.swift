@@ -92,6 +92,19 @@ public final class OutboundMessages: AsyncSequence, @unchecked Sendable {
         return queued
     }
 
+    /// Queues an ephemeral `text` (presence) as traffic unless `room` messages are waiting
+    /// already: it is dropped then, and never closes the connection.
+    func pushEphemeral(_ text: String, room: Int) {
+        let wake = state.withLock { state -> (CheckedContinuation<String?, Never>, String)? in
+            guard !state.finished, state.answers.count + state.traffic.count < Swift.min(room, limit) else { return nil }
+            state.traffic.append(Entry(text: text, ack: nil, barrier: false))
+            guard let waiter = state.waiter, let next = Self.take(&state) else { return nil }
+            state.waiter = nil
+            return (waiter, next)
+        }
+        if let (waiter, next) = wake { waiter.resume(returning: next) }
+    }
+
     /// No more messages: the reader gets what is queued, then nil.
     func finish() {
         let waiter = state.withLock { state -> CheckedContinuation<String?, Never>? in

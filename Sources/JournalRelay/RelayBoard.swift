@@ -78,7 +78,47 @@ public final class RelayBoard: Sendable {
             connections.removeValue(forKey: id)
             if connections.isEmpty { idle.withLock { $0 = $0 ?? ProcessInfoLite.monotonicSeconds() } }
         }
+        // Called with the leaving connection's lock held, which sharing presence takes: the
+        // others hear it left a moment later, on a task of its own.
+        Task { [weak self] in self?.presenceLeft(id) }
     }
+
+    // MARK: Presence
+
+    /// Each connection's latest presence message (`Presence.message(from:)`), while it is
+    /// connected. Its lock also orders every presence message a client gets: a newcomer's
+    /// snapshot of who is there and the updates around it, so a "gone" is never overtaken by
+    /// an older snapshot that still holds its connection.
+    private let presences = Locked<[Int: String]>([:])
+
+    /// Tells every other connection that asked for presence where connection `id` is now.
+    func sharePresence(_ message: String, from id: Int) {
+        presences.withLock { table in
+            let (present, others) = connections.withLock { ($0[id] != nil, $0.filter { $0.key != id }.map(\.value)) }
+            guard present else { return }
+            table[id] = message
+            for connection in others { connection.deliverPresence(message) }
+        }
+    }
+
+    /// Sends `connection` everyone else's presence, once it is live.
+    func sendPresences(to connection: RelayConnection) {
+        presences.withLock { table in
+            for (id, message) in table where id != connection.id { connection.deliverPresence(message) }
+        }
+    }
+
+    private func presenceLeft(_ id: Int) {
+        presences.withLock { table in
+            guard table.removeValue(forKey: id) != nil else { return }
+            let others = connections.withLock { Array($0.values) }
+            let gone = Presence.goneMessage(from: id)
+            for connection in others { connection.deliverPresence(gone) }
+        }
+    }
+
+    /// Connections whose presence is held (for tests and the memory bound).
+    var presenceCount: Int { presences.withLock { $0.count } }
 
     /// Since when the board has had no connection (nil: it has one).
     private let idle = Locked<Double?>(ProcessInfoLite.monotonicSeconds())

@@ -63,6 +63,10 @@ public final class RelayConnection: Sendable {
         /// The last ack by seq sent (they only grow), and one held during the catch-up.
         var replicaAcked: UInt64 = 0
         var heldReplicaAck: UInt64?
+        /// Presence frames this client may still send now (a token bucket:
+        /// `WireLimits.presenceBurst`, refilled at `presencePerSecond`), and when it was refilled.
+        var presenceAllowance = WireLimits.presenceBurst
+        var presenceRefilled = ProcessInfoLite.monotonicSeconds()
     }
 
     init(id: Int, board: RelayBoard, grant: Grant, helloPromised: Bool) {
@@ -182,8 +186,8 @@ public final class RelayConnection: Sendable {
     /// (`have`: what the board held) nor the client (`clientHad`) covered, then live ones as
     /// they come.
     public func goLive(caughtUp count: UInt64, have: Have = Have(), clientHad: Have = Have()) {
-        state.withLock { state in
-            guard case .catchingUp(let held) = state.phase else { return }
+        let wantsPresence = state.withLock { state -> Bool in
+            guard case .catchingUp(let held) = state.phase else { return false }
             state.phase = .live
             send(.caughtUp(events: count, have: have), &state)
             for event in held where !have.contains(event.id) && !clientHad.contains(event.id) {
@@ -197,7 +201,10 @@ public final class RelayConnection: Sendable {
                 state.heldReplicaAck = nil
                 send(.replicaAck(replica: replica, upTo: upTo), &state)
             }
+            return state.hello??.presence == true
         }
+        // Outside this connection's lock: presence takes the board's presence lock first.
+        if wantsPresence { relayBoard.sendPresences(to: self) }
     }
 
     // MARK: Frames from the client
@@ -242,6 +249,11 @@ public final class RelayConnection: Sendable {
                 return
             }
             decideHello(nil)
+        }
+        // Presence is ephemeral: never numbered, recorded or acknowledged.
+        if text.hasPrefix(Presence.framePrefix) {
+            receivePresence(text)
+            return
         }
         // After the relay closed the connection (it fell behind, the board failed), frames
         // still in the socket are not recorded: nobody would acknowledge them.
@@ -290,6 +302,42 @@ public final class RelayConnection: Sendable {
         }
         stage(events, through: frame)
         await waitWhileThrottled()
+    }
+
+    /// A presence goes to the board's other clients, at most `WireLimits.presencePerSecond`
+    /// (after a burst): more are dropped, which costs a moving cursor a step, never anything
+    /// recorded. Any client may send it, a viewer too: it says who is looking. A malformed
+    /// one closes the connection with the reason, as a malformed hello does.
+    private func receivePresence(_ text: String) {
+        let presence: Presence
+        do throws(WireError) {
+            guard let parsed = try Presence.parse(text) else { return }
+            presence = parsed
+        } catch {
+            close(reason: error.reason)
+            return
+        }
+        let allowed = state.withLock { state -> Bool in
+            if case .closed = state.phase { return false }
+            let now = ProcessInfoLite.monotonicSeconds()
+            state.presenceAllowance = min(
+                WireLimits.presenceBurst, state.presenceAllowance + (now - state.presenceRefilled) * WireLimits.presencePerSecond)
+            state.presenceRefilled = now
+            guard state.presenceAllowance >= 1 else { return false }
+            state.presenceAllowance -= 1
+            return true
+        }
+        if allowed { relayBoard.sharePresence(presence.message(from: id), from: id) }
+    }
+
+    /// Another client's presence, for a live client that asked for presence; dropped when
+    /// this client has `WireLimits.presenceQueueRoom` messages waiting (it needs the board's
+    /// events first, and the next presence says where the pointer is anyway).
+    func deliverPresence(_ message: String) {
+        state.withLock { state in
+            guard case .live = state.phase, state.hello??.presence == true else { return }
+            outbound.pushEphemeral(message, room: WireLimits.presenceQueueRoom)
+        }
     }
 
     private func viewOnly(_ what: String) -> String {

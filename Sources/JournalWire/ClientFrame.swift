@@ -43,12 +43,15 @@ public struct Hello: Equatable, Sendable {
     /// The capability the client presents to a relay that needs one (docs/PROTOCOL.md,
     /// "Access"): opaque here, checked by the relay.
     public var token: String?
+    /// The client wants the board's other clients' presence messages (`Presence`).
+    public var presence: Bool
 
-    public init(have: Have = Have(), blocks: Bool = false, echo: Bool = false, token: String? = nil) {
+    public init(have: Have = Have(), blocks: Bool = false, echo: Bool = false, token: String? = nil, presence: Bool = false) {
         self.have = have
         self.blocks = blocks
         self.echo = echo
         self.token = token
+        self.presence = presence
     }
 
     /// A native client's hello: it owns the replica `key` names.
@@ -61,7 +64,7 @@ public struct Hello: Equatable, Sendable {
 
 extension ClientFrame {
     /// What a client holds, if `text` is a hello:
-    /// `{"type":"hello","have":{…},"blocks":true,"echo":true}` (all but `type` optional, keys
+    /// `{"type":"hello","have":{…},"blocks":true,"echo":true,"presence":true}` (all but `type` optional, keys
     /// in any order). Nil when the frame is anything else (an event line goes
     /// on to `payloads(of:)`, which names what is wrong with it); a hello that is malformed
     /// throws, naming what was wrong.
@@ -104,6 +107,8 @@ extension ClientFrame {
                 hello.blocks = try json.boolean("\"blocks\"")
             case "echo":
                 hello.echo = try json.boolean("\"echo\"")
+            case "presence":
+                hello.presence = try json.boolean("\"presence\"")
             case "replica":
                 json.skipWhitespace()
                 guard json.peek == UInt8(ascii: "\""), let replica = ReplicaID(hex: try json.string()) else {
@@ -122,7 +127,7 @@ extension ClientFrame {
                 guard json.peek == UInt8(ascii: "\"") else { throw LineError(reason: "\"token\" must be a string") }
                 hello.token = try json.string()
             default:
-                throw LineError(reason: "unknown key \(JSONText.quoted(key, limit: 40)) (a hello holds \"type\", \"have\", \"blocks\", \"echo\", \"replica\", \"key\" and \"token\")")
+                throw LineError(reason: "unknown key \(JSONText.quoted(key, limit: 40)) (a hello holds \"type\", \"have\", \"blocks\", \"echo\", \"presence\", \"replica\", \"key\" and \"token\")")
             }
         }
         try reader.expectEnd("the hello")
@@ -153,7 +158,7 @@ extension ClientFrame {
 
     private static func fullHelloText(_ hello: Hello) -> String {
         #"{"type":"hello","have":"# + hello.have.json + (hello.blocks ? #","blocks":true"# : "")
-            + (hello.echo ? #","echo":true"# : "") + (hello.replica.map { #","replica":""# + $0.hex + "\"" } ?? "")
+            + (hello.echo ? #","echo":true"# : "") + (hello.presence ? #","presence":true"# : "") + (hello.replica.map { #","replica":""# + $0.hex + "\"" } ?? "")
             + (hello.key.map { #","key":""# + Hex.bytes($0) + "\"" } ?? "")
             + (hello.token.map { #","token":"# + JSONText.quoted($0) } ?? "") + "}"
     }

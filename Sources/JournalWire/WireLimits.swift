@@ -55,3 +55,15 @@ extension WireLimits {
     /// more pieces gets the events of its shorter pieces again, and drops them by id.
     public static let helloRangesPerReplica = 64
 }
+
+extension WireLimits {
+    /// A presence's name, in UTF-8 bytes.
+    public static let maxPresenceNameBytes = 64
+    /// Presence frames a connection may send in a burst, and per second after it: what a
+    /// pointer moving continuously sends (the page sends at most 20 a second). More are dropped.
+    public static let presenceBurst = 20.0
+    public static let presencePerSecond = 30.0
+    /// A presence is not queued for a client that has this many messages waiting: it is
+    /// ephemeral, and a client behind on the board's events needs those first.
+    public static let presenceQueueRoom = 1024
+}

@@ -322,7 +322,7 @@
       const text = JSON.stringify(replica) + ':[' + kept.map((r) => '[' + r[0] + ',' + r[1] + ']').join(',') + ']';
       entries.push({ text, count });
     }
-    const tail = '}' + (useBlocks ? ',"blocks":true' : '') + ',"echo":true' +
+    const tail = '}' + (useBlocks ? ',"blocks":true' : '') + ',"echo":true,"presence":true' +
       (token ? ',"token":' + JSON.stringify(token) : '') + '}';
     const head = '{"type":"hello","have":{';
     let total = head.length + tail.length + entries.reduce((sum, e) => sum + e.text.length + 1, 0);
@@ -337,6 +337,41 @@
   const canvas = document.getElementById('canvas');
   const ctx = canvas.getContext('2d');
   let scale = 1;
+
+  // ---- The view: pan and zoom ----
+  // Points are in board coordinates; the screen shows board × zoom + (x, y), in CSS pixels.
+  // A pen's width is in board units, so a stroke keeps its size on the board at any zoom.
+  const view = { x: 0, y: 0, zoom: 1 };
+  const MIN_ZOOM = 0.05, MAX_ZOOM = 40;
+  const zoomValue = document.getElementById('zoom-reset');
+  function toBoard(clientX, clientY) {
+    return { x: (clientX - view.x) / view.zoom, y: (clientY - view.y) / view.zoom };
+  }
+  // Keeps the board's point under (clientX, clientY) where it is.
+  function zoomAt(clientX, clientY, factor) {
+    const zoom = Math.min(MAX_ZOOM, Math.max(MIN_ZOOM, view.zoom * factor));
+    const at = toBoard(clientX, clientY);
+    view.x = clientX - at.x * zoom;
+    view.y = clientY - at.y * zoom;
+    view.zoom = zoom;
+    viewChanged();
+  }
+  function panBy(dx, dy) {
+    view.x += dx;
+    view.y += dy;
+    viewChanged();
+  }
+  function resetView() {
+    view.x = 0;
+    view.y = 0;
+    view.zoom = 1;
+    viewChanged();
+  }
+  function viewChanged() {
+    zoomValue.textContent = Math.round(view.zoom * 100) + '%';
+    placeCursors();
+    redrawNow();
+  }
   function resize() {
     scale = window.devicePixelRatio || 1;
     canvas.width = Math.max(1, Math.round(window.innerWidth * scale));
@@ -369,7 +404,7 @@
     pointsDrawn = pointCount;
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.clearRect(0, 0, canvas.width, canvas.height);
-    ctx.setTransform(scale, 0, 0, scale, 0, 0);
+    ctx.setTransform(scale * view.zoom, 0, 0, scale * view.zoom, scale * view.x, scale * view.y);
     ctx.lineCap = 'round';
     ctx.lineJoin = 'round';
     for (const s of zOrder) {
@@ -712,6 +747,9 @@
           report(problem, 8);
         }
         return;
+      case 'presence':
+        receivePresence(message);
+        return;
       case 'caughtUp':
         catchingUp = false;
         live = true;
@@ -722,6 +760,7 @@
         flushOutbox();
         redrawNow();
         updateStatus();
+        sendPresence();
         return;
       default: {
         // The envelope read from the text, exact; JSON.parse's rounded numbers only if the
@@ -842,6 +881,7 @@
       if (socket !== opened) return;
       socket = null;
       live = false;
+      forgetOthers();
       updateStatus();
       if (!stopped) retryLater();
     };
@@ -864,9 +904,10 @@
   }
   const round = (value, digits) => { const f = Math.pow(10, digits); return Math.round(value * f) / f; };
   function sample(drawing, e) {
+    const at = toBoard(e.clientX, e.clientY);
     const point = {
-      x: round(e.clientX, 2),
-      y: round(e.clientY, 2),
+      x: round(at.x, 2),
+      y: round(at.y, 2),
       color: colorInput.value.toUpperCase() + 'FF',
       width: Number(widthInput.value),
     };
@@ -881,11 +922,11 @@
   function setErasing(on) {
     erasing = on;
     eraserButton.setAttribute('aria-pressed', on ? 'true' : 'false');
-    canvas.style.cursor = on ? 'cell' : '';
+    canvas.style.cursor = on ? 'cell' : handTool ? 'grab' : '';
   }
   eraserButton.addEventListener('click', () => setErasing(!erasing));
-  // The topmost visible stroke within reach of (x, y): a point's distance to one of its
-  // segments at most half its width, and never less than 6 px.
+  // The topmost visible stroke within reach of board point (x, y): a point's distance to one
+  // of its segments at most half its width, and never less than 6 screen pixels.
   function strokeAt(x, y) {
     refreshZOrder();
     for (let z = zOrder.length - 1; z >= 0; z--) {
@@ -894,7 +935,7 @@
       const points = pointsOf(s);
       for (let i = 0; i < points.length; i++) {
         const b = points[i].point, a = i > 0 ? points[i - 1].point : b;
-        const reach = Math.max(6, b.width / 2);
+        const reach = Math.max(6 / view.zoom, b.width / 2);
         const dx = b.x - a.x, dy = b.y - a.y, length2 = dx * dx + dy * dy;
         const t = length2 ? Math.max(0, Math.min(1, ((x - a.x) * dx + (y - a.y) * dy) / length2)) : 0;
         const ex = a.x + t * dx - x, ey = a.y + t * dy - y;
@@ -904,24 +945,94 @@
     return null;
   }
   function eraseAt(e) {
-    const id = strokeAt(e.clientX, e.clientY);
+    const at = toBoard(e.clientX, e.clientY);
+    const id = strokeAt(at.x, at.y);
     if (id === null) return;
     recordOwn('erase', id);
     done.push({ kind: 'erase', id: id });
     undone.length = 0;
   }
+  // ---- Panning and pinching ----
+  // A drag pans with the middle button, with Space held, or with the Pan tool (H); two
+  // fingers pinch to zoom and pan; the wheel pans, and zooms with Ctrl or ⌘ (a trackpad's
+  // pinch arrives as such a wheel). A viewer pans and zooms too.
+  const touches = new Map();      // touch pointerId -> {x, y}, every finger down
+  let pinch = null;               // {ids, distance, middle, view} at the second finger
+  let panning = null;             // {pointerId, x, y}
+  let spaceHeld = false;
+  let handTool = false;
+  const panButton = document.getElementById('pan');
+  function setHandTool(on) {
+    handTool = on;
+    panButton.setAttribute('aria-pressed', on ? 'true' : 'false');
+    canvas.style.cursor = on ? 'grab' : erasing ? 'cell' : '';
+  }
+  panButton.addEventListener('click', () => setHandTool(!handTool));
+  function fingers() {
+    const [a, b] = pinch.ids.map((id) => touches.get(id));
+    return { distance: Math.max(1, Math.hypot(a.x - b.x, a.y - b.y)), middle: { x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 } };
+  }
+  // A second finger turns the first one's stroke into a pinch: the stroke ends, and if it
+  // began a moment before (two fingers landing together) it is taken back.
+  function startPinch() {
+    for (const [pointerId, drawing] of active) {
+      if (!drawing.touch) continue;
+      active.delete(pointerId);
+      if (drawing.erasing) continue;
+      recordOwn('end', drawing.stroke);
+      if (performance.now() - drawing.began < 500) {
+        recordOwn('undo', drawing.stroke);
+        const index = done.findIndex((action) => action.kind === 'stroke' && action.id === drawing.stroke);
+        if (index >= 0) done.splice(index, 1);
+      }
+    }
+    pinch = { ids: Array.from(touches.keys()).slice(0, 2), view: { x: view.x, y: view.y, zoom: view.zoom } };
+    Object.assign(pinch, fingers());
+  }
+  function movePinch() {
+    const now = fingers();
+    const zoom = Math.min(MAX_ZOOM, Math.max(MIN_ZOOM, pinch.view.zoom * now.distance / pinch.distance));
+    // The board's point that was under the fingers' middle stays under it.
+    const atX = (pinch.middle.x - pinch.view.x) / pinch.view.zoom, atY = (pinch.middle.y - pinch.view.y) / pinch.view.zoom;
+    view.zoom = zoom;
+    view.x = now.middle.x - atX * zoom;
+    view.y = now.middle.y - atY * zoom;
+    viewChanged();
+  }
+  canvas.addEventListener('wheel', (e) => {
+    e.preventDefault();
+    const unit = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? window.innerHeight : 1;
+    if (e.ctrlKey || e.metaKey) zoomAt(e.clientX, e.clientY, Math.exp(-e.deltaY * unit * 0.01));
+    else panBy(-e.deltaX * unit, -e.deltaY * unit);
+  }, { passive: false });
+  document.getElementById('zoom-in').addEventListener('click', () => zoomAt(window.innerWidth / 2, window.innerHeight / 2, 1.25));
+  document.getElementById('zoom-out').addEventListener('click', () => zoomAt(window.innerWidth / 2, window.innerHeight / 2, 0.8));
+  zoomValue.addEventListener('click', resetView);
+
   canvas.addEventListener('pointerdown', (e) => {
+    if (e.pointerType === 'touch') {
+      touches.set(e.pointerId, { x: e.clientX, y: e.clientY });
+      if (touches.size === 2 && !pinch) startPinch();
+      if (touches.size >= 2 || pinch) { e.preventDefault(); return; }
+    }
+    const pans = e.button === 1 || (e.button === 0 && (spaceHeld || handTool));
+    if (pans) {
+      try { canvas.setPointerCapture(e.pointerId); } catch (err) { /* the pointer is gone already */ }
+      panning = { pointerId: e.pointerId, x: e.clientX, y: e.clientY };
+      e.preventDefault();
+      return;
+    }
     if (viewOnly) return;
     if (e.pointerType === 'mouse' && e.button !== 0) return;
     if (active.has(e.pointerId)) return;
     try { canvas.setPointerCapture(e.pointerId); } catch (err) { /* the pointer is gone already */ }
     if (erasing) {
-      active.set(e.pointerId, { erasing: true });
+      active.set(e.pointerId, { erasing: true, touch: e.pointerType === 'touch' });
       eraseAt(e);
       e.preventDefault();
       return;
     }
-    const drawing = { stroke: newStrokeID(), start: e.timeStamp };
+    const drawing = { stroke: newStrokeID(), start: e.timeStamp, began: performance.now(), touch: e.pointerType === 'touch' };
     active.set(e.pointerId, drawing);
     done.push({ kind: 'stroke', id: drawing.stroke });
     undone.length = 0;
@@ -929,6 +1040,17 @@
     e.preventDefault();
   });
   canvas.addEventListener('pointermove', (e) => {
+    if (touches.has(e.pointerId)) touches.set(e.pointerId, { x: e.clientX, y: e.clientY });
+    if (pinch) {
+      if (pinch.ids.includes(e.pointerId)) movePinch();
+      return;
+    }
+    if (panning && panning.pointerId === e.pointerId) {
+      panBy(e.clientX - panning.x, e.clientY - panning.y);
+      panning.x = e.clientX;
+      panning.y = e.clientY;
+      return;
+    }
     const drawing = active.get(e.pointerId);
     if (!drawing) return;
     if (drawing.erasing) { eraseAt(e); return; }
@@ -936,6 +1058,9 @@
     for (const c of (samples.length ? samples : [e])) sample(drawing, c);
   });
   function finish(e) {
+    touches.delete(e.pointerId);
+    if (pinch && pinch.ids.includes(e.pointerId)) pinch = null;
+    if (panning && panning.pointerId === e.pointerId) panning = null;
     const drawing = active.get(e.pointerId);
     if (!drawing) return;
     active.delete(e.pointerId);
@@ -1002,10 +1127,24 @@
   document.getElementById('clear').addEventListener('click', clearBoard);
   document.getElementById('undo').addEventListener('click', undo);
   document.getElementById('redo').addEventListener('click', redo);
+  const typing = (e) => e.target instanceof HTMLInputElement && e.target.type === 'text';
   window.addEventListener('keydown', (e) => {
-    if (viewOnly || e.altKey) return;
+    if (e.key === ' ' && !typing(e)) {
+      spaceHeld = true;
+      e.preventDefault();
+      return;
+    }
+    // The view's keys, for viewers too: + and - zoom at the middle, 0 back to 100%, H the Pan tool.
+    if (!e.ctrlKey && !e.metaKey && !e.altKey && !typing(e)) {
+      const middle = [window.innerWidth / 2, window.innerHeight / 2];
+      if (e.key === '+' || e.key === '=') { zoomAt(middle[0], middle[1], 1.25); return; }
+      if (e.key === '-') { zoomAt(middle[0], middle[1], 0.8); return; }
+      if (e.key === '0') { resetView(); return; }
+      if (e.key.toLowerCase() === 'h') { setHandTool(!handTool); return; }
+    }
+    if (viewOnly || e.altKey || typing(e)) return;
     // E toggles the eraser (when no field takes the key).
-    if (!e.ctrlKey && !e.metaKey && e.key.toLowerCase() === 'e' && !(e.target instanceof HTMLInputElement)) {
+    if (!e.ctrlKey && !e.metaKey && e.key.toLowerCase() === 'e') {
       setErasing(!erasing);
       return;
     }
@@ -1075,8 +1214,105 @@
   });
   document.getElementById('board-name').textContent = board;
   const widthValue = document.getElementById('width-value');
+  window.addEventListener('keyup', (e) => { if (e.key === ' ') spaceHeld = false; });
   widthInput.addEventListener('input', () => { widthValue.textContent = widthInput.value; });
   window.addEventListener('resize', resize);
+
+  // ---- Presence: who else is here, and their pointers (never journalled: PROTOCOL.md) ----
+  // This page says its person's name (kept in the browser, editable), its pen colour and
+  // where its pointer is on the board, at most 20 times a second; others are listed in the
+  // bar and their pointers drawn over the board. Names are shown as text, never markup.
+  const nameInput = document.getElementById('name');
+  const peopleView = document.getElementById('people');
+  const cursorLayer = document.getElementById('cursors');
+  const others = new Map();       // the relay's connection id -> {name, color, x, y, element}
+  function fittingName(text) {
+    let name = Array.from(String(text)).filter((c) => c.charCodeAt(0) >= 0x20 && !(c.charCodeAt(0) >= 0x7f && c.charCodeAt(0) <= 0x9f)).join('').trim();
+    const encoder = new TextEncoder();
+    while (encoder.encode(name).length > 64) name = name.slice(0, -1);
+    return name;
+  }
+  nameInput.value = fittingName((() => {
+    try { return localStorage.getItem('strokejournal.name') || ''; } catch (e) { return ''; }
+  })()) || 'guest ' + (100 + Math.floor(Math.random() * 900));
+  nameInput.addEventListener('change', () => {
+    nameInput.value = fittingName(nameInput.value) || 'guest';
+    try { localStorage.setItem('strokejournal.name', nameInput.value); } catch (e) { /* this load only */ }
+    sendPresence();
+  });
+  colorInput.addEventListener('change', () => sendPresence());
+  let pointer = null;             // this page's pointer on the board, or null
+  let presenceTimer = 0;
+  let presenceSentAt = -Infinity;
+  function sendPresence() {
+    if (!socket || !live || presenceTimer) return;
+    presenceTimer = setTimeout(() => {
+      presenceTimer = 0;
+      if (!socket || !live) return;
+      presenceSentAt = performance.now();
+      const frame = { type: 'presence', name: nameInput.value, color: colorInput.value };
+      if (pointer) { frame.x = round(pointer.x, 1); frame.y = round(pointer.y, 1); }
+      socket.send(JSON.stringify(frame));
+    }, Math.max(0, 50 - (performance.now() - presenceSentAt)));
+  }
+  canvas.addEventListener('pointermove', (e) => {
+    pointer = toBoard(e.clientX, e.clientY);
+    sendPresence();
+  });
+  canvas.addEventListener('pointerleave', () => {
+    pointer = null;
+    sendPresence();
+  });
+  function receivePresence(message) {
+    const id = String(message.id);
+    let other = others.get(id);
+    if (message.gone) {
+      if (other) { other.element.remove(); others.delete(id); showPeople(); }
+      return;
+    }
+    if (!other) {
+      const element = document.createElement('div');
+      element.className = 'cursor';
+      element.appendChild(document.createElement('span'));
+      cursorLayer.appendChild(element);
+      other = { element: element };
+      others.set(id, other);
+    }
+    other.name = typeof message.name === 'string' ? message.name : '';
+    other.color = /^#[0-9a-fA-F]{6}$/.test(message.color) ? message.color : '#757575';
+    other.x = typeof message.x === 'number' && typeof message.y === 'number' ? message.x : null;
+    other.y = other.x === null ? null : message.y;
+    other.element.firstChild.textContent = other.name;
+    other.element.style.setProperty('--person', other.color);
+    placeCursor(other);
+    showPeople();
+  }
+  function placeCursor(other) {
+    other.element.hidden = other.x === null;
+    if (other.x !== null) {
+      other.element.style.transform = 'translate(' + (other.x * view.zoom + view.x) + 'px, ' + (other.y * view.zoom + view.y) + 'px)';
+    }
+  }
+  function placeCursors() { for (const other of others.values()) placeCursor(other); }
+  function showPeople() {
+    peopleView.textContent = '';
+    const names = [];
+    for (const other of others.values()) {
+      const dot = document.createElement('span');
+      dot.className = 'person';
+      dot.style.setProperty('--person', other.color);
+      dot.title = other.name;
+      peopleView.appendChild(dot);
+      names.push(other.name);
+    }
+    peopleView.title = names.length ? 'also here: ' + names.join(', ') : 'nobody else is here';
+    peopleView.dataset.count = String(others.size);
+  }
+  function forgetOthers() {
+    for (const other of others.values()) other.element.remove();
+    others.clear();
+    showPeople();
+  }
 
   // For tests: the SVG the SVG button saves.
   window.strokeJournalSVG = boardSVG;
@@ -1096,6 +1332,8 @@
       provisional: provisional, viewOnly: viewOnly, stopped: !!stopped, token: !!token,
       blocks: useBlocks, decoder: decodeBlocks.where(), status: statusView.textContent, received: { text: received.text, binary: received.binary },
       timing: { opened: timing.opened, caughtUp: timing.caughtUp, drawn: timing.drawn, redraw: timing.redraw },
+      view: { x: view.x, y: view.y, zoom: view.zoom },
+      others: Array.from(others.values(), (o) => ({ name: o.name, color: o.color, x: o.x, y: o.y, shown: !o.element.hidden })),
     };
   };
   // For tests: the fold itself (strokes in z-order, each point's values as held) and the

@@ -36,6 +36,9 @@ protocol on --remote-debugging-pipe: NUL-terminated JSON on fds 3 and 4, stdlib 
   * pages J1 and J2, a relay the test plays: one stroke of 100,000 points in a binary catch-up,
     Lamport clocks rising with seq (J1) and falling (J2): both hold the journal's order, and
     falling costs at most 3x rising (inserting each point in place was quadratic);
+  * pages W and X: presence (W's name, colour and pointer shown in X, as text, in X's view;
+    gone when W leaves), and X's view: Ctrl+wheel zooms about the pointer, the wheel pans, a
+    stroke drawn zoomed lands at the board's coordinates, a pinch zooms without a stroke;
   * page K, opened with #token=…: the token leaves the address and history, stays in
     sessionStorage, goes in every hello; a token refusal stops the reconnecting, a
     view-only refusal makes the page a viewer;
@@ -242,6 +245,7 @@ class Page:
     def __init__(self, browser, url, name, before_page_script=None):
         self.browser, self.name = browser, name
         target = browser.call("Target.createTarget", {"url": "about:blank", "newWindow": True})["targetId"]
+        self.target = target
         self.session = browser.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         self.call("Runtime.enable")
         self.call("Page.enable")
@@ -356,8 +360,9 @@ FAKE_RELAY = r"""
   const fake = { sockets: [], lines: [] };
   window.__fake = fake;
   window.WebSocket = class {
-    constructor(url) { this.url = url; this.sent = []; fake.sockets.push(this); setTimeout(() => this.onopen(), 0); }
-    send(text) { this.sent.push(text); }
+    constructor(url) { this.url = url; this.sent = []; this.presence = []; fake.sockets.push(this); setTimeout(() => this.onopen(), 0); }
+    // Presence frames are never numbered: kept apart, so the frames checked are the numbered ones.
+    send(text) { if (text.startsWith('{"type":"presence"')) this.presence.push(text); else this.sent.push(text); }
     close() {}
   };
   fake.current = () => fake.sockets[fake.sockets.length - 1];
@@ -451,7 +456,7 @@ def check_fold_and_resending(browser, url):
     by the latest operation, the hello after a reconnection, and resending only what the
     journal lacks."""
     c, hello = with_fake_relay(browser, url, "C")
-    if hello != {"type": "hello", "have": {}, "blocks": True, "echo": True}:
+    if hello != {"type": "hello", "have": {}, "blocks": True, "echo": True, "presence": True}:
         fail("page C's first hello is %s, expected one holding nothing, asking for blocks and echo" % hello)
 
     deliver = lambda messages: c.evaluate("__fake.deliver(%s)" % json.dumps(messages))
@@ -481,7 +486,7 @@ def check_fold_and_resending(browser, url):
     sent = own_stroke_partly_acknowledged(c)
     again = c.evaluate("__fake.current().sent")
     want_have = {R1: [[1, 5]], R2: [[1, 4]]}
-    if len(again) != 1 or json.loads(again[0]) != {"type": "hello", "have": want_have, "blocks": True, "echo": True}:
+    if len(again) != 1 or json.loads(again[0]) != {"type": "hello", "have": want_have, "blocks": True, "echo": True, "presence": True}:
         fail("page C after reconnecting sent %s, expected only a hello with have %s (its echoed event included)" % (again, want_have))
     # The catch-up brings back the page's second frame (the journal holds it; its echo was
     # lost with the connection).
@@ -737,7 +742,7 @@ def check_text_without_decompression(browser, url):
     """Page G, in a browser without DecompressionStream: it cannot read blocks, so it asks
     for none and catches up in text as before."""
     g, hello = with_fake_relay(browser, url, "G", lacking="DecompressionStream")
-    if hello != {"type": "hello", "have": {}, "echo": True}:
+    if hello != {"type": "hello", "have": {}, "echo": True, "presence": True}:
         fail("page G, without DecompressionStream, said %s, expected a hello without blocks" % hello)
     g.evaluate("__fake.deliver(%s)" % json.dumps([event("point", R1, 1, 1, STROKE_S, x=10, y=50),
                                                  {"type": "caughtUp", "events": 1, "have": {}}]))
@@ -782,7 +787,7 @@ def check_blocks_fold(browser, url):
     behind a binary message wait for it; a damaged message is refused, shown, and the page
     catches up in text with its unacknowledged frames intact."""
     d, hello = with_fake_relay(browser, url, "D", lacking="Worker")
-    if hello != {"type": "hello", "have": {}, "blocks": True, "echo": True}:
+    if hello != {"type": "hello", "have": {}, "blocks": True, "echo": True, "presence": True}:
         fail("page D's first hello is %s, expected one asking for blocks and echo" % hello)
     stroke_s = STROKE_S.replace("-", "").lower()
     first = [dict(event("point", R1, seq, seq, stroke_s, x=10.0 * seq, y=-0.0 if seq == 2 else 50.5), pressure=seq / 8)
@@ -795,7 +800,7 @@ def check_blocks_fold(browser, url):
 
     sent = own_stroke_partly_acknowledged(d)
     hello = json.loads(d.evaluate("__fake.current().sent[0]"))
-    if hello != {"type": "hello", "have": {R1: [[1, 5]]}, "blocks": True, "echo": True}:
+    if hello != {"type": "hello", "have": {R1: [[1, 5]]}, "blocks": True, "echo": True, "presence": True}:
         fail("page D after reconnecting said %s, expected the seqs it holds (its echoed event's too) and blocks" % hello)
     # Its second frame comes back in a block (seq 6; 7 is another page's), then caughtUp and
     # a live event at once: the page must apply them after the block.
@@ -827,7 +832,7 @@ def check_blocks_fold(browser, url):
     time.sleep(0.3)
     hello = json.loads(d.evaluate("__fake.current().sent[0]"))
     want = {R1: [[1, 7]], R2: [[1, 1]], R3: [[(1 << 53) + 1, (1 << 53) + 3]]}
-    if hello != {"type": "hello", "have": want, "echo": True}:
+    if hello != {"type": "hello", "have": want, "echo": True, "presence": True}:
         fail("page D after a refused message said %s, expected its seqs, exactly, and no blocks (text)" % hello)
     d.evaluate("__fake.deliver(%s)" % json.dumps([more[0], {"type": "caughtUp", "events": 1, "have": {}}]))
     state = d.wait_for("live in text", lambda s: s["live"] and s["points"] == 12)
@@ -1385,6 +1390,79 @@ def check_tools(browser, port):
     return u, v
 
 
+def check_view_and_presence(browser, port, artefacts):
+    """Pages W and X on a board of their own. Presence: W names itself and moves its pointer;
+    X lists W with its name and colour and draws its cursor where W's pointer is on the board,
+    and forgets W when W leaves. The view: in X, Ctrl+wheel zooms about the pointer (the board's
+    point under it stays), the wheel pans, a stroke drawn zoomed lands at the board coordinates
+    under the pen (W holds exactly those), W's cursor follows X's view, and a two-finger pinch
+    zooms without leaving a stroke; 0 returns to 100%."""
+    url = "http://127.0.0.1:%d/boards/view-check" % port
+    w, x = Page(browser, url, "W"), Page(browser, url, "X")
+    for page in (w, x):
+        page.wait_for("live on an empty board", lambda s: s["live"] and s["strokes"] == 0)
+    w.evaluate("(() => { const n = document.getElementById('name'); n.value = 'Ada <b>'; n.dispatchEvent(new Event('change')); })()")
+    w.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": 300, "y": 200, "pointerType": "mouse"})
+    ada = lambda s: [o for o in s["others"] if o["name"] == "Ada <b>"]
+    state = x.wait_for("W listed as Ada <b> with its pointer at (300, 200)",
+                       lambda s: len(ada(s)) == 1 and ada(s)[0]["x"] == 300 and ada(s)[0]["y"] == 200 and ada(s)[0]["shown"])
+    if ada(state)[0]["color"].lower() != "#1e88e5":
+        fail("page X shows W's colour as %s" % ada(state)[0]["color"])
+    label = x.evaluate("Array.from(document.querySelectorAll('.cursor span'), (e) => e.innerHTML)")
+    if label != ["Ada &lt;b&gt;"]:
+        fail("page X labels W's cursor %r (a name is text, never markup)" % label)
+
+    before = x.state()["view"]
+    x.call("Input.dispatchMouseEvent", {"type": "mouseWheel", "x": 400, "y": 300, "deltaX": 0, "deltaY": -100,
+                                        "modifiers": 2, "pointerType": "mouse"})
+    zoomed = x.wait_for("zoomed in by Ctrl+wheel", lambda s: s["view"]["zoom"] > before["zoom"] * 1.5)["view"]
+    held = lambda v: ((400 - v["x"]) / v["zoom"], (300 - v["y"]) / v["zoom"])
+    if any(abs(a - b) > 1e-6 for a, b in zip(held(before), held(zoomed))):
+        fail("Ctrl+wheel moved the board's point under the pointer: %s then %s" % (held(before), held(zoomed)))
+    x.call("Input.dispatchMouseEvent", {"type": "mouseWheel", "x": 400, "y": 300, "deltaX": 50, "deltaY": 30, "pointerType": "mouse"})
+    view = x.wait_for("panned by the wheel", lambda s: abs(s["view"]["x"] - (zoomed["x"] - 50)) < 1e-6
+                      and abs(s["view"]["y"] - (zoomed["y"] - 30)) < 1e-6)["view"]
+    transform = x.evaluate("document.querySelector('.cursor').style.transform")
+    expected = (300 * view["zoom"] + view["x"], 200 * view["zoom"] + view["y"])
+    found = [float(n) for n in re.findall(r"-?[0-9.]+(?:e-?[0-9]+)?", transform)]
+    if len(found) != 2 or any(abs(a - b) > 0.01 for a, b in zip(found, expected)):
+        fail("page X places W's cursor at %s; W's pointer (300, 200) is at %s in X's view" % (transform, expected))
+
+    pen_stroke(x, 200, 150)
+    screen = [(200 + 12 * n, 150 + 7 * n) for n in range(4)]
+    board = [(round((sx - view["x"]) / view["zoom"], 2), round((sy - view["y"]) / view["zoom"], 2)) for sx, sy in screen]
+    x.wait_for("its zoomed stroke acknowledged", lambda s: s["strokes"] == 1 and s["unacked"] == 0)
+    w.wait_for("X's stroke", lambda s: s["strokes"] == 1 and s["points"] == 4)
+    held_points = [(p["x"], p["y"]) for p in w.evaluate("window.strokeJournalFold().strokes")[0]["points"]]
+    if any(abs(a[0] - b[0]) > 0.011 or abs(a[1] - b[1]) > 0.011 for a, b in zip(held_points, board)) or len(held_points) != 4:
+        fail("a stroke drawn zoomed (%s) is held at %s; under the pen were %s" % (view, held_points, board))
+
+    pinch_from = x.state()["view"]["zoom"]
+    touch = lambda kind, points: x.call("Input.dispatchTouchEvent", {"type": kind, "touchPoints": [
+        {"x": px, "y": py, "id": n} for n, (px, py) in enumerate(points)]})
+    touch("touchStart", [(300, 300), (340, 300)])
+    for spread in (60, 100, 140):
+        touch("touchMove", [(320 - spread, 300), (320 + spread, 300)])
+    touch("touchEnd", [])
+    pinched = x.wait_for("zoomed in by a pinch", lambda s: s["view"]["zoom"] > pinch_from * 3)
+    x.wait_for("no stroke left by the pinch", lambda s: s["visibleStrokes"] == 1 and s["unacked"] == 0)
+    x.evaluate("window.dispatchEvent(new KeyboardEvent('keydown', {key: '0', cancelable: true}))")
+    x.wait_for("back to 100% on 0", lambda s: s["view"] == {"x": 0, "y": 0, "zoom": 1})
+    x.call("Input.dispatchMouseEvent", {"type": "mouseWheel", "x": 400, "y": 300, "deltaX": 0, "deltaY": -60,
+                                        "modifiers": 2, "pointerType": "mouse"})
+    x.wait_for("zoomed in again for the screenshot", lambda s: s["view"]["zoom"] > 1.5)
+    w.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": 260, "y": 190, "pointerType": "mouse"})
+    x.wait_for("W's pointer moved", lambda s: len(ada(s)) == 1 and ada(s)[0]["x"] == 260)
+    x.screenshot(os.path.join(artefacts, "page-X-zoomed-with-W.png"))
+    # Closed, not navigated away: the browser may keep a page it left, socket and all.
+    browser.call("Target.closeTarget", {"targetId": w.target})
+    x.wait_for("W gone once it left", lambda s: not ada(s))
+    say("pages W and X: presence (name as text, colour, cursor in the viewer's view, gone on leaving); Ctrl+wheel zoom "
+        "about the pointer, wheel pan, a stroke drawn zoomed at the board's coordinates, a pinch zooms %.1fx without a "
+        "stroke, 0 resets" % (pinched["view"]["zoom"] / pinch_from))
+    return w, x
+
+
 def check_late_joiner(browser, port, expected):
     """Pages joining the device board hold exactly the journal's events: their fold's digest
     (§9.3, bit for bit) is `journal digest`'s and the seqs they hold are `journal log`'s. E
@@ -1484,6 +1562,7 @@ def check(args, work, artefacts):
         say("page G, in a browser without DecompressionStream, asks for no blocks and catches up in text")
         e, f = check_late_joiner(browser, port, device)
         u, v = check_tools(browser, port)
+        w, x = check_view_and_presence(browser, port, artefacts)
         race_pages, race_visible = check_clear_race(browser, port)
         say("pages P and Q agree with a page loaded afterwards after P's clear with Q's stroke in flight: %d visible stroke" % len(race_visible))
         h, i = check_exact_integers(browser, "http://127.0.0.1:%d/boards/exact" % port)
@@ -1495,7 +1574,7 @@ def check(args, work, artefacts):
         if check_tokens_with_relay(args.chromium, args.journal_bin, work, artefacts):
             say("a relay that needs tokens: page T1 (admin token) draws, T2 (view token) becomes a viewer, T3 (none) and T4 (forged) stop")
 
-        for page in [a, b, c, d, e, f, g, h, i, k, u, v, crowded] + race_pages:
+        for page in [a, b, c, d, e, f, g, h, i, k, u, v, x, crowded] + race_pages:
             path = os.path.join(artefacts, "page-%s.png" % page.name)
             page.screenshot(path)
             if os.path.getsize(path) < 1000:
