@@ -61,3 +61,41 @@ import Testing
         #expect(unknown.status == 64 && unknown.stderr.contains("journal --help"))
     }
 }
+
+/// `--at`, `--since`, `--until` and `journal history` through the built binary (docs/HISTORY.md).
+@Suite(.ownThreads) struct HistoryCLITests {
+    let cli = CLITests()
+
+    @Test func momentsWorkOnEveryCommandThatShowsTheDrawing() throws {
+        let temp = TemporaryDirectory("cli-history")
+        defer { temp.remove() }
+        let board = try cli.sampleBoard(temp)
+        let log = try cli.journal(["log", "-C", board]).stdout.split(separator: "\n")
+        #expect(log.count >= 3)
+        // At the end, and at a time after every event: the journal's own digest.
+        let now = try cli.journal(["digest", "-C", board]).stdout
+        #expect(try cli.journal(["digest", "-C", board, "--at", "now"]).stdout == now)
+        #expect(try cli.journal(["digest", "-C", board, "--at", "-0s"]).stdout == now)
+        #expect(try cli.journal(["digest", "-C", board, "--at", "2999-01-01"]).stdout == now)
+        // Before anything: the empty drawing, whatever the way there.
+        let empty = try cli.journal(["digest", "-C", board, "--at", "0"]).stdout
+        #expect(empty != now)
+        #expect(try cli.journal(["digest", "-C", board, "--at", "2000-01-01T00:00Z"]).stdout == empty)
+        #expect(try cli.journal(["strokes", "-C", board, "--at", "0"]).stdout.contains("\"strokes\":[\n]"))
+        // The first event alone: one point of one stroke; its digest counts that event.
+        let first = try cli.journal(["digest", "-C", board, "--at", "1", "--json"]).stdout
+        #expect(first.contains("\"events\":1") && first.contains("\"points\":1"), "\(first)")
+        let svg = try cli.journal(["render", "-", "-C", board, "--at", "1"]).stdout
+        #expect(svg.hasPrefix("<svg") || svg.hasPrefix("<?xml"), "\(svg.prefix(80))")
+        // --since/--until: the events between two moments, as numbered by the log.
+        let between = try cli.journal(["log", "-C", board, "--since", "1", "--until", "2"]).stdout.split(separator: "\n")
+        #expect(between == [log[1]])
+        // A moment that cannot be read is refused, naming it.
+        let bad = try cli.journal(["digest", "-C", board, "--at", "10:61"])
+        #expect(bad.status == 64 && bad.stderr.contains("\"10:61\""), "\(bad.stderr)")
+        let history = try cli.journal(["history", "-C", board, "--json"])
+        #expect(history.status == 0 && history.stdout.contains("\"events\":\(log.count)") && history.stdout.contains("\"firstEvent\":1"), "\(history.stdout)")
+        let text = try cli.journal(["history", "-C", board])
+        #expect(text.status == 0 && text.stdout.contains("events 1–\(log.count)"), "\(text.stdout)")
+    }
+}

@@ -12,17 +12,30 @@ extension JournalCommand {
                 Two journals holding the same events print the same digest, whatever order the
                 events arrived in.
 
-                Example:
+                --at: the digest of the drawing as it was at a moment (docs/HISTORY.md), the
+                same on every machine holding the same events.
+
+                Examples:
                   [ "$(journal digest -C a)" = "$(journal digest -C b)" ] && echo converged
+                  journal digest -C board --at -15m
                 """)
 
         @OptionGroup var options: JournalOptions
+        @OptionGroup var moment: MomentOption
         @Flag(help: "Print one JSON object (keys: digest, events, points, strokes, visibleStrokes).")
         var json = false
 
         func run() throws {
             try reportingErrors {
                 let journal = try options.open()
+                if let (history, moment) = try moment.history(journal) {
+                    reportProblems(history.report)
+                    let held = history.count(at: moment)
+                    let drawing = history.drawing(ofFirst: held)
+                    Terminal.write(json ? digestJSON(drawing.digest, drawing, history.report, eventsAtMoment: held) : drawing.digest + "\n")
+                    Terminal.flush()
+                    return
+                }
                 if !json, let cached = Replay.cachedDigest(journal) {
                     // The snapshot covers every event: its digest is the drawing's, unhashed.
                     var report = ReplayReport()
@@ -42,11 +55,13 @@ extension JournalCommand {
             }
         }
 
-        private func digestJSON(_ digest: String, _ drawing: Drawing, _ report: ReplayReport) -> String {
+        /// `eventsAtMoment`: with --at, the events the drawing then holds (points are counted
+        /// from the drawing then, not the journal).
+        private func digestJSON(_ digest: String, _ drawing: Drawing, _ report: ReplayReport, eventsAtMoment: Int? = nil) -> String {
             var object = JSONObject()
             object.add("digest", digest)
-            object.add("events", report.eventCount)
-            object.add("points", report.pointCount)
+            object.add("events", eventsAtMoment ?? report.eventCount)
+            object.add("points", eventsAtMoment == nil ? report.pointCount : drawing.strokes.reduce(0) { $0 + $1.points.count })
             object.add("strokes", drawing.strokes.count)
             object.add("visibleStrokes", drawing.strokes.reduce(0) { $0 + ($1.visible ? 1 : 0) })
             return object.text + "\n"

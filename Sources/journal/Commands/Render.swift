@@ -20,9 +20,11 @@ extension JournalCommand {
                   journal render board.svg -C board
                   journal render board.png -C board --width 1600 --background none
                   journal render - -C board --area 0,0,800,600 > part.svg
+                  journal render before.svg -C board --at 10:05     # as it was at 10:05 today
                 """)
 
         @OptionGroup var options: JournalOptions
+        @OptionGroup var moment: MomentOption
         @Argument(help: "The file to write: .svg or .png ('-' for SVG on standard output).")
         var output: String
         @Option(help: "Picture width in pixels.") var width: Double = 1000
@@ -48,7 +50,7 @@ extension JournalCommand {
         func run() async throws {
             try await reportingErrors {
                 let journal = try options.open()
-                let (drawing, report) = Replay.load(journal)
+                let (drawing, report) = try moment.drawing(journal) ?? Replay.load(journal)
                 reportProblems(report)
                 let shown = area.flatMap(Self.parseArea) ?? SVGRenderer.contentBounds(drawing)
                 let pixelHeight = height ?? max(1, (width * shown.height / shown.width).rounded())

@@ -19,11 +19,15 @@ extension JournalCommand {
                 Visible strokes only, in z-order; --all adds hidden ones with a
                 "visible" flag.
 
-                Example:
+                --at shows the drawing as it was at a moment (docs/HISTORY.md).
+
+                Examples:
                   journal strokes -C board | jq '.strokes | length'
+                  journal strokes -C board --at 10:05      # as it was at 10:05 today
                 """)
 
         @OptionGroup var options: JournalOptions
+        @OptionGroup var moment: MomentOption
         @Flag(help: "Include hidden (undone, erased, cleared) strokes, with a \"visible\" flag.")
         var all = false
         @Flag(help: "Accepted for symmetry: the output is already one JSON object.")
@@ -32,7 +36,7 @@ extension JournalCommand {
         func run() throws {
             try reportingErrors {
                 let journal = try options.open()
-                let (drawing, report) = Replay.load(journal)
+                let (drawing, report) = try moment.drawing(journal) ?? Replay.load(journal)
                 reportProblems(report)
                 Terminal.write("{\"strokes\":[")
                 Terminal.flush()

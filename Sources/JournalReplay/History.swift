@@ -1,0 +1,155 @@
+import JournalFormat
+import JournalStorage
+
+/// A journal's events in total order (invariant 4), to answer "what did the drawing look like
+/// then": the drawing at any `Moment`, the events between two moments, and the session's
+/// activity (docs/HISTORY.md).
+///
+/// It holds every distinct event (dedup and fork resolution as replay does them, so the
+/// drawing at `.end` is `Replay.load`'s, digest and all).
+public struct History: Sendable {
+    /// Every distinct event, in total order.
+    public let events: [Event]
+    /// What replay reported on the way (problems, counts).
+    public let report: ReplayReport
+    public let replicas: [ReplicaID]
+    /// The events' wall times, sorted: how many events a wall-clock moment stands for.
+    private let sortedWallTimes: [Int64]
+
+    public init(_ set: SegmentSet) {
+        var report = ReplayReport()
+        report.problems = set.problems
+        var events: [Event] = []
+        Replay.forEachUniqueEvent(set, report: &report) { events.append($0) }
+        events.sort { $0.orderKey < $1.orderKey }
+        self.events = events
+        self.report = report
+        replicas = set.replicas
+        sortedWallTimes = events.map(\.wallTime).sorted()
+    }
+
+    public static func load(_ directory: JournalDirectory) -> History { History(SegmentSet.load(directory)) }
+
+    /// The newest event's wall time (nil: no event).
+    public var lastWallTime: Int64? { sortedWallTimes.last }
+
+    /// How many events, from the first in total order, the drawing at `moment` holds.
+    public func count(at moment: Moment) -> Int {
+        switch moment {
+        case .events(let count):
+            return min(max(count, 0), events.count)
+        case .end:
+            return events.count
+        case .wallTime(let time):
+            return eventsMade(by: time)
+        case .beforeEnd(let milliseconds):
+            guard let last = lastWallTime else { return 0 }
+            let (cut, overflow) = last.subtractingReportingOverflow(milliseconds)
+            return eventsMade(by: overflow ? Int64.min : cut)
+        }
+    }
+
+    /// Events whose wall time is at or before `time` (binary search).
+    private func eventsMade(by time: Int64) -> Int {
+        var low = 0, high = sortedWallTimes.count
+        while low < high {
+            let middle = (low + high) / 2
+            if sortedWallTimes[middle] <= time { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    /// The drawing at `moment`.
+    public func drawing(at moment: Moment) -> Drawing { drawing(ofFirst: count(at: moment)) }
+
+    /// The drawing of the first `count` events of the total order.
+    public func drawing(ofFirst count: Int) -> Drawing {
+        var fold = Fold(replicas: replicas)
+        for event in events.prefix(count) { fold.apply(event) }
+        return fold.finish()
+    }
+
+    /// The events after `since` up to and including `until`: positions (count(since), count(until)].
+    public func events(after since: Moment, through until: Moment) -> ArraySlice<Event> {
+        let first = count(at: since), last = count(at: until)
+        return first < last ? events[first..<last] : []
+    }
+}
+
+// MARK: Activity
+
+extension History {
+    /// A stretch of drawing without a pause of the idle gap or more.
+    public struct Span: Sendable, Equatable {
+        /// Positions of its first and last events (1-based, as `journal log` numbers them).
+        public var firstEvent: Int
+        public var lastEvent: Int
+        /// The earliest and latest wall times of its events.
+        public var from: Int64
+        public var to: Int64
+        /// Per replica, in replica order: strokes begun (first point in this span) and points.
+        public var replicas: [ReplicaActivity]
+        /// Clears, each with its position and wall time.
+        public var clears: [Mark]
+        /// Undo and erase events (strokes taken back), redo events.
+        public var hidden: Int
+        public var shown: Int
+    }
+
+    public struct ReplicaActivity: Sendable, Equatable {
+        public var replica: ReplicaID
+        public var strokes: Int
+        public var points: Int
+    }
+
+    public struct Mark: Sendable, Equatable {
+        public var event: Int
+        public var wallTime: Int64
+        public var replica: ReplicaID
+    }
+
+    /// The session as spans of activity separated by pauses of at least `idleGap`
+    /// milliseconds, in total order. A pause is measured from the latest wall time seen so far,
+    /// so a machine whose clock is behind does not split a span; one whose clock is behind by
+    /// more than `idleGap` shows a pause where the others' events first follow its own.
+    public func spans(idleGap: Int64) -> [Span] {
+        var spans: [Span] = []
+        var current: Span?
+        var perReplica: [ReplicaID: ReplicaActivity] = [:]
+        var begun = Set<StrokeID>()
+        func close() {
+            guard var span = current else { return }
+            span.replicas = perReplica.values.sorted { $0.replica < $1.replica }
+            spans.append(span)
+            current = nil
+            perReplica = [:]
+        }
+        for (index, event) in events.enumerated() {
+            if let span = current, event.wallTime - span.to >= idleGap { close() }
+            if current == nil {
+                current = Span(firstEvent: index + 1, lastEvent: index + 1, from: event.wallTime, to: event.wallTime,
+                               replicas: [], clears: [], hidden: 0, shown: 0)
+            }
+            current!.lastEvent = index + 1
+            current!.from = min(current!.from, event.wallTime)
+            current!.to = max(current!.to, event.wallTime)
+            var activity = perReplica[event.id.replica] ?? ReplicaActivity(replica: event.id.replica, strokes: 0, points: 0)
+            switch event.payload {
+            case .point(let sample):
+                activity.points += 1
+                if begun.insert(sample.stroke).inserted { activity.strokes += 1 }
+            case .clear:
+                current!.clears.append(Mark(event: index + 1, wallTime: event.wallTime, replica: event.id.replica))
+            case .undo, .erase:
+                current!.hidden += 1
+            case .redo:
+                current!.shown += 1
+            case .end:
+                break
+            }
+            perReplica[event.id.replica] = activity
+        }
+        close()
+        return spans
+    }
+}

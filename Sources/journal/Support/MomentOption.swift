@@ -1,0 +1,35 @@
+import ArgumentParser
+import JournalCommandLine
+import JournalReplay
+import JournalStorage
+
+/// `--at MOMENT`, shared by the commands that show the drawing: as it was then
+/// (docs/HISTORY.md), else as it is.
+struct MomentOption: ParsableArguments {
+    // Unconditional: `--at -15m` is a moment, not an option.
+    @Option(parsing: .unconditional, help: ArgumentHelp(
+        "The drawing as it was at this moment: a count of events (5230), 10:05, 2026-11-26T10:05, -15m (before the last event) or now.",
+        valueName: "moment"))
+    var at: String?
+
+    func validate() throws {
+        if let at { _ = try Self.parse(at, option: "--at") }
+    }
+
+    static func parse(_ text: String, option: String) throws -> Moment {
+        do throws(MomentError) { return try Moment(parsing: text) } catch { throw ValidationError("\(option) \(error)") }
+    }
+
+    /// The journal's history and the moment asked for, or nil when none was.
+    func history(_ journal: JournalDirectory) throws -> (history: History, moment: Moment)? {
+        guard let at else { return nil }
+        let moment = try Self.parse(at, option: "--at")
+        return (History.load(journal), moment)
+    }
+
+    /// The drawing at the moment asked for, or nil when none was.
+    func drawing(_ journal: JournalDirectory) throws -> (drawing: Drawing, report: ReplayReport)? {
+        guard let (history, moment) = try history(journal) else { return nil }
+        return (history.drawing(at: moment), history.report)
+    }
+}

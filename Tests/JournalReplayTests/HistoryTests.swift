@@ -1,0 +1,118 @@
+import JournalFormat
+import JournalPlatform
+@testable import JournalReplay
+import JournalStorage
+import JournalTestSupport
+import Testing
+
+/// The drawing at a moment (docs/HISTORY.md): what a moment means, the same on every machine
+/// that holds the same events, and the session's spans.
+@Suite struct HistoryTests {
+    @Test func momentsAreReadAsDocumented() throws {
+        #expect(try Moment(parsing: "5230") == .events(5230))
+        #expect(try Moment(parsing: " now ") == .end)
+        #expect(try Moment(parsing: "-15m") == .beforeEnd(milliseconds: 900_000))
+        #expect(try Moment(parsing: "-2h") == .beforeEnd(milliseconds: 7_200_000))
+        #expect(try Moment(parsing: "2026-11-26T10:05Z") == .wallTime(1_795_687_500_000))
+        #expect(try Moment(parsing: "2026-11-26T10:05:30Z") == .wallTime(1_795_687_530_000))
+        #expect(try Moment(parsing: "2026-11-26T11:05+01:00") == .wallTime(1_795_687_500_000))
+        #expect(try Moment(parsing: "2026-11-26T05:05-05:00") == .wallTime(1_795_687_500_000))
+        let today = WallClock.today()
+        #expect(try Moment(parsing: "10:05") == .wallTime(WallClock.localMilliseconds(
+            year: today.year, month: today.month, day: today.day, hour: 10, minute: 5, second: 0)!))
+        #expect(try Moment(parsing: "2026-11-26") == .wallTime(WallClock.localMilliseconds(
+            year: 2026, month: 11, day: 26, hour: 0, minute: 0, second: 0)!))
+        for bad in ["", "10:61", "25:00", "2026-13-01", "2026-11-26T10", "-5x", "-m", "yesterday", "10:05+01:00", "99999999999999999999"] {
+            #expect(throws: MomentError.self, "\(bad.debugDescription)") { try Moment(parsing: bad) }
+        }
+    }
+
+    /// Two replicas, one whose wall clock runs a minute behind; a clear, a pause, more strokes.
+    static func events() -> [Event] {
+        var alice = EventGenerator(seed: 71)
+        var bob = EventGenerator(seed: 72)
+        bob.wallTime -= 60_000
+        var events: [Event] = []
+        for _ in 0..<3 {
+            events += alice.stroke(points: 6)
+            events += bob.stroke(points: 4)
+        }
+        events.append(alice.event(.clear, lamportJump: 40))
+        // A pause of ten minutes on both clocks.
+        alice.wallTime += 600_000
+        bob.wallTime += 600_000
+        events += bob.stroke(points: 5).map { event in var event = event; event.lamport += 100; return event }
+        events += alice.stroke(points: 3)
+        return events
+    }
+
+    /// Writes `events` as segments of at most `perSegment` events each, per replica.
+    static func journal(at path: String, _ events: [Event], perSegment: Int) throws -> JournalDirectory {
+        let journal = try JournalDirectory.create(at: path)
+        for replica in Set(events.map(\.id.replica)) {
+            let own = events.filter { $0.id.replica == replica }.sorted { $0.id.seq < $1.id.seq }
+            try FileSystem.createDirectory(journal.replicaPath(replica))
+            for start in stride(from: 0, to: own.count, by: perSegment) {
+                let part = Array(own[start..<min(own.count, start + perSegment)])
+                let bytes = SegmentEncoder.segment(replica: replica, events: part)
+                let name = SegmentName(firstSeq: part.first!.id.seq, lastSeq: part.last!.id.seq, contents: bytes)
+                let descriptor = try FileDescriptor.open(journal.segmentPath(replica, name), .createNew)
+                try descriptor.writeAll(bytes)
+                descriptor.close()
+            }
+        }
+        return journal
+    }
+
+    @Test func theDrawingAtAMomentIsThePrefixOfTheTotalOrderOnEveryMachine() throws {
+        let temp = TemporaryDirectory("history-moments")
+        defer { temp.remove() }
+        let events = Self.events()
+        let one = History.load(try Self.journal(at: temp.path + "/one", events, perSegment: 1000))
+        let other = History.load(try Self.journal(at: temp.path + "/other", events.reversed(), perSegment: 3))
+        #expect(one.events.count == events.count)
+        #expect(one.events == events.sorted { $0.orderKey < $1.orderKey })
+        #expect(one.events == other.events)
+
+        // At the end: what replay reconstructs, digest and all.
+        let (now, _) = Replay.load(JournalDirectory(root: temp.path + "/one"))
+        #expect(one.drawing(at: .end).digest == now.digest)
+        #expect(one.drawing(at: .events(0)).strokes.isEmpty)
+
+        // A time stands for as many events as were made by then: bob's slow clock moves the
+        // cut by bob's events only.
+        let times = events.map(\.wallTime).sorted()
+        for time in [times[0] - 1, times[5], times[times.count / 2], times.last!] {
+            let expected = events.filter { $0.wallTime <= time }.count
+            #expect(one.count(at: .wallTime(time)) == expected)
+            #expect(one.count(at: .wallTime(time)) == other.count(at: .wallTime(time)))
+            #expect(one.drawing(at: .wallTime(time)).digest == other.drawing(at: .wallTime(time)).digest)
+        }
+        #expect(one.count(at: .beforeEnd(milliseconds: 0)) == events.count)
+        #expect(one.count(at: .beforeEnd(milliseconds: 10_000_000)) == 0)
+        #expect(one.count(at: .events(10_000)) == events.count)
+
+        // Just before the clear every stroke drawn so far shows; at it, none does.
+        let clear = one.events.firstIndex { $0.payload == .clear }! + 1
+        #expect(one.drawing(at: .events(clear - 1)).visibleStrokes.count == 6)
+        #expect(one.drawing(at: .events(clear)).visibleStrokes.isEmpty)
+        #expect(one.events(after: .events(clear - 1), through: .events(clear)).map(\.payload) == [.clear])
+        #expect(one.events(after: .events(9), through: .events(3)).isEmpty)
+    }
+
+    @Test func theSessionIsCutIntoSpansAtPauses() throws {
+        let temp = TemporaryDirectory("history-spans")
+        defer { temp.remove() }
+        let history = History.load(try Self.journal(at: temp.path + "/j", Self.events(), perSegment: 7))
+        let spans = history.spans(idleGap: 300_000)
+        #expect(spans.count == 2, "\(spans)")
+        guard spans.count == 2 else { return }
+        #expect(spans[0].firstEvent == 1 && spans[1].lastEvent == history.events.count)
+        #expect(spans[0].lastEvent + 1 == spans[1].firstEvent)
+        #expect(spans[0].clears.count == 1 && spans[1].clears.isEmpty)
+        #expect(spans[0].replicas.map(\.strokes) == [3, 3])
+        #expect(spans[0].replicas.reduce(0) { $0 + $1.points } == 30)
+        #expect(spans[1].replicas.reduce(0) { $0 + $1.points } == 8)
+        #expect(history.spans(idleGap: 100_000_000).count == 1)
+    }
+}
