@@ -98,4 +98,34 @@ import Testing
         let text = try cli.journal(["history", "-C", board])
         #expect(text.status == 0 && text.stdout.contains("events 1–\(log.count)"), "\(text.stdout)")
     }
+
+    /// The visible strokes of `strokes` output without their ids: [[x, y, …]] per stroke.
+    func visibleMarks(_ json: String) throws -> [[Double]] {
+        let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        let strokes = object?["strokes"] as? [[String: Any]] ?? []
+        return strokes.map { stroke in
+            (stroke["points"] as? [[String: Any]] ?? []).flatMap { [$0["x"] as? Double ?? .nan, $0["y"] as? Double ?? .nan] }
+        }.sorted { $0.lexicographicallyPrecedes($1) }
+    }
+
+    @Test func restoreMakesTheDrawingOfAMomentAgainAndIsUndoneTheSameWay() throws {
+        let temp = TemporaryDirectory("cli-restore")
+        defer { temp.remove() }
+        let board = try cli.sampleBoard(temp)
+        let events = try cli.journal(["log", "-C", board]).stdout.split(separator: "\n").count
+        let original = try cli.journal(["strokes", "-C", board]).stdout
+        let then = try cli.journal(["strokes", "-C", board, "--at", "1"]).stdout
+        let dry = try cli.journal(["restore", "-C", board, "--to", "1", "--dry-run", "--json"])
+        #expect(dry.status == 0 && dry.stdout.contains("\"appended\":false"), "\(dry.stdout)\(dry.stderr)")
+        #expect(try cli.journal(["log", "-C", board]).stdout.split(separator: "\n").count == events)
+        let restored = try cli.journal(["restore", "-C", board, "--to", "1"])
+        #expect(restored.status == 0 && restored.stdout.contains("--to \(events)"), "\(restored.stdout)\(restored.stderr)")
+        #expect(try visibleMarks(cli.journal(["strokes", "-C", board]).stdout) == visibleMarks(then))
+        #expect(try cli.journal(["verify", "-C", board]).status == 0)
+        let undone = try cli.journal(["restore", "-C", board, "--to", String(events)])
+        #expect(undone.status == 0, "\(undone.stderr)")
+        #expect(try visibleMarks(cli.journal(["strokes", "-C", board]).stdout) == visibleMarks(original))
+        let bad = try cli.journal(["restore", "-C", board, "--to", "yesterday"])
+        #expect(bad.status == 64 && bad.stderr.contains("yesterday"))
+    }
 }

@@ -115,4 +115,43 @@ import Testing
         #expect(spans[1].replicas.reduce(0) { $0 + $1.points } == 8)
         #expect(history.spans(idleGap: 100_000_000).count == 1)
     }
+
+    /// Restoring appends events after which the drawing shows what it showed at the moment:
+    /// strokes since erased, hidden ones brought back, strokes that grew since copied as they were.
+    @Test func aRestoreMakesNowLookAsTheMomentDidAndIsUndoneByRestoringAgain() throws {
+        let temp = TemporaryDirectory("history-restore")
+        defer { temp.remove() }
+        let events = Self.events()
+        let journal = try Self.journal(at: temp.path + "/j", events, perSegment: 5)
+        let history = History.load(journal)
+        let clear = history.events.firstIndex { $0.payload == .clear }! + 1
+        for (index, moment) in [Moment.events(clear - 1), .events(3), .events(0), .events(clear + 2), .end].enumerated() {
+            let copy = temp.path + "/restore-\(index)"
+            let target = try Self.journal(at: copy, events, perSegment: 5)
+            let before = History.load(target)
+            let then = before.drawing(at: moment)
+            let plan = RestorePlan(now: before.drawing(at: .end), then: then)
+            let writer = try JournalWriter(directory: target)
+            for payload in plan.payloads { _ = try writer.append(payload) }
+            try writer.close()
+            let after = History.load(target)
+            #expect(after.drawing(at: .end).visibleMarks == then.visibleMarks, "restore to \(moment)")
+            #expect(after.events.count == events.count + plan.payloads.count)
+            // Nothing of the history is lost: every moment before the restore shows as before.
+            #expect(after.drawing(at: .events(events.count)) == before.drawing(at: .end))
+            // And the restore is undone by restoring to the moment before it.
+            let undo = RestorePlan(now: after.drawing(at: .end), then: after.drawing(at: .events(events.count)))
+            #expect(undo.copied.isEmpty, "undoing a restore brings back the same strokes")
+            switch moment {
+            case .events(clear - 1):
+                #expect(plan.shown.count == 6 && plan.hidden.count == 2 && plan.copied.isEmpty, "\(plan.shown.count) \(plan.hidden.count) \(plan.copied.count)")
+            case .events(3):
+                #expect(plan.copied.count == 2, "the two strokes begun by then grew since")
+            case .end:
+                #expect(plan.isEmpty)
+            default:
+                break
+            }
+        }
+    }
 }
