@@ -243,7 +243,7 @@ public struct SVGRenderer {
 // MARK: - Output
 
 /// Accumulates ASCII bytes; numbers are formatted without Foundation.
-private struct SVGWriter {
+struct SVGWriter {
     private var bytes: [UInt8] = []
 
     mutating func reserve(_ capacity: Int) { bytes.reserveCapacity(capacity) }

@@ -30,6 +30,20 @@ public struct History: Sendable {
 
     public static func load(_ directory: JournalDirectory) -> History { History(SegmentSet.load(directory)) }
 
+    /// The history of events an app holds in memory: distinct by id (the first of a repeated
+    /// id is kept; a journal's replay also resolves forks, which this does not).
+    public init(events: some Sequence<Event>) {
+        var seen = Set<EventID>()
+        var distinct = events.filter { seen.insert($0.id).inserted }
+        distinct.sort { $0.orderKey < $1.orderKey }
+        self.events = distinct
+        var report = ReplayReport()
+        for event in distinct { report.count(event.lamport, isPoint: event.payload.kind == .point) }
+        self.report = report
+        replicas = Array(Set(distinct.map(\.id.replica))).sorted()
+        sortedWallTimes = distinct.map(\.wallTime).sorted()
+    }
+
     /// The newest event's wall time (nil: no event).
     public var lastWallTime: Int64? { sortedWallTimes.last }
 

@@ -92,21 +92,22 @@ extension JournalCommand {
             return NamedColors.color(named: text.lowercased()).map { .some($0) }
         }
 
-        /// A regular file (or a new one) is replaced atomically, so a reader never sees half a
-        /// picture; anything else (a device, a FIFO, `/dev/stdout`) is written into, never
-        /// replaced. Errors name the file asked for, not a temporary.
-        private func writeImage(_ bytes: [UInt8], to path: String) throws {
-            do throws(IOError) {
-                if FileSystem.isSpecialFile(path) {
-                    let descriptor = try FileDescriptor.openForStreaming(path)
-                    defer { descriptor.close() }
-                    try descriptor.writeAll(bytes)
-                } else {
-                    try FileSystem.writeAtomically(bytes, to: path)
-                }
-            } catch {
-                throw CLIError("cannot write \(path): \(error.message)", code: CLIError.ioError)
-            }
+    }
+}
+
+/// A regular file (or a new one) is replaced atomically, so a reader never sees half a
+/// picture; anything else (a device, a FIFO, `/dev/stdout`) is written into, never
+/// replaced. Errors name the file asked for, not a temporary.
+func writeImage(_ bytes: [UInt8], to path: String) throws {
+    do throws(IOError) {
+        if FileSystem.isSpecialFile(path) {
+            let descriptor = try FileDescriptor.openForStreaming(path)
+            defer { descriptor.close() }
+            try descriptor.writeAll(bytes)
+        } else {
+            try FileSystem.writeAtomically(bytes, to: path)
         }
+    } catch {
+        throw CLIError("cannot write \(path): \(error.message)", code: CLIError.ioError)
     }
 }

@@ -39,6 +39,8 @@ protocol on --remote-debugging-pipe: NUL-terminated JSON on fds 3 and 4, stdlib 
   * pages W and X: presence (W's name, colour and pointer shown in X, as text, in X's view;
     gone when W leaves), and X's view: Ctrl+wheel zooms about the pointer, the wheel pans, a
     stroke drawn zoomed lands at the board's coordinates, a pinch zooms without a stroke;
+  * `journal timelapse` of the device board played in the browser: paused between events it
+    shows as many strokes as `journal digest --at` says;
   * page K, opened with #token=…: the token leaves the address and history, stays in
     sessionStorage, goes in every hello; a token refusal stops the reconnecting, a
     view-only refusal makes the page a viewer;
@@ -1463,6 +1465,53 @@ def check_view_and_presence(browser, port, artefacts):
     return w, x
 
 
+def check_timelapse(browser, journal, board, work, artefacts):
+    """`journal timelapse` of the device board (undo, redo, erase and clear included), played
+    in the browser: paused at moments between events, it shows as many strokes as
+    `journal digest --at` says the drawing then shows, and at its end the drawing's."""
+    svg = os.path.join(work, "timelapse.svg")
+    duration = 10.0
+    subprocess.run([journal, "timelapse", svg, "-C", board, "--duration", str(duration)], check=True, stdout=subprocess.DEVNULL)
+    events = len(subprocess.run([journal, "log", "-C", board], check=True, capture_output=True, text=True).stdout.splitlines())
+    page = Page(browser, "file://" + svg, "timelapse")
+    deadline = time.monotonic() + DEADLINE
+    while page.evaluate("document.readyState") != "complete" or not page.evaluate("document.querySelectorAll('g').length"):
+        if time.monotonic() > deadline:
+            fail("the time-lapse SVG did not load in the browser")
+        time.sleep(0.1)
+    shown = []
+    for k in sorted({events // 10, events // 3, events // 2, (3 * events) // 4, events - 1, events}):
+        at = min(duration, (k + 0.5) / events * duration) if k < events else duration + 1
+        count = page.evaluate(
+            "(async () => { const s = document.documentElement; s.pauseAnimations(); s.setCurrentTime(%r);"
+            " await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));"
+            " return Array.from(document.querySelectorAll('g')).filter((g) => getComputedStyle(g).visibility === 'visible').length; })()"
+            % at)
+        expected = json.loads(subprocess.run([journal, "digest", "-C", board, "--at", str(k), "--json"], check=True,
+                                             capture_output=True, text=True).stdout)["visibleStrokes"]
+        if count != expected:
+            fail("the time-lapse at %.3f s (after %d of %d events) shows %d strokes; journal digest --at %d says %d"
+                 % (at, k, events, count, k, expected))
+        shown.append("%d@%d" % (count, k))
+    # Pictures, of the demo session (the device board's awkward values span the whole plane).
+    demo = os.path.join(work, "timelapse-demo")
+    subprocess.run([journal, "demo", demo], check=True, stdout=subprocess.DEVNULL)
+    picture = os.path.join(work, "timelapse-demo.svg")
+    subprocess.run([journal, "timelapse", picture, "-C", os.path.join(demo, "board"), "--duration", str(duration), "--width", "800"],
+                   check=True, stdout=subprocess.DEVNULL)
+    page.call("Page.navigate", {"url": "file://" + picture})
+    while page.evaluate("document.readyState") != "complete" or not page.evaluate("document.querySelectorAll('g').length"):
+        if time.monotonic() > deadline:
+            fail("the demo's time-lapse SVG did not load in the browser")
+        time.sleep(0.1)
+    for name, at in (("middle", duration / 2), ("end", duration + 1)):
+        page.evaluate("(async () => { const s = document.documentElement; s.pauseAnimations(); s.setCurrentTime(%r);"
+                      " await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))); })()" % at)
+        page.screenshot(os.path.join(artefacts, "timelapse-%s.png" % name))
+    say("the time-lapse of the device board, paused between events in Chromium, shows what journal digest --at says "
+        "(visible strokes at event counts: %s)" % ", ".join(shown))
+
+
 def check_late_joiner(browser, port, expected):
     """Pages joining the device board hold exactly the journal's events: their fold's digest
     (§9.3, bit for bit) is `journal digest`'s and the seqs they hold are `journal log`'s. E
@@ -1563,6 +1612,7 @@ def check(args, work, artefacts):
         e, f = check_late_joiner(browser, port, device)
         u, v = check_tools(browser, port)
         w, x = check_view_and_presence(browser, port, artefacts)
+        check_timelapse(browser, args.journal_bin, device_board, work, artefacts)
         race_pages, race_visible = check_clear_race(browser, port)
         say("pages P and Q agree with a page loaded afterwards after P's clear with Q's stroke in flight: %d visible stroke" % len(race_visible))
         h, i = check_exact_integers(browser, "http://127.0.0.1:%d/boards/exact" % port)

@@ -1,0 +1,185 @@
+import JournalFormat
+import JournalReplay
+
+/// A journal's history as one animated SVG (`journal timelapse`, docs/HISTORY.md): every
+/// stroke shown at some moment of the range appears as it was drawn, and disappears and
+/// reappears when it was undone, erased, cleared or brought back, in any browser, with no
+/// video encoder. Time runs with the events, not the wall clock: each event of the range
+/// takes the same share of the animation, so pauses take no time and a busy minute is not
+/// rushed.
+public struct Timelapse {
+    /// One stroke of the range, as it is at the range's end, with when each of its points
+    /// came and when it was shown or hidden: positions in the total order.
+    struct Track {
+        var stroke: Drawing.Stroke
+        var pointPositions: [Int]
+        var changes: [(position: Int, visible: Bool)]
+    }
+
+    let tracks: [Track]
+    /// Events before the range, shown as they stand at its start (positions, 0-based).
+    public let start: Int
+    public let end: Int
+
+    /// The events after `start` through `end` (counts of events of the total order).
+    public init(_ history: History, start: Int, end: Int) {
+        let end = min(max(end, 0), history.events.count)
+        let start = min(max(start, 0), end)
+        self.start = start
+        self.end = end
+        var positions: [StrokeID: [Int]] = [:]
+        var changes: [StrokeID: [(position: Int, visible: Bool)]] = [:]
+        var lastOp: [StrokeID: Bool] = [:]
+        var created = Set<StrokeID>()
+        var shown = Set<StrokeID>()
+        // The fold's rules (DESIGN.md's visibility) replayed in total order: the newest of a
+        // stroke's undo, redo and erase decides, and a clear hides every stroke created before
+        // it whose decision is older.
+        func set(_ stroke: StrokeID, visible: Bool, at position: Int) {
+            guard shown.contains(stroke) != visible else { return }
+            if visible { shown.insert(stroke) } else { shown.remove(stroke) }
+            changes[stroke, default: []].append((position, visible))
+        }
+        for (index, event) in history.events.prefix(end).enumerated() {
+            switch event.payload {
+            case .point(let sample):
+                positions[sample.stroke, default: []].append(index)
+                if created.insert(sample.stroke).inserted { set(sample.stroke, visible: lastOp[sample.stroke] ?? true, at: index) }
+            case .undo(let stroke), .erase(let stroke):
+                lastOp[stroke] = false
+                if created.contains(stroke) { set(stroke, visible: false, at: index) }
+            case .redo(let stroke):
+                lastOp[stroke] = true
+                if created.contains(stroke) { set(stroke, visible: true, at: index) }
+            case .clear:
+                for stroke in shown { set(stroke, visible: false, at: index) }
+            case .end:
+                break
+            }
+        }
+        let drawing = history.drawing(ofFirst: end)
+        tracks = drawing.strokes.compactMap { stroke in
+            guard let changes = changes[stroke.id], let positions = positions[stroke.id] else { return nil }
+            // Shown at some moment of the range (a stroke hidden before it began stays out).
+            let shownInRange = changes.contains { $0.visible && $0.position >= start }
+                || changes.last(where: { $0.position < start })?.visible == true
+            guard shownInRange else { return nil }
+            return Track(stroke: stroke, pointPositions: positions, changes: changes)
+        }
+    }
+
+    /// Which strokes the animation shows once it has ended: the drawing at its end's visible ones.
+    var visibleAtEnd: [StrokeID] { tracks.filter { $0.changes.last?.visible == true }.map(\.stroke.id) }
+
+    /// The animated SVG: `duration` seconds for the range, `width` pixels wide, the area of
+    /// every stroke it shows.
+    public func svg(width: Double, duration: Double, background: RGBA? = RGBA(rawValue: 0xFFFF_FFFF)) -> String {
+        let everyStroke = Drawing(strokes: tracks.map { track in var stroke = track.stroke; stroke.visible = true; return stroke })
+        let area = SVGRenderer.contentBounds(everyStroke)
+        let height = max(1, (width * area.height / area.width).rounded())
+        let renderer = SVGRenderer(width: width, height: height, background: background, area: area)
+        let span = Double(max(end - start, 1))
+        func seconds(_ position: Int) -> Double { max(0, Double(position + 1 - start)) / span * duration }
+
+        var out = SVGWriter()
+        out.reserve(512 + tracks.reduce(0) { $0 + 300 + 14 * $1.stroke.points.count })
+        out.text(#"<?xml version="1.0" encoding="UTF-8"?>"#)
+        out.newline()
+        out.text(#"<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width=""#)
+        out.number(width)
+        out.text(#"" height=""#)
+        out.number(height)
+        out.text(#"" viewBox=""#)
+        out.number(area.x)
+        out.text(" ")
+        out.number(area.y)
+        out.text(" ")
+        out.number(area.width)
+        out.text(" ")
+        out.number(area.height)
+        out.text(#"">"#)
+        out.newline()
+        out.text("<!-- a time-lapse of events ")
+        out.integer(start + 1)
+        out.text(" to ")
+        out.integer(end)
+        out.text(" in ")
+        out.number(duration)
+        out.text(" s: ")
+        out.integer(tracks.count)
+        out.text(" strokes -->")
+        out.newline()
+        if let background, background.alpha > 0 {
+            out.text(#"<rect x=""#)
+            out.number(area.x)
+            out.text(#"" y=""#)
+            out.number(area.y)
+            out.text(#"" width=""#)
+            out.number(area.width)
+            out.text(#"" height=""#)
+            out.number(area.height)
+            out.text(#"" fill=""#)
+            out.color(background)
+            out.text(#""/>"#)
+            out.newline()
+        }
+        for track in tracks {
+            let shownAtStart = track.changes.last(where: { $0.position < start })?.visible == true
+            out.text(shownAtStart ? "<g>" : #"<g visibility="hidden">"#)
+            for change in track.changes where change.position >= start {
+                out.text(change.visible ? #"<set attributeName="visibility" to="visible" begin=""# : #"<set attributeName="visibility" to="hidden" begin=""#)
+                out.number(seconds(change.position), decimals: 3)
+                out.text(#"s" fill="freeze"/>"#)
+            }
+            out.newline()
+            let points = track.stroke.points
+            if points.count == 1 {
+                let style = track.stroke.style(ofPoint: 0)
+                out.text(#"<circle cx=""#)
+                out.number(points[0].x)
+                out.text(#"" cy=""#)
+                out.number(points[0].y)
+                out.text(#"" r=""#)
+                out.number(style.width / 2)
+                out.text(#"" fill=""#)
+                out.color(style.color)
+                out.text(#""/>"#)
+                out.newline()
+            } else {
+                for run in renderer.runs(of: track.stroke) {
+                    // Drawn from its first point to its last while their events play:
+                    // a dash of the whole length (pathLength 1) slides in.
+                    let from = seconds(track.pointPositions[run.first]), to = seconds(track.pointPositions[run.last])
+                    let already = track.pointPositions[run.last] < start
+                    out.text(#"<polyline points=""#)
+                    for index in run.first...run.last {
+                        if index > run.first { out.text(" ") }
+                        out.number(points[index].x)
+                        out.text(",")
+                        out.number(points[index].y)
+                    }
+                    out.text(#"" fill="none" stroke=""#)
+                    out.color(run.style.color)
+                    out.text(#"" stroke-width=""#)
+                    out.number(run.width)
+                    out.text(#"" stroke-linecap="round" stroke-linejoin="round""#)
+                    if already {
+                        out.text("/>")
+                    } else {
+                        out.text(#" pathLength="1" stroke-dasharray="1 1" stroke-dashoffset="1"><animate attributeName="stroke-dashoffset" from="1" to="0" begin=""#)
+                        out.number(from, decimals: 3)
+                        out.text(#"s" dur=""#)
+                        out.number(max(to - from, 0.001), decimals: 3)
+                        out.text(#"s" fill="freeze"/></polyline>"#)
+                    }
+                    out.newline()
+                }
+            }
+            out.text("</g>")
+            out.newline()
+        }
+        out.text("</svg>")
+        out.newline()
+        return out.string
+    }
+}
