@@ -128,4 +128,28 @@ import Testing
         let bad = try cli.journal(["restore", "-C", board, "--to", "yesterday"])
         #expect(bad.status == 64 && bad.stderr.contains("yesterday"))
     }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/rsvg-convert"), "needs rsvg-convert (librsvg2-bin)"))
+    func aPDFHasAPagePerMoment() throws {
+        let temp = TemporaryDirectory("cli-pdf")
+        defer { temp.remove() }
+        let board = try cli.sampleBoard(temp)
+        #expect(try cli.journal(["record", "-C", board], stdin: #"{"type":"clear"}"# + "\n").status == 0)
+        let pages = { (path: String) throws -> Int in
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+            #expect(bytes.starts(with: Array("%PDF".utf8)))
+            let text = String(decoding: bytes, as: UTF8.self)
+            return text.matches(of: try Regex(#"/Type\s*/Page[^s]"#)).count
+        }
+        let three = temp.path + "/three.pdf"
+        let run = try cli.journal(["render", three, "-C", board, "--pages", "1,2,now"])
+        #expect(run.status == 0 && run.stdout.contains("3 pages"), "\(run.stdout)\(run.stderr)")
+        #expect(try pages(three) == 3)
+        // A page before each clear, and now: the board before its clear, and the cleared one.
+        let clears = temp.path + "/clears.pdf"
+        #expect(try cli.journal(["render", clears, "-C", board, "--pages", "clears"]).status == 0)
+        #expect(try pages(clears) == 2)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temp.path).allSatisfy { !$0.hasPrefix(".journal-render") })
+        #expect(try cli.journal(["render", temp.path + "/x.svg", "-C", board, "--pages", "clears"]).status == 64)
+    }
 }

@@ -5,6 +5,7 @@ import JournalIngest
 import JournalPlatform
 import JournalRender
 import JournalReplay
+import JournalStorage
 
 extension JournalCommand {
     struct Render: AsyncParsableCommand {
@@ -21,6 +22,7 @@ extension JournalCommand {
                   journal render board.png -C board --width 1600 --background none
                   journal render - -C board --area 0,0,800,600 > part.svg
                   journal render before.svg -C board --at 10:05     # as it was at 10:05 today
+                  journal render session.pdf -C board --pages clears  # a page before each clear, and now
                 """)
 
         @OptionGroup var options: JournalOptions
@@ -34,6 +36,10 @@ extension JournalCommand {
         var area: String?
         @Option(help: ArgumentHelp("Canvas colour: #RRGGBB, #RRGGBBAA, a colour name (white, yellow, …) or none.", valueName: "colour"))
         var background: String = "#FFFFFF"
+        @Option(parsing: .unconditional, help: ArgumentHelp(
+            "PDF only: a page per moment, comma-separated (5099,10:05,now), or 'clears': the board before each clear, and now.",
+            valueName: "moments"))
+        var pages: String?
 
         func validate() throws {
             guard width > 0, width.isFinite, height.map({ $0 > 0 && $0.isFinite }) ?? true else {
@@ -41,6 +47,15 @@ extension JournalCommand {
             }
             if let area, Self.parseArea(area) == nil {
                 throw ValidationError("--area must be x,y,width,height with a positive width and height, got \(area.debugDescription)")
+            }
+            if let pages {
+                guard output.lowercased().hasSuffix(".pdf") else { throw ValidationError("--pages makes the pages of a PDF: name a .pdf file") }
+                guard moment.at == nil else { throw ValidationError("--pages and --at both choose moments: give one") }
+                if pages != "clears" {
+                    for part in pages.split(separator: ",", omittingEmptySubsequences: false) {
+                        _ = try MomentOption.parse(String(part), option: "--pages")
+                    }
+                }
             }
             if Self.parseColour(background) == nil {
                 throw ValidationError("--background must be #RRGGBB, #RRGGBBAA, a colour name (white, yellow, …) or none, got \(background.debugDescription)")
@@ -50,6 +65,10 @@ extension JournalCommand {
         func run() async throws {
             try await reportingErrors {
                 let journal = try options.open()
+                if output.lowercased().hasSuffix(".pdf") {
+                    try await writePDF(journal)
+                    return
+                }
                 let (drawing, report) = try moment.drawing(journal) ?? Replay.load(journal)
                 reportProblems(report)
                 let shown = area.flatMap(Self.parseArea) ?? SVGRenderer.contentBounds(drawing)
@@ -63,7 +82,7 @@ extension JournalCommand {
                 }
                 let svg = Array(text.utf8)
                 let isPNG = output.lowercased().hasSuffix(".png")
-                try writeImage(isPNG ? try await PNGRasteriser.png(fromSVG: svg) : svg, to: output)
+                try writeImage(isPNG ? try await RSVGConvert.png(fromSVG: svg) : svg, to: output)
                 var message = "wrote \(output): \(Wording.counted(drawing.visibleStrokes.count, "stroke")), \(Int(width))×\(Int(pixelHeight)) px"
                 if area != nil {
                     let cut = SVGRenderer.strokesOutside(shown, of: drawing)
@@ -72,6 +91,34 @@ extension JournalCommand {
                 Terminal.write(message + "\n")
                 Terminal.flush()
             }
+        }
+
+        /// A vector PDF through rsvg-convert: a page per moment of --pages (else one, of --at or
+        /// now), each sized to its drawing (or --area).
+        private func writePDF(_ journal: JournalDirectory) async throws {
+            let history = History.load(journal)
+            reportProblems(history.report)
+            var counts: [Int]
+            if pages == "clears" {
+                counts = history.events.enumerated().compactMap { $0.element.payload == .clear ? $0.offset : nil } + [history.events.count]
+            } else if let pages {
+                counts = try pages.split(separator: ",").map { history.count(at: try MomentOption.parse(String($0), option: "--pages")) }
+            } else {
+                counts = [history.count(at: try moment.at.map { try MomentOption.parse($0, option: "--at") } ?? .end)]
+            }
+            counts = counts.filter { $0 > 0 }
+            guard !counts.isEmpty else { throw CLIError("no page to make: every moment asked for comes before the first event", code: 64) }
+            let svgs = counts.map { count -> [UInt8] in
+                let drawing = history.drawing(ofFirst: count)
+                let shown = area.flatMap(Self.parseArea) ?? SVGRenderer.contentBounds(drawing)
+                let pixelHeight = height ?? max(1, (width * shown.height / shown.width).rounded())
+                return Array(SVGRenderer(width: width, height: pixelHeight, background: Self.parseColour(background) ?? nil, area: shown)
+                    .render(drawing).utf8)
+            }
+            let scratch = FileSystem.parent(of: output) + "/.journal-render-\(ProcessInfoLite.processID)"
+            try writeImage(try await RSVGConvert.pdf(pages: svgs, scratch: scratch), to: output)
+            Terminal.write("wrote \(output): \(Wording.counted(counts.count, "page")), at events \(counts.map(String.init).joined(separator: ", "))\n")
+            Terminal.flush()
         }
 
         static func parseArea(_ text: String) -> SVGRenderer.Area? {
