@@ -142,6 +142,9 @@
   // record with the stroke's creation key (its least), null while it has no points.
   const strokes = new Map();      // stroke id (32 lowercase hex) -> stroke
   const clears = [];              // clear records
+  const ends = [];                // end records: they draw nothing, yet count as moments
+  let historyCut = null;          // History: the last record of the moment shown; null: live
+  let historyStale = true;        // History: the timeline misses records applied since it was built
   let latestClear = null;
   let pointCount = 0;
   let zOrder = [];                // strokes with points, by creation key
@@ -167,6 +170,7 @@
   // Adds a record; returns true when only the last segment of the topmost stroke changed
   // (the screen can then be updated in place), false when it needs a full redraw.
   function apply(record) {
+    historyStale = true;
     if (record.kind === 'clear') {
       clears.push(record);
       if (!latestClear || compareKeys(record, latestClear) > 0) latestClear = record;
@@ -186,11 +190,12 @@
       if (s.late.length > 64 && s.late.length > n) mergeLate(s);
       return false;
     }
-    if (record.kind === 'end') { s.ends += 1; return true; }
+    if (record.kind === 'end') { s.ends += 1; ends.push(record); return true; }
     s.ops.push(record);
     return false;
   }
   function unapply(record) {
+    historyStale = true;
     if (record.kind === 'clear') {
       clears.splice(clears.indexOf(record), 1);
       latestClear = maxKey(clears);
@@ -209,6 +214,8 @@
       }
     } else if (record.kind === 'end') {
       s.ends -= 1;
+      const at = ends.indexOf(record);
+      if (at >= 0) ends.splice(at, 1);
     } else {
       const at = s.ops.indexOf(record);
       if (at >= 0) s.ops.splice(at, 1);
@@ -407,7 +414,9 @@
     ctx.setTransform(scale * view.zoom, 0, 0, scale * view.zoom, scale * view.x, scale * view.y);
     ctx.lineCap = 'round';
     ctx.lineJoin = 'round';
+    const clearAtCut = historyCut !== null ? latestThrough(clears, historyCut) : null;
     for (const s of zOrder) {
+      if (historyCut !== null) { drawAtCut(s, historyCut, clearAtCut); continue; }
       if (!isVisible(s)) continue;
       const points = pointsOf(s);
       for (let i = 0; i < points.length; i++) drawSegment(i > 0 ? points[i - 1].point : null, points[i].point);
@@ -450,7 +459,7 @@
   // Live events are drawn at once (in place when they extend the top stroke); a catch-up's
   // only when it ends or by the rule above, never per event.
   function show(record) {
-    if (apply(record) && !catchingUp) {
+    if (apply(record) && !catchingUp && historyCut === null) {
       if (record.kind === 'point') drawLastSegment(strokes.get(record.stroke));
     } else {
       scheduleRedraw();
@@ -1022,7 +1031,7 @@
       e.preventDefault();
       return;
     }
-    if (viewOnly) return;
+    if (viewOnly || historyCut !== null) return;
     if (e.pointerType === 'mouse' && e.button !== 0) return;
     if (active.has(e.pointerId)) return;
     try { canvas.setPointerCapture(e.pointerId); } catch (err) { /* the pointer is gone already */ }
@@ -1218,6 +1227,111 @@
   widthInput.addEventListener('input', () => { widthValue.textContent = widthInput.value; });
   window.addEventListener('resize', resize);
 
+  // ---- History: the board at any moment (docs/HISTORY.md) ----
+  // The page holds every event of the board with its key, so a moment needs nothing from the
+  // relay: the slider picks k, the first k events in total order (as `journal log` numbers
+  // them, as `--at k` means), and the board is drawn as it was then: each stroke created by
+  // then with its points by then, visible by the undo, redo, erase and clear events by then.
+  // Live events keep arriving meanwhile and widen the slider; "Live" shows now again.
+  let timeline = [];              // every record, in total order (built when history opens)
+  let historyAt = 0;
+  let playing = 0;
+  const historyPanel = document.getElementById('history-panel');
+  const historySlider = document.getElementById('history-slider');
+  const historyLabel = document.getElementById('history-label');
+  const playButton = document.getElementById('history-play');
+  const speedSelect = document.getElementById('history-speed');
+  function buildTimeline() {
+    if (!historyStale) return;
+    const all = [];
+    for (const s of strokes.values()) {
+      for (const r of pointsOf(s)) all.push(r);
+      for (const r of s.ops) all.push(r);
+    }
+    for (const r of clears) all.push(r);
+    for (const r of ends) all.push(r);
+    all.sort(compareKeys);
+    timeline = all;
+    historyStale = false;
+    historySlider.max = String(timeline.length);
+  }
+  // The number of records in `sorted` (sorted by key) at or before `cut`.
+  function countThrough(sorted, cut) {
+    let lo = 0, hi = sorted.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (compareKeys(sorted[mid], cut) <= 0) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+  }
+  const atOrBefore = (record, cut) => cut !== 0 && compareKeys(record, cut) <= 0;
+  function latestThrough(records, cut) {
+    let best = null;
+    for (const r of records) if (atOrBefore(r, cut) && (!best || compareKeys(r, best) > 0)) best = r;
+    return best;
+  }
+  // `cut`: a record (the last one the moment holds), or 0 for the empty board; `clear`: the
+  // latest clear by then.
+  function visibleAt(s, cut, clear) {
+    const op = latestThrough(s.ops, cut);
+    let visible = op ? op.kind === 'redo' : true;
+    if (clear && compareKeys(s.first, clear) < 0 && (!op || compareKeys(op, clear) < 0)) visible = false;
+    return visible;
+  }
+  function drawAtCut(s, cut, clear) {
+    if (!atOrBefore(s.first, cut) || !visibleAt(s, cut, clear)) return;
+    const points = pointsOf(s);
+    const n = countThrough(points, cut);
+    for (let i = 0; i < n; i++) drawSegment(i > 0 ? points[i - 1].point : null, points[i].point);
+  }
+  function showMoment(k) {
+    buildTimeline();
+    historyAt = Math.max(0, Math.min(timeline.length, k));
+    historyCut = historyAt === 0 ? 0 : timeline[historyAt - 1];
+    historySlider.value = String(historyAt);
+    const when = historyAt === 0 ? 'before the first event' : new Date(Number(historyCut.time)).toLocaleString();
+    historyLabel.textContent = 'event ' + historyAt + ' of ' + timeline.length + ' · ' + when;
+    redrawNow();
+  }
+  function openHistory() {
+    historyPanel.hidden = false;
+    document.getElementById('history').setAttribute('aria-pressed', 'true');
+    buildTimeline();
+    showMoment(timeline.length);
+  }
+  function goLive() {
+    pause();
+    historyPanel.hidden = true;
+    document.getElementById('history').setAttribute('aria-pressed', 'false');
+    historyCut = null;
+    redrawNow();
+  }
+  function pause() {
+    if (playing) cancelAnimationFrame(playing);
+    playing = 0;
+    playButton.textContent = 'Play';
+  }
+  // Plays the whole board in 30 s at 1x: each event takes the same share, pauses take none.
+  function play() {
+    buildTimeline();
+    if (historyAt >= timeline.length) showMoment(0);
+    playButton.textContent = 'Pause';
+    let last = performance.now();
+    let position = historyAt;
+    const step = (now) => {
+      position += (now - last) / 30000 * Math.max(timeline.length, 1) * Number(speedSelect.value);
+      last = now;
+      showMoment(Math.floor(position));
+      if (historyAt >= timeline.length) { pause(); return; }
+      playing = requestAnimationFrame(step);
+    };
+    playing = requestAnimationFrame(step);
+  }
+  document.getElementById('history').addEventListener('click', () => (historyCut === null ? openHistory() : goLive()));
+  document.getElementById('history-live').addEventListener('click', goLive);
+  playButton.addEventListener('click', () => (playing ? pause() : play()));
+  historySlider.addEventListener('input', () => { pause(); showMoment(Number(historySlider.value)); });
+
   // ---- Presence: who else is here, and their pointers (never journalled: PROTOCOL.md) ----
   // This page says its person's name (kept in the browser, editable), its pen colour and
   // where its pointer is on the board, at most 20 times a second; others are listed in the
@@ -1313,6 +1427,26 @@
     others.clear();
     showPeople();
   }
+
+  // For tests: the board at the first k events (k past the end: now), as a page shows it when
+  // scrubbed there: visible strokes and every stroke's points by then (hidden ones too, as
+  // `journal digest --at k --json` counts them), and how long drawing it took.
+  window.strokeJournalAt = function (k) {
+    if (historyPanel.hidden) openHistory();
+    pause();
+    const started = performance.now();
+    showMoment(k);
+    redrawAll();
+    const drawn = performance.now() - started;
+    let visible = 0, points = 0;
+    const clear = latestThrough(clears, historyCut);
+    for (const s of strokes.values()) {
+      if (!s.first || !atOrBefore(s.first, historyCut)) continue;
+      points += countThrough(pointsOf(s), historyCut);
+      if (visibleAt(s, historyCut, clear)) visible += 1;
+    }
+    return { events: historyAt, of: timeline.length, visibleStrokes: visible, points: points, milliseconds: drawn };
+  };
 
   // For tests: the SVG the SVG button saves.
   window.strokeJournalSVG = boardSVG;

@@ -39,6 +39,8 @@ protocol on --remote-debugging-pipe: NUL-terminated JSON on fds 3 and 4, stdlib 
   * pages W and X: presence (W's name, colour and pointer shown in X, as text, in X's view;
     gone when W leaves), and X's view: Ctrl+wheel zooms about the pointer, the wheel pans, a
     stroke drawn zoomed lands at the board's coordinates, a pinch zooms without a stroke;
+  * page Y's History control on the device board: scrubbed to event counts, it shows the
+    strokes and points `journal digest --at` says;
   * `journal timelapse` of the device board played in the browser: paused between events it
     shows as many strokes as `journal digest --at` says;
   * page K, opened with #token=…: the token leaves the address and history, stays in
@@ -1512,6 +1514,40 @@ def check_timelapse(browser, journal, board, work, artefacts):
         "(visible strokes at event counts: %s)" % ", ".join(shown))
 
 
+def check_history(browser, port, journal, board, artefacts):
+    """Page Y on the device board (undo, redo, erase, clear): its History control scrubbed to
+    event counts shows the strokes and points `journal digest --at` says the board held then;
+    screenshots of the page at the middle and of `journal render --at` the same moment."""
+    y = Page(browser, "http://127.0.0.1:%d/boards/device" % port, "Y")
+    digest = lambda k: json.loads(subprocess.run([journal, "digest", "-C", board, "--at", str(k), "--json"], check=True,
+                                                 capture_output=True, text=True).stdout)
+    total = digest("now")["events"]
+    y.wait_for("live on the device board with its %d events" % total,
+               lambda s: s["live"] and s["points"] == digest("now")["points"])
+    times, seen = [], []
+    for k in sorted({0, 1, total // 7, total // 3, total // 2, (2 * total) // 3, total - 1, total}):
+        at = y.evaluate("window.strokeJournalAt(%d)" % k)
+        expected = digest(k)
+        if at["events"] != k or at["of"] != total:
+            fail("page Y scrubbed to %d shows event %d of %d; the board holds %d" % (k, at["events"], at["of"], total))
+        if (at["visibleStrokes"], at["points"]) != (expected["visibleStrokes"], expected["points"]):
+            fail("page Y at event %d shows %d strokes and %d points; journal digest --at %d: %d and %d"
+                 % (k, at["visibleStrokes"], at["points"], k, expected["visibleStrokes"], expected["points"]))
+        times.append(at["milliseconds"])
+        seen.append("%d@%d" % (at["visibleStrokes"], k))
+    middle = total // 2
+    y.evaluate("window.strokeJournalAt(%d)" % middle)
+    y.screenshot(os.path.join(artefacts, "page-Y-history-at-%d.png" % middle))
+    subprocess.run([journal, "render", os.path.join(artefacts, "render-at-%d.svg" % middle), "-C", board, "--at", str(middle)],
+                   check=True, stdout=subprocess.DEVNULL)
+    y.evaluate("document.getElementById('history-live').click()")
+    y.wait_for("live again after Live", lambda s: s["live"])
+    times.sort()
+    say("page Y's History control at %d moments shows the strokes and points journal digest --at says (%s); "
+        "a scrubbed moment drawn in at most %.1f ms on this board" % (len(seen), ", ".join(seen), times[-1]))
+    return y
+
+
 def check_late_joiner(browser, port, expected):
     """Pages joining the device board hold exactly the journal's events: their fold's digest
     (§9.3, bit for bit) is `journal digest`'s and the seqs they hold are `journal log`'s. E
@@ -1610,6 +1646,7 @@ def check(args, work, artefacts):
         g = check_text_without_decompression(browser, "http://127.0.0.1:%d/boards/no-blocks" % port)
         say("page G, in a browser without DecompressionStream, asks for no blocks and catches up in text")
         e, f = check_late_joiner(browser, port, device)
+        y = check_history(browser, port, args.journal_bin, device_board, artefacts)
         u, v = check_tools(browser, port)
         w, x = check_view_and_presence(browser, port, artefacts)
         check_timelapse(browser, args.journal_bin, device_board, work, artefacts)
@@ -1624,7 +1661,7 @@ def check(args, work, artefacts):
         if check_tokens_with_relay(args.chromium, args.journal_bin, work, artefacts):
             say("a relay that needs tokens: page T1 (admin token) draws, T2 (view token) becomes a viewer, T3 (none) and T4 (forged) stop")
 
-        for page in [a, b, c, d, e, f, g, h, i, k, u, v, x, crowded] + race_pages:
+        for page in [a, b, c, d, e, f, g, h, i, k, u, v, x, y, crowded] + race_pages:
             path = os.path.join(artefacts, "page-%s.png" % page.name)
             page.screenshot(path)
             if os.path.getsize(path) < 1000:
