@@ -14,6 +14,8 @@ import JournalIngest
 /// - `{"type":"caughtUp","events":N,"have":{…}}`: the N events before it were what the
 ///   client lacked when it joined (all of the board, without a hello); `have` is what the
 ///   board held then (`Have`), so the client holds that after the catch-up. What follows is live.
+/// - `{"type":"presence",…}`: another client's presence (`Presence`), only to a client whose
+///   hello asked for it; not an event, never recorded.
 /// - anything else is an event of the board, as its canonical line with its envelope: the
 ///   line `journal log` prints for it (`{"type":"point",…,"replica":…,"seq":…,"lamport":…,"time":…}`).
 public enum ServerMessage: Equatable, Sendable {

@@ -667,6 +667,7 @@
     else if (!socket) text = problem ? problem + ' · reconnecting' : 'offline · reconnecting';
     else if (!live) text = 'connecting';
     else text = 'live';
+    if (historyCut !== null && !stopped) text = 'showing the past (Live to draw) · ' + text;
     if (viewOnly && !stopped) text = 'view only · ' + text;
     if (outbox.length) text += ' · ' + outbox.length + ' unacked';
     statusView.textContent = text;
@@ -1291,6 +1292,7 @@
     historySlider.value = String(historyAt);
     const when = historyAt === 0 ? 'before the first event' : new Date(Number(historyCut.time)).toLocaleString();
     historyLabel.textContent = 'event ' + historyAt + ' of ' + timeline.length + ' · ' + when;
+    updateStatus();
     redrawNow();
   }
   function openHistory() {
@@ -1304,6 +1306,7 @@
     historyPanel.hidden = true;
     document.getElementById('history').setAttribute('aria-pressed', 'false');
     historyCut = null;
+    updateStatus();
     redrawNow();
   }
   function pause() {

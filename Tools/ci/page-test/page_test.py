@@ -1540,8 +1540,10 @@ def check_history(browser, port, journal, board, artefacts):
     y.screenshot(os.path.join(artefacts, "page-Y-history-at-%d.png" % middle))
     subprocess.run([journal, "render", os.path.join(artefacts, "render-at-%d.svg" % middle), "-C", board, "--at", str(middle)],
                    check=True, stdout=subprocess.DEVNULL)
+    if "showing the past" not in y.state()["status"]:
+        fail("page Y's status does not say it shows the past: %r" % y.state()["status"])
     y.evaluate("document.getElementById('history-live').click()")
-    y.wait_for("live again after Live", lambda s: s["live"])
+    y.wait_for("live again after Live, and saying so", lambda s: s["live"] and "past" not in s["status"])
     times.sort()
     say("page Y's History control at %d moments shows the strokes and points journal digest --at says (%s); "
         "a scrubbed moment drawn in at most %.1f ms on this board" % (len(seen), ", ".join(seen), times[-1]))
