@@ -75,9 +75,28 @@ public struct SVGRenderer {
         var out = SVGWriter()
         out.reserve(256 + strokes.reduce(0) { $0 + 120 + 14 * $1.points.count })
 
+        let shown = area ?? Self.contentBounds(drawing)
+        openDocument(&out, showing: shown)
+        out.text("<!-- ")
+        out.integer(strokes.count)
+        out.text(strokes.count == 1 ? " stroke" : " strokes")
+        out.text(" (")
+        out.integer(drawing.strokes.count - strokes.count)
+        out.text(" hidden) -->")
+        out.newline()
+        fillBackground(&out, showing: shown)
+
+        for stroke in strokes { draw(stroke, into: &out) }
+
+        out.text("</svg>")
+        out.newline()
+        return out.string
+    }
+
+    /// The XML declaration and the `<svg>` element showing `shown` at `width` × `height`.
+    func openDocument(_ out: inout SVGWriter, showing shown: Area) {
         out.text(#"<?xml version="1.0" encoding="UTF-8"?>"#)
         out.newline()
-        let shown = area ?? Self.contentBounds(drawing)
         out.text(#"<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width=""#)
         out.number(width)
         out.text(#"" height=""#)
@@ -92,14 +111,10 @@ public struct SVGRenderer {
         out.number(shown.height)
         out.text(#"">"#)
         out.newline()
-        out.text("<!-- ")
-        out.integer(strokes.count)
-        out.text(strokes.count == 1 ? " stroke" : " strokes")
-        out.text(" (")
-        out.integer(drawing.strokes.count - strokes.count)
-        out.text(" hidden) -->")
-        out.newline()
+    }
 
+    /// The canvas colour over `shown`, when there is one.
+    func fillBackground(_ out: inout SVGWriter, showing shown: Area) {
         if let background, background.alpha > 0 {
             out.text(#"<rect x=""#)
             out.number(shown.x)
@@ -120,12 +135,6 @@ public struct SVGRenderer {
             out.text("/>")
             out.newline()
         }
-
-        for stroke in strokes { draw(stroke, into: &out) }
-
-        out.text("</svg>")
-        out.newline()
-        return out.string
     }
 
     // MARK: Strokes
