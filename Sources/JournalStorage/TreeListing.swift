@@ -27,6 +27,9 @@ public struct TreeListing: Sendable {
     public var files: [File] = []
     /// Entries that are not even in a replica folder, or not regular files.
     public var ignored: [Problem] = []
+    /// Replica folder names (`<replica-hex>`) taken by something that is not a folder, such
+    /// as a symlink: nothing may be written there (invariant 8).
+    public var unwritableFolders: Set<String> = []
 
     public init() {}
 
@@ -48,6 +51,7 @@ public struct TreeListing: Sendable {
             let folder = FileSystem.join(replicasPath, entry.name)
             guard entry.kind == .directory, let replica = ReplicaID(hex: entry.name) else {
                 let reason: String
+                if ReplicaID(hex: entry.name) != nil { listing.unwritableFolders.insert(entry.name) }
                 if entry.kind == .symlink { reason = "symbolic link: never followed" }
                 else if case .foreign(let why) = FileClassifier.classify(entry.name) { reason = why }
                 else { reason = "not a replica folder (expected 32 lowercase hex digits)" }

@@ -261,9 +261,19 @@ public struct SyncEngine {
             // Listed again: segments just imported from conflict copies go out under their
             // canonical names too.
             let localNow = report.imported.isEmpty ? local : TreeListing.scan(replicasPath: journal.replicasPath)
+            var refusedFolders = Set<String>()
             for file in localNow.files {
                 guard case .segment(let name) = file.classification, name.identifiesContents,
                       !remoteKeys.contains(file.relativePath) else { continue }
+                let folder = file.replica.hex
+                if remote.unwritableFolders.contains(folder) {
+                    // Invariant 8: a symlink where a replica folder belongs is never written through.
+                    if refusedFolders.insert(folder).inserted {
+                        report.notPublished.append(Problem(.ignored, file: key + "/replicas/" + folder, replica: file.replica,
+                                                           reason: IOError.symbolicLinkReason + "; nothing published there"))
+                    }
+                    continue
+                }
                 let path = FileSystem.join(journal.replicasPath, file.relativePath)
                 report.bytesRead += file.size
                 if let problem = SegmentImporter.verifyFile(at: path, replica: file.replica, name: name) {

@@ -216,8 +216,14 @@ struct RsyncTransport: Transport {
             let size = Int64(fields[1].filter(\.isNumber)) ?? 0
             let stamp = Int64((fields[2] + fields[3]).filter(\.isNumber)) ?? 0
             let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+            if parts.count == 1, ReplicaID(hex: parts[0]) != nil {
+                if mode == "d" { continue }
+                listing.unwritableFolders.insert(path)
+                listing.ignored.append(Problem(.ignored, file: remote + path,
+                                               reason: mode == "l" ? "symbolic link: never followed" : "a replica folder that is not a folder"))
+                continue
+            }
             if mode == "d" {
-                if parts.count == 1, ReplicaID(hex: parts[0]) != nil { continue }
                 listing.ignored.append(Problem(.ignored, file: remote + path, reason: "a directory where a segment file or replica folder was expected"))
                 continue
             }
@@ -275,10 +281,35 @@ struct RsyncTransport: Transport {
         arguments += [localReplicas + "/", remoteReplicas]
         let result: ChildProcess.Result
         do { result = try await Self.run(arguments) } catch { throw .rsyncMissing }
-        guard result.status == 0 else {
-            throw .rsyncFailed(command: "rsync " + arguments.joined(separator: " "), status: result.status, output: result.messages)
+        if result.status == 0 { return PublishOutcome(sent: relativePaths) }
+        // A replica folder swapped for a symlink after the listing: rsync (3.2.5 and later)
+        // refuses to write through it. That is a refusal to report, not a failed sync.
+        if result.status == 23, let refusedPaths = Self.symlinkRefusals(in: result.messages, sending: relativePaths) {
+            var outcome = PublishOutcome(sent: relativePaths.filter { !refusedPaths.contains($0) })
+            let folders = Set(refusedPaths.map { String($0.prefix { $0 != "/" }) })
+            for folder in folders.sorted() {
+                outcome.refused.append(Problem(.ignored, file: remoteReplicas + folder, replica: ReplicaID(hex: folder),
+                                               reason: IOError.symbolicLinkReason + "; nothing published there"))
+            }
+            return outcome
         }
-        return PublishOutcome(sent: relativePaths)
+        throw .rsyncFailed(command: "rsync " + arguments.joined(separator: " "), status: result.status, output: result.messages)
+    }
+
+    /// The paths rsync would not write because a folder on the way is a symlink, when that is
+    /// the only complaint in its messages; nil when anything else went wrong too.
+    static func symlinkRefusals(in messages: String, sending relativePaths: [String]) -> Set<String>? {
+        var refused = Set<String>()
+        for line in messages.split(separator: "\n") {
+            if line.hasPrefix("rsync error: some files/attrs were not transferred") { continue }
+            guard line.contains("Too many levels of symbolic links") || line.contains("Not a directory"),
+                  let open = line.firstIndex(of: "\""), let close = line[line.index(after: open)...].firstIndex(of: "\"")
+            else { return nil }
+            let quoted = line[line.index(after: open)..<close]
+            guard let relative = relativePaths.first(where: { quoted.hasSuffix("/" + $0) }) else { return nil }
+            refused.insert(relative)
+        }
+        return refused.isEmpty ? nil : refused
     }
 
     func finish() {

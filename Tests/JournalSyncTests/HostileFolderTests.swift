@@ -8,7 +8,7 @@ import JournalFormat
 import JournalPlatform
 import JournalReplay
 import JournalStorage
-import JournalSync
+@testable import JournalSync
 import JournalTestSupport
 import Synchronization
 import Testing
@@ -43,6 +43,54 @@ import Testing
         #expect(report.hasProblems)
         #expect(report.ignored.contains { $0.file == shared + "/replicas/" + replica.hex && $0.reason.contains("symbolic link") })
         #expect(FileSystem.linkStatus(shared + "/replicas/" + replica.hex)?.kind == .symlink)
+    }
+
+    @Test(.enabled(if: hasRsync(), "rsync is not installed (apt-get install rsync)"))
+    func publishingOverRsyncRefusesASymlinkedReplicaFolderOfTheTarget() async throws {
+        let temp = TemporaryDirectory("hostile-publish-rsync")
+        defer { temp.remove() }
+        var alice = try Machine(temp.path + "/alice", seed: 53)
+        try alice.draw(strokes: 3)
+        var bob = try Machine(temp.path + "/bob", seed: 54)
+        try bob.draw(strokes: 2)
+        let replica = try alice.journal.identity()
+        let board = temp.path + "/board"
+        let outside = temp.path + "/outside"
+        try FileSystem.createDirectory(board + "/replicas")
+        try FileSystem.createDirectory(outside)
+        try FileSystem.symlink(outside, at: board + "/replicas/" + replica.hex)
+        _ = try await SyncEngine(journal: bob.journal).sync(.rsync(board))
+
+        // Alice's folder on the board is a symlink; Bob's is real and still gets her copy of
+        // nothing, while his own segments stay where they are.
+        let report = try await SyncEngine(journal: alice.journal).sync(.rsync(board))
+        #expect(contents(outside).isEmpty, "a segment was written through the symlink: \(contents(outside))")
+        #expect(report.published.allSatisfy { !$0.hasPrefix(replica.hex) }, "\(report.published)")
+        #expect(report.notPublished.count == 1 && report.notPublished[0].file.hasSuffix("/replicas/" + replica.hex)
+                    && report.notPublished[0].reason.contains("symbolic link"), "\(report.notPublished)")
+        let bobHex = try bob.journal.identity().hex
+        #expect(report.imported.contains { $0.hasPrefix(bobHex) }, "\(report.imported)")
+        #expect(FileSystem.linkStatus(board + "/replicas/" + replica.hex)?.kind == .symlink)
+    }
+
+    /// A folder swapped for a symlink between the listing and the push: rsync refuses to write
+    /// through it (status 23) and sync reports the refusal instead of failing. What rsync
+    /// 3.5 prints then, verbatim apart from the paths.
+    @Test func rsyncRefusingASymlinkedFolderIsAReportedRefusalNotAFailure() {
+        let sending = ["b2fc33eca68c447c4979999bae7cbe37/00000000000000000001-00000000000000000251-35f4e5deeb9221e9b6d461498188e57a.sjs",
+                       "b2fc33eca68c447c4979999bae7cbe37/00000000000000000252-00000000000000000268-3e5acc3022831d8dca61ece6fe66218b.sjs",
+                       "ef7e38ea08677a52d63da075da3a269b/00000000000000000001-00000000000000000002-00000000000000000000000000000000.sjs"]
+        let messages = """
+            rsync: [generator] recv_generator: failed to stat "/tmp/b/replicas/\(sending[0])": Too many levels of symbolic links (40)
+            rsync: [generator] recv_generator: failed to stat "/tmp/b/replicas/\(sending[1])": Too many levels of symbolic links (40)
+            rsync error: some files/attrs were not transferred (see previous errors) (code 23) at main.c(1394) [sender=3.5.0]
+
+            """
+        #expect(RsyncTransport.symlinkRefusals(in: messages, sending: sending) == Set(sending.prefix(2)))
+        // Any other complaint keeps the failure a failure.
+        let mixed = messages + "rsync: [receiver] write failed on \"/tmp/b/replicas/\(sending[2])\": No space left on device (28)\n"
+        #expect(RsyncTransport.symlinkRefusals(in: mixed, sending: sending) == nil)
+        #expect(RsyncTransport.symlinkRefusals(in: "rsync error: some files/attrs were not transferred (code 23)\n", sending: sending) == nil)
     }
 
     @Test func publishingRefusesASymlinkedReplicasFolder() async throws {
