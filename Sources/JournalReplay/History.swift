@@ -13,8 +13,8 @@ public struct History: Sendable {
     /// What replay reported on the way (problems, counts).
     public let report: ReplayReport
     public let replicas: [ReplicaID]
-    /// The events' wall times, sorted: how many events a wall-clock moment stands for.
-    private let sortedWallTimes: [Int64]
+    /// The events' wall times: how many events a wall-clock moment stands for.
+    private let wallTimes: WallTimes
 
     public init(_ set: SegmentSet) {
         var report = ReplayReport()
@@ -25,7 +25,7 @@ public struct History: Sendable {
         self.events = events
         self.report = report
         replicas = set.replicas
-        sortedWallTimes = events.map(\.wallTime).sorted()
+        wallTimes = WallTimes(events.map(\.wallTime))
     }
 
     public static func load(_ directory: JournalDirectory) -> History { History(SegmentSet.load(directory)) }
@@ -41,36 +41,16 @@ public struct History: Sendable {
         for event in distinct { report.count(event.lamport, isPoint: event.payload.kind == .point) }
         self.report = report
         replicas = Array(Set(distinct.map(\.id.replica))).sorted()
-        sortedWallTimes = distinct.map(\.wallTime).sorted()
+        wallTimes = WallTimes(distinct.map(\.wallTime))
     }
 
     /// The newest event's wall time (nil: no event).
-    public var lastWallTime: Int64? { sortedWallTimes.last }
+    public var lastWallTime: Int64? { wallTimes.last }
 
     /// How many events, from the first in total order, the drawing at `moment` holds.
     public func count(at moment: Moment) -> Int {
-        switch moment {
-        case .events(let count):
-            return min(max(count, 0), events.count)
-        case .end:
-            return events.count
-        case .wallTime(let time):
-            return eventsMade(by: time)
-        case .beforeEnd(let milliseconds):
-            guard let last = lastWallTime else { return 0 }
-            let (cut, overflow) = last.subtractingReportingOverflow(milliseconds)
-            return eventsMade(by: overflow ? Int64.min : cut)
-        }
-    }
-
-    /// Events whose wall time is at or before `time` (binary search).
-    private func eventsMade(by time: Int64) -> Int {
-        var low = 0, high = sortedWallTimes.count
-        while low < high {
-            let middle = (low + high) / 2
-            if sortedWallTimes[middle] <= time { low = middle + 1 } else { high = middle }
-        }
-        return low
+        if case .events(let count) = moment { return min(max(count, 0), events.count) }
+        return wallTimes.count(at: moment)
     }
 
     /// The drawing at `moment`.

@@ -49,7 +49,18 @@ struct OrderedMerge {
 
     private enum Load { case loaded, exhausted, unordered }
 
-    mutating func run(report: inout ReplayReport) -> Drawing? {
+    /// Events folded so far.
+    private(set) var applied = 0
+
+    /// Folds every event, or only the first `limit` of the total order (the drawing at a
+    /// moment, docs/HISTORY.md); nil if some replica's clocks do not rise with its seqs.
+    ///
+    /// With a limit, the blocks past it are still decoded to check their clocks: an event
+    /// whose clock fell would belong earlier in the total order, perhaps inside the limit, and
+    /// then only the caller's order-free fallback gives the right prefix.
+    /// `clocksChecked`: the caller has already seen every replica's clocks rise, so the blocks
+    /// past the limit are not read at all.
+    mutating func run(report: inout ReplayReport, limit: Int = .max, clocksChecked: Bool = false) -> Drawing? {
         for replica in 0..<replicaCount {
             switch load(replica, report: &report) {
             case .loaded: push(replica)
@@ -57,13 +68,19 @@ struct OrderedMerge {
             case .unordered: return nil
             }
         }
-        while let replica = pop() {
+        merging: while let replica = pop() {
             // Take events from this replica while they precede every other replica's next one.
             let bound = heap.first.map { key(of: $0) }
             if let last = lastKey, !(last < headKeys[replica]) { return nil }
             while true {
                 let key = headKeys[replica]
                 if let bound, bound < key { push(replica); break }
+                if applied == limit {
+                    push(replica)
+                    guard clocksChecked || checkClocksOfTheRest(report: &report) else { return nil }
+                    break merging
+                }
+                applied += 1
                 assert(lastKey.map { $0 < key } ?? true, "ordered merge: events out of order")
                 lastKey = key
                 let more = state.apply(&heads[replica]!, key: key, nextKey: &headKeys[replica], report: &report)
@@ -80,6 +97,21 @@ struct OrderedMerge {
         for stream in streams.compactMap({ $0 }) { report.replicas.append(stream.summary) }
         state.checkInvariants()
         return state.finish()
+    }
+
+    /// Reads every block not yet loaded, only to check that each replica's clocks keep rising.
+    private mutating func checkClocksOfTheRest(report: inout ReplayReport) -> Bool {
+        for replica in 0..<replicaCount where heads[replica] != nil {
+            while let columns = streams[replica]?.next(report: &report) {
+                var previous = lastLamport[replica]
+                for lamport in columns.lamports {
+                    guard lamport > previous else { return false }
+                    previous = lamport
+                }
+                lastLamport[replica] = previous
+            }
+        }
+        return true
     }
 
     /// Loads the replica's next block, checking that its clocks keep rising.

@@ -100,6 +100,37 @@ import Testing
         #expect(one.events(after: .events(9), through: .events(3)).isEmpty)
     }
 
+    /// `Replay.drawing(at:)` stops the ordered merge at the moment instead of sorting every
+    /// event: the same drawing as the history's prefix, at every count and time, whatever the
+    /// segment layout; and when a replica's clocks fall (a late event that sorts early), the
+    /// fallback still puts that event where the total order does.
+    @Test func theStoppedMergeGivesTheHistorysDrawingAtEveryMoment() throws {
+        let temp = TemporaryDirectory("history-merge")
+        defer { temp.remove() }
+        var events = Self.events()
+        var falling = events
+        let late = falling.lastIndex { $0.id.replica == falling[0].id.replica }!
+        falling[late].lamport = 1
+        for (name, set, layout) in [("ordered", events, 1000), ("ordered-small", events.reversed(), 3), ("falling", falling, 4)] {
+            let journal = try Self.journal(at: temp.path + "/" + name, set, perSegment: layout)
+            let history = History.load(journal)
+            let segments = SegmentSet.load(journal)
+            for count in 0...(set.count + 1) {
+                let then = Replay.drawing(ofFirst: count, segments)
+                #expect(then.events == min(count, set.count), "\(name) at \(count)")
+                #expect(then.drawing.digest == history.drawing(ofFirst: count).digest, "\(name) at \(count)")
+            }
+            let times = set.map(\.wallTime).sorted()
+            for moment in [Moment.wallTime(times[0] - 1), .wallTime(times[7]), .wallTime(times[times.count / 2]), .beforeEnd(milliseconds: 60_000), .end] {
+                let then = Replay.drawing(at: moment, in: journal)
+                #expect(then.events == history.count(at: moment), "\(name) at \(moment)")
+                #expect(then.drawing.digest == history.drawing(at: moment).digest, "\(name) at \(moment)")
+            }
+        }
+        events = falling.sorted { $0.orderKey < $1.orderKey }
+        #expect(events[0].lamport == 1, "the falling event sorts first and so is in every prefix")
+    }
+
     @Test func theSessionIsCutIntoSpansAtPauses() throws {
         let temp = TemporaryDirectory("history-spans")
         defer { temp.remove() }

@@ -28,11 +28,10 @@ extension JournalCommand {
         func run() throws {
             try reportingErrors {
                 let journal = try options.open()
-                if let (history, moment) = try moment.history(journal) {
-                    reportProblems(history.report)
-                    let held = history.count(at: moment)
-                    let drawing = history.drawing(ofFirst: held)
-                    Terminal.write(json ? digestJSON(drawing.digest, drawing, history.report, eventsAtMoment: held) : drawing.digest + "\n")
+                if let then = try moment.atMoment(journal) {
+                    reportProblems(then.report)
+                    let drawing = then.drawing
+                    Terminal.write(json ? digestJSON(drawing.digest, drawing, then.report, eventsAtMoment: then.events) : drawing.digest + "\n")
                     Terminal.flush()
                     return
                 }

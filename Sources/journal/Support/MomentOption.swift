@@ -20,16 +20,15 @@ struct MomentOption: ParsableArguments {
         do throws(MomentError) { return try Moment(parsing: text) } catch { throw ValidationError("\(option) \(error)") }
     }
 
-    /// The journal's history and the moment asked for, or nil when none was.
-    func history(_ journal: JournalDirectory) throws -> (history: History, moment: Moment)? {
+    /// The drawing at the moment asked for and how many events it holds, or nil when none
+    /// was asked for.
+    func atMoment(_ journal: JournalDirectory) throws -> Replay.AtMoment? {
         guard let at else { return nil }
-        let moment = try Self.parse(at, option: "--at")
-        return (History.load(journal), moment)
+        return Replay.drawing(at: try Self.parse(at, option: "--at"), in: journal)
     }
 
     /// The drawing at the moment asked for, or nil when none was.
     func drawing(_ journal: JournalDirectory) throws -> (drawing: Drawing, report: ReplayReport)? {
-        guard let (history, moment) = try history(journal) else { return nil }
-        return (history.drawing(at: moment), history.report)
+        try atMoment(journal).map { ($0.drawing, $0.report) }
     }
 }

@@ -1,0 +1,100 @@
+import JournalFormat
+import JournalStorage
+
+/// The wall times of a set of events, sorted: how many events a wall-clock moment stands for
+/// (docs/HISTORY.md, "A moment").
+struct WallTimes {
+    private let sorted: [Int64]
+
+    init(_ times: [Int64]) { sorted = times.sorted() }
+
+    var last: Int64? { sorted.last }
+
+    /// How many events the moment holds; `.events(n)` is the caller's to clamp.
+    func count(at moment: Moment) -> Int {
+        switch moment {
+        case .events(let count):
+            return min(max(count, 0), sorted.count)
+        case .end:
+            return sorted.count
+        case .wallTime(let time):
+            return made(by: time)
+        case .beforeEnd(let milliseconds):
+            guard let last else { return 0 }
+            let (cut, overflow) = last.subtractingReportingOverflow(milliseconds)
+            return made(by: overflow ? Int64.min : cut)
+        }
+    }
+
+    /// Events whose wall time is at or before `time` (binary search).
+    private func made(by time: Int64) -> Int {
+        var low = 0, high = sorted.count
+        while low < high {
+            let middle = (low + high) / 2
+            if sorted[middle] <= time { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+}
+
+extension Replay {
+    /// The drawing at a moment, and how many events of the total order it holds.
+    public struct AtMoment {
+        public var drawing: Drawing
+        /// What replay reported: problems of the whole set; counts of the events folded.
+        public var report: ReplayReport
+        public var events: Int
+    }
+
+    /// The drawing at `moment` without holding every event in memory (`History` does): the
+    /// ordered merge stops after the moment's events. `.end` is `load`'s drawing (snapshots
+    /// and all); a wall-clock moment reads every event's wall time first.
+    public static func drawing(at moment: Moment, in directory: JournalDirectory) -> AtMoment {
+        if moment == .end {
+            let (drawing, report) = load(directory)
+            return AtMoment(drawing: drawing, report: report, events: report.eventCount)
+        }
+        let set = SegmentSet.load(directory)
+        guard case .events(let asked) = moment else {
+            var report = ReplayReport()
+            let (times, clocksRise) = uniqueWallTimes(set, report: &report)
+            return drawing(ofFirst: WallTimes(times).count(at: moment), set, clocksChecked: clocksRise)
+        }
+        return drawing(ofFirst: max(asked, 0), set)
+    }
+
+    /// The drawing of the first `count` events of the total order (all of them if fewer).
+    /// `clocksChecked`: every replica's clocks are known to rise with its seqs.
+    public static func drawing(ofFirst count: Int, _ set: SegmentSet, clocksChecked: Bool = false) -> AtMoment {
+        var report = ReplayReport()
+        report.problems = set.problems
+        var merge = OrderedMerge(set: set)
+        if let drawing = merge.run(report: &report, limit: count, clocksChecked: clocksChecked) {
+            return AtMoment(drawing: drawing, report: report, events: merge.applied)
+        }
+        // Some replica's clocks fall: only the sorted history knows which events come first.
+        let history = History(set)
+        let held = min(count, history.events.count)
+        return AtMoment(drawing: history.drawing(ofFirst: held), report: history.report, events: held)
+    }
+
+    /// Every distinct event's wall time, in no particular order, and whether every replica's
+    /// clocks rise with its seqs (what the ordered merge needs; read here on the way).
+    static func uniqueWallTimes(_ set: SegmentSet, report: inout ReplayReport) -> (times: [Int64], clocksRise: Bool) {
+        var times: [Int64] = []
+        var clocksRise = true
+        let limit = set.plausibilityLimit
+        for replica in set.replicas {
+            var stream = ReplicaStream(set: set, replica: replica, plausibilityLimit: limit)
+            var previous: UInt64 = 0
+            while let batch = stream.next(report: &report) {
+                times += batch.walls
+                for lamport in batch.lamports {
+                    if lamport <= previous { clocksRise = false }
+                    previous = lamport
+                }
+            }
+        }
+        return (times, clocksRise)
+    }
+}
