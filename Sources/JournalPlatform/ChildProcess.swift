@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Subprocess
 import SystemPackage
 
@@ -44,8 +49,57 @@ public enum ChildProcess {
         }
     }
 
+    /// Something that sends a running child bytes on its standard input.
+    public struct InputFeed: ~Copyable {
+        fileprivate let writer: StandardInputWriter
+
+        public func write(_ bytes: [UInt8]) async throws(IOError) {
+            do { _ = try await writer.write(bytes) } catch {
+                throw IOError("write", path: "standard input of the child", code: error.underlyingError?.rawValue ?? Errno.ioError.rawValue,
+                              reason: "\(error)")
+            }
+        }
+    }
+
+    /// Runs `program` while `feed` writes its standard input (as much as it likes: nothing is
+    /// held in memory but what `feed` holds); standard output is thrown away and standard
+    /// error collected. A child that exits early makes the next write fail (EPIPE, not a
+    /// SIGPIPE that would end this process), and that failure is returned as the child's
+    /// status with `feed`'s error, so that the caller can quote the child's message.
+    public static func run(
+        _ program: String, _ arguments: [String], feeding feed: (borrowing InputFeed) async throws -> Void
+    ) async throws(IOError) -> (result: Result, feedError: (any Error)?) {
+        ignoreBrokenPipe()
+        do {
+            let run = try await Subprocess.run(
+                Configuration(executable: .name(program), arguments: Arguments(arguments)),
+                input: .inputWriter, output: .discarded, error: .bytes(limit: outputLimit)
+            ) { execution -> (any Error)? in
+                let input = InputFeed(writer: execution.standardInputWriter)
+                var failure: (any Error)?
+                do { try await feed(input) } catch { failure = error }
+                try? await execution.standardInputWriter.finish()
+                return failure
+            }
+            let status: Int32 = switch run.terminationStatus {
+            case .exited(let code): code
+            case .signaled(let signal): 128 + signal
+            }
+            return (Result(status: status, output: [], errorOutput: run.standardError), run.closureResult)
+        } catch let error as SubprocessError where error.code == .executableNotFound {
+            return (Result(status: 127, output: [], errorOutput: []), nil)
+        } catch {
+            throw IOError("run", path: program, code: Self.errno(of: error), reason: "\(error)")
+        }
+    }
+
     private static func errno(of error: any Error) -> Int32 {
         // EIO when the library gives no errno: the child could not be run or read, as `reason` says.
         (error as? SubprocessError)?.underlyingError?.rawValue ?? Errno.ioError.rawValue
     }
+}
+
+/// A write to a pipe whose reader is gone fails with EPIPE instead of ending the process.
+private func ignoreBrokenPipe() {
+    _ = signal(SIGPIPE, SIG_IGN)
 }

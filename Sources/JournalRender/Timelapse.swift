@@ -17,6 +17,8 @@ public struct Timelapse {
     }
 
     let tracks: [Track]
+    /// Positions of the clears up to the range's end.
+    let clears: Set<Int>
     /// Events before the range, shown as they stand at its start (positions, 0-based).
     public let start: Int
     public let end: Int
@@ -32,6 +34,7 @@ public struct Timelapse {
         var lastOp: [StrokeID: Bool] = [:]
         var created = Set<StrokeID>()
         var shown = Set<StrokeID>()
+        var clears = Set<Int>()
         // The fold's rules (DESIGN.md's visibility) replayed in total order: the newest of a
         // stroke's undo, redo and erase decides, and a clear hides every stroke created before
         // it whose decision is older.
@@ -52,11 +55,13 @@ public struct Timelapse {
                 lastOp[stroke] = true
                 if created.contains(stroke) { set(stroke, visible: true, at: index) }
             case .clear:
+                clears.insert(index)
                 for stroke in shown { set(stroke, visible: false, at: index) }
             case .end:
                 break
             }
         }
+        self.clears = clears
         let drawing = history.drawing(ofFirst: end)
         tracks = drawing.strokes.compactMap { stroke in
             guard let changes = changes[stroke.id], let positions = positions[stroke.id] else { return nil }

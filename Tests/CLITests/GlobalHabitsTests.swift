@@ -152,4 +152,43 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: temp.path).allSatisfy { !$0.hasPrefix(".journal-render") })
         #expect(try cli.journal(["render", temp.path + "/x.svg", "-C", board, "--pages", "clears"]).status == 64)
     }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/ffmpeg") && FileManager.default.isExecutableFile(atPath: "/usr/bin/ffprobe"),
+                   "needs ffmpeg and ffprobe (apt-get install ffmpeg)"))
+    func aTimelapseVideoHasTheFramesAndSizeAsked() throws {
+        let temp = TemporaryDirectory("cli-video")
+        defer { temp.remove() }
+        let board = try cli.sampleBoard(temp)
+        for (name, frames) in [("lapse.mp4", 12), ("lapse.webm", 6), ("lapse.gif", 4)] {
+            let path = temp.path + "/" + name
+            let fps = frames / 2
+            let run = try cli.journal(["timelapse", path, "-C", board, "--duration", "2", "--fps", String(fps), "--width", "321"])
+            #expect(run.status == 0 && run.stdout.contains("\(frames) frames of 322×"), "\(name): \(run.stdout)\(run.stderr)")
+            let probe = Process()
+            probe.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
+            probe.arguments = ["-v", "error", "-count_frames", "-select_streams", "v:0",
+                               "-show_entries", "stream=width,nb_read_frames", "-of", "csv=p=0", path]
+            let output = Pipe()
+            probe.standardOutput = output
+            try probe.run()
+            let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            probe.waitUntilExit()
+            #expect(said.trimmingCharacters(in: .whitespacesAndNewlines) == "322,\(frames)", "\(name): ffprobe says \(said)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temp.path).allSatisfy { !$0.contains(".partial-") })
+        // ffmpeg refusing (a folder that does not exist): its message, and nothing left behind.
+        let refused = try cli.journal(["timelapse", temp.path + "/missing/x.mp4", "-C", board, "--duration", "1", "--fps", "2"])
+        #expect(refused.status == 74 && refused.stderr.contains("ffmpeg could not make") && refused.stderr.contains("nothing written"), "\(refused.stderr)")
+    }
+
+    @Test func aTimelapseVideoWithoutFFmpegSaysHowToGetIt() throws {
+        let temp = TemporaryDirectory("cli-video-missing")
+        defer { temp.remove() }
+        let board = try cli.sampleBoard(temp)
+        let run = try cli.journal(["timelapse", temp.path + "/x.mp4", "-C", board], environment: ["PATH": temp.path])
+        #expect(run.status == 74 && run.stderr.contains("apt-get install ffmpeg"), "\(run.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temp.path).allSatisfy { !$0.hasPrefix("x.mp4") && !$0.contains(".partial-") })
+        #expect(try cli.journal(["timelapse", temp.path + "/x.avi", "-C", board]).status == 64)
+        #expect(try cli.journal(["timelapse", temp.path + "/x.mp4", "-C", board, "--fps", "0"]).status == 64)
+    }
 }

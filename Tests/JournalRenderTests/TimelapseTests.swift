@@ -59,3 +59,56 @@ import Testing
         return (0...(bytes.count - pattern.count)).count { bytes[$0..<($0 + pattern.count)].elementsEqual(pattern) }
     }
 }
+
+/// The video frames: drawn incrementally in two layers, each frame must show the strokes the
+/// drawing at its moment shows, exactly where a fresh drawing of them puts ink.
+@Suite struct TimelapseFramesTests {
+    /// How far each pixel is from the white background (the darkest channel's distance).
+    static func ink(_ image: RasterImage) -> [Int] {
+        stride(from: 0, to: image.pixels.count, by: 3).map { index in
+            255 - Int(min(image.pixels[index], image.pixels[index + 1], image.pixels[index + 2]))
+        }
+    }
+
+    @Test func everyFrameHasTheInkOfAFreshDrawingOfItsMoment() {
+        let history = History(events: TimelapseTests.events())
+        let total = history.events.count
+        let timelapse = Timelapse(history, start: 0, end: total)
+        // One frame per event: frame f shows the first f + 1 events.
+        var frames = TimelapseFrames(timelapse, frames: total, width: 120)
+        var index = 0
+        while let frame = frames.next() {
+            let held = index + 1
+            let expected = frames.drawnAfresh(at: held)
+            #expect(frame.width == expected.width && frame.height == expected.height)
+            let got = Self.ink(frame), want = Self.ink(expected)
+            // A stroke left behind or missing is ink where the other has none. (Edges may
+            // differ by a shade: a stroke drawn over several frames blends its joins again.)
+            let leftOver = zip(got, want).filter { $0 > 64 && $1 == 0 }.count
+            let missing = zip(got, want).filter { $0 == 0 && $1 > 64 }.count
+            #expect(leftOver == 0 && missing == 0, "frame \(index) (\(held) events): \(leftOver) pixels of ink too many, \(missing) missing")
+            let strokes = history.drawing(ofFirst: held).visibleStrokes.count
+            #expect((strokes == 0) == !got.contains { $0 > 0 }, "frame \(index): \(strokes) visible strokes")
+            index += 1
+        }
+        #expect(index == total)
+        #expect(frames.next() == nil)
+    }
+
+    @Test func aTranslucentStrokeIsBlendedOnceWhereItsSegmentsOverlap() {
+        var image = RasterImage(width: 40, height: 20, background: RGBA(rawValue: 0xFFFF_FFFF))
+        let red = RGBA(red: 255, green: 0, blue: 0, alpha: 128)
+        image.addSegment(from: (10, 10), to: (20, 10), radius: 3)
+        image.addSegment(from: (18, 10), to: (30, 10), radius: 3)
+        image.paintShape(red)
+        let once = UInt8((255 * (1 - 128.0 / 255)).rounded())
+        #expect(image.pixel(x: 19, y: 9) == (255, once, once), "the overlap is blended once")
+        #expect(image.pixel(x: 12, y: 9) == (255, once, once))
+        #expect(image.pixel(x: 19, y: 2) == (255, 255, 255), "far from the segment: untouched")
+        #expect(image.pixel(x: 36, y: 9) == (255, 255, 255), "past the round end: untouched")
+        // Painting again blends again: the next shape is a new one.
+        image.addSegment(from: (10, 10), to: (12, 10), radius: 1)
+        image.paintShape(red)
+        #expect(image.pixel(x: 10, y: 9).green < once)
+    }
+}

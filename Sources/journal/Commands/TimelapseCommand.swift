@@ -1,48 +1,62 @@
 import ArgumentParser
 import JournalCommandLine
 import JournalFormat
+import JournalPlatform
 import JournalRender
 import JournalReplay
 
 extension JournalCommand {
-    struct TimelapseCommand: ParsableCommand {
+    struct TimelapseCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "timelapse",
-            abstract: "Write the session as an animated SVG: strokes appear as drawn, and go when undone or cleared.",
+            abstract: "Write the session as a time-lapse: an animated SVG, or a video (MP4, WebM, GIF) through ffmpeg.",
             discussion: """
-                The animation plays the events from --from to --to in --duration seconds, each
+                The time-lapse plays the events from --from to --to in --duration seconds, each
                 event taking the same share (pauses take no time). Strokes are drawn point by
-                point, and hidden and shown again as undo, erase, clear and redo did. Any
-                browser plays it; nothing else is needed. Video (MP4, WebM, GIF) is not built
-                yet. docs/HISTORY.md says what a moment is.
+                point, and hidden and shown again as undo, erase, clear and redo did.
+
+                An .svg is animated with SMIL: any browser plays it and nothing else is needed.
+                An .mp4, .webm or .gif is encoded by ffmpeg (apt-get install ffmpeg), which
+                this command runs: --fps frames a second, drawn here and handed to it raw. The
+                video is written under a temporary name and renamed when ffmpeg succeeds. A
+                progress line shows on a terminal. docs/HISTORY.md says what a moment is.
 
                 Examples:
                   journal timelapse session.svg -C board
                   journal timelapse last-hour.svg -C board --from -1h --duration 10
+                  journal timelapse session.mp4 -C board --duration 30 --fps 30 --width 1280
                 """)
 
         @OptionGroup var options: JournalOptions
-        @Argument(help: "The file to write (.svg; '-' for standard output).") var output: String
+        @Argument(help: "The file to write: .svg ('-' for standard output), .mp4, .webm or .gif.") var output: String
         @Option(parsing: .unconditional, help: ArgumentHelp("Start at this moment (what was drawn before shows from the start).", valueName: "moment"))
         var from: String?
         @Option(parsing: .unconditional, help: ArgumentHelp("End at this moment.", valueName: "moment"))
         var to: String?
-        @Option(help: "Seconds the animation lasts.") var duration: Double = 20
-        @Option(help: "Picture width in pixels.") var width: Double = 1000
+        @Option(help: "Seconds the time-lapse lasts.") var duration: Double = 20
+        @Option(help: "Picture width in pixels (default: 1000 for an SVG, 1280 for a video; a video's is made even).") var width: Double?
+        @Option(help: "Video only: frames a second.") var fps: Int = 30
+
+        var isVideo: Bool { FFmpeg.container(of: output) != nil }
 
         func validate() throws {
             let lowered = output.lowercased()
-            if output != "-" && !lowered.hasSuffix(".svg") {
-                throw ValidationError("\(output.debugDescription): a time-lapse is written as .svg (video through ffmpeg is not built yet)")
+            if output != "-" && !lowered.hasSuffix(".svg") && !isVideo {
+                throw ValidationError("\(output.debugDescription): a time-lapse is written as .svg, .mp4, .webm or .gif")
             }
             if let from { _ = try MomentOption.parse(from, option: "--from") }
             if let to { _ = try MomentOption.parse(to, option: "--to") }
             guard duration > 0, duration.isFinite, duration <= 86_400 else { throw ValidationError("--duration must be more than 0 and at most 86400 seconds") }
-            guard width >= 1, width <= 100_000 else { throw ValidationError("--width must be from 1 to 100000 pixels") }
+            if let width { guard width >= 1, width <= 100_000 else { throw ValidationError("--width must be from 1 to 100000 pixels") } }
+            guard (1...240).contains(fps) else { throw ValidationError("--fps must be from 1 to 240") }
+            if isVideo {
+                if let width, width > 7680 { throw ValidationError("--width of a video must be at most 7680 pixels") }
+                guard duration * Double(fps) <= 1_000_000 else { throw ValidationError("--duration × --fps must be at most 1000000 frames") }
+            }
         }
 
-        func run() throws {
-            try reportingErrors {
+        func run() async throws {
+            try await reportingErrors {
                 let journal = try options.open()
                 let history = History.load(journal)
                 reportProblems(history.report)
@@ -52,7 +66,16 @@ extension JournalCommand {
                     throw CLIError("no events between --from and --to (events \(start + 1) to \(end)): nothing to animate", code: 64)
                 }
                 let timelapse = Timelapse(history, start: start, end: end)
-                let text = timelapse.svg(width: width, duration: duration)
+                if isVideo {
+                    let count = max(1, Int((duration * Double(fps)).rounded()))
+                    var frames = TimelapseFrames(timelapse, frames: count, width: Int(width ?? 1280))
+                    let timing = try await FFmpeg.encode(&frames, fps: fps, to: output)
+                    let size = FileSystem.linkStatus(output)?.size ?? 0
+                    Terminal.write("wrote \(output): events \(start + 1) to \(end), \(count) frames of \(frames.width)×\(frames.height) at \(fps) fps, \(size) bytes in \(formatSeconds(timing.total)) (drawing the frames \(formatSeconds(timing.drawing)), ffmpeg and the hand-over the rest)\n")
+                    Terminal.flush()
+                    return
+                }
+                let text = timelapse.svg(width: width ?? 1000, duration: duration)
                 if output == "-" {
                     Terminal.write(text)
                 } else {
