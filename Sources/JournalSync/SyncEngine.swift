@@ -270,7 +270,7 @@ public struct SyncEngine {
                     // Invariant 8: a symlink where a replica folder belongs is never written through.
                     if refusedFolders.insert(folder).inserted {
                         report.notPublished.append(Problem(.ignored, file: key + "/replicas/" + folder, replica: file.replica,
-                                                           reason: IOError.symbolicLinkReason + "; nothing published there"))
+                                                           reason: "not a folder (a symbolic link is never followed); nothing published there"))
                     }
                     continue
                 }
