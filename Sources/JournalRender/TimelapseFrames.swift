@@ -18,6 +18,8 @@ public struct TimelapseFrames {
     public let width: Int
     public let height: Int
     public let count: Int
+    /// The longest side a frame may have (8K), whatever the drawing's shape.
+    public static let maximumSide = 7680
     private let timelapse: Timelapse
     private let background: RGBA
     private var tracks: [TrackState]
@@ -30,8 +32,14 @@ public struct TimelapseFrames {
         precondition(frames > 0 && width > 0, "a video needs a frame and a pixel")
         let area = SVGRenderer.contentBounds(
             Drawing(strokes: timelapse.tracks.map { track in var stroke = track.stroke; stroke.visible = true; return stroke }))
-        let evenWidth = max(2, width + width % 2)
-        var height = Int((Double(evenWidth) * area.height / area.width).rounded())
+        var evenWidth = max(2, width + width % 2)
+        var height = Int(min(Double(evenWidth) * area.height / area.width, 1e9).rounded())
+        if height > Self.maximumSide {
+            // A tall, thin drawing: the height is capped and the width follows.
+            height = Self.maximumSide
+            evenWidth = Int((Double(height) * area.width / area.height).rounded())
+            evenWidth = max(2, evenWidth + evenWidth % 2)
+        }
         height = max(2, height + height % 2)
         let scale = min(Double(evenWidth) / area.width, Double(height) / area.height)
         let renderer = SVGRenderer(width: Double(evenWidth), height: Double(height), background: background, area: area)

@@ -95,6 +95,19 @@ import Testing
         #expect(frames.next() == nil)
     }
 
+    @Test func aTallThinDrawingGetsFramesOfABoundedHeight() {
+        var generator = EventGenerator(seed: 91)
+        let stroke = generator.newStroke()
+        let style = Style(color: RGBA(rawValue: 0x0000_00FF), width: 1)
+        let events = (0..<3).map { index in
+            generator.event(.point(PointSample(stroke: stroke, x: 5, y: Double(index) * 500_000, style: style)), lamportJump: 1)
+        }
+        let history = History(events: events)
+        var frames = TimelapseFrames(Timelapse(history, start: 0, end: history.events.count), frames: 1, width: 1280)
+        #expect(frames.height == TimelapseFrames.maximumSide && frames.width >= 2 && frames.width % 2 == 0, "\(frames.width)×\(frames.height)")
+        #expect(frames.next()?.pixels.count == frames.width * frames.height * 3)
+    }
+
     @Test func aTranslucentStrokeIsBlendedOnceWhereItsSegmentsOverlap() {
         var image = RasterImage(width: 40, height: 20, background: RGBA(rawValue: 0xFFFF_FFFF))
         let red = RGBA(red: 255, green: 0, blue: 0, alpha: 128)
