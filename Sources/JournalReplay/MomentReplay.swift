@@ -86,14 +86,12 @@ extension Replay {
         let limit = set.plausibilityLimit
         for replica in set.replicas {
             var stream = ReplicaStream(set: set, replica: replica, plausibilityLimit: limit)
-            var previous: UInt64 = 0
+            var previous: UInt64? = 0
             while let batch = stream.next(report: &report) {
                 times += batch.walls
-                for lamport in batch.lamports {
-                    if lamport <= previous { clocksRise = false }
-                    previous = lamport
-                }
+                previous = previous.flatMap { OrderedMerge.lastOfRising(batch.lamports, after: $0) }
             }
+            if previous == nil { clocksRise = false }
         }
         return (times, clocksRise)
     }

@@ -103,15 +103,22 @@ struct OrderedMerge {
     private mutating func checkClocksOfTheRest(report: inout ReplayReport) -> Bool {
         for replica in 0..<replicaCount where heads[replica] != nil {
             while let columns = streams[replica]?.next(report: &report) {
-                var previous = lastLamport[replica]
-                for lamport in columns.lamports {
-                    guard lamport > previous else { return false }
-                    previous = lamport
-                }
-                lastLamport[replica] = previous
+                guard let last = Self.lastOfRising(columns.lamports, after: lastLamport[replica]) else { return false }
+                lastLamport[replica] = last
             }
         }
         return true
+    }
+
+    /// The last of `lamports` if each is above the one before (the first above `previous`),
+    /// else nil.
+    static func lastOfRising(_ lamports: [UInt64], after previous: UInt64) -> UInt64? {
+        var previous = previous
+        for lamport in lamports {
+            guard lamport > previous else { return nil }
+            previous = lamport
+        }
+        return previous
     }
 
     /// Loads the replica's next block, checking that its clocks keep rising.
@@ -120,12 +127,8 @@ struct OrderedMerge {
             heads[replica] = nil
             return .exhausted
         }
-        var previous = lastLamport[replica]
-        for lamport in columns.lamports {
-            guard lamport > previous else { return .unordered }
-            previous = lamport
-        }
-        lastLamport[replica] = previous
+        guard let last = Self.lastOfRising(columns.lamports, after: lastLamport[replica]) else { return .unordered }
+        lastLamport[replica] = last
         headKeys[replica] = CompactKey(lamport: columns.lamports[0], wallTime: columns.walls[0],
                                        replica: UInt32(replica), seq: columns.firstSeq)
         heads[replica] = state.head(for: columns)
