@@ -24,17 +24,24 @@ public enum ChildProcess {
     public static let outputLimit = 256 << 20
 
     /// `input` goes to the child's standard input (nothing, as from `/dev/null`, without it);
-    /// standard output and error are collected apart.
-    public static func run(_ program: String, _ arguments: [String], input: [UInt8]? = nil) async throws(IOError) -> Result {
+    /// standard output and error are collected apart. The child inherits this process's
+    /// environment with `environment` applied: a value sets a variable, nil removes it.
+    public static func run(_ program: String, _ arguments: [String], input: [UInt8]? = nil,
+                           environment: [String: String?] = [:]) async throws(IOError) -> Result {
         do {
             let executable = Executable.name(program)
+            var changes: [Environment.Key: String?] = [:]
+            for (name, value) in environment {
+                if let key = Environment.Key(rawValue: name) { changes[key] = value }
+            }
+            let inherited = Environment.inherit.updating(changes)
             let result = if let input {
                 try await Subprocess.run(
-                    executable, arguments: Arguments(arguments), input: .array(input),
+                    executable, arguments: Arguments(arguments), environment: inherited, input: .array(input),
                     output: .bytes(limit: outputLimit), error: .bytes(limit: outputLimit))
             } else {
                 try await Subprocess.run(
-                    executable, arguments: Arguments(arguments),
+                    executable, arguments: Arguments(arguments), environment: inherited,
                     output: .bytes(limit: outputLimit), error: .bytes(limit: outputLimit))
             }
             let status: Int32 = switch result.terminationStatus {

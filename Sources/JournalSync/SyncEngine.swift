@@ -44,6 +44,10 @@ public struct SyncEngine {
             transport = try await RsyncTransport(remote: remote, rsh: rsh,
                                            staging: journal.localPath + "/staging-" + String(ProcessInfoLite.processID),
                                            create: create)
+        case .objectStore(let address):
+            transport = RcloneTransport(address: address,
+                                                  staging: journal.localPath + "/staging-" + String(ProcessInfoLite.processID),
+                                                  create: create)
         }
         defer { transport.finish() }
         try await exchange(with: transport, key: target.description, publish: true, report: &report)
@@ -59,6 +63,13 @@ public struct SyncEngine {
         defer { lock.release() }
         var report = ReconcileReport(target: sources.joined(separator: ", "))
         for source in sources {
+            if case .objectStore(let address) = try SyncTarget(parsing: source) {
+                let transport = RcloneTransport(address: address,
+                                                          staging: journal.localPath + "/staging-" + String(ProcessInfoLite.processID))
+                defer { transport.finish() }
+                try await exchange(with: transport, key: source, publish: false, report: &report)
+                continue
+            }
             try refuseSelf(source)
             let transport = try DirectoryTransport(root: source, role: .source)
             try await exchange(with: transport, key: source, publish: false, report: &report)

@@ -230,9 +230,9 @@ public final class SyncWatch: Sendable {
     /// round's listings and caches: each `replicas/` folder and each replica folder in it
     /// (adding, removing or renaming a file changes its folder's modification time, on NFS and
     /// SMB as well, where notifications from other machines never come), and the open segment
-    /// (events to seal). Nil for an rsync target: only a round can look there.
+    /// (events to seal). Nil for an rsync or object-store target: only a round can look there.
     private func fingerprint() -> [String]? {
-        if case .rsync = target { return nil }
+        if case .directory = target {} else { return nil }
         var parts: [String] = []
         func folder(_ path: String) {
             guard let info = FileSystem.linkStatus(path) else {
@@ -254,9 +254,9 @@ public final class SyncWatch: Sendable {
         // A journal whose folder went away (deleted, unmounted) has nothing left to sync.
         if !journal.isJournal || !FileSystem.isDirectory(journal.replicasPath) { return true }
         switch error {
-        case .rsyncMissing, .sameJournal, .notABoard, .targetNotADirectory, .sourceMissing: return true
+        case .rsyncMissing, .rcloneMissing, .badObjectStoreAddress, .sameJournal, .notABoard, .targetNotADirectory, .sourceMissing: return true
         case .targetMissing: return firstRound
-        case .busy, .io, .rsyncFailed: return false
+        case .busy, .io, .rsyncFailed, .rcloneFailed: return false
         }
     }
 

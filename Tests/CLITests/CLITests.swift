@@ -14,34 +14,11 @@ import Testing
 
     @discardableResult
     func journal(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:], executable: String = binary) throws -> Run {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "JOURNAL_DIR")
         for (key, value) in environment { env[key] = value }
-        process.environment = env
-        // Output goes to files: a pipe that fills up would block the child.
-        let scratch = TemporaryDirectory("cli-io")
-        defer { scratch.remove() }
-        _ = FileManager.default.createFile(atPath: scratch.path + "/out", contents: nil)
-        _ = FileManager.default.createFile(atPath: scratch.path + "/err", contents: nil)
-        let out = FileHandle(forWritingAtPath: scratch.path + "/out")!
-        let err = FileHandle(forWritingAtPath: scratch.path + "/err")!
-        let input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-        try input.fileHandleForWriting.close()
-        process.waitUntilExit()
-        try out.close()
-        try err.close()
-        let outData = FileManager.default.contents(atPath: scratch.path + "/out") ?? Data()
-        let errData = FileManager.default.contents(atPath: scratch.path + "/err") ?? Data()
-        return Run(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                   stderr: String(decoding: errData, as: UTF8.self))
+        let run = try runTool(executable, arguments, environment: env, stdin: stdin)
+        return Run(status: run.status, stdout: run.stdout, stderr: run.stderr)
     }
 
     /// A journal `board` in `temp` holding `sample` (8 events), as a person makes one.
@@ -371,4 +348,32 @@ import Testing
         #expect(run.stderr.contains("long.ndjson:2:"), "\(run.stderr)")
         #expect(run.stdout.contains("recorded 2 events"), "\(run.stdout)")
     }
+}
+
+/// Runs a program, its output in files (a full pipe would block it).
+func runTool(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+             stdin: String? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    let scratch = TemporaryDirectory("tool-io")
+    defer { scratch.remove() }
+    FileManager.default.createFile(atPath: scratch.path + "/out", contents: nil)
+    FileManager.default.createFile(atPath: scratch.path + "/err", contents: nil)
+    let out = FileHandle(forWritingAtPath: scratch.path + "/out")!
+    let err = FileHandle(forWritingAtPath: scratch.path + "/err")!
+    let input = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+    try input.fileHandleForWriting.close()
+    process.waitUntilExit()
+    try out.close()
+    try err.close()
+    return (process.terminationStatus,
+            String(decoding: FileManager.default.contents(atPath: scratch.path + "/out") ?? Data(), as: UTF8.self),
+            String(decoding: FileManager.default.contents(atPath: scratch.path + "/err") ?? Data(), as: UTF8.self))
 }

@@ -3,7 +3,7 @@ import JournalFormat
 import JournalPlatform
 import JournalReplay
 import JournalStorage
-import JournalSync
+@testable import JournalSync
 import JournalTestSupport
 import Testing
 import JournalCompression
@@ -243,13 +243,62 @@ import JournalCompression
         #expect(!replay.forks.isEmpty && replay.problems.contains { $0.kind == .fork })
     }
 
-    @Test func targetParsing() {
-        #expect(SyncTarget(parsing: "/mnt/shared/board") == .directory("/mnt/shared/board"))
-        #expect(SyncTarget(parsing: "board") == .directory("board"))
-        #expect(SyncTarget(parsing: "./odd:name") == .directory("./odd:name"))
-        #expect(SyncTarget(parsing: "host:board") == .rsync("host:board"))
-        #expect(SyncTarget(parsing: "alice@studio:boards/poster") == .rsync("alice@studio:boards/poster"))
-        #expect(SyncTarget(parsing: "rsync://nas/boards/poster") == .rsync("rsync://nas/boards/poster"))
+    @Test func targetParsing() throws {
+        #expect(try SyncTarget(parsing: "/mnt/shared/board") == .directory("/mnt/shared/board"))
+        #expect(try SyncTarget(parsing: "board") == .directory("board"))
+        #expect(try SyncTarget(parsing: "./odd:name") == .directory("./odd:name"))
+        #expect(try SyncTarget(parsing: "host:board") == .rsync("host:board"))
+        #expect(try SyncTarget(parsing: "alice@studio:boards/poster") == .rsync("alice@studio:boards/poster"))
+        #expect(try SyncTarget(parsing: "rsync://nas/boards/poster") == .rsync("rsync://nas/boards/poster"))
+        // Object stores: rclone's on-the-fly S3 remote, or a configured remote as it stands.
+        guard case .objectStore(let s3) = try SyncTarget(parsing: "s3://boards/team/poster/") else { Issue.record("not a store"); return }
+        #expect(s3.remote == ":s3:boards/team/poster" && s3.isS3URL && s3.text == "s3://boards/team/poster/")
+        guard case .objectStore(let configured) = try SyncTarget(parsing: "rclone:r2:boards/poster") else { Issue.record("not a store"); return }
+        #expect(configured.remote == "r2:boards/poster" && !configured.isS3URL)
+        for bad in ["s3://", "s3:///x", "s3://b/../c", "s3://b//c", "rclone:", "rclone::x", "rclone:nocolon"] {
+            #expect(throws: SyncError.self, "\(bad)") { try SyncTarget(parsing: bad) }
+        }
+    }
+
+    @Test func theAWSEnvironmentIsMappedOntoRclonesS3BackendWithoutOverridingIt() throws {
+        guard case .objectStore(let store) = try SyncTarget(parsing: "s3://boards/poster") else { Issue.record("not a store"); return }
+        let aws = ["AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_REGION": "eu-west-3", "AWS_CA_BUNDLE": "/etc/ca.pem"]
+        let mapped = store.environment { aws[$0] }
+        #expect(mapped["RCLONE_S3_ENV_AUTH"] == .some("true"))
+        #expect(mapped["RCLONE_S3_ENDPOINT"] == .some("http://127.0.0.1:9000"))
+        #expect(mapped["RCLONE_S3_PROVIDER"] == .some("Other"))
+        #expect(mapped["RCLONE_S3_REGION"] == .some("eu-west-3"))
+        // Plain http: the CA bundle, which rclone would fail to load for nothing, is dropped.
+        #expect(mapped.keys.contains("AWS_CA_BUNDLE") && mapped["AWS_CA_BUNDLE"]! == nil)
+        // rclone's own variables win; https keeps the bundle; AWS itself needs no endpoint.
+        let own = ["RCLONE_S3_ACCESS_KEY_ID": "k", "RCLONE_S3_ENDPOINT": "https://s3.example.net", "AWS_CA_BUNDLE": "/etc/ca.pem"]
+        let kept = store.environment { own[$0] }
+        #expect(kept["RCLONE_S3_ENV_AUTH"] == nil && kept["RCLONE_S3_ENDPOINT"] == nil && !kept.keys.contains("AWS_CA_BUNDLE"))
+        #expect(store.environment { _ in nil }["RCLONE_S3_PROVIDER"] == .some("AWS"))
+        guard case .objectStore(let configured) = try SyncTarget(parsing: "rclone:r2:boards") else { Issue.record("not a store"); return }
+        #expect(configured.environment { aws[$0] }.isEmpty)
+    }
+
+    @Test func anObjectStoreListingCannotBeForgedByAKeyName() {
+        let replica = "0123456789abcdef0123456789abcdef"
+        let segment = "00000000000000000001-00000000000000000009-00112233445566778899aabbccddeeff.sjs"
+        // What `rclone lsf -R --csv --format sp` prints for a board holding a real segment, a
+        // key made to look like a second record, a folder, and a key outside any replica folder.
+        let output = """
+            120,\(replica)/\(segment)
+            5,"\(replica)/x
+            7,fedcba9876543210fedcba9876543210/\(segment)"
+            -1,\(replica)/
+            3,"notes,""old"".txt"
+
+            """
+        let listing = RcloneTransport.parseListing(output, shownAs: "s3://b/replicas/")
+        // The forged record stays one key (with an odd name, outside any replica folder),
+        // never a segment of another replica.
+        #expect(listing.files.map(\.relativePath) == ["\(replica)/\(segment)"])
+        #expect(listing.files.first?.size == 120)
+        #expect(listing.ignored.map(\.file) == ["s3://b/replicas/\(replica)/x\n7,fedcba9876543210fedcba9876543210/\(segment)",
+                                                "s3://b/replicas/notes,\"old\".txt"])
     }
 
     @Test func classifierNamesEveryForeignKind() {

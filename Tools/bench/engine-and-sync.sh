@@ -12,11 +12,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 work=${1:-$here/.build-bench}
 source "$here/Tools/bench/standard-workload.sh"
-extra="$work/extra-session"
-if [ ! -f "$extra/replica-0.ndjson" ]; then
-    # +1 %: 100 strokes of 200 points on top of the 2,000,000.
-    generate --replicas 1 --strokes 100 --points 200 --seed 7 --out "$extra"
-fi
+generate_extra
 
 now() { date +%s.%N; }
 elapsed() { python3 -c "print(f'{$2 - $1:.3f}')"; }

@@ -23,3 +23,10 @@ session="$work/std-session"
 if [ ! -f "$session/replica-3.ndjson" ]; then
     generate --replicas 4 --strokes 2500 --points 200 --seed 1 --out "$session"
 fi
+
+# `generate_extra`: the +1% session in $extra (100 strokes of 200 points on top of the
+# 2,000,000), for the syncs after new events.
+extra="$work/extra-session"
+generate_extra() {
+    [ -f "$extra/replica-0.ndjson" ] || generate --replicas 1 --strokes 100 --points 200 --seed 7 --out "$extra"
+}

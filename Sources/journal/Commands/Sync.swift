@@ -7,15 +7,20 @@ import JournalSync
 extension JournalCommand {
     struct Sync: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Two-way sync with a shared folder or an rsync remote.",
+            abstract: "Two-way sync with a shared folder, an rsync remote or an object store.",
             discussion: """
                 Seals what this journal recorded, publishes the segments the target lacks and
                 imports (after verifying) the segments this journal lacks. Idempotent: a second
                 run with nothing new reads no segment and changes no file. Segments are never
                 overwritten on either side.
 
-                TARGET is a folder (NFS, Syncthing, Dropbox, USB stick) or anything rsync
-                reaches: host:path, user@host:path, rsync://host/module/path.
+                TARGET is a folder (NFS, Syncthing, Dropbox, USB stick), anything rsync
+                reaches (host:path, user@host:path, rsync://host/module/path), or an object
+                store through rclone (apt-get install rclone): s3://bucket/path for any S3
+                service, with the keys and endpoint in the environment as AWS tools take them
+                (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL), or
+                rclone:REMOTE:path for a remote of your rclone configuration. Keys never go on
+                the command line.
 
                 With --watch it keeps syncing until interrupted (Ctrl-C or SIGTERM finish the
                 round in progress, then exit 0): a round starts when a segment appears in this
@@ -29,11 +34,12 @@ extension JournalCommand {
                   journal sync -C board /mnt/shared/board
                   journal sync -C board alice@studio:boards/poster --rsh 'ssh -p 2222'
                   journal sync -C board /mnt/shared/board --watch
+                  AWS_ENDPOINT_URL=https://s3.example.net journal sync -C board s3://boards/poster
                   journal sync -C board alice@studio:boards/poster --watch --interval 10
                 """)
 
         @OptionGroup var options: JournalOptions
-        @Argument(help: "The shared folder or rsync remote.") var target: String
+        @Argument(help: "The shared folder, rsync remote, s3://bucket/path or rclone:REMOTE:path.") var target: String
         @Option(help: ArgumentHelp("Remote shell for rsync (passed as rsync's -e).", valueName: "command"))
         var rsh: String?
         @Option(help: ArgumentHelp("How to reach TARGET: auto (host:path means rsync), folder, or rsync (use rsync even for a local path).", valueName: "auto|folder|rsync"))
@@ -63,7 +69,8 @@ extension JournalCommand {
                 let journal = try options.open()
                 let parsed: SyncTarget
                 switch via {
-                case .auto: parsed = SyncTarget(parsing: target)
+                case .auto:
+                    do throws(SyncError) { parsed = try SyncTarget(parsing: target) } catch { throw cliError(error) }
                 case .folder: parsed = .directory(target)
                 case .rsync: parsed = .rsync(target)
                 }
@@ -130,16 +137,18 @@ extension JournalCommand {
             abstract: "Import every valid segment from other journals or shared folders.",
             discussion: """
                 Reads SOURCE/replicas/… of each source (a journal, a shared folder, a backup, a
-                USB stick) and imports the segments this journal lacks, after verifying them.
-                The sources are never written to.
+                USB stick, or an object store: s3://bucket/path, rclone:REMOTE:path, as for
+                sync) and imports the segments this journal lacks, after verifying them. The
+                sources are never written to.
 
                 Examples:
                   journal merge /media/usb/board ~/backup/board --into board
                   journal merge -C board ../laptop-journal
+                  journal merge -C board s3://backups/poster
                 """)
 
         @OptionGroup var options: JournalOptions
-        @Argument(help: "Journals or shared folders to import from.") var sources: [String]
+        @Argument(help: "Journals, shared folders or object stores to import from.") var sources: [String]
         @Option(help: ArgumentHelp("The journal to merge into (created if missing; default: -C).", valueName: "dir"))
         var into: String?
         @Flag(help: "Print the reconcile report as one JSON object.") var json = false
@@ -189,7 +198,7 @@ private func cliError(_ error: SyncError) -> CLIError {
     // Another sync on this journal is "locked", like another writer: try again later.
     case .busy: return CLIError(error.description, code: CLIError.locked)
     // A path that names no board is a usage mistake, not an I/O failure.
-    case .targetMissing, .sourceMissing, .notABoard, .targetNotADirectory, .sameJournal:
+    case .targetMissing, .sourceMissing, .notABoard, .targetNotADirectory, .sameJournal, .badObjectStoreAddress:
         return CLIError(error.description, code: 64)
     default: return CLIError(error.description, code: CLIError.ioError)
     }

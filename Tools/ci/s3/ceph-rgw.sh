@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A real S3 server on 127.0.0.1 for tests: a throwaway single-node Ceph cluster (one monitor,
 # one memstore OSD, pool size 1, cephx on, no manager) and its RADOS Gateway, from Debian's
-# packages, without systemd. The groundwork of issue 28 (object storage as a sync target);
-# nothing runs it yet.
+# packages, without systemd. ObjectStoreSyncTests and Tools/bench/objectstore-sync.sh start
+# one to sync against.
 #
 #   Tools/ci/s3/ceph-rgw.sh start DIR   # DIR must not exist; prints the endpoint when ready
 #   . DIR/env                          # S3_ENDPOINT, S3_ACCESS_KEY, S3_SECRET_KEY, and an
@@ -24,6 +24,16 @@ set -Eeuo pipefail
 
 die() { echo "ceph-rgw: $*" >&2; exit 1; }
 
+# Runs a command with no signal blocked and TERM, INT and HUP at their defaults: a caller may
+# have blocked or ignored some (a test runner spawns from a thread that blocks nearly all), a
+# child inherits both, and bash cannot undo either. A daemon that ignored TERM would never stop.
+# (A command prefix, not a function: `"${with_plain_signals[@]}" daemon &` leaves the daemon's
+# own pid in $!, python exec-ing it in place.)
+with_plain_signals=(python3 -c 'import os, signal, sys
+signal.pthread_sigmask(signal.SIG_SETMASK, [])
+for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP): signal.signal(number, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])')
+
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # Runs `check` until it succeeds, for at most `seconds`; on timeout prints the log and fails.
@@ -41,7 +51,15 @@ wait_for() {
 }
 
 start() {
-    local dir=$1
+    local dir=$1 fd
+    # The daemons outlive this script: they must not hold what its caller gave it. A
+    # descriptor a daemon inherits (a pipe the caller reads to the end, a socket
+    # Foundation's Process watches for the child's exit) would keep the caller waiting for
+    # as long as the cluster runs. 255 is bash's own, the script being read.
+    for fd in /proc/$$/fd/*; do
+        fd=${fd##*/}
+        if [ "$fd" -gt 2 ] && [ "$fd" -ne 255 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
     [ -e "$dir" ] && die "$dir exists: give a folder to create"
     for tool in ceph-mon ceph-osd radosgw radosgw-admin ceph ceph-authtool monmaptool jq curl python3; do
         command -v "$tool" >/dev/null || die "$tool is missing (apt-get install --no-install-recommends ceph-mon ceph-osd radosgw jq curl)"
@@ -111,7 +129,7 @@ EOF
         --cap mon 'allow *' --cap osd 'allow *' --cap mds 'allow *' --cap mgr 'allow *' >/dev/null
     monmaptool --create --clobber --fsid "$fsid" --addv a "[v2:127.0.0.1:$mon_v2,v1:127.0.0.1:$mon_v1]" "$dir/monmap" >/dev/null
     ceph-mon -c "$conf" --mkfs -i a --monmap "$dir/monmap" --keyring "$dir/keyring"
-    ceph-mon -c "$conf" -i a -f >"$dir/log/mon.out" 2>&1 &
+    "${with_plain_signals[@]}" ceph-mon -c "$conf" -i a -f >"$dir/log/mon.out" 2>&1 &
     echo $! >"$dir/mon.pid"
     wait_for "the monitor" 60 "$dir/log/mon.a.log" "${ceph[@]}" mon stat
 
@@ -124,7 +142,7 @@ EOF
     mkdir -p "$dir/osd/ceph-$osd_id"
     ceph-osd -c "$conf" -i "$osd_id" --mkfs --key "$osd_secret" --osd-uuid "$osd_uuid" >/dev/null 2>&1
     printf '[osd.%s]\n\tkey = %s\n' "$osd_id" "$osd_secret" >"$dir/osd/ceph-$osd_id/keyring"
-    ceph-osd -c "$conf" -i "$osd_id" -f >"$dir/log/osd.out" 2>&1 &
+    "${with_plain_signals[@]}" ceph-osd -c "$conf" -i "$osd_id" -f >"$dir/log/osd.out" 2>&1 &
     echo $! >"$dir/osd.pid"
     wait_for "the OSD" 60 "$dir/log/osd.$osd_id.log" \
         sh -c "$(printf '%q ' "${ceph[@]}") osd stat -f json | jq -e '.num_up_osds >= 1'"
@@ -136,7 +154,7 @@ EOF
     secret=$(python3 -c 'import secrets; print(secrets.token_urlsafe(30))')
     timeout 120 radosgw-admin -c "$conf" user create --uid=test --display-name=test \
         --access-key="$access" --secret-key="$secret" >/dev/null
-    radosgw -c "$conf" -n client.rgw.test -f >"$dir/log/rgw.out" 2>&1 &
+    "${with_plain_signals[@]}" radosgw -c "$conf" -n client.rgw.test -f >"$dir/log/rgw.out" 2>&1 &
     echo $! >"$dir/rgw.pid"
     wait_for "the gateway" 120 "$dir/log/rgw.test.log" curl -sf -o /dev/null "http://127.0.0.1:$rgw_port/"
 
@@ -162,7 +180,8 @@ stop_daemons() {
         [ -f "$dir/$name.pid" ] || continue
         pid=$(cat "$dir/$name.pid")
         kill -TERM "$pid" 2>/dev/null || continue
-        timeout 15 tail --pid="$pid" -f /dev/null || kill -KILL "$pid" 2>/dev/null || true
+        # KILL, not TERM, ends the wait: this script's own children may have TERM blocked.
+        timeout -s KILL 15 tail --pid="$pid" -f /dev/null || kill -KILL "$pid" 2>/dev/null || true
     done
 }
 

@@ -1,0 +1,179 @@
+import Foundation
+import JournalTestSupport
+import Testing
+
+/// A real S3 server on 127.0.0.1: a one-node Ceph cluster and its RADOS Gateway, started by
+/// `Tools/ci/s3/ceph-rgw.sh` from Debian's packages and stopped afterwards.
+final class LocalS3Server {
+    let directory: String
+    let endpoint: String
+    let accessKey: String
+    let secretKey: String
+
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Tools/ci/s3/ceph-rgw.sh").path
+
+    /// The programs the script and the sync need, found on PATH.
+    static var toolsInstalled: Bool {
+        ["rclone", "ceph-mon", "ceph-osd", "radosgw", "radosgw-admin", "jq", "curl"].allSatisfy { tool in
+            (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").contains {
+                FileManager.default.isExecutableFile(atPath: "\($0)/\(tool)")
+            }
+        }
+    }
+
+    init(in temp: TemporaryDirectory) throws {
+        directory = temp.path + "/ceph"
+        let run = try runTool("/bin/bash", [Self.script, "start", directory])
+        guard run.status == 0 else { throw RunFailure("ceph-rgw.sh start failed (\(run.status)): \(run.stderr.suffix(2000))") }
+        let text = try String(contentsOfFile: directory + "/env", encoding: .utf8)
+        func value(_ name: String) -> String {
+            text.split(separator: "\n").first { $0.hasPrefix("export \(name)=") }.map { String($0.dropFirst("export \(name)=".count)) } ?? ""
+        }
+        endpoint = value("S3_ENDPOINT")
+        accessKey = value("S3_ACCESS_KEY")
+        secretKey = value("S3_SECRET_KEY")
+    }
+
+    func stop() { _ = try? runTool("/bin/bash", [Self.script, "stop", directory]) }
+
+    /// The environment an AWS tool reads its keys and endpoint from.
+    var awsEnvironment: [String: String] {
+        ["AWS_ACCESS_KEY_ID": accessKey, "AWS_SECRET_ACCESS_KEY": secretKey, "AWS_ENDPOINT_URL": endpoint]
+    }
+
+    /// Runs rclone itself against the server (to plant objects a journal never would).
+    func rclone(_ arguments: [String], stdin: String? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: "AWS_CA_BUNDLE")
+        environment["RCLONE_S3_ENDPOINT"] = endpoint
+        environment["RCLONE_S3_PROVIDER"] = "Ceph"
+        environment["RCLONE_S3_ACCESS_KEY_ID"] = accessKey
+        environment["RCLONE_S3_SECRET_ACCESS_KEY"] = secretKey
+        return try runTool("/usr/bin/env", ["rclone"] + arguments, environment: environment, stdin: stdin)
+    }
+}
+
+struct RunFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// `journal sync` and `merge` with an object store, against a real S3 server (Ceph's RADOS
+/// Gateway) through the real rclone. A machine without the packages reports it as skipped;
+/// .ci/run installs them.
+@Suite(.serialized, .ownThreads) struct ObjectStoreSyncTests {
+    let cli = CLITests()
+
+    /// Strokes of one machine as canonical NDJSON: `strokes` strokes of 40 points each.
+    static func strokes(_ strokes: Int, seed: Int) -> String {
+        var lines: [String] = []
+        for stroke in 0..<strokes {
+            let id = String(format: "%08X-0000-4000-8000-%012X", seed, stroke)
+            for point in 0..<40 {
+                lines.append(##"{"type":"point","stroke":"\##(id)","x":\##(Double(stroke * 10 + point) / 4),"y":\##(Double(seed * 50 + point)),"color":"#1E88E5FF","width":3,"pressure":0.5,"t":\##(Double(point) / 100)}"##)
+            }
+            lines.append(#"{"type":"end","stroke":"\#(id)"}"#)
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    func digest(_ board: String) throws -> String {
+        let run = try cli.journal(["digest", "-C", board, "--json"])
+        #expect(run.status == 0, "digest of \(board): \(run.stderr)")
+        return run.stdout
+    }
+
+    @Test(.enabled(if: LocalS3Server.toolsInstalled,
+                   "needs rclone and a Ceph RADOS Gateway (apt-get install --no-install-recommends rclone ceph-mon ceph-osd radosgw jq curl)"))
+    func twoMachinesSyncThroughARealS3Server() throws {
+        let temp = TemporaryDirectory("s3-sync")
+        defer { temp.remove() }
+        // The tools are here, so a server that does not start is a failure.
+        let server = try LocalS3Server(in: temp)
+        defer { server.stop() }
+        let aws = server.awsEnvironment
+        let target = "s3://boards/poster"
+        let alice = temp.path + "/alice", bob = temp.path + "/bob"
+        for (board, seed) in [(alice, 1), (bob, 2)] {
+            #expect(try cli.journal(["init", board]).status == 0)
+            let recorded = try cli.journal(["record", "-C", board], stdin: Self.strokes(20, seed: seed))
+            #expect(recorded.status == 0, "\(recorded.stderr)")
+        }
+
+        // A bucket that does not exist is a mistyped address unless --create says otherwise.
+        let missing = try cli.journal(["sync", "-C", alice, target], environment: aws)
+        #expect(missing.status == 64 && missing.stderr.contains("--create"), "\(missing.stderr)")
+
+        let first = try cli.journal(["sync", "-C", alice, target, "--create", "--json"], environment: aws)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains(#""published":["#) && !first.stdout.contains(#""published":[]"#), "\(first.stdout)")
+        let listed = try server.rclone(["lsf", "-R", "--files-only", ":s3:boards/poster/replicas/"])
+        #expect(listed.status == 0 && listed.stdout.split(separator: "\n").count == 1, "\(listed)")
+
+        // Bob imports Alice's segment and publishes his; Alice then imports his.
+        let bobSync = try cli.journal(["sync", "-C", bob, target, "--json"], environment: aws)
+        #expect(bobSync.status == 0, "\(bobSync.stderr)")
+        #expect(!bobSync.stdout.contains(#""imported":[]"#) && !bobSync.stdout.contains(#""published":[]"#), "\(bobSync.stdout)")
+        #expect(try cli.journal(["sync", "-C", alice, target], environment: aws).status == 0)
+        let together = try digest(alice)
+        #expect(together == (try digest(bob)))
+        #expect(together.contains(#""strokes":40"#), "\(together)")
+
+        // Nothing new: nothing moves either way.
+        let quiet = try cli.journal(["sync", "-C", alice, target, "--json"], environment: aws)
+        #expect(quiet.status == 0 && quiet.stdout.contains(#""imported":[]"#) && quiet.stdout.contains(#""published":[]"#), "\(quiet.stdout)")
+
+        // What anyone may write into the store: a damaged segment under a valid name, a key
+        // made to look like two listing lines, an object where a replica folder belongs.
+        let damagedName = "00000000000000000001-00000000000000000009-00112233445566778899aabbccddeeff.sjs"
+        let planted = [
+            "replicas/0123456789abcdef0123456789abcdef/" + damagedName,
+            "replicas/0123456789abcdef0123456789abcdef/x\n5,fedcba9876543210fedcba9876543210/y",
+            "replicas/fedcba9876543210fedcba9876543210",
+        ]
+        for key in planted {
+            let put = try server.rclone(["rcat", ":s3:boards/poster/" + key], stdin: "not a segment\n")
+            #expect(put.status == 0, "\(put.stderr)")
+        }
+        let hostile = try cli.journal(["sync", "-C", bob, target, "--json"], environment: aws)
+        #expect(hostile.status == 0, "\(hostile.stderr)")
+        #expect(hostile.stdout.contains(damagedName) && hostile.stdout.contains(#""imported":[]"#), "\(hostile.stdout)")
+        #expect(try digest(bob) == together)
+
+        // A new machine merges the store (read only) and draws the same.
+        let carol = temp.path + "/carol"
+        let merged = try cli.journal(["merge", target, "--into", carol], environment: aws)
+        #expect(merged.status == 0, "\(merged.stderr)")
+        #expect(try digest(carol) == together)
+
+        // Wrong keys: rclone's refusal, quoted; no key in the message.
+        var wrong = aws
+        wrong["AWS_SECRET_ACCESS_KEY"] = "not-the-secret-" + server.secretKey
+        let refused = try cli.journal(["sync", "-C", alice, target], environment: wrong)
+        #expect(refused.status == 74 && refused.stderr.contains("rclone failed"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains(server.secretKey) && !refused.stderr.contains(server.accessKey), "\(refused.stderr)")
+    }
+
+    @Test func withoutRcloneTheMessageSaysWhatToInstallAndNothingChanges() throws {
+        let temp = TemporaryDirectory("s3-no-rclone")
+        defer { temp.remove() }
+        let board = try cli.sampleBoard(temp)
+        let before = try cli.journal(["digest", "-C", board]).stdout
+        let run = try cli.journal(["sync", "-C", board, "s3://boards/poster", "--create"], environment: ["PATH": temp.path])
+        #expect(run.status == 74 && run.stderr.contains("apt-get install rclone"), "\(run.stderr)")
+        #expect(try cli.journal(["digest", "-C", board]).stdout == before)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: board + "/local").filter { $0.hasPrefix("staging-") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
+    @Test func anObjectStoreAddressIsCheckedBeforeAnythingRuns() throws {
+        let temp = TemporaryDirectory("s3-address")
+        defer { temp.remove() }
+        let board = try cli.sampleBoard(temp)
+        for bad in ["s3://", "s3:///path", "s3://bucket/../other", "rclone:nocolon"] {
+            let run = try cli.journal(["sync", "-C", board, bad])
+            #expect(run.status == 64 && run.stderr.contains("not an object-store address"), "\(bad): \(run.stderr)")
+        }
+    }
+}
