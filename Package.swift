@@ -4,7 +4,7 @@
 // Layers, bottom to top (a lower layer never imports a higher one; docs/ARCHITECTURE.md):
 //   CZlib ⟶ JournalCompression (zlib, CRC-32)   JournalPlatform (POSIX files, processes)
 //   ⟶ JournalFormat (events and bytes, no I/O) ⟶ JournalStorage (files, fsync, locks)
-//   ⟶ JournalReplay (fold, digest, snapshots) ⟶ JournalSync (shared folders, rsync)
+//   ⟶ JournalReplay (fold, digest, snapshots) ⟶ JournalSync (shared folders, rsync, object stores)
 //   ⟶ journal (the command-line tool; journal-relay for `serve` and `join`). Beside them: JournalIngest (text lines to events),
 //   JournalRender (SVG), JournalSamples (the built-in demo session), JournalWire (the relay's
 //   messages, shared by server and clients). The relay (JournalRelay, NIO-free) and its
@@ -193,6 +193,8 @@ let package = Package(
             dependencies: [
                 "JournalCommandLine", "JournalFormat", "JournalIngest", "JournalPlatform", "JournalReplay", "JournalRelay",
                 "JournalServe", "JournalClient", "JournalWire",
+                // `journal serve --share`: boards synced with a cluster's store.
+                "JournalStorage", "JournalSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `journal serve --log-level`.
                 .product(name: "Logging", package: "swift-log"),

@@ -258,6 +258,24 @@ public final class Board: Sendable {
         try result.get()
     }
 
+    /// Seals now every durable event not yet in a sealed segment: this board's own and its
+    /// hosted replicas'. For a relay that acknowledges only what a shared store holds
+    /// (`journal serve --ack shared`): it seals, publishes, then acknowledges. Returns the
+    /// failure that stopped the journal, if any; a hosted file that could not be sealed stays
+    /// open, and its events unpublished, until a later seal.
+    public func sealNow() async -> JournalError? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<JournalError?, Never>) in
+            // On the committer, behind the commits queued before: what they make durable is sealed too.
+            committer.submit { [weak self] in
+                guard let self else { return continuation.resume(returning: .closed) }
+                self.commit(seal: true)
+                let sealed = FaultInjection.withThreadHook(self.faultHook) { self.hosted.sealOpen() }
+                self.afterHostedSeals(sealed)
+                continuation.resume(returning: self.state.withLock { $0.failure })
+            }
+        }
+    }
+
     /// What `whenDurable` calls: every event appended before it was durable, or the journal failed.
     public typealias DurableNotice = @Sendable (Result<Void, JournalError>) -> Void
 

@@ -183,6 +183,20 @@ package final class HostedReplicas: Sendable {
         }
     }
 
+    /// Seals every hosted open segment that holds events now, keeping its file open for what
+    /// comes next (`Board.sealNow`). On the committer only.
+    func sealOpen() -> [SealedSegment] {
+        files.withLock { files in
+            var sealed: [SealedSegment] = []
+            for (replica, writer) in files.writers where writer.openEvents > 0 {
+                guard let name = try? writer.seal() else { continue }
+                sealed.append(SealedSegment(replica: replica, name: name))
+                files.sealDue[replica] = nil
+            }
+            return sealed
+        }
+    }
+
     /// Stops staging (every later `stage` throws `.closed`) and stores what was staged.
     func closeStaging() -> (round: HostedRound, sealed: [SealedSegment]) {
         staged.withLock { $0.closed = true }

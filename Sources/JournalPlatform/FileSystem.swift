@@ -300,6 +300,19 @@ public enum FileSystem {
         guard unlink(path) == 0 else { throw IOError("remove", path: path, code: errno) }
     }
 
+    /// Removes `path` and, if it is a folder, everything in it, best effort; a symlink is
+    /// removed, never followed. For folders this process made (staging, a journal it just
+    /// created), never for what a user holds.
+    public static func removeTree(_ path: String) {
+        guard let kind = linkStatus(path)?.kind else { return }
+        if kind == .directory, let entries = try? list(path) {
+            for entry in entries { removeTree(join(path, entry.name)) }
+            try? removeDirectory(path)
+        } else {
+            try? remove(path)
+        }
+    }
+
     /// Fsyncs a directory so that the names created or renamed in it are durable.
     public static func syncDirectory(_ path: String) throws(IOError) {
         try FaultInjection.check(.syncDirectory, path)

@@ -80,6 +80,10 @@ public final class Relay: Sendable {
     public let limits: RelayLimits
     /// Who may connect (invariant 12).
     public let access: RelayAccess
+    /// Where the relays of a cluster share boards; nil: this relay's disk alone.
+    public let sharing: BoardSharing?
+    /// When an event is acknowledged: fsynced here, or in the shared store too (needs `sharing`).
+    public let ackMode: AckMode
 
     private struct Boards {
         var open: [BoardName: RelayBoard] = [:]
@@ -113,10 +117,12 @@ public final class Relay: Sendable {
 
     public init(
         dataDirectory: String, access: RelayAccess, boardOptions: BoardOptions = .relay, idleBoardSeconds: Double? = 60,
-        limits: RelayLimits = RelayLimits()
+        limits: RelayLimits = RelayLimits(), sharing: BoardSharing? = nil, ackMode: AckMode = .local
     ) throws(RelayError) {
         self.dataDirectory = dataDirectory
         self.access = access
+        self.sharing = sharing
+        self.ackMode = sharing == nil ? .local : ackMode
         // A relay sends events and never reads a drawing: its boards keep none, whatever the
         // options say, so that an open board costs the same memory however big it is.
         var boardOptions = boardOptions
@@ -160,7 +166,15 @@ public final class Relay: Sendable {
                 throw .io(IOError.symbolicLink("open board", path: planted))
             }
             let board = try Board(path: path, create: true, options: boardOptions)
-            let relayBoard = RelayBoard(name: name, board: board, catchUps: catchUps, maxNativeReplicas: limits.maxNativeReplicasPerBoard)
+            var sharedAcks: SharedAcks?
+            if ackMode == .shared, let sharing {
+                sharedAcks = SharedAcks(round: {
+                    if let failure = await board.sealNow() { return "the seal failed: \(failure)" }
+                    return await sharing.sync(name, journal: path, open: true)
+                }, failed: { [weak self] why in self?.report(.shareFailed(name, why: why)) })
+            }
+            let relayBoard = RelayBoard(name: name, board: board, catchUps: catchUps, maxNativeReplicas: limits.maxNativeReplicasPerBoard,
+                                        sharedAcks: sharedAcks)
             relayBoard.start()
             report(.opened(name))
             return relayBoard
@@ -175,6 +189,12 @@ public final class Relay: Sendable {
         // A test's fault hook where the connection came reaches the opener's thread too.
         let hook = FaultInjection.current
         let task = Task { [self] () -> Result<Void, RelayError> in
+            // A cluster's board opens with what the store holds: a relay taking it over from a
+            // lost one must not serve (and catch clients up from) less than was published.
+            if let sharing, let why = await sharing.sync(name, journal: FileSystem.join(dataDirectory, name.text), open: false) {
+                self.boards.withLock { _ = $0.opening.removeValue(forKey: name) }
+                return .failure(.sharedStore(board: name.text, why))
+            }
             let opened = await withCheckedContinuation { (continuation: CheckedContinuation<Result<RelayBoard, RelayError>, Never>) in
                 opener.submit { [self] in
                     continuation.resume(returning: FaultInjection.withThreadHook(hook) { () -> Result<RelayBoard, RelayError> in
@@ -217,6 +237,12 @@ public final class Relay: Sendable {
             /// The board is being closed or opened: wait, then try again.
             case wait(Task<Void, Never>)
             case opening(Task<Result<Void, RelayError>, Never>)
+        }
+        if let sharing, !FileSystem.exists(FileSystem.join(dataDirectory, name.text)),
+           !boards.withLock({ $0.open[name] != nil || $0.opening[name] != nil }) {
+            // A board another relay of the cluster holds is no new board here: it is brought
+            // from the store, so that a token of scope draw may join it (only admin creates).
+            _ = await sharing.adopt(name, journal: FileSystem.join(dataDirectory, name.text))
         }
         while true {
             let step = try boards.withLock { boards throws(RelayError) -> Step in
@@ -282,6 +308,12 @@ public final class Relay: Sendable {
         let why = board.board.failure.map { "its journal failed: \($0)" } ?? (board.idleSince == nil ? "closed" : "idle")
         boards.closing[name] = Task { [weak self] in
             await board.close(reason: reason)
+            // Published before the board can open again here: what the close sealed is then
+            // in the store for any relay of the cluster.
+            if let self, let sharing = self.sharing,
+               let why = await sharing.sync(name, journal: FileSystem.join(self.dataDirectory, name.text), open: false) {
+                self.report(.shareFailed(name, why: why))
+            }
             _ = self?.boards.withLock { $0.closing.removeValue(forKey: name) }
             ProcessInfoLite.returnFreeMemory()
             self?.report(.closed(name, why: why))
@@ -347,6 +379,36 @@ public final class Relay: Sendable {
         }
     }
 
+    /// Syncs every board of the data folder that is not open with the cluster's store, once:
+    /// what a relay killed before its periodic sync acknowledged (and a crash left in open
+    /// segments, sealed here) reaches the store when it starts again, even if its boards are
+    /// served elsewhere by then.
+    public func shareClosedBoardsOnce() async {
+        guard let sharing else { return }
+        for entry in (try? FileSystem.list(dataDirectory)) ?? [] where entry.kind == .directory {
+            guard let name = try? BoardName(entry.name), !boards.withLock({ $0.open[name] != nil || $0.opening[name] != nil }),
+                  FileSystem.exists(FileSystem.join(dataDirectory, entry.name + "/replicas")) else { continue }
+            if let why = await sharing.sync(name, journal: FileSystem.join(dataDirectory, name.text), open: false) {
+                report(.shareFailed(name, why: why))
+            }
+        }
+    }
+
+    /// Syncs every open board with the cluster's store every `sharing.interval` seconds until
+    /// the task is cancelled or the relay closes (nothing to do without a store). Boards are
+    /// synced one after the other; a failure is reported and the next round tries again.
+    public func shareOpenBoardsPeriodically() async {
+        guard let sharing else { return }
+        while !Task.isCancelled && !boards.withLock({ $0.closed }) {
+            do { try await Task.sleep(for: .milliseconds(Int(max(0.05, sharing.interval) * 1000))) } catch { return }
+            for name in openBoards {
+                if let why = await sharing.sync(name, journal: FileSystem.join(dataDirectory, name.text), open: true) {
+                    report(.shareFailed(name, why: why))
+                }
+            }
+        }
+    }
+
     /// Closes every board: what was acknowledged is durable already; this seals the open
     /// segments (so sync can publish them) and releases the writer locks. Connections still
     /// open get no more messages.
@@ -359,6 +421,9 @@ public final class Relay: Sendable {
         for board in open {
             await board.close()
             report(.closed(board.name, why: "the relay stops"))
+            if let sharing, let why = await sharing.sync(board.name, journal: FileSystem.join(dataDirectory, board.name.text), open: false) {
+                report(.shareFailed(board.name, why: why))
+            }
         }
         for task in closing { await task.value }
         // A board opened meanwhile is closed by its own opening, which sees the relay closed.
@@ -373,4 +438,6 @@ public enum RelayActivity: Sendable, Equatable {
     case opened(BoardName)
     /// A board was closed: its open segments sealed, its lock released; `why` in words.
     case closed(BoardName, why: String)
+    /// A sync of a board with the cluster's store failed (`why`); the next one tries again.
+    case shareFailed(BoardName, why: String)
 }

@@ -18,10 +18,15 @@ public final class RelayBoard: Sendable {
     /// The relay's bound on catch-ups at once (every board's connections share it).
     let catchUps: CatchUpGate
 
-    init(name: BoardName, board: Board, catchUps: CatchUpGate, maxNativeReplicas: Int = RelayLimits().maxNativeReplicasPerBoard) {
+    /// Acks waiting for the cluster's store (`AckMode.shared`); nil: acked once fsynced here.
+    let sharedAcks: SharedAcks?
+
+    init(name: BoardName, board: Board, catchUps: CatchUpGate, maxNativeReplicas: Int = RelayLimits().maxNativeReplicasPerBoard,
+         sharedAcks: SharedAcks? = nil) {
         self.name = name
         self.board = board
         self.catchUps = catchUps
+        self.sharedAcks = sharedAcks
         host = NativeHost(board: board, maxNewReplicas: maxNativeReplicas)
     }
 
@@ -176,7 +181,24 @@ public final class RelayBoard: Sendable {
         for (replica, events) in round.stored {
             Self.deliver(events, to: all.filter { $0.nativeReplica != replica })
             let upTo = host.durablePrefix(of: replica)
-            for connection in all where connection.nativeReplica == replica { connection.acknowledge(replica: replica, upTo: upTo) }
+            let owners = all.filter { $0.nativeReplica == replica }
+            whenAcknowledgeable { for connection in owners { connection.acknowledge(replica: replica, upTo: upTo) } }
+        }
+    }
+
+    /// Runs `acknowledge` once what is durable now may be acknowledged: at once, or, with
+    /// shared acks, once a seal and a publish that began after this call put it in the store.
+    func whenAcknowledgeable(_ acknowledge: @escaping @Sendable () -> Void) {
+        guard let sharedAcks else { return acknowledge() }
+        sharedAcks.hold(acknowledge)
+    }
+
+    /// `Board.whenDurable`, then `whenAcknowledgeable`: what a text client's acks wait for.
+    func whenAcknowledgeable(afterDurable notify: @escaping Board.DurableNotice) {
+        guard sharedAcks != nil else { return board.whenDurable(notify) }
+        board.whenDurable { [self] outcome in
+            guard case .success = outcome else { return notify(outcome) }
+            whenAcknowledgeable { notify(outcome) }
         }
     }
 
@@ -323,6 +345,7 @@ public final class RelayBoard: Sendable {
             return all
         }
         for connection in all { connection.close(reason: reason) }
+        sharedAcks?.close()
         host.close()
         // Stores what was accepted and seals the hosted segments, then the board's own. What was
         // acknowledged is durable already; a seal that fails here leaves the events in the open

@@ -521,7 +521,7 @@ public final class RelayConnection: Sendable {
             return (events, state.appendedThrough)
         }
         guard let round else { return }
-        relayBoard.board.whenDurable { [self] outcome in
+        relayBoard.whenAcknowledgeable(afterDurable: { [self] outcome in
             if case .failure(let error) = outcome {
                 // Nothing of this round is acknowledged: the client resends it to a relay
                 // whose journal works.
@@ -554,7 +554,7 @@ public final class RelayConnection: Sendable {
             // Even when this client is gone: its events are durable and the others want them.
             relayBoard.broadcast(round.events, from: id)
             acknowledgeNextRound()
-        }
+        })
     }
 
     // MARK: Events for this client

@@ -18,6 +18,8 @@ public enum RelayError: Error, Equatable, Sendable, CustomStringConvertible {
     case refusedFrame(String)
     /// The client may not do this (no token, a bad one, too small a scope: invariant 12).
     case forbidden(AccessError)
+    /// The cluster's store could not be synced before the board opened (`BoardSharing`).
+    case sharedStore(board: String, String)
 
     public var description: String {
         switch self {
@@ -35,6 +37,8 @@ public enum RelayError: Error, Equatable, Sendable, CustomStringConvertible {
             return "native frame refused: " + reason
         case .forbidden(let error):
             return error.description
+        case .sharedStore(let board, let why):
+            return "board \(board) is not served until it is read from the shared store, which failed (\(why)); connect again"
         }
     }
 }

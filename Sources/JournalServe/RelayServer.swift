@@ -55,6 +55,8 @@ public struct RelayServer: Sendable {
             switch activity {
             case .opened(let board): logger.info("board opened", metadata: ["board": "\(board.text)"])
             case .closed(let board, let why): logger.info("board closed", metadata: ["board": "\(board.text)", "why": "\(why)"])
+            case .shareFailed(let board, let why):
+                logger.warning("sync with the shared store failed; trying again", metadata: ["board": "\(board.text)", "why": "\(why)"])
             }
         }
         let router = Router(context: RelaySocketContext.self)
@@ -128,6 +130,10 @@ public struct RelayServer: Sendable {
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
             logger: logger
         )
+        // Before it listens, a cluster's relay publishes what it holds of every board: what it
+        // acknowledged before it was killed reaches the store even if the board is served
+        // elsewhere by now (the load balancer sends it nothing until it listens).
+        await relay.shareClosedBoardsOnce()
         // Boards nobody is connected to are closed after a while (their threads end, their
         // journals are sealed and unlocked for sync).
         let idleCloser = Task { await relay.closeIdleBoardsPeriodically() }
@@ -135,15 +141,21 @@ public struct RelayServer: Sendable {
         // Expired and revoked tokens lose their connections within a second.
         let accessWatch = Task { await relay.closeConnectionsWithoutAccessPeriodically() }
         defer { accessWatch.cancel() }
+        // A cluster's relay publishes its open boards to the shared store, and takes in what
+        // the others published (nothing without --share).
+        let sharer = Task { await relay.shareOpenBoardsPeriodically() }
+        defer { sharer.cancel() }
         do {
             if handlingSignals { try await app.runService() } else { try await app.run() }
         } catch {
             idleCloser.cancel()
             accessWatch.cancel()
+            sharer.cancel()
             await relay.close()
             throw error
         }
         idleCloser.cancel()
+        sharer.cancel()
         logger.notice("stopping: sealing and closing every open board", metadata: ["boards": "\(relay.openBoards.count)"])
         await relay.close()
         logger.notice("stopped")

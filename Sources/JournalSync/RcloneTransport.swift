@@ -235,7 +235,7 @@ struct RcloneTransport: Transport {
     }
 
     func finish() {
-        removeTree(staging)
+        FileSystem.removeTree(staging)
     }
 
     private func failure(_ arguments: [String], _ result: ChildProcess.Result) -> SyncError {

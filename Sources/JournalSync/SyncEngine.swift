@@ -426,7 +426,7 @@ public struct SyncEngine {
             } else {
                 stale = false
             }
-            if stale { removeTree(FileSystem.join(journal.localPath, entry.name)) }
+            if stale { FileSystem.removeTree(FileSystem.join(journal.localPath, entry.name)) }
         }
         guard let folders = try? FileSystem.list(journal.replicasPath) else { return }
         for folder in folders where folder.kind == .directory {

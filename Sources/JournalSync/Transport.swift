@@ -313,7 +313,7 @@ struct RsyncTransport: Transport {
     }
 
     func finish() {
-        removeTree(staging)
+        FileSystem.removeTree(staging)
     }
 
     /// Runs rsync; no shell in between.
@@ -322,15 +322,5 @@ struct RsyncTransport: Transport {
         do { result = try await ChildProcess.run("rsync", arguments) } catch { throw .io(error, doing: "cannot run rsync") }
         if result.status == 127 { throw .rsyncMissing }
         return result
-    }
-}
-
-func removeTree(_ path: String) {
-    guard let kind = FileSystem.linkStatus(path)?.kind else { return }
-    if kind == .directory, let entries = try? FileSystem.list(path) {
-        for entry in entries { removeTree(FileSystem.join(path, entry.name)) }
-        try? FileSystem.removeDirectory(path)
-    } else {
-        try? FileSystem.remove(path)
     }
 }

@@ -3,6 +3,7 @@ import JournalCommandLine
 import JournalPlatform
 import JournalRelay
 import JournalServe
+import JournalSync
 import Logging
 
 extension RelayCommand {
@@ -42,12 +43,24 @@ extension RelayCommand {
                 no token: anyone who reaches the port may create, read and draw on any board.
                 Use it for a demo or on a machine of your own, never on a shared network.
 
+                A cluster (docs/DEPLOY.md): several relays behind a load balancer that sends
+                each board to one of them, all with --share STORE. A board is synced with
+                STORE/<board> before it opens (so a relay taking it over from a lost one
+                starts from what that one published), every --share-interval seconds while
+                open, and once closed. With --ack local (the default) acknowledged means
+                fsynced on this relay's disk: what it had not published yet is in the store
+                once it starts again, and lost if its disk is lost. With --ack shared a relay
+                acknowledges an event only once its segment is in the store (it seals and
+                publishes first, a round at a time): losing the disk loses nothing
+                acknowledged, and acks wait for the store.
+
                 Ctrl-C or SIGTERM stop it: boards are sealed and their locks released.
 
                 Examples:
                   journal serve --port 8080 --data boards
                   journal token --data boards --board sketch --scope draw --ttl 8h
                   journal serve --port 8080 --data boards --open     # no tokens: local use only
+                  journal serve --port 8081 --data node1 --share s3://boards/cluster --ack shared
                 """)
 
         @Option(help: "The TCP port to listen on (0: any free port, printed at start).") var port: Int
@@ -77,6 +90,16 @@ extension RelayCommand {
         var logLevel: String = "info"
         @Flag(help: "Serve without tokens: anyone who reaches the port may create, read and draw on any board.")
         var open = false
+        @Option(help: ArgumentHelp(
+            "A cluster's shared store, as 'journal sync' takes a target (a folder, host:path, s3://bucket/path, rclone:REMOTE:path): each board is synced with STORE/<board> before it opens, every --share-interval seconds while open, and once closed.",
+            valueName: "store"))
+        var share: String?
+        @Option(help: ArgumentHelp("With --share: seconds between two syncs of an open board.", valueName: "seconds"))
+        var shareInterval: Double = 2
+        @Option(help: ArgumentHelp(
+            "When an event is acknowledged: local (once fsynced on this relay's disk) or shared (once its segment is in the --share store too: losing this disk loses nothing acknowledged).",
+            valueName: "local|shared"))
+        var ack: AckMode = .local
 
         func validate() throws {
             guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
@@ -90,6 +113,15 @@ extension RelayCommand {
             guard maxConnections >= 1 else { throw ValidationError("--max-connections must be 1 or more") }
             guard maxNativeReplicas >= 1 else { throw ValidationError("--max-native-replicas must be 1 or more") }
             guard maxConnectionsPerToken >= 1 else { throw ValidationError("--max-connections-per-token must be 1 or more") }
+            if ack == .shared && share == nil { throw ValidationError("--ack shared needs --share STORE: acknowledged means in that store") }
+            guard shareInterval >= 0.1, shareInterval <= 3600 else { throw ValidationError("--share-interval must be between 0.1 and 3600 seconds") }
+            if let share {
+                let target: SyncTarget
+                do throws(SyncError) { target = try SyncTarget(parsing: share) } catch { throw ValidationError("--share: \(error)") }
+                if case .directory(let path) = target, !FileSystem.isDirectory(path) {
+                    throw ValidationError("--share \(path): no such folder (make it first: every relay of the cluster must see the same one)")
+                }
+            }
         }
 
         func run() async throws {
@@ -114,7 +146,7 @@ extension RelayCommand {
                 let relay: Relay
                 do throws(RelayError) { relay = try Relay(
                     dataDirectory: data, access: access, idleBoardSeconds: closeIdleAfter > 0 ? closeIdleAfter : nil,
-                    limits: limits) } catch { throw CLIError(error.description, code: CLIError.ioError) }
+                    limits: limits, sharing: share.map { SyncedBoardSharing(store: $0, interval: shareInterval) }, ackMode: ack) } catch { throw CLIError(error.description, code: CLIError.ioError) }
                 var logger = Logger(label: "journal-serve")
                 if let level = Logger.Level(rawValue: logLevel) { logger.logLevel = level }
                 let server = RelayServer(relay: relay, host: bind, port: port, writeStallSeconds: writeTimeout, logger: logger)
@@ -136,3 +168,5 @@ extension RelayCommand {
         }
     }
 }
+
+extension AckMode: ExpressibleByArgument {}
