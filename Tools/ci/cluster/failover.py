@@ -68,9 +68,20 @@ class Node:
                 time.sleep(0.1)
         raise Failure("node %d not listening 120 s after its start" % self.index)
 
+    cpu_seconds = 0.0  # every node's user + system time, read just before it was stopped
+
+    def account(self):
+        try:
+            with open("/proc/%d/stat" % self.proc.pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            Node.cpu_seconds += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            pass
+
     def kill(self, delete_disk=False):
         if self.proc.poll() is not None:
             raise Failure("node %d had ended by itself (exit %s): see %s" % (self.index, self.proc.returncode, self.log.name))
+        self.account()
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
         self.proc = None
@@ -80,6 +91,7 @@ class Node:
     def stop(self):
         if self.proc is None:
             return
+        self.account()
         self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(timeout=120)
@@ -332,6 +344,9 @@ def main():
             print("failover: ack after a stroke's last point (--ack %s): p50 %.1f ms, p99 %.1f ms, max %.1f ms over %d strokes" % (
                 args.ack, 1000 * acks[len(acks) // 2], 1000 * acks[min(len(acks) - 1, int(0.99 * len(acks)))],
                 1000 * acks[-1], len(acks)))
+        if total:
+            print("failover: the nodes' CPU: %.2f s in all, %.1f s per million acknowledged points (start-ups, "
+                  "syncs and catch-ups included)" % (Node.cpu_seconds, Node.cpu_seconds / total * 1e6))
         failovers.sort()
         p95 = failovers[min(len(failovers) - 1, int(0.95 * len(failovers)))] if failovers else 0
         print("failover: %d acknowledged points on %d boards, %d checked in the store; %d reconnections, "
