@@ -8,7 +8,8 @@ count.
 
 At the end every node is stopped (SIGTERM: boards sealed and published), and for each board
 the store is merged into a fresh journal, which must hold every acknowledged point exactly
-once, with what was drawn, and verify clean.
+once, with what was drawn, hold exactly the events the board's client was sent (catch-ups,
+echoes and live events, over all its connections), and verify clean.
 
 Needs haproxy (apt-get install haproxy). Prints the failover times (from a kill to the first
 acknowledgement of a client that was on the killed node) and exits non-zero on any failed
@@ -139,6 +140,7 @@ class Drawer:
         self.strokes = 0
         self.reconnects = 0
         self.ack_seconds = []  # per stroke: from its last point sent to its ack
+        self.held = set()  # "replica#seq" of every event this client was sent (catch-ups, echoes, live)
         self.connect(deadline=time.monotonic() + 60)
 
     def connect(self, deadline):
@@ -146,8 +148,11 @@ class Drawer:
         while time.monotonic() < deadline:
             try:
                 self.conn = Conn(self.port, self.board)
-                self.conn.send_text(json.dumps({"type": "hello", "echo": True, "blocks": True}))
+                # The catch-up as text events, so that the client knows which events it holds.
+                self.conn.send_text(json.dumps({"type": "hello", "echo": True}))
                 got = self.conn.until(lambda m: m.get("type") in ("caughtUp", "error"), timeout=30)
+                for m in got:
+                    self.take(m)
                 if got and got[-1].get("type") == "caughtUp":
                     self.frames = 0
                     return
@@ -157,6 +162,15 @@ class Drawer:
                 last = repr(error)
             time.sleep(0.2)
         raise Failure("%s could not join %s: %s" % (self.name, self.board, last))
+
+    def take(self, m):
+        if "replica" in m and "seq" in m and m.get("type") not in ("ack", "error"):
+            self.held.add("%s#%d" % (m["replica"], m["seq"]))
+
+    def settle(self, seconds):
+        """Reads what the relay sends for `seconds` (events another node published come late)."""
+        for m in self.conn.until(lambda m: False, timeout=seconds):
+            self.take(m)
 
     def draw(self, points):
         """One stroke; on a lost connection, reconnects and draws it again (a new stroke).
@@ -194,6 +208,7 @@ class Drawer:
                 continue
             if m is None:
                 raise ConnectionError(self.conn.why)
+            self.take(m)
             if m.get("type") == "point" and norm(m.get("stroke")) == stroke:
                 echoed.append(m)
             elif m.get("type") == "ack" and "replica" not in m and m["upTo"] >= self.frames:
@@ -306,6 +321,14 @@ def main():
             if not node.up:
                 node.start()
         round_of_strokes(failovers)
+        # What restarted nodes published reaches the node serving each board within a few
+        # share intervals, and it forwards that to its clients.
+        settle = max(3.0, 8 * args.share_interval)
+        threads = [threading.Thread(target=d.settle, args=(settle,)) for d in drawers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         for d in drawers:
             d.conn.close()
         for node in nodes:
@@ -325,8 +348,10 @@ def main():
                 failed.append("verify of %s: %s" % (d.board, verify.stdout.strip()[-300:]))
             log = subprocess.run([journal, "log", "-C", check, "--json"], capture_output=True, text=True, check=True)
             held = {}
+            every = set()
             for line in log.stdout.splitlines():
                 e = json.loads(line)
+                every.add("%s#%d" % (e["replica"], e["seq"]))
                 if e.get("type") == "point":
                     key = "%s#%d" % (e["replica"], e["seq"])
                     held[key] = held.get(key, 0) + 1
@@ -338,6 +363,11 @@ def main():
                 failed.append("%s: %d acknowledged points not in the store (first %s)" % (d.board, len(lost), lost[:3]))
             if twice:
                 failed.append("%s: %d points twice" % (d.board, len(twice)))
+            # The client holds the same events as the journal: none it was sent is missing
+            # from the store, none in the store passed it by.
+            if d.held != every:
+                failed.append("%s: the client holds %d events the journal lacks (first %s) and lacks %d it holds (first %s)" % (
+                    d.board, len(d.held - every), sorted(d.held - every)[:3], len(every - d.held), sorted(every - d.held)[:3]))
             total += len(d.acknowledged)
         acks = sorted(a for d in drawers for a in d.ack_seconds)
         if acks:
@@ -366,7 +396,7 @@ def main():
         for line in failed:
             print("  " + line)
         return 1
-    print("failover: every acknowledged point is in the store exactly once; verify clean")
+    print("failover: every acknowledged point is in the store exactly once, every client holds the journal's events; verify clean")
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
     return 0
