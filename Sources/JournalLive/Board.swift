@@ -263,15 +263,41 @@ public final class Board: Sendable {
     /// (`journal serve --ack shared`): it seals, publishes, then acknowledges. Returns the
     /// failure that stopped the journal, if any; a hosted file that could not be sealed stays
     /// open, and its events unpublished, until a later seal.
-    public func sealNow() async -> JournalError? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<JournalError?, Never>) in
+    public func sealNow() async -> SealNowFailure? {
+        if state.withLock({ $0.closed }) { return .journal(.closed) }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<SealNowFailure?, Never>) in
             // On the committer, behind the commits queued before: what they make durable is sealed too.
             committer.submit { [weak self] in
-                guard let self else { return continuation.resume(returning: .closed) }
+                guard let self else { return continuation.resume(returning: .journal(.closed)) }
                 self.commit(seal: true)
                 let sealed = FaultInjection.withThreadHook(self.faultHook) { self.hosted.sealOpen() }
                 self.afterHostedSeals(sealed)
-                continuation.resume(returning: self.state.withLock { $0.failure })
+                // A seal can be put off (a reload reading the files) or fail without stopping
+                // the journal (a full disk): then something durable is still unsealed, and
+                // whoever asked must not take this seal for one.
+                let (failure, ownUnsealed) = self.state.withLock { ($0.failure, $0.writer?.unsealedEvents ?? 0) }
+                if let failure { return continuation.resume(returning: .journal(failure)) }
+                let hostedUnsealed = self.hosted.unsealedEvents()
+                if ownUnsealed + hostedUnsealed > 0 {
+                    return continuation.resume(returning: .stillUnsealed(own: ownUnsealed, hosted: hostedUnsealed))
+                }
+                continuation.resume(returning: nil)
+            }
+        }
+    }
+
+    /// Why `sealNow` did not seal everything.
+    public enum SealNowFailure: Error, Sendable, CustomStringConvertible {
+        case journal(JournalError)
+        /// Events still unsealed after the seal: the board's own, and hosted ones (or hosted
+        /// files with events that this board does not write now).
+        case stillUnsealed(own: Int, hosted: Int)
+
+        public var description: String {
+            switch self {
+            case .journal(let error): return error.description
+            case .stillUnsealed(let own, let hosted):
+                return "\(own) event(s) of the board's own and \(hosted) hosted event(s) or file(s) are still unsealed (a seal was put off or failed); tried again"
             }
         }
     }

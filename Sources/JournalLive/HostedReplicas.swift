@@ -197,6 +197,18 @@ package final class HostedReplicas: Sendable {
         }
     }
 
+    /// Events in hosted files not yet sealed: in the files this board writes, and in any other
+    /// hosted file on disk with events (one a failed write left, which the next use recovers).
+    func unsealedEvents() -> Int {
+        files.withLock { files in
+            var count = files.writers.values.reduce(0) { $0 + $1.openEvents }
+            for (replica, path) in directory.hostedSegments() where files.writers[replica] == nil {
+                if let size = FileSystem.linkStatus(path)?.size, size > Int64(FormatV1.fileHeaderSize) { count += 1 }
+            }
+            return count
+        }
+    }
+
     /// Stops staging (every later `stage` throws `.closed`) and stores what was staged.
     func closeStaging() -> (round: HostedRound, sealed: [SealedSegment]) {
         staged.withLock { $0.closed = true }

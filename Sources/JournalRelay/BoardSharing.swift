@@ -4,7 +4,9 @@
 /// had published (docs/DEPLOY.md). The relay itself never reads or writes the store.
 public protocol BoardSharing: Sendable {
     /// Two-way sync of the journal at `path` (board `board`) with the store; the journal and
-    /// the store's board are created when missing. Nil, or why it failed.
+    /// the store's board are created when missing. Nil, or why it failed. `open`: the board is
+    /// open here (it seals its own files); then nil also means that every sealed segment of
+    /// the journal is in the store, which `--ack shared` relies on.
     func sync(_ board: BoardName, journal path: String, open: Bool) async -> String?
     /// Brings a board this relay has never held from the store into a new journal at `path`;
     /// false, leaving nothing at `path`, when the store has no such board.

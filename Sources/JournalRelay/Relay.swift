@@ -162,9 +162,7 @@ public final class Relay: Sendable {
             // the board, or as its `replicas/`) would send one board's strokes into any journal
             // it points to, writing as that journal's replica beside its writer. (A symlinked
             // `local/` is refused by the board's `JournalWriter`, as for every journal.)
-            for planted in [path, path + "/replicas"] where FileSystem.linkStatus(planted)?.kind == .symlink {
-                throw .io(IOError.symbolicLink("open board", path: planted))
-            }
+            if let planted = Self.plantedSymlink(path) { throw .io(IOError.symbolicLink("open board", path: planted)) }
             let board = try Board(path: path, create: true, options: boardOptions)
             var sharedAcks: SharedAcks?
             if ackMode == .shared, let sharing {
@@ -183,17 +181,35 @@ public final class Relay: Sendable {
         }
     }
 
+    /// A symlink where board folder `path` or its `replicas/` belongs, if there is one.
+    static func plantedSymlink(_ path: String) -> String? {
+        [path, path + "/replicas"].first { FileSystem.linkStatus($0)?.kind == .symlink }
+    }
+
     /// Starts opening board `name` on the opener thread; called under the lock, with room made.
     /// The task's result is the opening's: the board is in `open` once it succeeded.
-    private func startOpening(_ name: BoardName, _ boards: inout Boards) -> Task<Result<Void, RelayError>, Never> {
+    /// `adoptingOrRefusing`: the board is not here and the client may not create it: it is
+    /// brought from the cluster's store first, or the opening fails with this refusal.
+    private func startOpening(
+        _ name: BoardName, _ boards: inout Boards, adoptingOrRefusing refusal: String? = nil
+    ) -> Task<Result<Void, RelayError>, Never> {
         // A test's fault hook where the connection came reaches the opener's thread too.
         let hook = FaultInjection.current
         let task = Task { [self] () -> Result<Void, RelayError> in
-            // A cluster's board opens with what the store holds: a relay taking it over from a
-            // lost one must not serve (and catch clients up from) less than was published.
-            if let sharing, let why = await sharing.sync(name, journal: FileSystem.join(dataDirectory, name.text), open: false) {
-                self.boards.withLock { _ = $0.opening.removeValue(forKey: name) }
-                return .failure(.sharedStore(board: name.text, why))
+            if let sharing {
+                let path = FileSystem.join(dataDirectory, name.text)
+                func fail(_ error: RelayError) -> Result<Void, RelayError> {
+                    self.boards.withLock { _ = $0.opening.removeValue(forKey: name) }
+                    return .failure(error)
+                }
+                // Checked before any sync touches the folder (`openJournal` says why).
+                if let planted = Self.plantedSymlink(path) {
+                    return fail(.journal(board: name.text, .io(IOError.symbolicLink("open board", path: planted))))
+                }
+                if let refusal, await !sharing.adopt(name, journal: path) { return fail(.forbidden(.notAllowed(refusal))) }
+                // A cluster's board opens with what the store holds: a relay taking it over from
+                // a lost one must not serve (and catch clients up from) less than was published.
+                if let why = await sharing.sync(name, journal: path, open: false) { return fail(.sharedStore(board: name.text, why)) }
             }
             let opened = await withCheckedContinuation { (continuation: CheckedContinuation<Result<RelayBoard, RelayError>, Never>) in
                 opener.submit { [self] in
@@ -238,12 +254,6 @@ public final class Relay: Sendable {
             case wait(Task<Void, Never>)
             case opening(Task<Result<Void, RelayError>, Never>)
         }
-        if let sharing, !FileSystem.exists(FileSystem.join(dataDirectory, name.text)),
-           !boards.withLock({ $0.open[name] != nil || $0.opening[name] != nil }) {
-            // A board another relay of the cluster holds is no new board here: it is brought
-            // from the store, so that a token of scope draw may join it (only admin creates).
-            _ = await sharing.adopt(name, journal: FileSystem.join(dataDirectory, name.text))
-        }
         while true {
             let step = try boards.withLock { boards throws(RelayError) -> Step in
                 if boards.closed { throw .closed }
@@ -269,12 +279,18 @@ public final class Relay: Sendable {
                 }
                 // Creating a board is an admin's (a name anyone may type would otherwise make
                 // a journal on the relay's disk).
+                var adopting: String?
                 if boards.open[name] == nil && !grant.allows(.admin) && !FileSystem.exists(FileSystem.join(dataDirectory, name.text)) {
-                    throw .forbidden(.notAllowed("board \(name.text) does not exist; only a token of scope admin may create it (this one's scope is \(grant.scope))"))
+                    let refusal = "board \(name.text) does not exist; only a token of scope admin may create it (this one's scope is \(grant.scope))"
+                    // In a cluster, a board another relay holds is no new board here: it is
+                    // brought from the store, as the opening's first step (one at a time, and
+                    // counted as an opening board), and refused if the store has none.
+                    guard sharing != nil else { throw .forbidden(.notAllowed(refusal)) }
+                    adopting = refusal
                 }
                 if let board = boards.open[name] { return .connected(board.connect(grant: grant, helloPromised: helloPromised)) }
                 try makeRoomIfFull(&boards)
-                return .opening(startOpening(name, &boards))
+                return .opening(startOpening(name, &boards, adoptingOrRefusing: adopting))
             }
             switch step {
             case .connected(let connection): return connection
@@ -386,8 +402,9 @@ public final class Relay: Sendable {
     public func shareClosedBoardsOnce() async {
         guard let sharing else { return }
         for entry in (try? FileSystem.list(dataDirectory)) ?? [] where entry.kind == .directory {
+            let path = FileSystem.join(dataDirectory, entry.name)
             guard let name = try? BoardName(entry.name), !boards.withLock({ $0.open[name] != nil || $0.opening[name] != nil }),
-                  FileSystem.exists(FileSystem.join(dataDirectory, entry.name + "/replicas")) else { continue }
+                  FileSystem.isDirectory(path + "/replicas"), Self.plantedSymlink(path) == nil else { continue }
             if let why = await sharing.sync(name, journal: FileSystem.join(dataDirectory, name.text), open: false) {
                 report(.shareFailed(name, why: why))
             }

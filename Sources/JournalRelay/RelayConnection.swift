@@ -398,7 +398,10 @@ public final class RelayConnection: Sendable {
             if acceptance == .allHeld {
                 state.withLock { $0.nativeFrameEvents.append(0) }
                 nativeFramesSettled(1)
-                acknowledge(replica: replica, upTo: relayBoard.host.durablePrefix(of: replica))
+                // Held is not yet shared: a relay killed and started again holds events its
+                // store may lack (`--ack shared` acknowledges those after a round too).
+                let upTo = relayBoard.host.durablePrefix(of: replica)
+                relayBoard.whenAcknowledgeable { [self] in acknowledge(replica: replica, upTo: upTo) }
             }
         } catch {
             state.withLock { $0.nativeInFlight = max(0, $0.nativeInFlight - 1) }

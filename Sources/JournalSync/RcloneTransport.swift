@@ -38,6 +38,12 @@ public struct ObjectStoreAddress: Equatable, Sendable {
             guard let colon = rest.firstIndex(of: ":"), colon != rest.startIndex else {
                 throw .badObjectStoreAddress(text, reason: "expected rclone:REMOTE:path, a remote of your rclone configuration")
             }
+            // `:backend,key=value:` and `remote,key=value:` carry settings, secrets among them,
+            // on the command line, where every user of the machine and every error message sees
+            // them: a remote of the configuration (or s3:// and the environment) instead.
+            if rest[..<colon].contains(",") {
+                throw .badObjectStoreAddress(text, reason: "settings in the address (a connection string) would put keys on the command line; name a remote of your rclone configuration, or use s3:// with the keys in the environment")
+            }
             self.text = text
             remote = rest
             isS3URL = false
@@ -141,6 +147,12 @@ struct RcloneTransport: Transport {
             }
             let path = record[1]
             if path.hasSuffix("/") { continue }
+            // Lists of files for rclone are one name a line: a name with a control character
+            // (rclone shows a line break as "␊", but a remote may not) could name others.
+            if path.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+                listing.ignored.append(Problem(.ignored, file: shown + path.debugDescription, reason: "a control character in the name"))
+                continue
+            }
             let parts = path.split(separator: "/", omittingEmptySubsequences: false)
             guard parts.count == 2, let replica = ReplicaID(hex: parts[0]) else {
                 listing.ignored.append(Problem(.ignored, file: shown + path, reason: "not inside a replica folder"))

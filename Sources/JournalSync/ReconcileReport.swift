@@ -42,6 +42,9 @@ public struct ReconcileReport: Sendable {
     public var ignored: [Problem] = []
     /// Target folders not written to (a symlink at `replicas/` or `replicas/<id>/`), with why.
     public var notPublished: [Problem] = []
+    /// This journal's segments the target does not hold intact after the sync (not sent, or
+    /// there with another size): what a relay acknowledging only stored events waits for.
+    public var lackingOnTarget: [String] = []
     /// Local files retired because a verified file covers them (`replica/name`), and covers
     /// written by the compaction that runs before publishing (docs/SYNC.md, "Covers").
     public var retired: [String] = []

@@ -306,6 +306,13 @@ public struct SyncEngine {
                     if let replica = ReplicaID(hex: relative.prefix(32)) { report.replicas[report.state(replica)].published += 1 }
                 }
             }
+            let remoteSizes = Dictionary(remote.files.map { ($0.relativePath, $0.size) }, uniquingKeysWith: { first, _ in first })
+            let sent = Set(report.published)
+            for file in localNow.files {
+                guard case .segment(let name) = file.classification, name.identifiesContents,
+                      !sent.contains(file.relativePath), remoteSizes[file.relativePath] != file.size else { continue }
+                report.lackingOnTarget.append(file.relativePath)
+            }
             if let folder = transport.localFolder {
                 // Read again only if this sync retired files (it logged them).
                 let log = report.retired.isEmpty ? coverLog : CoverLog.load(journal)

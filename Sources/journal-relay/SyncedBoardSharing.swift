@@ -10,42 +10,86 @@ struct SyncedBoardSharing: BoardSharing {
     /// The store's root, as `journal sync` takes a target.
     let store: String
     let interval: Double
+    /// One sync per board at a time in this relay: the periodic round, an ack round and a
+    /// close queue here, awaiting, rather than in the journal's sync lock, whose wait sleeps
+    /// a thread (two on this machine's pool would stall the whole relay).
+    private let queue = BoardQueue()
+
+    init(store: String, interval: Double) {
+        self.store = store
+        self.interval = interval
+    }
 
     private func target(_ board: BoardName) throws(SyncError) -> SyncTarget {
         var root = store
         while root.count > 1 && root.hasSuffix("/") { root.removeLast() }
-        return try SyncTarget(parsing: root + "/" + board.text)
+        // `rclone:remote:` names the remote's top: the board is `remote:<board>`, not `remote:/<board>`.
+        return try SyncTarget(parsing: root + (root.hasSuffix(":") ? "" : "/") + board.text)
     }
 
     func sync(_ board: BoardName, journal path: String, open: Bool) async -> String? {
-        do {
-            let journal = try JournalDirectory.openOrCreate(at: path)
-            var engine = SyncEngine(journal: journal)
-            // The periodic round and a close may meet on one journal: wait rather than fail.
-            engine.lockWaitSeconds = 60
-            // An open board seals and compacts its own files (one committer). A closed one is
-            // sealed first (what a killed relay left in its open segment) and compacted, which
-            // publishes fewer, larger files.
-            _ = try await engine.sync(try target(board), seal: !open, compact: !open, create: true)
-            return nil
-        } catch {
-            return "\(error)"
+        await queue.serially(board.text) {
+            do {
+                let journal = try JournalDirectory.openOrCreate(at: path)
+                var engine = SyncEngine(journal: journal)
+                // Only a sync outside this relay (`journal sync` run by hand) can hold the lock.
+                engine.lockWaitSeconds = 3
+                // An open board seals and compacts its own files (one committer). A closed one
+                // is sealed first (what a killed relay left in its open segment) and compacted,
+                // which publishes fewer, larger files.
+                let report = try await engine.sync(try target(board), seal: !open, compact: !open, create: true)
+                // A sync that did not fail may still have left a segment out (a damaged copy in
+                // the store under its name, a file that did not verify): not in the store, so
+                // not shared, which an open board's ack round must know. (Before a board opens,
+                // what matters is what came in: a store refusing a write must not keep it closed.)
+                if open, let first = report.lackingOnTarget.first {
+                    return "\(report.lackingOnTarget.count) segment(s) not in the store after the sync (\(first)…)"
+                }
+                return nil
+            } catch {
+                return "\(error)"
+            }
         }
     }
 
     func adopt(_ board: BoardName, journal path: String) async -> Bool {
-        let journal: JournalDirectory
-        do {
-            journal = try JournalDirectory.create(at: path)
-        } catch {
-            // Made meanwhile (another connection's adoption): it is there, whoever made it.
-            return FileSystem.exists(path)
+        await queue.serially(board.text) {
+            if FileSystem.exists(path) { return true }
+            // Built beside, under a name no board can have, and renamed into place only once
+            // it holds the store's segments: nobody ever sees (or opens) a half-adopted board.
+            let hex = ProcessInfoLite.randomBytes(8).map { String($0, radix: 16) }.joined()
+            let building = FileSystem.join(FileSystem.parent(of: path), ".adopting-\(board.text)-\(hex)")
+            defer { FileSystem.removeTree(building) }
+            guard let journal = try? JournalDirectory.create(at: building),
+                  let report = try? await SyncEngine(journal: journal).sync(try target(board), seal: false, compact: false, create: false),
+                  !report.imported.isEmpty
+            else { return false }
+            do { try FileSystem.rename(building, to: path) } catch { return FileSystem.exists(path) }
+            return true
         }
-        var imported = false
-        if let report = try? await SyncEngine(journal: journal).sync(try target(board), seal: false, compact: false, create: false) {
-            imported = !report.imported.isEmpty
+    }
+}
+
+/// Runs one job per key at a time, in the order they came; the others await without a thread.
+private actor BoardQueue {
+    private var busy: Set<String> = []
+    private var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
+
+    func serially<T: Sendable>(_ key: String, _ job: @Sendable () async -> T) async -> T {
+        if busy.contains(key) {
+            await withCheckedContinuation { waiting[key, default: []].append($0) }
+        } else {
+            busy.insert(key)
         }
-        if !imported { FileSystem.removeTree(path) }
-        return imported
+        let result = await job()
+        if var queue = waiting[key], !queue.isEmpty {
+            // Handed on: the key stays busy for the next one.
+            let next = queue.removeFirst()
+            waiting[key] = queue.isEmpty ? nil : queue
+            next.resume()
+        } else {
+            busy.remove(key)
+        }
+        return result
     }
 }

@@ -255,9 +255,27 @@ import JournalCompression
         #expect(s3.remote == ":s3:boards/team/poster" && s3.isS3URL && s3.text == "s3://boards/team/poster/")
         guard case .objectStore(let configured) = try SyncTarget(parsing: "rclone:r2:boards/poster") else { Issue.record("not a store"); return }
         #expect(configured.remote == "r2:boards/poster" && !configured.isS3URL)
-        for bad in ["s3://", "s3:///x", "s3://b/../c", "s3://b//c", "rclone:", "rclone::x", "rclone:nocolon"] {
+        for bad in ["s3://", "s3:///x", "s3://b/../c", "s3://b//c", "rclone:", "rclone::x", "rclone:nocolon",
+                    "rclone::s3,secret_access_key=x:bucket", "rclone:r2,access_key_id=k:bucket"] {
             #expect(throws: SyncError.self, "\(bad)") { try SyncTarget(parsing: bad) }
         }
+    }
+
+    @Test func aSegmentTheTargetHoldsDamagedIsReportedAsLackingThere() async throws {
+        let temp = TemporaryDirectory("lacking-on-target")
+        defer { temp.remove() }
+        var alice = try Machine(temp.path + "/alice", seed: 41)
+        try alice.draw(strokes: 3)
+        let shared = temp.path + "/shared"
+        let first = try await SyncEngine(journal: alice.journal).sync(.directory(shared), create: true)
+        #expect(first.published.count == 1 && first.lackingOnTarget.isEmpty)
+        // The target's copy cut short under the same name: sync never replaces it, does not
+        // fail either, and says the target lacks that segment (what `--ack shared` waits on).
+        let relative = try #require(first.published.first)
+        try copyFile(alice.journal.replicasPath + "/" + relative, shared + "/replicas/" + relative, truncatedTo: 100)
+        let second = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
+        #expect(second.lackingOnTarget == [relative])
+        #expect(second.rejected.contains { $0.kind == .incomplete })
     }
 
     @Test func theAWSEnvironmentIsMappedOntoRclonesS3BackendWithoutOverridingIt() throws {
@@ -290,6 +308,7 @@ import JournalCompression
             7,fedcba9876543210fedcba9876543210/\(segment)"
             -1,\(replica)/
             3,"notes,""old"".txt"
+            4,"\(replica)/tab\there"
 
             """
         let listing = RcloneTransport.parseListing(output, shownAs: "s3://b/replicas/")
@@ -297,8 +316,9 @@ import JournalCompression
         // never a segment of another replica.
         #expect(listing.files.map(\.relativePath) == ["\(replica)/\(segment)"])
         #expect(listing.files.first?.size == 120)
-        #expect(listing.ignored.map(\.file) == ["s3://b/replicas/\(replica)/x\n7,fedcba9876543210fedcba9876543210/\(segment)",
-                                                "s3://b/replicas/notes,\"old\".txt"])
+        #expect(listing.ignored.map(\.file) == ["s3://b/replicas/" + "\(replica)/x\n7,fedcba9876543210fedcba9876543210/\(segment)".debugDescription,
+                                                "s3://b/replicas/notes,\"old\".txt",
+                                                "s3://b/replicas/" + "\(replica)/tab\there".debugDescription])
     }
 
     @Test func classifierNamesEveryForeignKind() {

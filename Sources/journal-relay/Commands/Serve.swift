@@ -48,8 +48,9 @@ extension RelayCommand {
                 STORE/<board> before it opens (so a relay taking it over from a lost one
                 starts from what that one published), every --share-interval seconds while
                 open, and once closed. With --ack local (the default) acknowledged means
-                fsynced on this relay's disk: what it had not published yet is in the store
-                once it starts again, and lost if its disk is lost. With --ack shared a relay
+                fsynced on this relay's disk: what it had not published yet reaches the store
+                when it starts again (a native client's events, when the board next opens
+                on it), and is lost if its disk is lost. With --ack shared a relay
                 acknowledges an event only once its segment is in the store (it seals and
                 publishes first, a round at a time): losing the disk loses nothing
                 acknowledged, and acks wait for the store.
