@@ -2,9 +2,10 @@
 """A relay cluster losing nodes: N `journal serve --share STORE` nodes behind HAProxy, which
 sends each board to one node by consistent hashing of its path, with health checks. Clients
 draw on several boards through HAProxy; at random moments one node is killed (kill -9) and
-started again later. A client whose connection ends reconnects through HAProxy (to whichever
-node has the board now), and draws the stroke it was drawing again: only acknowledged points
-count.
+started again later. A text client whose connection ends reconnects through HAProxy (to
+whichever node has the board now), and draws the stroke it was drawing again: only
+acknowledged points count. A native client (`--native-boards`: its own replica and key,
+signed blocks) sends again exactly what was not acknowledged, under the same ids.
 
 At the end every node is stopped (SIGTERM: boards sealed and published), and for each board
 the store is merged into a fresh journal, which must hold every acknowledged point exactly
@@ -22,6 +23,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -33,7 +35,7 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.join(REPO, "Tools", "ci", "relay-campaign"))
-from relay_campaign import Conn, norm  # noqa: E402
+from relay_campaign import Conn, native_events, native_frame, norm, replica_key  # noqa: E402
 from relay_load import free_port  # noqa: E402
 
 
@@ -131,6 +133,37 @@ backend relays
 """
 
 
+def join(name, port, board, hello, deadline):
+    """A connection to `board` through HAProxy that got its catch-up, and the messages until
+    `caughtUp`; tried again until `deadline` (the board's node may be dying or starting)."""
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            conn = Conn(port, board)
+            conn.send_text(json.dumps(hello))
+            got = conn.until(lambda m: m.get("type") in ("caughtUp", "error"), timeout=30)
+            if got and got[-1].get("type") == "caughtUp":
+                return conn, got
+            last = got[-1:] if got else "closed"
+            conn.close()
+        except (OSError, RuntimeError) as error:
+            last = repr(error)
+        time.sleep(0.2)
+    raise Failure("%s could not join %s: %s" % (name, board, last))
+
+
+def messages(conn, seconds):
+    """What the relay sends, for up to `seconds`; a connection that ends is a ConnectionError."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        m = conn.next(timeout=max(0.1, deadline - time.monotonic()))
+        if m is None and not conn.closed:
+            continue
+        if m is None:
+            raise ConnectionError(conn.why)
+        yield m
+
+
 class Drawer:
     """A text client on one board through HAProxy, keeping what was acknowledged."""
 
@@ -144,24 +177,11 @@ class Drawer:
         self.connect(deadline=time.monotonic() + 60)
 
     def connect(self, deadline):
-        last = None
-        while time.monotonic() < deadline:
-            try:
-                self.conn = Conn(self.port, self.board)
-                # The catch-up as text events, so that the client knows which events it holds.
-                self.conn.send_text(json.dumps({"type": "hello", "echo": True}))
-                got = self.conn.until(lambda m: m.get("type") in ("caughtUp", "error"), timeout=30)
-                for m in got:
-                    self.take(m)
-                if got and got[-1].get("type") == "caughtUp":
-                    self.frames = 0
-                    return
-                last = got[-1:] if got else "closed"
-                self.conn.close()
-            except (OSError, RuntimeError) as error:
-                last = repr(error)
-            time.sleep(0.2)
-        raise Failure("%s could not join %s: %s" % (self.name, self.board, last))
+        # The catch-up as text events, so that the client knows which events it holds.
+        self.conn, got = join(self.name, self.port, self.board, {"type": "hello", "echo": True}, deadline)
+        for m in got:
+            self.take(m)
+        self.frames = 0
 
     def take(self, m):
         if "replica" in m and "seq" in m and m.get("type") not in ("ack", "error"):
@@ -201,13 +221,7 @@ class Drawer:
         self.frames += points
         sent_at = time.monotonic()
         echoed = []
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            m = self.conn.next(timeout=max(0.1, deadline - time.monotonic()))
-            if m is None and not self.conn.closed:
-                continue
-            if m is None:
-                raise ConnectionError(self.conn.why)
+        for m in messages(self.conn, 60):
             self.take(m)
             if m.get("type") == "point" and norm(m.get("stroke")) == stroke:
                 echoed.append(m)
@@ -225,11 +239,102 @@ class Drawer:
         raise ConnectionError("no ack within 60 s")
 
 
+class NativeDrawer:
+    """A native client (its own replica and Ed25519 key, signed blocks) on one board through
+    HAProxy. Unlike a text client it names its events itself, so after a lost connection it
+    sends again exactly the events not acknowledged, under the same ids: the relay's hosted
+    path, acks by seq, and dedup by event id across nodes."""
+
+    def __init__(self, name, board, port, rng):
+        self.name, self.board, self.port, self.rng = name, board, port, rng
+        self.key, self.public, self.replica = replica_key()
+        self.sent = {}  # seq -> (stroke, x, y), in order
+        self.acked = 0
+        self.reconnects = 0
+        self.ack_seconds = []
+        self.held = None  # not followed: only what it sent is checked
+        self.next_seq = 1
+        self.resend_from = None
+        self.last_loss = None
+        self.connect(deadline=time.monotonic() + 60)
+
+    @property
+    def acknowledged(self):
+        return {"%s#%d" % (self.replica, seq): v for seq, v in self.sent.items() if seq <= self.acked}
+
+    def connect(self, deadline):
+        # An open relay: no token (native_hello always names one).
+        self.conn, _ = join(self.name, self.port, self.board,
+                            {"type": "hello", "replica": self.replica, "key": self.public.hex()}, deadline)
+
+    def draw(self, points):
+        stroke = "%032x" % self.rng.getrandbits(128)
+        seqs = list(range(self.next_seq, self.next_seq + points))
+        self.next_seq += points
+        for e in native_events(self.replica, seqs, seqs, stroke):
+            self.sent[e["seq"]] = (stroke, e["x"], e["y"])
+        lost_at = None
+        for attempt in range(5):
+            try:
+                # Everything not acknowledged yet, under its own ids (a resend is idempotent).
+                # A node that lacks earlier events of this replica (its previous node acknowledged
+                # them but had not published them: --ack local) names the seq to send from; this
+                # client keeps its events, so it sends from there, the acknowledged ones under
+                # the same ids (the copies collapse by id once the other node publishes).
+                start = min(self.acked + 1, self.resend_from or self.acked + 1)
+                self.resend_from = None
+                self._send_pending([seq for seq in self.sent if seq >= start])
+                return None if lost_at is None else time.monotonic() - lost_at
+            except ConnectionError as why:
+                self.last_loss = str(why)
+                if lost_at is None:
+                    lost_at = time.monotonic()
+                self.reconnects += 1
+                self.conn.close()
+                self.connect(deadline=time.monotonic() + 60)
+        raise Failure("%s: lost the connection five times in a row (last: %s)" % (self.name, self.last_loss))
+
+    def _send_pending(self, pending):
+        runs = []
+        for seq in pending:
+            if runs and runs[-1][-1] + 1 == seq:
+                runs[-1].append(seq)
+            else:
+                runs.append([seq])
+        sent_at = time.monotonic()
+        try:
+            for run in runs:
+                events = [{"type": "point", "stroke": self.sent[seq][0], "x": self.sent[seq][1], "y": self.sent[seq][2],
+                           "color": "#E53935FF", "width": 2.0, "seq": seq, "lamport": seq,
+                           "time": 1_700_000_000_000 + seq} for seq in run]
+                self.conn.send_binary(native_frame(self.key, self.board, self.replica, events))
+        except OSError as error:
+            raise ConnectionError(repr(error))
+        target = pending[-1]
+        for m in messages(self.conn, 60):
+            if m.get("type") == "ack" and m.get("replica") == self.replica:
+                self.acked = max(self.acked, m["upTo"])
+                if self.acked >= target:
+                    self.ack_seconds.append(time.monotonic() - sent_at)
+                    return
+            elif m.get("type") == "error":
+                found = re.search(r"send from seq (\d+)", m.get("message", ""))
+                if found:
+                    self.resend_from = int(found.group(1))
+                raise ConnectionError(m.get("message"))
+        raise ConnectionError("no ack within 60 s")
+
+    def settle(self, seconds):
+        pass
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--journal-bin", required=True)
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--boards", type=int, default=4)
+    parser.add_argument("--native-boards", type=int, default=1,
+                        help="boards (of --boards) drawn on by a native client (own replica, signed blocks) instead of a text client")
     parser.add_argument("--kills", type=int, default=6)
     parser.add_argument("--strokes-between", type=int, default=3, help="strokes each client draws between two kills")
     parser.add_argument("--points", type=int, default=20)
@@ -270,7 +375,8 @@ def main():
         haproxy = subprocess.Popen(["haproxy", "-f", config, "-db"], stdout=open(os.path.join(root, "haproxy.log"), "ab"),
                                    stderr=subprocess.STDOUT, start_new_session=True)
         boards = ["board%d" % i for i in range(args.boards)]
-        drawers = [Drawer("client-%s" % b, b, proxy_port, random.Random(rng.getrandbits(32))) for b in boards]
+        drawers = [(NativeDrawer if i < args.native_boards else Drawer)("client-%s" % b, b, proxy_port, random.Random(rng.getrandbits(32)))
+                   for i, b in enumerate(boards)]
         print("failover: %d nodes (--ack %s), %d boards, haproxy on %d, store %s" % (len(nodes), args.ack, len(boards), proxy_port, store))
 
         def round_of_strokes(samples):
@@ -364,8 +470,9 @@ def main():
             if twice:
                 failed.append("%s: %d points twice" % (d.board, len(twice)))
             # The client holds the same events as the journal: none it was sent is missing
-            # from the store, none in the store passed it by.
-            if d.held != every:
+            # from the store, none in the store passed it by. (A native drawer follows only
+            # what it sent; its resends must still land once: "twice" above.)
+            if d.held is not None and d.held != every:
                 failed.append("%s: the client holds %d events the journal lacks (first %s) and lacks %d it holds (first %s)" % (
                     d.board, len(d.held - every), sorted(d.held - every)[:3], len(every - d.held), sorted(every - d.held)[:3]))
             total += len(d.acknowledged)
