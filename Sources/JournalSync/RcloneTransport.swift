@@ -207,7 +207,7 @@ struct RcloneTransport: Transport {
 
     func fetch(_ files: [TreeListing.File]) async throws(SyncError) -> [String: String] {
         guard !files.isEmpty else { return [:] }
-        let list = try writeList(files.map(\.relativePath), named: ".files-from")
+        let list = try writeFileList(files.map(\.relativePath), named: ".files-from", in: staging)
         // --no-traverse: the staging folder is new, so nothing there needs listing. rclone
         // takes no size filter beside a list of files, so --max-transfer bounds the whole: an
         // object replaced by a huge one since the listing cannot fill this disk.
@@ -225,7 +225,7 @@ struct RcloneTransport: Transport {
 
     func publish(_ relativePaths: [String], from localReplicas: String) async throws(SyncError) -> PublishOutcome {
         guard !relativePaths.isEmpty else { return PublishOutcome() }
-        let list = try writeList(relativePaths, named: ".push-list")
+        let list = try writeFileList(relativePaths, named: ".push-list", in: staging)
         // --ignore-existing: an object already there is never replaced (its name says its bytes);
         // --no-traverse: each file is looked up by name rather than listing the whole board.
         let arguments = ["copy", "--files-from-raw", list, "--ignore-existing", "--no-traverse"] + common
@@ -233,17 +233,6 @@ struct RcloneTransport: Transport {
         let result = try await run(arguments)
         guard result.status == 0 else { throw failure(arguments, result) }
         return PublishOutcome(sent: relativePaths)
-    }
-
-    private func writeList(_ paths: [String], named name: String) throws(SyncError) -> String {
-        let list = staging + "/" + name
-        do throws(IOError) {
-            try FileSystem.createDirectory(staging)
-            try FileSystem.writeAtomically(Array((paths.joined(separator: "\n") + "\n").utf8), to: list)
-        } catch {
-            throw .io(error, doing: "cannot prepare the staging folder \(staging)")
-        }
-        return list
     }
 
     func finish() {

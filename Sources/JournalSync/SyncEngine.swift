@@ -39,15 +39,9 @@ public struct SyncEngine {
             try refuseSelf(path)
             transport = try DirectoryTransport(root: path, role: .target(create: create))
         case .rsync(let remote):
-            // Per process: even a sync that does not hold the lock (an older version) never
-            // shares, or deletes, another's staging folder.
-            transport = try await RsyncTransport(remote: remote, rsh: rsh,
-                                           staging: journal.localPath + "/staging-" + String(ProcessInfoLite.processID),
-                                           create: create)
+            transport = try await RsyncTransport(remote: remote, rsh: rsh, staging: stagingFolder, create: create)
         case .objectStore(let address):
-            transport = RcloneTransport(address: address,
-                                                  staging: journal.localPath + "/staging-" + String(ProcessInfoLite.processID),
-                                                  create: create)
+            transport = RcloneTransport(address: address, staging: stagingFolder, create: create)
         }
         defer { transport.finish() }
         try await exchange(with: transport, key: target.description, publish: true, report: &report)
@@ -64,8 +58,7 @@ public struct SyncEngine {
         var report = ReconcileReport(target: sources.joined(separator: ", "))
         for source in sources {
             if case .objectStore(let address) = try SyncTarget(parsing: source) {
-                let transport = RcloneTransport(address: address,
-                                                          staging: journal.localPath + "/staging-" + String(ProcessInfoLite.processID))
+                let transport = RcloneTransport(address: address, staging: stagingFolder)
                 defer { transport.finish() }
                 try await exchange(with: transport, key: source, publish: false, report: &report)
                 continue
@@ -84,6 +77,10 @@ public struct SyncEngine {
     }
 
     // MARK: Steps
+
+    /// Where this process's transfers land before they are verified: per process, so that even
+    /// a sync that does not hold the lock (an older version) never shares, or deletes, another's.
+    private var stagingFolder: String { journal.localPath + "/staging-" + String(ProcessInfoLite.processID) }
 
     private func refuseSelf(_ path: String) throws(SyncError) {
         let here = FileSystem.linkStatus(journal.replicasPath)

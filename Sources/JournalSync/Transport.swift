@@ -245,14 +245,7 @@ struct RsyncTransport: Transport {
 
     func fetch(_ files: [TreeListing.File]) async throws(SyncError) -> [String: String] {
         guard !files.isEmpty else { return [:] }
-        let list = staging + "/.files-from"
-        do throws(IOError) {
-            try FileSystem.createDirectory(staging)
-            let text = files.map(\.relativePath).joined(separator: "\n") + "\n"
-            try FileSystem.writeAtomically(Array(text.utf8), to: list)
-        } catch {
-            throw .io(error, doing: "cannot prepare the staging folder \(staging)")
-        }
+        let list = try writeFileList(files.map(\.relativePath), named: ".files-from", in: staging)
         let arguments = common + ["--size-only", "--max-size=\(SegmentScanner.maxSegmentFileSize)",
                                   "--files-from=" + list, remoteReplicas, staging + "/"]
         let result: ChildProcess.Result
@@ -266,14 +259,7 @@ struct RsyncTransport: Transport {
 
     func publish(_ relativePaths: [String], from localReplicas: String) async throws(SyncError) -> PublishOutcome {
         guard !relativePaths.isEmpty else { return PublishOutcome() }
-        let list = staging + "/.push-list"
-        do throws(IOError) {
-            try FileSystem.createDirectory(staging)
-            let text = relativePaths.joined(separator: "\n") + "\n"
-            try FileSystem.writeAtomically(Array(text.utf8), to: list)
-        } catch {
-            throw .io(error, doing: "cannot prepare the staging folder \(staging)")
-        }
+        let list = try writeFileList(relativePaths, named: ".push-list", in: staging)
         // --ignore-existing: a segment already there is never replaced; no --inplace, no --delete.
         var arguments = common + ["--ignore-existing", "--files-from=" + list]
         if capabilities.fsync { arguments.append("--fsync") }
@@ -323,4 +309,17 @@ struct RsyncTransport: Transport {
         if result.status == 127 { throw .rsyncMissing }
         return result
     }
+}
+
+/// Writes the relative paths a transfer tool takes (`--files-from`), one a line, as `name` in
+/// the staging folder (made if missing); returns its path.
+func writeFileList(_ paths: [String], named name: String, in staging: String) throws(SyncError) -> String {
+    let list = staging + "/" + name
+    do throws(IOError) {
+        try FileSystem.createDirectory(staging)
+        try FileSystem.writeAtomically(Array((paths.joined(separator: "\n") + "\n").utf8), to: list)
+    } catch {
+        throw .io(error, doing: "cannot prepare the staging folder \(staging)")
+    }
+    return list
 }
