@@ -58,9 +58,18 @@ extension Replay {
         guard case .events(let asked) = moment else {
             var report = ReplayReport()
             let (times, clocksRise) = uniqueWallTimes(set, report: &report)
-            return drawing(ofFirst: WallTimes(times).count(at: moment), set, clocksChecked: clocksRise)
+            return drawing(ofFirst: WallTimes(times).count(at: moment), set, directory: directory, clocksChecked: clocksRise)
         }
-        return drawing(ofFirst: max(asked, 0), set)
+        return drawing(ofFirst: max(asked, 0), set, directory: directory)
+    }
+
+    /// The drawing of the first `count` events: from the journal's snapshot and keyframes
+    /// when they apply (building them for a large journal that lacks them), else by merging
+    /// from the start. Either way the same drawing (`KeyframeTests`).
+    static func drawing(ofFirst count: Int, _ set: SegmentSet, directory: JournalDirectory,
+                        clocksChecked: Bool = false) -> AtMoment {
+        drawingFromSnapshot(ofFirst: count, set, directory: directory)
+            ?? drawing(ofFirst: count, set, clocksChecked: clocksChecked)
     }
 
     /// The drawing of the first `count` events of the total order (all of them if fewer).

@@ -52,6 +52,13 @@ struct OrderedMerge {
     /// Events folded so far.
     private(set) var applied = 0
 
+    /// Keyframes: the state is noted every this many events (`Keyframes`); 0 notes none.
+    var keyframeInterval = 0 {
+        didSet { nextKeyframe = keyframeInterval > 0 ? applied + keyframeInterval : .max }
+    }
+    private var nextKeyframe = Int.max
+    private(set) var keyframes: [KeyframeCapture] = []
+
     /// Folds every event, or only the first `limit` of the total order (the drawing at a
     /// moment, docs/HISTORY.md); nil if some replica's clocks do not rise with its seqs.
     ///
@@ -75,6 +82,8 @@ struct OrderedMerge {
             while true {
                 let key = headKeys[replica]
                 if let bound, bound < key { push(replica); break }
+                // Here every replica's next key is its next event's, as a keyframe needs.
+                if applied == nextKeyframe { noteKeyframe() }
                 if applied == limit {
                     push(replica)
                     guard clocksChecked || checkClocksOfTheRest(report: &report) else { return nil }
@@ -97,6 +106,13 @@ struct OrderedMerge {
         for stream in streams.compactMap({ $0 }) { report.replicas.append(stream.summary) }
         state.checkInvariants()
         return state.finish()
+    }
+
+    private mutating func noteKeyframe() {
+        nextKeyframe += keyframeInterval
+        guard let lastKey else { return }
+        let cursors = (0..<replicaCount).map { heads[$0] == nil ? UInt64.max : headKeys[$0].seq - 1 }
+        keyframes.append(KeyframeCapture(of: state, events: applied, lastKey: lastKey, cursors: cursors))
     }
 
     /// Reads every block not yet loaded, only to check that each replica's clocks keep rising.

@@ -47,10 +47,14 @@ public enum Replay {
     }
 
     /// A full ordered replay kept as a snapshot; nil if clocks are out of order.
-    static func fullSnapshot(_ set: SegmentSet, report: inout ReplayReport) -> Snapshot? {
+    /// Keyframes are noted on the way (`Keyframes`), every `keyframeInterval` events if given.
+    static func fullSnapshot(_ set: SegmentSet, report: inout ReplayReport, keyframeInterval: Int? = nil) -> Snapshot? {
         var merge = OrderedMerge(set: set)
+        merge.keyframeInterval = keyframeInterval ?? Keyframes.interval(forEvents: set.blockEventCount)
         guard merge.run(report: &report) != nil else { return nil }
-        return makeSnapshot(of: merge, set: set, replicas: set.replicas, report: report)
+        var snapshot = makeSnapshot(of: merge, set: set, replicas: set.replicas, report: report)
+        snapshot.keyframes = Keyframes(frames: merge.keyframes.map { $0.frame(against: merge.state) })
+        return snapshot
     }
 
     private static func makeSnapshot(of merge: OrderedMerge, set: SegmentSet, replicas: [ReplicaID], report: ReplayReport,

@@ -35,6 +35,13 @@ struct Snapshot {
     /// state: the digest is a pure function of the state, so a load that applies nothing on
     /// top of the snapshot may print it without hashing the drawing again.
     var digest: String? = nil
+    /// The CRC-32 stored after the header, which covers every chunk's CRC: it names this very
+    /// snapshot, so keyframes made with it can tell it apart from any other (0 until encoded
+    /// or decoded).
+    var headerCheck: UInt32 = 0
+    /// Keyframes taken by the merge that made this snapshot, written beside it; not part of
+    /// the snapshot's own file.
+    var keyframes: Keyframes? = nil
 
     // MARK: Encoding
 
@@ -117,6 +124,17 @@ struct Snapshot {
         out.appendLE(CRC32.checksum(out.bytes))
         for index in 0..<chunks.count { out.append(contentsOf: bodies.take(index) ?? []) }
         return out.bytes
+    }
+
+    /// The CRC-32 after the header of an encoded snapshot (`headerCheck`), if it has one.
+    static func headerCheck(of bytes: [UInt8]) -> UInt32? {
+        let prefix = magic.count + 4
+        guard bytes.count >= prefix + 4 else { return nil }
+        return bytes.withUnsafeBytes { buffer -> UInt32? in
+            let headerLength = Int(UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: magic.count, as: UInt32.self)))
+            guard headerLength <= buffer.count - prefix - 4 else { return nil }
+            return UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: prefix + headerLength, as: UInt32.self))
+        }
     }
 
     /// Decodes a snapshot, or nil if anything about it is off. `maxPoints` bounds what the
@@ -216,7 +234,7 @@ struct Snapshot {
                 if headerOnly {
                     return Snapshot(replicas: replicas, covered: covered, lastLamports: lastLamports, sealedNames: names,
                                     lastKey: lastKey, eventCount: eventCount, pointCount: pointCount, maxLamport: maxLamport,
-                                    duplicateEvents: duplicates, forks: forks, state: OrderedFoldState(), digest: digest)
+                                    duplicateEvents: duplicates, forks: forks, state: OrderedFoldState(), digest: digest, headerCheck: stored)
                 }
 
                 let decoded = ParallelResults<SnapshotChunks.Decoded>(count: chunks.count)
@@ -258,7 +276,7 @@ struct Snapshot {
                 else { return nil }
                 return Snapshot(replicas: replicas, covered: covered, lastLamports: lastLamports, sealedNames: names,
                                 lastKey: lastKey, eventCount: eventCount, pointCount: pointCount, maxLamport: maxLamport,
-                                duplicateEvents: duplicates, forks: forks, state: state, digest: digest)
+                                duplicateEvents: duplicates, forks: forks, state: state, digest: digest, headerCheck: stored)
             } catch {
                 return nil
             }

@@ -43,21 +43,41 @@ public enum SnapshotStore {
         if snapshot.digest == nil { snapshot.digest = snapshot.state.finish().digest }
         let bytes = snapshot.encoded()
         guard bytes.count <= limit else { return nil }
-        return try write(bytes: bytes, events: snapshot.eventCount, to: directory)
+        return try write(bytes: bytes, of: snapshot, to: directory)
     }
 
     static func write(_ snapshot: Snapshot, to directory: JournalDirectory) throws(IOError) -> Info {
         var snapshot = snapshot
         if snapshot.digest == nil { snapshot.digest = snapshot.state.finish().digest }
-        return try write(bytes: snapshot.encoded(), events: snapshot.eventCount, to: directory)
+        return try write(bytes: snapshot.encoded(), of: snapshot, to: directory)
     }
 
-    private static func write(bytes: [UInt8], events: Int, to directory: JournalDirectory) throws(IOError) -> Info {
+    /// Writes the snapshot, then its keyframes, which name it by its header's CRC: keyframes
+    /// of an earlier snapshot left beside a newer one are ignored, and removed here when the
+    /// new one has none (a snapshot continued from an older one).
+    private static func write(bytes: [UInt8], of snapshot: Snapshot, to directory: JournalDirectory) throws(IOError) -> Info {
         let folder = Self.folder(directory)
         try FileSystem.createDirectory(folder)
         let path = folder + "/latest.sjsnap"
         try FileSystem.writeAtomically(bytes, to: path)
-        return Info(path: path, bytes: bytes.count, events: events)
+        let keyframesPath = Self.keyframesPath(directory)
+        if let keyframes = snapshot.keyframes, let check = Snapshot.headerCheck(of: bytes) {
+            try FileSystem.writeAtomically(
+                keyframes.encoded(snapshotCheck: check, replicaCount: snapshot.replicas.count), to: keyframesPath)
+        } else if FileSystem.linkStatus(keyframesPath) != nil {
+            try? FileSystem.remove(keyframesPath)
+        }
+        return Info(path: path, bytes: bytes.count, events: snapshot.eventCount)
+    }
+
+    static func keyframesPath(_ directory: JournalDirectory) -> String { folder(directory) + "/latest.sjkeys" }
+
+    /// The keyframes made with `snapshot` (decoded whole, state and all), if they are beside it.
+    static func keyframes(_ directory: JournalDirectory, for snapshot: Snapshot) -> Keyframes? {
+        guard let bytes = try? FileSystem.readFile(keyframesPath(directory)) else { return nil }
+        return Keyframes.decode(bytes, snapshotCheck: snapshot.headerCheck, replicaCount: snapshot.replicas.count,
+                                strokes: snapshot.state.strokes.count, created: snapshot.state.creationOrder.count,
+                                events: snapshot.eventCount)
     }
 
     /// The snapshot, if there is a valid one of this version. It can hold no more points than
@@ -69,9 +89,6 @@ public enum SnapshotStore {
         if let trust = FileSystem.linkStatus(directory.trustPath),
            trust.modified >= (FileSystem.linkStatus(path)?.modified ?? .max) { return nil }
         guard let bytes = try? FileSystem.readFile(path) else { return nil }
-        let events = set.members.reduce(0) { total, member in
-            member.scan.blocks.reduce(total) { $0 + $1.frame.eventCount }
-        }
-        return Snapshot.decode(bytes, maxPoints: events, headerOnly: headerOnly)
+        return Snapshot.decode(bytes, maxPoints: set.blockEventCount, headerOnly: headerOnly)
     }
 }

@@ -122,4 +122,8 @@ public struct SegmentSet: Sendable {
         return ClockBound.limit(distinctEvents: ClockBound.distinctEvents(Array(ranges.values)))
     }
     public var totalBytes: Int64 { members.reduce(0) { $0 + Int64($1.scan.bytes.count) } }
+    /// Events in every block of every member, copies counted each time they are stored.
+    public var blockEventCount: Int {
+        members.reduce(0) { total, member in member.scan.blocks.reduce(total) { $0 + $1.frame.eventCount } }
+    }
 }

@@ -1,0 +1,104 @@
+import JournalFormat
+import JournalStorage
+
+extension Replay {
+    /// Journals smaller than this draw a moment by merging from the start: a snapshot and its
+    /// keyframes would save less than they cost to write.
+    static let keyframeThreshold = SnapshotStore.automaticThreshold
+
+    /// The drawing of the first `count` events from the snapshot and its keyframes
+    /// (docs/HISTORY.md, "Keyframes"); nil when they do not apply to `set`, and then the caller
+    /// merges from the start. A journal of at least `keyframeThreshold` events that lacks them
+    /// gets them now, from one full merge, so the next moment is fast.
+    ///
+    /// A snapshot applies only when every event it lacks sorts after every event it holds
+    /// (`rest`, then a merge of the rest that stops at once and checks the clocks of the rest):
+    /// then the first *m* events of the total order are exactly the snapshot's *m*, every
+    /// replica's clocks rise (the merge that made it checked them), and a merge may start
+    /// from a keyframe, or stop early, without reading further.
+    /// `buildAbove`: the journal size from which missing keyframes are built; nil builds none.
+    static func drawingFromSnapshot(ofFirst count: Int, _ set: SegmentSet, directory: JournalDirectory,
+                                    buildAbove: Int? = keyframeThreshold) -> AtMoment? {
+        func build() -> AtMoment? {
+            guard let buildAbove, set.blockEventCount >= buildAbove else { return nil }
+            return buildKeyframes(ofFirst: count, set, directory: directory)
+        }
+        guard let header = SnapshotStore.newest(directory, for: set, headerOnly: true),
+              let (fresh, skipThrough) = rest(of: set, after: header)
+        else { return build() }
+        var report = ReplayReport()
+        report.problems = set.problems
+
+        let replicas = Array(Set(header.replicas + fresh.replicas)).sorted()
+        let map = header.replicas.map { UInt32(replicas.firstIndex(of: $0)!) }
+        var floor = header.lastKey
+        if let last = header.lastKey { floor?.replica = map[Int(last.replica)] }
+        func mergeOfTheRest(from state: OrderedFoldState) -> OrderedMerge {
+            var state = state
+            state.remap(map)
+            return OrderedMerge(set: fresh, replicas: replicas, state: state, floor: floor, lastLamports: header.lastLamports,
+                                skipThrough: skipThrough, plausibilityLimit: set.plausibilityLimit)
+        }
+
+        if count >= header.eventCount {
+            guard let snapshot = SnapshotStore.newest(directory, for: set) else { return nil }
+            var merge = mergeOfTheRest(from: snapshot.state)
+            guard let drawing = merge.run(report: &report, limit: count - header.eventCount),
+                  report.quarantinedEvents == 0 else { return nil }
+            return AtMoment(drawing: drawing, report: report, events: header.eventCount + merge.applied)
+        }
+
+        // Is every event the snapshot lacks after all it holds, and plausible?
+        var check = mergeOfTheRest(from: OrderedFoldState())
+        var checkReport = ReplayReport()
+        guard check.run(report: &checkReport, limit: 0) != nil, checkReport.quarantinedEvents == 0 else { return nil }
+
+        // Early moments: the blocks up to the moment cost less than decoding the snapshot.
+        if count < header.eventCount / 4 { return mergeFromStart(ofFirst: count, set, report: report) }
+        guard let snapshot = SnapshotStore.newest(directory, for: set) else { return nil }
+        guard let keyframes = SnapshotStore.keyframes(directory, for: snapshot) else {
+            return build()
+        }
+        return drawing(ofFirst: count, set, snapshot: snapshot, keyframes: keyframes, report: report)
+    }
+
+    /// The merge from the start, stopping after `count` events; the clocks are known to rise.
+    private static func mergeFromStart(ofFirst count: Int, _ set: SegmentSet, report: ReplayReport) -> AtMoment? {
+        var report = report
+        var merge = OrderedMerge(set: set)
+        guard let drawing = merge.run(report: &report, limit: count, clocksChecked: true) else { return nil }
+        return AtMoment(drawing: drawing, report: report, events: merge.applied)
+    }
+
+    /// From the latest keyframe at or before `count`: the snapshot's state cut back to it, and
+    /// the events after it merged up to `count` (the blocks before its cursors are not read).
+    static func drawing(ofFirst count: Int, _ set: SegmentSet, snapshot: Snapshot, keyframes: Keyframes,
+                        report: ReplayReport) -> AtMoment? {
+        guard let frame = keyframes.frame(atOrBefore: count) else { return mergeFromStart(ofFirst: count, set, report: report) }
+        guard let state = Keyframes.state(at: frame, from: snapshot.state) else { return nil }
+        var report = report
+        var cursors: [ReplicaID: UInt64] = [:]
+        for (replica, cursor) in zip(snapshot.replicas, frame.cursors) { cursors[replica] = cursor }
+        // The replicas the snapshot knew, in its order: a replica new since it has only events
+        // after all of its own, so none within `count`.
+        var merge = OrderedMerge(set: set, replicas: snapshot.replicas, state: state, floor: frame.lastKey,
+                                 skipThrough: cursors, plausibilityLimit: set.plausibilityLimit)
+        guard let drawing = merge.run(report: &report, limit: count - frame.events, clocksChecked: true) else { return nil }
+        return AtMoment(drawing: drawing, report: report, events: frame.events + merge.applied)
+    }
+
+    /// One full merge that writes a snapshot with keyframes, and the drawing at `count` from
+    /// them; nil when a snapshot cannot be made (clocks that fall, quarantined events, forks).
+    private static func buildKeyframes(ofFirst count: Int, _ set: SegmentSet, directory: JournalDirectory) -> AtMoment? {
+        var report = ReplayReport()
+        report.problems = set.problems
+        guard let snapshot = fullSnapshot(set, report: &report), snapshot.forks.isEmpty, report.quarantinedEvents == 0,
+              let keyframes = snapshot.keyframes
+        else { return nil }
+        // A cache: a journal on a read-only disk still gets its answer.
+        _ = try? SnapshotStore.write(snapshot, to: directory)
+        var fresh = ReplayReport()
+        fresh.problems = set.problems
+        return drawing(ofFirst: min(count, snapshot.eventCount), set, snapshot: snapshot, keyframes: keyframes, report: fresh)
+    }
+}

@@ -1,0 +1,164 @@
+import JournalFormat
+import JournalPlatform
+@testable import JournalReplay
+import JournalStorage
+import JournalTestSupport
+import Testing
+
+/// Keyframes (docs/HISTORY.md, "Keyframes"): the drawing at any moment cut back from the
+/// snapshot is the history's drawing at that moment, and keyframes that no longer describe
+/// the journal are never used.
+@Suite struct KeyframeTests {
+    /// Three replicas acting on their own and each other's strokes: points whose style
+    /// changes, ends, undo, redo, erase and clears, interleaved.
+    static func events(count: Int = 500, seed: UInt64 = 5) -> [Event] {
+        var writers = (0..<3).map { EventGenerator(seed: seed * 10 + UInt64($0)) }
+        var random = SeededGenerator(seed: seed)
+        var events: [Event] = []
+        for _ in 0..<count {
+            let writer = Int(random.next() % 3)
+            let owner = Int(random.next() % 3)
+            guard random.next() % 4 == 0, let stroke = writers[owner].strokes.randomElement(using: &random) else {
+                events.append(writers[writer].arbitraryEvent())
+                continue
+            }
+            let point = PointSample(stroke: stroke, x: Double(random.next() % 1000), y: 1.5, pressure: nil, t: nil,
+                                    style: Style(color: RGBA(rawValue: 0xFF00_00FF), width: 3))
+            let payloads: [Payload] = [.undo(stroke), .redo(stroke), .erase(stroke), .end(stroke), .point(point), .point(point)]
+            events.append(writers[writer].event(payloads[Int(random.next() % UInt64(payloads.count))]))
+        }
+        return events
+    }
+
+    /// Adds `events` to a journal as new segments, continuing each replica's seqs.
+    static func add(_ events: [Event], to journal: JournalDirectory) throws {
+        for replica in Set(events.map(\.id.replica)) {
+            let own = events.filter { $0.id.replica == replica }.sorted { $0.id.seq < $1.id.seq }
+            try FileSystem.createDirectory(journal.replicaPath(replica))
+            let bytes = SegmentEncoder.segment(replica: replica, events: own)
+            let name = SegmentName(firstSeq: own.first!.id.seq, lastSeq: own.last!.id.seq, contents: bytes)
+            let descriptor = try FileDescriptor.open(journal.segmentPath(replica, name), .createNew)
+            try descriptor.writeAll(bytes)
+            descriptor.close()
+        }
+    }
+
+    @Test func everyMomentCutBackFromAKeyframeIsTheHistorysDrawing() throws {
+        let temp = TemporaryDirectory("keyframes-every")
+        defer { temp.remove() }
+        let journal = try HistoryTests.journal(at: temp.path + "/j", Self.events(), perSegment: 40)
+        let set = SegmentSet.load(journal)
+        let history = History(set)
+        let total = history.events.count
+        var report = ReplayReport()
+        let snapshot = try #require(Replay.fullSnapshot(set, report: &report, keyframeInterval: 7))
+        let keyframes = try #require(snapshot.keyframes)
+        #expect(keyframes.frames.map(\.events) == Array(stride(from: 7, to: total, by: 7)))
+        #expect(keyframes.frames.contains { !$0.changes.isEmpty }, "the session has strokes that change after a keyframe")
+        for count in 0...(total + 1) {
+            let cut = Replay.drawing(ofFirst: count, set, snapshot: snapshot, keyframes: keyframes, report: ReplayReport())
+            let then = try #require(cut, "at \(count)")
+            #expect(then.events == min(count, total), "at \(count)")
+            #expect(then.drawing == history.drawing(ofFirst: min(count, total)), "at \(count)")
+        }
+
+        // Through the files: the snapshot and its keyframes as written, and the moment's
+        // choice between them and a merge from the start.
+        try SnapshotStore.write(snapshot, to: journal)
+        let stored = try #require(SnapshotStore.newest(journal, for: set))
+        let read = try #require(SnapshotStore.keyframes(journal, for: stored))
+        #expect(read.frames.map(\.events) == keyframes.frames.map(\.events))
+        #expect(read.frames.map(\.changes.count) == keyframes.frames.map(\.changes.count))
+        for count in stride(from: 0, through: total, by: 3) {
+            let fromSnapshot = Replay.drawingFromSnapshot(ofFirst: count, set, directory: journal, buildAbove: nil)
+            let then = try #require(fromSnapshot, "at \(count)")
+            #expect(then.drawing == history.drawing(ofFirst: count), "at \(count)")
+        }
+    }
+
+    @Test func keyframesApplyWhileNewEventsComeAfterTheSnapshotAndNotOnceOneSortsBefore() throws {
+        let temp = TemporaryDirectory("keyframes-growth")
+        defer { temp.remove() }
+        let events = Self.events(count: 400, seed: 9)
+        let first = Array(events[..<300])
+        // Each writer's later events, seen after all of the first part (as a writer that
+        // synced would stamp them): their clocks are above all the snapshot holds.
+        let above = first.map(\.lamport).max()!
+        let later = events[300...].map { event in var event = event; event.lamport += above; return event }
+        let journal = try HistoryTests.journal(at: temp.path + "/j", first, perSegment: 60)
+        var report = ReplayReport()
+        var snapshot = try #require(Replay.fullSnapshot(SegmentSet.load(journal), report: &report, keyframeInterval: 16))
+        try SnapshotStore.write(snapshot, to: journal)
+
+        try Self.add(later, to: journal)
+        var set = SegmentSet.load(journal)
+        var history = History(set)
+        #expect(history.events.count == events.count)
+        for count in stride(from: 0, through: events.count + 1, by: 5) {
+            let fromSnapshot = Replay.drawingFromSnapshot(ofFirst: count, set, directory: journal, buildAbove: nil)
+            let then = try #require(fromSnapshot, "at \(count)")
+            #expect(then.events == min(count, events.count))
+            #expect(then.drawing == history.drawing(ofFirst: min(count, events.count)), "at \(count)")
+        }
+
+        // A new machine whose clock is far behind: its event sorts first, and every position
+        // of the snapshot moves by one. The keyframes no longer apply; the merge still answers.
+        var late = EventGenerator(seed: 77)
+        try Self.add([late.event(.erase(events.compactMap(\.payload.stroke).first!))], to: journal)
+        set = SegmentSet.load(journal)
+        history = History(set)
+        let stale = Replay.drawingFromSnapshot(ofFirst: 200, set, directory: journal, buildAbove: nil)
+        #expect(stale == nil)
+        for count in [1, 150, 299, 300, 401] {
+            let then = Replay.drawing(at: .events(count), in: journal)
+            #expect(then.drawing == history.drawing(ofFirst: min(count, history.events.count)), "at \(count)")
+        }
+
+        // Keyframes name their snapshot: beside another one they are not read, and a snapshot
+        // written without keyframes removes them.
+        snapshot.eventCount += 1
+        let other = snapshot.encoded()
+        try FileSystem.writeAtomically(other, to: journal.snapshotsPath + "/latest.sjsnap")
+        let decoded = try #require(Snapshot.decode(other))
+        #expect(SnapshotStore.keyframes(journal, for: decoded) == nil)
+        snapshot.keyframes = nil
+        try SnapshotStore.write(snapshot, to: journal)
+        #expect(FileSystem.linkStatus(SnapshotStore.keyframesPath(journal)) == nil)
+    }
+
+    @Test func aDamagedKeyframeFileIsIgnored() throws {
+        let temp = TemporaryDirectory("keyframes-damaged")
+        defer { temp.remove() }
+        let journal = try HistoryTests.journal(at: temp.path + "/j", Self.events(count: 200, seed: 3), perSegment: 50)
+        let set = SegmentSet.load(journal)
+        var report = ReplayReport()
+        try SnapshotStore.write(try #require(Replay.fullSnapshot(set, report: &report, keyframeInterval: 10)), to: journal)
+        let snapshot = try #require(SnapshotStore.newest(journal, for: set))
+        let path = SnapshotStore.keyframesPath(journal)
+        let bytes = try FileSystem.readFile(path)
+        #expect(SnapshotStore.keyframes(journal, for: snapshot) != nil)
+        for offset in stride(from: 0, to: bytes.count, by: max(1, bytes.count / 40)) {
+            try FileSystem.writeAtomically(Damage.flipByte(bytes, at: offset), to: path)
+            #expect(SnapshotStore.keyframes(journal, for: snapshot) == nil, "a flipped bit at \(offset)")
+        }
+        try FileSystem.writeAtomically(Array(bytes.dropLast(5)), to: path)
+        #expect(SnapshotStore.keyframes(journal, for: snapshot) == nil)
+    }
+
+    /// A journal with no snapshot gets one, with keyframes, at its first moment (above the
+    /// size where that pays; the test lowers it).
+    @Test func theFirstMomentOfALargeJournalBuildsTheKeyframes() throws {
+        let temp = TemporaryDirectory("keyframes-build")
+        defer { temp.remove() }
+        let journal = try HistoryTests.journal(at: temp.path + "/j", Self.events(count: 300, seed: 4), perSegment: 50)
+        let set = SegmentSet.load(journal)
+        let history = History(set)
+        let built = Replay.drawingFromSnapshot(ofFirst: 250, set, directory: journal, buildAbove: 0)
+        let then = try #require(built)
+        #expect(then.drawing == history.drawing(ofFirst: 250))
+        #expect(FileSystem.linkStatus(SnapshotStore.keyframesPath(journal)) != nil)
+        let fromFiles = Replay.drawingFromSnapshot(ofFirst: 251, set, directory: journal, buildAbove: nil)
+        let again = try #require(fromFiles)
+        #expect(again.drawing == history.drawing(ofFirst: 251))
+    }
+}
