@@ -76,15 +76,34 @@ public struct Timelapse {
     /// Which strokes the animation shows once it has ended: the drawing at its end's visible ones.
     var visibleAtEnd: [StrokeID] { tracks.filter { $0.changes.last?.visible == true }.map(\.stroke.id) }
 
+    /// The area of every stroke the range shows at some moment: what the picture covers.
+    public var area: SVGRenderer.Area {
+        SVGRenderer.contentBounds(Drawing(strokes: tracks.map { track in var stroke = track.stroke; stroke.visible = true; return stroke }))
+    }
+
+    /// The widest picture of `area`'s proportions that fits in `width` × `height` pixels.
+    public func width(fitting width: Double, _ height: Double) -> Double {
+        let area = self.area
+        var fitted = min(width, (height * area.width / area.height).rounded(.down))
+        // The SVG rounds its height: a pixel wider may still fit.
+        while fitted + 1 <= width, ((fitted + 1) * area.height / area.width).rounded() <= height { fitted += 1 }
+        return max(1, fitted)
+    }
+
+    /// The wall times of the range's events, in total order (for `TimelapseClock.drawn`).
+    public static func wallTimes(_ history: History, start: Int, end: Int) -> [Int64] {
+        history.events[min(start, end)..<end].map(\.wallTime)
+    }
+
     /// The animated SVG: `duration` seconds for the range, `width` pixels wide, the area of
-    /// every stroke it shows.
-    public func svg(width: Double, duration: Double, background: RGBA? = RGBA(rawValue: 0xFFFF_FFFF)) -> String {
-        let everyStroke = Drawing(strokes: tracks.map { track in var stroke = track.stroke; stroke.visible = true; return stroke })
-        let area = SVGRenderer.contentBounds(everyStroke)
+    /// every stroke it shows; events placed by `clock` (each the same share by default).
+    public func svg(width: Double, duration: Double, clock: TimelapseClock? = nil,
+                    background: RGBA? = RGBA(rawValue: 0xFFFF_FFFF)) -> String {
+        let area = self.area
         let height = max(1, (width * area.height / area.width).rounded())
         let renderer = SVGRenderer(width: width, height: height, background: background, area: area)
-        let span = Double(max(end - start, 1))
-        func seconds(_ position: Int) -> Double { max(0, Double(position + 1 - start)) / span * duration }
+        let clock = clock ?? .evenly(events: end - start)
+        func seconds(_ position: Int) -> Double { position < start ? 0 : clock.fraction(ofEvent: position - start) * duration }
 
         var out = SVGWriter()
         out.reserve(512 + tracks.reduce(0) { $0 + 300 + 14 * $1.stroke.points.count })

@@ -22,16 +22,19 @@ public struct TimelapseFrames {
     public static let maximumSide = 7680
     private let timelapse: Timelapse
     private let background: RGBA
+    private let clock: TimelapseClock
     private var tracks: [TrackState]
     private var base: RasterImage
     private var nextFrame = 0
 
     /// The area every stroke of the range covers at some moment, scaled to `width` pixels;
     /// both sides even, as video encoders need.
-    public init(_ timelapse: Timelapse, frames: Int, width: Int, background: RGBA = RGBA(rawValue: 0xFFFF_FFFF)) {
+    /// `clock` places the events (each the same share by default).
+    public init(_ timelapse: Timelapse, frames: Int, width: Int, clock: TimelapseClock? = nil,
+                background: RGBA = RGBA(rawValue: 0xFFFF_FFFF)) {
         precondition(frames > 0 && width > 0, "a video needs a frame and a pixel")
-        let area = SVGRenderer.contentBounds(
-            Drawing(strokes: timelapse.tracks.map { track in var stroke = track.stroke; stroke.visible = true; return stroke }))
+        let area = timelapse.area
+        self.clock = clock ?? .evenly(events: timelapse.end - timelapse.start)
         var evenWidth = max(2, width + width % 2)
         var height = Int(min(Double(evenWidth) * area.height / area.width, 1e9).rounded())
         if height > Self.maximumSide {
@@ -54,8 +57,7 @@ public struct TimelapseFrames {
 
     /// How many events of the total order frame `index` shows.
     func events(throughFrame index: Int) -> Int {
-        let span = timelapse.end - timelapse.start
-        return timelapse.start + Int((Double(index + 1) * Double(span) / Double(count)).rounded(.down))
+        timelapse.start + clock.events(throughFrame: index, of: count)
     }
 
     /// The picture of the first `held` events drawn from scratch, every visible stroke in

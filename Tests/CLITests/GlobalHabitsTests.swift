@@ -181,6 +181,42 @@ import Testing
         #expect(refused.status == 74 && refused.stderr.contains("ffmpeg could not make") && refused.stderr.contains("nothing written"), "\(refused.stderr)")
     }
 
+    /// `--speed` plays the session as drawn: the animation lasts the drawing's time (pauses
+    /// cut to --max-idle) over the speed. `--size` fits the picture in a box.
+    @Test func aTimelapseAtASpeedLastsTheDrawingsTimeOverIt() throws {
+        let temp = TemporaryDirectory("cli-timelapse-speed")
+        defer { temp.remove() }
+        let board = try cli.sampleBoard(temp)
+        // `record` stamps events with the time they are recorded: a second take 0.3 s later
+        // gives the session a pause to play.
+        usleep(300_000)
+        #expect(try cli.journal(["record", "-C", board], stdin: CLITests.sample).status == 0)
+        func seconds(_ arguments: [String]) throws -> Double? {
+            let run = try cli.journal(["timelapse", "-", "-C", board] + arguments)
+            #expect(run.status == 0, "\(arguments): \(run.stderr)")
+            guard let match = run.stdout.firstMatch(of: try Regex(#" in ([0-9.]+) s: "#)) else { return nil }
+            return Double(String(match.output[1].substring ?? ""))
+        }
+        let once = try #require(try seconds(["--speed", "1"]))
+        let faster = try #require(try seconds(["--speed", "4"]))
+        // The comment gives seconds to two decimals.
+        #expect(once > 0 && abs(faster * 4 - once) < 0.03, "--speed 1: \(once) s, --speed 4: \(faster) s")
+        let shortPauses = try #require(try seconds(["--speed", "1", "--max-idle", "0.001"]))
+        #expect(shortPauses < once, "pauses cut to 1 ms: \(shortPauses) s against \(once) s")
+        #expect(try seconds(["--duration", "7"]) == 7)
+
+        let boxed = try cli.journal(["timelapse", "-", "-C", board, "--size", "300x90"])
+        let sizes = try #require(boxed.stdout.firstMatch(of: try Regex(#"width="([0-9.]+)" height="([0-9.]+)""#)))
+        let (width, height) = (Double(String(sizes.output[1].substring ?? "")) ?? 0, Double(String(sizes.output[2].substring ?? "")) ?? 0)
+        #expect(width <= 300 && height <= 90 && (width == 300 || height >= 89), "\(width)×\(height) in 300×90")
+
+        for bad in [["--speed", "2", "--duration", "5"], ["--speed", "0"], ["--size", "300"], ["--size", "300x90", "--width", "100"],
+                    ["--max-idle", "-1"]] {
+            let run = try cli.journal(["timelapse", "-", "-C", board] + bad)
+            #expect(run.status == 64 && !run.stderr.isEmpty, "\(bad): \(run.status) \(run.stderr)")
+        }
+    }
+
     @Test func aTimelapseVideoWithoutFFmpegSaysHowToGetIt() throws {
         let temp = TemporaryDirectory("cli-video-missing")
         defer { temp.remove() }

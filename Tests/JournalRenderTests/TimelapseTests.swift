@@ -95,6 +95,32 @@ import Testing
         #expect(frames.next() == nil)
     }
 
+    /// `--speed`: events placed by their wall times, a pause cut to the limit, a clock that
+    /// runs behind taken as no time passing.
+    @Test func theDrawnClockPlacesEventsByWallTimeWithPausesShortened() {
+        let (clock, milliseconds) = TimelapseClock.drawn(wallTimes: [0, 100, 100, 5_100, 5_200, 4_000, 5_300], maxIdle: 1_000)
+        #expect(milliseconds == 1_300)
+        #expect([0, 1, 2, 3, 4, 5, 6].map { clock.fraction(ofEvent: $0) * 1_300 } == [0, 100, 100, 1_100, 1_200, 1_200, 1_300])
+        #expect(clock.events(through: 0.5) == 3)
+        #expect(clock.events(through: 1) == 7)
+        // Frames: 13 frames of a 1.3 s clip, one per 100 ms of drawing.
+        #expect((0..<13).map { clock.events(throughFrame: $0, of: 13) } == [3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 4, 6, 7])
+        #expect(TimelapseClock.drawn(wallTimes: [7, 7, 7], maxIdle: 1_000).milliseconds == 0)
+
+        // The SVG's animation times follow the clock: the third stroke's first point (event 8
+        // of the events above) comes after a pause cut to 1 s, so no later than 1 s after the
+        // second stroke's last point.
+        let history = History(events: TimelapseTests.events())
+        let timelapse = Timelapse(history, start: 0, end: history.events.count)
+        let times = Timelapse.wallTimes(history, start: 0, end: history.events.count)
+        #expect(times.count == history.events.count)
+        let drawn = TimelapseClock.drawn(wallTimes: times, maxIdle: 1_000)
+        let evenly = timelapse.svg(width: 200, duration: 10)
+        let asDrawn = timelapse.svg(width: 200, duration: 10, clock: drawn.clock)
+        #expect(evenly != asDrawn)
+        #expect(TimelapseTests.occurrences(of: "<animate", in: evenly) == TimelapseTests.occurrences(of: "<animate", in: asDrawn))
+    }
+
     @Test func aTallThinDrawingGetsFramesOfABoundedHeight() {
         var generator = EventGenerator(seed: 91)
         let stroke = generator.newStroke()
