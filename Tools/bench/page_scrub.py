@@ -10,7 +10,8 @@ person waits for before the browser paints). The first --check moments are compa
 `journal digest --at k --json` (visible strokes and points), so a fast wrong answer fails.
 
 Usage: page_scrub.py --journal-bin .build/release/journal --board JOURNAL [--moments 60]
-                     [--check 4] [--seed 1] [--json OUT]
+                     [--check 4] [--seed 1] [--pictures on|off] [--no-wait] [--json OUT]
+  --pictures off: every moment drawn afresh, the baseline to quote the pictures against.
   JOURNAL: e.g. the standard session recorded into one journal (docs/PERFORMANCE.md).
 Needs chromium (apt-get install chromium); reuses Tools/ci/page-test's browser driver.
 """
@@ -48,6 +49,11 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--catch-up-seconds", type=float, default=600, help="how long the page may take to catch up")
     ap.add_argument("--json", help="write the figures here too")
+    ap.add_argument("--pictures", choices=["on", "off"], default="on",
+                    help="off: the page draws every moment afresh (the baseline before its history pictures)")
+    ap.add_argument("--settle", type=int, default=5, help="moments timed until drawn exactly, after the scrub")
+    ap.add_argument("--no-wait", action="store_true",
+                    help="scrub at once instead of waiting for the page to make its pictures in the background")
     args = ap.parse_args()
     journal = os.path.abspath(args.journal_bin)
     if not os.access(args.chromium, os.X_OK):
@@ -71,8 +77,18 @@ def main():
         print("page-scrub: the page caught up with %d events (%d points) in %.1f s" % (total, now["points"], caught_up), flush=True)
         rng = random.Random(args.seed)
         moments = [rng.randrange(0, total + 1) for _ in range(args.moments)]
+        if args.pictures == "off":
+            page.evaluate("window.strokeJournalSetPictures(Infinity)")
         page.evaluate("window.strokeJournalAt(%d)" % total)  # opens the control; not counted
-        drawn, round_trips = [], []
+        pictures_made = 0.0
+        if args.pictures == "on" and not args.no_wait:
+            # "Once the board is loaded": the page makes its pictures in the background when
+            # History opens (about one drawing of the board); the scrub is measured after.
+            sent = time.monotonic()
+            page.wait_for("the history pictures made", lambda s: page.evaluate("(() => { const c = window.strokeJournalPictureCount(); return c.made >= c.wanted; })()"))
+            pictures_made = time.monotonic() - sent
+            print("page-scrub: the page made its history pictures in %.1f s" % pictures_made, flush=True)
+        drawn, round_trips, slowest, approximate = [], [], [], 0
         for index, k in enumerate(moments):
             sent = time.monotonic()
             at = page.evaluate("window.strokeJournalAt(%d)" % k)
@@ -80,12 +96,15 @@ def main():
             if at["events"] != k:
                 sys.exit("page-scrub: scrubbed to %d, the page shows %d" % (k, at["events"]))
             drawn.append(at["milliseconds"])
+            slowest.append((at["milliseconds"], k, at.get("leftOut", 0)))
+            approximate += 0 if at.get("exactAtOnce", True) else 1
             if index < args.check:
                 expected = digest_at(journal, board, k)
                 if (at["visibleStrokes"], at["points"]) != (expected["visibleStrokes"], expected["points"]):
                     sys.exit("page-scrub: at %d the page shows %d strokes, %d points; journal digest --at: %d, %d"
                              % (k, at["visibleStrokes"], at["points"], expected["visibleStrokes"], expected["points"]))
         result = {"events": total, "points": now["points"], "catchUpSeconds": round(caught_up, 2), "moments": len(moments),
+                  "pictures": args.pictures, "picturesSeconds": round(pictures_made, 2), "firstPaintApproximate": approximate,
                   "checked": min(args.check, len(moments)),
                   "drawnMilliseconds": {"p50": round(percentile(drawn, 0.5), 1), "p95": round(percentile(drawn, 0.95), 1),
                                         "max": round(max(drawn), 1)},
@@ -93,6 +112,23 @@ def main():
         print("page-scrub: %d moments: drawn in %.1f ms median, %.1f ms p95, %.1f ms max (round trip through DevTools %.1f ms p95); "
               "%d checked against journal digest --at" % (len(moments), result["drawnMilliseconds"]["p50"], result["drawnMilliseconds"]["p95"],
                                                            result["drawnMilliseconds"]["max"], result["roundTripMilliseconds"]["p95"], result["checked"]))
+        # After a scrub stops: how long until the moment is drawn exactly (the repaint in
+        # slices that follows a first paint with strokes stacked otherwise).
+        exact_after = []
+        for k in moments[:args.settle]:
+            sent = time.monotonic()
+            at = page.evaluate("window.strokeJournalAt(%d)" % k)
+            while not page.evaluate("window.strokeJournalExact()"):
+                time.sleep(0.01)
+            exact_after.append((time.monotonic() - sent) * 1000)
+        if exact_after:
+            result["exactAfterMilliseconds"] = {"p50": round(percentile(exact_after, 0.5), 1), "max": round(max(exact_after), 1)}
+            print("page-scrub: a scrub that stops is drawn exactly %.0f ms after it at the median, %.0f ms at most (%d moments)"
+                  % (result["exactAfterMilliseconds"]["p50"], result["exactAfterMilliseconds"]["max"], len(exact_after)), flush=True)
+        slowest.sort(reverse=True)
+        print("page-scrub: slowest: %s; %d of %d moments shown first with strokes that change later stacked on top, "
+              "then drawn exactly in the background" % (", ".join("%d ms at %d (%d strokes drawn above the picture)" % (ms, k, left)
+                                                                  for ms, k, left in slowest[:5]), approximate, len(moments)), flush=True)
         if args.json:
             with open(args.json, "w") as out:
                 json.dump(result, out, indent=2)

@@ -342,7 +342,8 @@
 
   // ---- Drawing ----
   const canvas = document.getElementById('canvas');
-  const ctx = canvas.getContext('2d');
+  const screen = canvas.getContext('2d');
+  let ctx = screen;               // where drawing goes: the screen, or a history picture being made
   let scale = 1;
 
   // ---- The view: pan and zoom ----
@@ -433,21 +434,26 @@
     }
     if (open) ctx.stroke();
   }
+  function useViewTransform() {
+    ctx.setTransform(scale * view.zoom, 0, 0, scale * view.zoom, scale * view.x, scale * view.y);
+    ctx.lineCap = 'round';
+    ctx.lineJoin = 'round';
+  }
   function redrawAll() {
     const started = performance.now();
     refreshZOrder();
     pointsDrawn = pointCount;
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.clearRect(0, 0, canvas.width, canvas.height);
-    ctx.setTransform(scale * view.zoom, 0, 0, scale * view.zoom, scale * view.x, scale * view.y);
-    ctx.lineCap = 'round';
-    ctx.lineJoin = 'round';
-    const clearAtCut = historyCut !== null ? latestThrough(clears, historyCut) : null;
-    for (const s of zOrder) {
-      if (historyCut !== null) { drawAtCut(s, historyCut, clearAtCut); continue; }
-      if (!isVisible(s)) continue;
-      const points = pointsOf(s);
-      drawPoints(points, points.length);
+    if (historyCut !== null) {
+      drawMoment();
+    } else {
+      useViewTransform();
+      for (const s of zOrder) {
+        if (!isVisible(s)) continue;
+        const points = pointsOf(s);
+        drawPoints(points, points.length);
+      }
     }
     timing.redraw = performance.now() - started;
   }
@@ -1280,6 +1286,9 @@
     for (const r of clears) all.push(r);
     for (const r of ends) all.push(r);
     all.sort(compareKeys);
+    // Pictures stand for positions of this timeline and say which strokes change later in it:
+    // any record added or taken away makes them new.
+    forgetPictures();
     timeline = all;
     historyStale = false;
     historySlider.max = String(timeline.length);
@@ -1312,6 +1321,209 @@
     const points = pointsOf(s);
     drawPoints(points, countThrough(points, cut));
   }
+  // The moment shown (historyAt): from the picture for it when there is one (below), else
+  // every stroke created by then; the z-order is by creation, so a loop stops at the first
+  // stroke not yet created.
+  function drawMoment() {
+    const clear = latestThrough(clears, historyCut);
+    const picture = pictureFor(historyAt);
+    useViewTransform();
+    if (!picture) {
+      for (const s of zOrder) {
+        if (!atOrBefore(s.first, historyCut)) break;
+        drawAtCut(s, historyCut, clear);
+      }
+      return;
+    }
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.drawImage(picture.canvas, 0, 0);
+    useViewTransform();
+    for (const s of picture.unsettled) drawAtCut(s, historyCut, clear);
+    for (let i = picture.created; i < zOrder.length; i++) {
+      const s = zOrder[i];
+      if (!atOrBefore(s.first, historyCut)) break;
+      drawAtCut(s, historyCut, clear);
+    }
+    if (!picture.exact) refineSoon();
+  }
+
+  // ---- History: pictures of the board at intervals ----
+  // Drawing a moment of a dense board rasterises every stroke by then: a second or more in a
+  // software canvas (docs/HISTORY.md, "The page"). So the page keeps a picture every
+  // `pictureStep` events (1/48 of the board, fewer on a large screen), as the time-lapse video keeps its base layer: the picture at j holds
+  // the strokes created by then that stay as they are until the next clear ("settled": no
+  // point added, no undo, redo or erase later). A moment k from j up to the next picture or
+  // clear is that picture, then the other strokes created by j as at k (those still drawn,
+  // undone, erased or shown again later), then the strokes created since j: it costs what was
+  // drawn since j plus the strokes that change later, not the board.
+  //
+  // The strokes a picture leaves out are drawn above it, so where one of them crosses a
+  // settled stroke created after it, it shows above where it belongs. Such a moment is drawn
+  // again exactly right after, in slices between other work (`refineSoon`); a picture whose
+  // left-out strokes are all above its settled ones in the z-order is exact as it is.
+  // At most `count` pictures, and at most `bytes` of them: a 4K screen at twice the pixels
+  // gets fewer (33 MB a picture), a small window all of them.
+  const PICTURES = { minimumEvents: 20000, count: 48, bytes: 256 << 20 };
+  let pictures = new Map();       // j -> { canvas, created, top, unsettled, leftOut, horizon, ordered, exact }
+  let pictureStep = 0;
+  let pictureView = '';
+  let pictureBuilder = 0;
+  function forgetPictures() {
+    pictures = new Map();
+    pictureStep = 0;
+    if (pictureBuilder) { clearTimeout(pictureBuilder); pictureBuilder = 0; }
+    stopRefining();
+  }
+  // Pictures hold pixels of one view: a pan, a zoom or a resize makes them useless.
+  function picturesUsable() {
+    const here = [canvas.width, canvas.height, scale, view.zoom, view.x, view.y].join(' ');
+    if (here !== pictureView) { forgetPictures(); pictureView = here; }
+    if (timeline.length < PICTURES.minimumEvents) return false;
+    if (!pictureStep) {
+      const count = Math.max(4, Math.min(PICTURES.count, Math.floor(PICTURES.bytes / (canvas.width * canvas.height * 4))));
+      pictureStep = Math.max(1, Math.ceil(timeline.length / count));
+    }
+    return true;
+  }
+  // The picture for moment k (the one at the multiple of the step at or below it), made now
+  // if missing, with those below it it is made from; null when there is none to use.
+  function pictureFor(k) {
+    if (!picturesUsable()) return null;
+    const j = Math.floor(k / pictureStep) * pictureStep;
+    if (j === 0 || j > timeline.length) return null;
+    refreshZOrder();
+    let from = j;
+    while (from > pictureStep && !pictures.has(from) && !pictures.has(from - pictureStep)) from -= pictureStep;
+    for (let at = from; at <= j; at += pictureStep) makePicture(at);
+    const picture = pictures.get(j);
+    // The z-order changed below its strokes (a stroke created early arrived late): afresh.
+    if (picture.created && zOrder[picture.created - 1] !== picture.top) { forgetPictures(); return null; }
+    // A clear since j hides what the picture shows.
+    if (picture.horizon && atOrBefore(picture.horizon, timeline[k - 1])) return null;
+    return picture;
+  }
+  // Whether stroke s stays as it is at `cut` until `horizon` (a clear; null: for good).
+  function settled(s, cut, horizon) {
+    const before = (r) => !horizon || compareKeys(r, horizon) < 0;
+    const points = pointsOf(s);
+    const next = countThrough(points, cut);
+    if (next < points.length && before(points[next])) return false;
+    for (const op of s.ops) if (!atOrBefore(op, cut) && before(op)) return false;
+    return true;
+  }
+  function makePicture(j) {
+    if (pictures.has(j)) return;
+    const cut = timeline[j - 1];
+    let horizon = null;
+    for (const c of clears) if (!atOrBefore(c, cut) && (!horizon || compareKeys(c, horizon) < 0)) horizon = c;
+    const clear = latestThrough(clears, cut);
+    const below = pictures.get(j - pictureStep);
+    // Below's settled strokes stay settled here unless a clear came between the two.
+    const fromBelow = below && below.horizon === horizon;
+    const picture = document.createElement('canvas');
+    picture.width = canvas.width;
+    picture.height = canvas.height;
+    const into = picture.getContext('2d');
+    if (fromBelow) into.drawImage(below.canvas, 0, 0);
+    const unsettled = [];
+    let created = 0, highestSettled = -1, lowestUnsettled = Infinity;
+    const saved = ctx;
+    ctx = into;
+    try {
+      useViewTransform();
+      for (; created < zOrder.length && atOrBefore(zOrder[created].first, cut); created++) {
+        const s = zOrder[created];
+        if (!settled(s, cut, horizon)) {
+          unsettled.push(s);
+          lowestUnsettled = Math.min(lowestUnsettled, created);
+          continue;
+        }
+        highestSettled = created;
+        // Below drew it already when it was settled there (settled strokes do not change).
+        if (fromBelow && created < below.created && !below.leftOut.has(s)) continue;
+        drawAtCut(s, cut, clear);
+      }
+    } finally {
+      ctx = saved;
+    }
+    const leftOut = new Set(unsettled);
+    // In the z-order among themselves: drawn afresh, or on below's when those were and every
+    // stroke drawn here is above them (created since; none that below left out).
+    const ordered = !fromBelow || (below.ordered && below.unsettled.every((s) => leftOut.has(s)));
+    pictures.set(j, {
+      canvas: picture, created: created, top: created ? zOrder[created - 1] : undefined, unsettled: unsettled,
+      leftOut: leftOut, horizon: horizon, ordered: ordered,
+      // Exact as it is when, besides, every stroke left out is above every one drawn.
+      exact: ordered && highestSettled < lowestUnsettled,
+    });
+  }
+  // Makes the missing pictures, one per turn of the event loop, while History is open.
+  function makePicturesSoon() {
+    if (pictureBuilder || historyCut === null) return;
+    pictureBuilder = setTimeout(() => {
+      pictureBuilder = 0;
+      if (historyCut === null || !picturesUsable()) return;
+      refreshZOrder();
+      for (let j = pictureStep; j <= timeline.length; j += pictureStep) {
+        if (!pictures.has(j)) { makePicture(j); makePicturesSoon(); return; }
+      }
+    }, 0);
+  }
+
+  // The moment shown, drawn again exactly, a slice of strokes at a time into a canvas of its
+  // own, then shown if the page still shows that moment in that view.
+  let refining = null;
+  function stopRefining() {
+    if (refining) { clearTimeout(refining.timer); refining = null; }
+  }
+  function refineSoon() {
+    stopRefining();
+    const into = document.createElement('canvas');
+    into.width = canvas.width;
+    into.height = canvas.height;
+    refining = { canvas: into, cut: historyCut, view: pictureView, next: 0, timer: 0 };
+    refining.timer = setTimeout(refineSlice, 0);
+  }
+  // Draws strokes for about 30 ms; true when the moment is drawn whole.
+  function refineStep(budget) {
+    const job = refining;
+    const clear = latestThrough(clears, job.cut);
+    const saved = ctx;
+    ctx = job.canvas.getContext('2d');
+    const started = performance.now();
+    try {
+      useViewTransform();
+      while (job.next < zOrder.length && atOrBefore(zOrder[job.next].first, job.cut)) {
+        drawAtCut(zOrder[job.next], job.cut, clear);
+        job.next += 1;
+        if ((job.next & 31) === 0 && performance.now() - started > budget) return false;
+      }
+    } finally {
+      ctx = saved;
+    }
+    return true;
+  }
+  function refineSlice() {
+    const job = refining;
+    if (!job || job.cut !== historyCut || job.view !== pictureView) { refining = null; return; }
+    if (!refineStep(30)) { job.timer = setTimeout(refineSlice, 0); return; }
+    showRefined();
+  }
+  function showRefined() {
+    const job = refining;
+    refining = null;
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.clearRect(0, 0, canvas.width, canvas.height);
+    ctx.drawImage(job.canvas, 0, 0);
+  }
+  // For tests: finishes drawing the moment exactly now; true if it was not exact yet.
+  function refineNow() {
+    if (!refining) return false;
+    clearTimeout(refining.timer);
+    refineStep(Infinity);
+    showRefined();
+    return true;
+  }
   function showMoment(k) {
     buildTimeline();
     historyAt = Math.max(0, Math.min(timeline.length, k));
@@ -1327,12 +1539,14 @@
     document.getElementById('history').setAttribute('aria-pressed', 'true');
     buildTimeline();
     showMoment(timeline.length);
+    makePicturesSoon();
   }
   function goLive() {
     pause();
     historyPanel.hidden = true;
     document.getElementById('history').setAttribute('aria-pressed', 'false');
     historyCut = null;
+    forgetPictures();
     updateStatus();
     redrawNow();
   }
@@ -1467,6 +1681,9 @@
     const started = performance.now();
     showMoment(k);
     redrawAll();
+    // Reading a pixel back makes the canvas rasterise what it was asked to draw: without it
+    // the time would count recording the drawing, not drawing it.
+    screen.getImageData(0, 0, 1, 1);
     const drawn = performance.now() - started;
     let visible = 0, points = 0;
     const clear = latestThrough(clears, historyCut);
@@ -1475,7 +1692,60 @@
       points += countThrough(pointsOf(s), historyCut);
       if (visibleAt(s, historyCut, clear)) visible += 1;
     }
-    return { events: historyAt, of: timeline.length, visibleStrokes: visible, points: points, milliseconds: drawn };
+    const picture = pictureFor(historyAt);
+    return { events: historyAt, of: timeline.length, visibleStrokes: visible, points: points, milliseconds: drawn,
+             exactAtOnce: picture ? picture.exact : true, leftOut: picture ? picture.unsettled.length : 0 };
+  };
+
+  // For tests and benchmarks: from how many events of history pictures are used (Infinity:
+  // never), and how many a board gets; undefined keeps a value. Forgets those made.
+  window.strokeJournalSetPictures = function (minimumEvents, count) {
+    if (minimumEvents !== undefined && minimumEvents !== null) PICTURES.minimumEvents = minimumEvents;
+    if (count !== undefined && count !== null) PICTURES.count = count;
+    forgetPictures();
+    return { minimumEvents: PICTURES.minimumEvents, count: PICTURES.count };
+  };
+  // For benchmarks: whether the moment shown is drawn exactly (no repaint pending).
+  window.strokeJournalExact = function () { return refining === null; };
+  // For benchmarks: how many pictures are made, and how many the board gets.
+  window.strokeJournalPictureCount = function () {
+    return { made: pictures.size, wanted: pictureStep ? Math.floor(timeline.length / pictureStep) : 0 };
+  };
+  // For tests: moment k drawn with the pictures (at once, and once drawn exactly) and drawn
+  // afresh without them, compared pixel by pixel; `minimumEvents` and `count` (optional) set
+  // when pictures are used, so that a small board uses them too. The first paint may stack a
+  // stroke that changes later above others it crosses, never add or miss ink: its alpha is
+  // compared apart.
+  window.strokeJournalComparePictures = function (k, minimumEvents, count) {
+    window.strokeJournalSetPictures(minimumEvents, count);
+    window.strokeJournalAt(k);
+    const picture = pictureFor(historyAt);
+    const read = () => screen.getImageData(0, 0, canvas.width, canvas.height).data;
+    const first = read();
+    const refined = refineNow();
+    const exact = read();
+    const saved = PICTURES.minimumEvents;
+    PICTURES.minimumEvents = Infinity;
+    redrawAll();
+    const afresh = read();
+    PICTURES.minimumEvents = saved;
+    const compare = (a, b, channels) => {
+      let differing = 0, largest = 0;
+      for (let i = 0; i < a.length; i += 4) {
+        let most = 0;
+        for (const c of channels) most = Math.max(most, Math.abs(a[i + c] - b[i + c]));
+        if (most > 0) differing += 1;
+        largest = Math.max(largest, most);
+      }
+      return { differingPixels: differing, largestDifference: largest };
+    };
+    let ink = 0;
+    for (let i = 3; i < afresh.length; i += 4) if (afresh[i] > 0) ink += 1;
+    redrawAll();
+    refineNow();
+    return { events: historyAt, usedPicture: picture !== null, exactAtOnce: picture ? picture.exact : true, refined: refined,
+             pictures: pictures.size, inkPixels: ink, firstPaintInk: compare(first, afresh, [3]),
+             firstPaint: compare(first, afresh, [0, 1, 2, 3]), exact: compare(exact, afresh, [0, 1, 2, 3]) };
   };
 
   // For tests: the SVG the SVG button saves.

@@ -1514,6 +1514,11 @@ def check_timelapse(browser, journal, board, work, artefacts):
         "(visible strokes at event counts: %s)" % ", ".join(shown))
 
 
+# A picture composited onto the canvas rounds translucent ink once more than drawing the
+# strokes straight onto it (8-bit premultiplied colour): at most this many levels apart.
+PICTURE_TOLERANCE = 3
+
+
 def check_history(browser, port, journal, board, artefacts):
     """Page Y on the device board (undo, redo, erase, clear): its History control scrubbed to
     event counts shows the strokes and points `journal digest --at` says the board held then;
@@ -1535,6 +1540,31 @@ def check_history(browser, port, journal, board, artefacts):
                  % (k, at["visibleStrokes"], at["points"], k, expected["visibleStrokes"], expected["points"]))
         times.append(at["milliseconds"])
         seen.append("%d@%d" % (at["visibleStrokes"], k))
+    # The pictures a big board's scrub starts from (a picture every total/8 events here, as
+    # every total/48 on a board of 20,000 events or more): each moment drawn from one, then
+    # drawn exactly, pixel for pixel against the same moment drawn afresh; the first paint
+    # (strokes that change later stacked on top) with the same ink, its alpha channel alike.
+    compared, used = [], 0
+    moments = sorted({total // 7, total // 3, total // 2, (2 * total) // 3, total - 1, total})
+    for k in moments:
+        at = y.evaluate("window.strokeJournalComparePictures(%d, 0, 8)" % k)
+        used += 1 if at["usedPicture"] else 0
+        for name, what in (("drawn exactly after", at["exact"]), ("first paint's ink", at["firstPaintInk"])):
+            if what["largestDifference"] > PICTURE_TOLERANCE:
+                fail("page Y at event %d from a picture, %s, differs from the moment drawn afresh: %d of %d inked pixels, "
+                     "by up to %d" % (k, name, what["differingPixels"], at["inkPixels"], what["largestDifference"]))
+        if at["exactAtOnce"] and at["firstPaint"]["largestDifference"] > PICTURE_TOLERANCE:
+            fail("page Y at event %d: a picture said exact differs from the moment drawn afresh by up to %d"
+                 % (k, at["firstPaint"]["largestDifference"]))
+        compared.append("%d@%d (%s, %d px of the first paint stacked otherwise)"
+                        % (at["pictures"], k, "no picture" if not at["usedPicture"] else "exact at once" if at["exactAtOnce"] else "refined",
+                           at["firstPaint"]["differingPixels"]))
+    # A moment with a clear since its picture is drawn afresh; this board has one clear.
+    if used < len(moments) // 2:
+        fail("page Y started from a picture at only %d of %d moments" % (used, len(moments)))
+    y.evaluate("window.strokeJournalSetPictures(20000, 48)")
+    say("page Y drawn from its history pictures has the ink of the moments drawn afresh, and their pixels once refined: %s"
+        % ", ".join(compared))
     middle = total // 2
     y.evaluate("window.strokeJournalAt(%d)" % middle)
     y.screenshot(os.path.join(artefacts, "page-Y-history-at-%d.png" % middle))
