@@ -55,10 +55,18 @@ extension Replay {
 
         // Early moments: the blocks up to the moment cost less than decoding the snapshot.
         if count < header.eventCount / 4 { return mergeFromStart(ofFirst: count, set, report: report) }
-        guard let snapshot = SnapshotStore.newest(directory, for: set) else { return nil }
-        guard let keyframes = SnapshotStore.keyframes(directory, for: snapshot) else {
-            return build()
-        }
+        guard let keyframes = SnapshotStore.keyframes(directory, for: header) else { return build() }
+        guard let frame = keyframes.frame(atOrBefore: count) else { return mergeFromStart(ofFirst: count, set, report: report) }
+        // Only the strokes the keyframe holds need their points: the chunks of strokes created
+        // after it are read for their ids.
+        var needed = [Bool](repeating: false, count: header.strokeCount)
+        for slot in header.state.creationOrder.prefix(frame.created) where Int(slot) < needed.count { needed[Int(slot)] = true }
+        for change in frame.changes where Int(change.slot) < needed.count { needed[Int(change.slot)] = true }
+        let wanted = needed
+        let columns: @Sendable (Range<Int>) -> Bool = { slots in slots.contains { $0 < wanted.count && wanted[$0] } }
+        guard let snapshot = SnapshotStore.newest(directory, for: set, columns: columns),
+              snapshot.headerCheck == header.headerCheck
+        else { return nil }
         return drawing(ofFirst: count, set, snapshot: snapshot, keyframes: keyframes, report: report)
     }
 

@@ -39,6 +39,9 @@ struct Snapshot {
     /// snapshot, so keyframes made with it can tell it apart from any other (0 until encoded
     /// or decoded).
     var headerCheck: UInt32 = 0
+    /// Slots in `state` (its strokes, once decoded; a header-only decode has none).
+    var strokeCount: Int { max(state.strokes.count, headerStrokeCount) }
+    var headerStrokeCount = 0
     /// Keyframes taken by the merge that made this snapshot, written beside it; not part of
     /// the snapshot's own file.
     var keyframes: Keyframes? = nil
@@ -144,7 +147,11 @@ struct Snapshot {
     /// `headerOnly` checks and reads the header (coverage, names, keys, digest: all under the
     /// header's CRC) and leaves `state` empty: enough to tell whether the snapshot covers a
     /// journal exactly, never enough to continue from.
-    static func decode(_ bytes: [UInt8], maxPoints: Int? = nil, headerOnly: Bool = false) -> Snapshot? {
+    /// `columns`: given a chunk's slots, whether to decode its points; a chunk it refuses gets
+    /// its stroke ids and empty strokes (a moment cut back from a keyframe needs no more of
+    /// strokes created after it). Nil decodes every chunk.
+    static func decode(_ bytes: [UInt8], maxPoints: Int? = nil, headerOnly: Bool = false,
+                       columns: (@Sendable (Range<Int>) -> Bool)? = nil) -> Snapshot? {
         let prefix = magic.count + 4
         guard bytes.count >= prefix + 4, Array(bytes.prefix(magic.count)) == magic else { return nil }
         return bytes.withUnsafeBytes { buffer -> Snapshot? in
@@ -232,9 +239,13 @@ struct Snapshot {
                       zip(replicas, replicas.dropFirst()).allSatisfy({ $0 < $1 })
                 else { return nil }
                 if headerOnly {
+                    // The creation order and the slot count come with the header (keyframes need them).
+                    var header = OrderedFoldState()
+                    header.creationOrder = state.creationOrder
                     return Snapshot(replicas: replicas, covered: covered, lastLamports: lastLamports, sealedNames: names,
                                     lastKey: lastKey, eventCount: eventCount, pointCount: pointCount, maxLamport: maxLamport,
-                                    duplicateEvents: duplicates, forks: forks, state: OrderedFoldState(), digest: digest, headerCheck: stored)
+                                    duplicateEvents: duplicates, forks: forks, state: header, digest: digest, headerCheck: stored,
+                                    headerStrokeCount: strokeCount)
                 }
 
                 let decoded = ParallelResults<SnapshotChunks.Decoded>(count: chunks.count)
@@ -245,12 +256,16 @@ struct Snapshot {
                     let entry = table[index]
                     let body = UnsafeRawBufferPointer(rebasing: shared[entry.offset..<(entry.offset + entry.length)])
                     guard CRC32.checksum(body) == entry.crc else { return }
+                    let points = columns?(entry.firstSlot..<(entry.firstSlot + entry.strokes)) ?? true
+                    func decode(_ raw: UnsafeRawBufferPointer) -> SnapshotChunks.Decoded? {
+                        points ? try? SnapshotChunks.decode(raw, entry: entry) : try? SnapshotChunks.decodeIDs(raw, entry: entry)
+                    }
                     guard entry.rawLength > 0 else {
-                        decoded.set(index, try? SnapshotChunks.decode(body, entry: entry))
+                        decoded.set(index, decode(body))
                         return
                     }
                     guard let raw = try? RawDeflate.decompress(body, expectedCount: entry.rawLength) else { return }
-                    raw.withUnsafeBytes { raw in decoded.set(index, try? SnapshotChunks.decode(raw, entry: entry)) }
+                    raw.withUnsafeBytes { raw in decoded.set(index, decode(raw)) }
                 }
                 state.strokes.reserveCapacity(strokeCount)
                 state.strokeIDs.reserveCapacity(strokeCount)
@@ -276,7 +291,8 @@ struct Snapshot {
                 else { return nil }
                 return Snapshot(replicas: replicas, covered: covered, lastLamports: lastLamports, sealedNames: names,
                                 lastKey: lastKey, eventCount: eventCount, pointCount: pointCount, maxLamport: maxLamport,
-                                duplicateEvents: duplicates, forks: forks, state: state, digest: digest, headerCheck: stored)
+                                duplicateEvents: duplicates, forks: forks, state: state, digest: digest, headerCheck: stored,
+                                headerStrokeCount: strokeCount)
             } catch {
                 return nil
             }

@@ -162,21 +162,33 @@ enum SnapshotChunks {
         }
     }
 
-    static func decode(_ raw: UnsafeRawBufferPointer, entry: Entry) throws(DecodeError) -> Decoded {
+    /// The chunk's stroke ids only, each with an empty state: what a moment cut back from a
+    /// keyframe needs of strokes created after it (`Keyframes`), without decoding points.
+    static func decodeIDs(_ raw: UnsafeRawBufferPointer, entry: Entry) throws(DecodeError) -> Decoded {
         var reader = ByteReader(raw)
+        let records = try strokeRecords(&reader, entry: entry)
+        return Decoded(ids: records.ids, strokes: Array(repeating: OrderedFoldState.StrokeState(), count: records.ids.count))
+    }
+
+    /// What a chunk says of each stroke before its columns.
+    private struct StrokeRecords {
         var ids: [StrokeID] = []
         var strokes: [OrderedFoldState.StrokeState] = []
         var counts: [Int] = []
         var presence: [(pressure: Presence, time: Presence)] = []
-        ids.reserveCapacity(entry.strokes)
-        strokes.reserveCapacity(entry.strokes)
-        counts.reserveCapacity(entry.strokes)
-        presence.reserveCapacity(entry.strokes)
         var pointStrokes: [UInt32] = [], pressureStrokes: [UInt32] = [], timeStrokes: [UInt32] = []
-        var pointsLeft = entry.points
         var styled: [Int] = []
+    }
+
+    private static func strokeRecords(_ reader: inout ByteReader, entry: Entry) throws(DecodeError) -> StrokeRecords {
+        var records = StrokeRecords()
+        records.ids.reserveCapacity(entry.strokes)
+        records.strokes.reserveCapacity(entry.strokes)
+        records.counts.reserveCapacity(entry.strokes)
+        records.presence.reserveCapacity(entry.strokes)
+        var pointsLeft = entry.points
         for position in 0..<entry.strokes {
-            ids.append(StrokeID(Snapshot.uuid(try reader.readBytes(16))))
+            records.ids.append(StrokeID(Snapshot.uuid(try reader.readBytes(16))))
             let flags = try reader.readByte()
             guard flags & ~31 == 0 else { throw .malformed(offset: reader.offset, reason: "stroke flags") }
             var stroke = OrderedFoldState.StrokeState()
@@ -196,16 +208,25 @@ enum SnapshotChunks {
                 optional = (try Presence(mode: pressureMode, count: count, reader: &reader),
                             try Presence(mode: timeMode, count: count, reader: &reader))
                 let ref = UInt32(position)
-                pointStrokes.append(contentsOf: repeatElement(ref, count: count))
-                pressureStrokes.append(contentsOf: repeatElement(ref, count: optional.pressure.present(count: count)))
-                timeStrokes.append(contentsOf: repeatElement(ref, count: optional.time.present(count: count)))
+                records.pointStrokes.append(contentsOf: repeatElement(ref, count: count))
+                records.pressureStrokes.append(contentsOf: repeatElement(ref, count: optional.pressure.present(count: count)))
+                records.timeStrokes.append(contentsOf: repeatElement(ref, count: optional.time.present(count: count)))
             }
-            if flags & 4 != 0 { styled.append(position) }
-            strokes.append(stroke)
-            counts.append(count)
-            presence.append(optional)
+            if flags & 4 != 0 { records.styled.append(position) }
+            records.strokes.append(stroke)
+            records.counts.append(count)
+            records.presence.append(optional)
         }
         guard pointsLeft == 0 else { throw .malformed(offset: reader.offset, reason: "point count") }
+        return records
+    }
+
+    static func decode(_ raw: UnsafeRawBufferPointer, entry: Entry) throws(DecodeError) -> Decoded {
+        var reader = ByteReader(raw)
+        let records = try strokeRecords(&reader, entry: entry)
+        let (ids, counts, presence, styled) = (records.ids, records.counts, records.presence, records.styled)
+        var strokes = records.strokes
+        let (pointStrokes, pressureStrokes, timeStrokes) = (records.pointStrokes, records.pressureStrokes, records.timeStrokes)
         let xs = try RealColumnDecoderV2.decode(&reader, strokes: pointStrokes, strokeCount: entry.strokes)
         let ys = try RealColumnDecoderV2.decode(&reader, strokes: pointStrokes, strokeCount: entry.strokes)
         let pressures = try RealColumnDecoderV2.decode(&reader, strokes: pressureStrokes, strokeCount: entry.strokes)

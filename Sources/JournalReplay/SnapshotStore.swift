@@ -72,23 +72,24 @@ public enum SnapshotStore {
 
     static func keyframesPath(_ directory: JournalDirectory) -> String { folder(directory) + "/latest.sjkeys" }
 
-    /// The keyframes made with `snapshot` (decoded whole, state and all), if they are beside it.
+    /// The keyframes made with `snapshot` (its header is enough), if they are beside it.
     static func keyframes(_ directory: JournalDirectory, for snapshot: Snapshot) -> Keyframes? {
         guard let bytes = try? FileSystem.readFile(keyframesPath(directory)) else { return nil }
         return Keyframes.decode(bytes, snapshotCheck: snapshot.headerCheck, replicaCount: snapshot.replicas.count,
-                                strokes: snapshot.state.strokes.count, created: snapshot.state.creationOrder.count,
+                                strokes: snapshot.strokeCount, created: snapshot.state.creationOrder.count,
                                 events: snapshot.eventCount)
     }
 
     /// The snapshot, if there is a valid one of this version. It can hold no more points than
     /// `set` has events, which bounds what decoding it may allocate.
-    static func newest(_ directory: JournalDirectory, for set: SegmentSet, headerOnly: Bool = false) -> Snapshot? {
+    static func newest(_ directory: JournalDirectory, for set: SegmentSet, headerOnly: Bool = false,
+                       columns: (@Sendable (Range<Int>) -> Bool)? = nil) -> Snapshot? {
         let path = folder(directory) + "/latest.sjsnap"
         // Folded before the trust list was last written, it may hold events the list now
         // quarantines, under names that still match (a version 1 name is only a claim).
         if let trust = FileSystem.linkStatus(directory.trustPath),
            trust.modified >= (FileSystem.linkStatus(path)?.modified ?? .max) { return nil }
         guard let bytes = try? FileSystem.readFile(path) else { return nil }
-        return Snapshot.decode(bytes, maxPoints: set.blockEventCount, headerOnly: headerOnly)
+        return Snapshot.decode(bytes, maxPoints: set.blockEventCount, headerOnly: headerOnly, columns: columns)
     }
 }
