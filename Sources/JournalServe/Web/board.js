@@ -1748,6 +1748,70 @@
              firstPaint: compare(first, afresh, [0, 1, 2, 3]), exact: compare(exact, afresh, [0, 1, 2, 3]) };
   };
 
+  // For tests: the canvas against an SVG of the same moment (`journal render --at k
+  // --background none`) drawn in the same view: the share of each one's ink within `radius`
+  // device pixels of the other's. The page and the SVG widen a stroke by its pressure
+  // differently, so ink is compared near, not exactly; a stroke missing, extra or misplaced on
+  // either side leaves ink far from the other's.
+  window.strokeJournalCompareWithSVG = async function (svgText, radius) {
+    const root = new DOMParser().parseFromString(svgText, 'image/svg+xml').documentElement;
+    const box = (root.getAttribute('viewBox') || '').split(/[\s,]+/).map(Number);
+    if (box.length !== 4 || box.some((v) => !Number.isFinite(v))) throw new Error('the SVG has no viewBox');
+    const url = URL.createObjectURL(new Blob([svgText], { type: 'image/svg+xml' }));
+    const image = new Image();
+    try {
+      await new Promise((resolve, reject) => {
+        image.onload = resolve;
+        image.onerror = () => reject(new Error('the SVG did not load'));
+        image.src = url;
+      });
+    } finally {
+      URL.revokeObjectURL(url);
+    }
+    const width = canvas.width, height = canvas.height;
+    const other = document.createElement('canvas');
+    other.width = width;
+    other.height = height;
+    const into = other.getContext('2d');
+    into.setTransform(scale * view.zoom, 0, 0, scale * view.zoom, scale * view.x, scale * view.y);
+    into.drawImage(image, box[0], box[1], box[2], box[3]);
+    const inkOf = (data) => {
+      const ink = new Uint8Array(width * height);
+      for (let i = 0; i < ink.length; i++) ink[i] = data[4 * i + 3] > 64 ? 1 : 0;
+      return ink;
+    };
+    // Ink widened by `radius` pixels every way: a running count along rows, then columns.
+    const near = (ink) => {
+      const rows = new Uint8Array(ink.length), out = new Uint8Array(ink.length);
+      for (let y = 0; y < height; y++) {
+        let count = 0;
+        for (let x = -radius; x < width; x++) {
+          if (x + radius < width) count += ink[y * width + x + radius];
+          if (x - radius - 1 >= 0) count -= ink[y * width + x - radius - 1];
+          if (x >= 0) rows[y * width + x] = count > 0 ? 1 : 0;
+        }
+      }
+      for (let x = 0; x < width; x++) {
+        let count = 0;
+        for (let y = -radius; y < height; y++) {
+          if (y + radius < height) count += rows[(y + radius) * width + x];
+          if (y - radius - 1 >= 0) count -= rows[(y - radius - 1) * width + x];
+          if (y >= 0) out[y * width + x] = count > 0 ? 1 : 0;
+        }
+      }
+      return out;
+    };
+    const page = inkOf(screen.getImageData(0, 0, width, height).data);
+    const svg = inkOf(into.getImageData(0, 0, width, height).data);
+    const nearPage = near(page), nearSVG = near(svg);
+    let pageInk = 0, svgInk = 0, pageNear = 0, svgNear = 0;
+    for (let i = 0; i < page.length; i++) {
+      if (page[i]) { pageInk += 1; pageNear += nearSVG[i]; }
+      if (svg[i]) { svgInk += 1; svgNear += nearPage[i]; }
+    }
+    return { pageInk: pageInk, svgInk: svgInk, pageNearSVG: pageInk ? pageNear / pageInk : 1, svgNearPage: svgInk ? svgNear / svgInk : 1 };
+  };
+
   // For tests: the SVG the SVG button saves.
   window.strokeJournalSVG = boardSVG;
 
