@@ -391,19 +391,43 @@
     const pressure = ((a.pressure ?? 0.5) + (b.pressure ?? 0.5)) / 2;
     return Math.max(0.5, b.width * (0.25 + 1.5 * pressure));
   }
+  // The canvas computes in 32-bit floats: a point beyond about 3.4e38 (a journal keeps any
+  // double, 1e300 included) becomes infinite there, and its segments are not drawn at all.
+  // So a segment reaching past this bound is cut to it first, keeping its direction.
+  const FAR = 1e7;
+  const isFar = (p) => !(Math.abs(p.x) <= FAR && Math.abs(p.y) <= FAR);
+  // The part of segment a-b inside the square of side 2 * FAR (Liang-Barsky), or null.
+  function withinReach(a, b) {
+    let t0 = 0, t1 = 1;
+    const dx = b.x - a.x, dy = b.y - a.y;
+    if (!Number.isFinite(dx) || !Number.isFinite(dy)) return null;
+    for (const [p, q] of [[-dx, a.x + FAR], [dx, FAR - a.x], [-dy, a.y + FAR], [dy, FAR - a.y]]) {
+      if (p === 0) { if (q < 0) return null; continue; }
+      const t = q / p;
+      if (p < 0) { if (t > t1) return null; t0 = Math.max(t0, t); } else { if (t < t0) return null; t1 = Math.min(t1, t); }
+    }
+    return [{ x: a.x + t0 * dx, y: a.y + t0 * dy }, { x: a.x + t1 * dx, y: a.y + t1 * dy }];
+  }
   function drawSegment(a, b) {
     ctx.strokeStyle = b.color;
     ctx.fillStyle = b.color;
     if (!a) {
+      if (isFar(b)) return;
       ctx.beginPath();
       ctx.arc(b.x, b.y, lineWidth(b, b) / 2, 0, 2 * Math.PI);
       ctx.fill();
       return;
     }
     ctx.lineWidth = lineWidth(a, b);
+    let from = a, to = b;
+    if (isFar(a) || isFar(b)) {
+      const part = withinReach(a, b);
+      if (!part) return;
+      [from, to] = part;
+    }
     ctx.beginPath();
-    ctx.moveTo(a.x, a.y);
-    ctx.lineTo(b.x, b.y);
+    ctx.moveTo(from.x, from.y);
+    ctx.lineTo(to.x, to.y);
     ctx.stroke();
   }
   // A stroke's first n points in few stroke() calls: one path per run of segments of the
@@ -413,6 +437,12 @@
   function drawPoints(points, n) {
     if (n === 0) return;
     if (n === 1) { drawSegment(null, points[0].point); return; }
+    for (let i = 0; i < n; i++) {
+      if (!isFar(points[i].point)) continue;
+      // A stroke reaching far out: segment by segment, each cut to what the canvas can draw.
+      for (let j = 1; j < n; j++) drawSegment(points[j - 1].point, points[j].point);
+      return;
+    }
     const step = 0.5 / (scale * view.zoom), stepSquared = step * step;
     let color = null, width = -1, open = false, last = points[0].point;
     for (let i = 1; i < n; i++) {
