@@ -10,7 +10,7 @@ public enum BlockCodec {
     /// `version`: one of `FormatVersion.readable`; v2 and v3 (whose bodies are v2's) code
     /// references as differences and real columns with `RealColumnEncoderV2`.
     public static func encode(_ events: some Collection<Event>, version: UInt16 = FormatVersion.current) -> [UInt8] {
-        precondition(FormatVersion.readable.contains(version), "no encoder for format version \(version)")
+        precondition(FormatVersion.drawing.contains(version), "no encoder for format version \(version)")
         let differences = version >= FormatV2.version
         var strokeIndex: [StrokeID: UInt32] = [:]
         var strokes: [StrokeID] = []
@@ -125,8 +125,10 @@ public enum BlockCodec {
     public static func decodeColumns(
         _ raw: UnsafeRawBufferPointer, firstSeq: UInt64, eventCount: Int, version: UInt16 = FormatVersion.current
     ) throws(DecodeError) -> BlockColumns {
-        guard FormatVersion.readable.contains(version) else {
-            throw .malformed(offset: 0, reason: "no block body decoder for format version \(version)")
+        guard FormatVersion.drawing.contains(version) else {
+            throw .malformed(offset: 0, reason: version == FormatV4.version
+                ? "a version 4 block holds membership statements, not drawing events"
+                : "no block body decoder for format version \(version)")
         }
         let differences = version >= FormatV2.version
         var reader = ByteReader(raw)

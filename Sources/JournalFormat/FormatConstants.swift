@@ -114,7 +114,9 @@ public enum FormatV3 {
 /// The versions this build reads, and the one it writes into new open segments and unsigned
 /// seals (signed seals are `FormatV3.version`).
 public enum FormatVersion {
-    public static let readable: ClosedRange<UInt16> = FormatV1.version...FormatV3.version
+    public static let readable: ClosedRange<UInt16> = FormatV1.version...FormatV4.version
+    /// The versions whose blocks hold drawing events (version 4's hold membership statements).
+    public static let drawing: ClosedRange<UInt16> = FormatV1.version...FormatV3.version
     public static let current: UInt16 = FormatV2.version
 
     /// The version whose block bodies a file of `version` holds: version 3 bodies are

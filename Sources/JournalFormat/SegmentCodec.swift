@@ -242,8 +242,37 @@ public enum BlockDecoder {
         try columns(frame: frame, frameBytes: frameBytes).events(replica: replica).forEach(body)
     }
 
+    /// Verifies, inflates and decodes one block of a version 4 (membership) segment; checks
+    /// the frame's `maxLamport` against the statements. Signatures are the caller's to check.
+    public static func statements(frame: BlockFrame, frameBytes: UnsafeRawBufferPointer) throws(SegmentFormatError) -> [MembershipStatement] {
+        try decodeBody(frame: frame, frameBytes: frameBytes) { buffer throws(DecodeError) in
+            let statements = try FormatV4.decodeBody(buffer, count: frame.eventCount)
+            guard statements.map(\.lamport).max() == frame.maxLamport else {
+                throw DecodeError.malformed(offset: 0, reason: "frame says max lamport \(frame.maxLamport), statements hold \(statements.map(\.lamport).max() ?? 0)")
+            }
+            return statements
+        }
+    }
+
     /// Verifies, inflates within the frame's bounds, decodes and validates one block.
     public static func columns(frame: BlockFrame, frameBytes: UnsafeRawBufferPointer) throws(SegmentFormatError) -> BlockColumns {
+        try decodeBody(frame: frame, frameBytes: frameBytes) { buffer throws(DecodeError) in
+            let columns = try BlockCodec.decodeColumns(
+                buffer, firstSeq: frame.firstSeq, eventCount: frame.eventCount, version: frame.version)
+            // A checksum proves the bytes are what some writer wrote, not that the writer
+            // was honest: refuse values no writer of ours produces.
+            try columns.validate()
+            guard columns.lamports.max() == frame.maxLamport else {
+                throw DecodeError.malformed(offset: 0, reason: "frame says max lamport \(frame.maxLamport), events hold \(columns.lamports.max() ?? 0)")
+            }
+            return columns
+        }
+    }
+
+    /// Checks the frame's checksum, inflates its body within the frame's bounds and decodes it.
+    private static func decodeBody<Decoded>(
+        frame: BlockFrame, frameBytes: UnsafeRawBufferPointer, _ decode: (UnsafeRawBufferPointer) throws(DecodeError) -> Decoded
+    ) throws(SegmentFormatError) -> Decoded {
         try verifyChecksum(frame: frame, frameBytes: frameBytes)
         let compressed = UnsafeRawBufferPointer(rebasing: frameBytes[FormatV1.blockHeaderSize..<frame.totalLength])
         let raw: [UInt8]
@@ -252,24 +281,16 @@ public enum BlockDecoder {
         } catch {
             throw .inflate(error)
         }
-        var result: Result<BlockColumns, DecodeError> = .failure(.malformed(offset: 0, reason: "not decoded"))
+        var result: Result<Decoded, DecodeError> = .failure(.malformed(offset: 0, reason: "not decoded"))
         raw.withUnsafeBytes { buffer in
             do throws(DecodeError) {
-                let columns = try BlockCodec.decodeColumns(
-                    buffer, firstSeq: frame.firstSeq, eventCount: frame.eventCount, version: frame.version)
-                // A checksum proves the bytes are what some writer wrote, not that the writer
-                // was honest: refuse values no writer of ours produces.
-                try columns.validate()
-                guard columns.lamports.max() == frame.maxLamport else {
-                    throw DecodeError.malformed(offset: 0, reason: "frame says max lamport \(frame.maxLamport), events hold \(columns.lamports.max() ?? 0)")
-                }
-                result = .success(columns)
+                result = .success(try decode(buffer))
             } catch {
                 result = .failure(error)
             }
         }
         switch result {
-        case .success(let columns): return columns
+        case .success(let decoded): return decoded
         case .failure(let error): throw .body(error)
         }
     }

@@ -148,7 +148,10 @@ public struct LiveReplay: Sendable {
             cursor.seen.insert(key)
             cursor.incomplete[key] = FileIdentity.of(file)
         }
+        // Under membership a new file can change what counts (a statement) or need judging
+        // against it (a segment): only a full load says what the drawing is then.
         cursor.exactOnlyByFullReplay = !report.forks.isEmpty || report.quarantinedEvents > 0
+            || report.notMemberEvents > 0 || !(set.membership?.isOpen ?? true)
         self.drawing = drawing
         self.keepsDrawing = keepsDrawing
         covered = cursor.covered
@@ -217,7 +220,8 @@ public struct LiveReplay: Sendable {
             }
             increment.retired.append(key)
         }
-        guard !cursor.exactOnlyByFullReplay || (keys.isEmpty && increment.seen.isEmpty) else {
+        // A membership statement can change what counts anywhere in the drawing.
+        guard !cursor.exactOnlyByFullReplay && fresh.statements.isEmpty || (keys.isEmpty && increment.seen.isEmpty) else {
             increment.needsReload = true
             return increment
         }

@@ -35,6 +35,7 @@ final class Prefetcher: @unchecked Sendable {
         report.problems += found.problems
         report.duplicateEvents += found.duplicateEvents
         report.quarantinedEvents += found.quarantinedEvents
+        report.notMemberEvents += found.notMemberEvents
         if let found = found.lowestQuarantinedClock {
             report.lowestQuarantinedClock = min(report.lowestQuarantinedClock ?? found, found)
         }

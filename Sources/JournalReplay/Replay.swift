@@ -35,7 +35,9 @@ public enum Replay {
         if var snapshot = fullSnapshot(set, report: &report) {
             let drawing = snapshot.state.finish()
             // A quarantined event may become plausible as the set grows: a snapshot would hide it.
-            if snapshot.eventCount >= SnapshotStore.automaticThreshold && snapshot.forks.isEmpty && report.quarantinedEvents == 0 {
+            // Nor is one kept for a board with membership (`SnapshotStore.newest` would not use it).
+            if snapshot.eventCount >= SnapshotStore.automaticThreshold && snapshot.forks.isEmpty && report.quarantinedEvents == 0
+                && set.membership?.isOpen ?? true {
                 // The snapshot stores the digest; the caller most likely prints it too.
                 snapshot.digest = drawing.digest
                 report.digest = snapshot.digest

@@ -36,6 +36,9 @@ public struct ReplayReport: Sendable {
     /// The smallest plausibility limit at which a quarantined event would be applied (the
     /// larger of its seq and clock): the set must grow until `ClockBound` reaches it.
     public var lowestQuarantinedClock: UInt64?
+    /// Events left out because the board's membership does not count them (invariant 16):
+    /// reported as problems, never applied.
+    public var notMemberEvents = 0
     /// `forks` as a set, for constant-time checks while merging overlap groups.
     var forkSet = Set<EventID>()
 

@@ -28,11 +28,14 @@ struct ReplicaStream {
     /// Events whose seq or clock exceeds this are quarantined (`ClockBound`). It is the limit
     /// of the whole set being replayed, which may be larger than `set` (a snapshot's rest).
     let plausibilityLimit: UInt64
+    /// The seqs that count under the board's membership (invariant 16); nil: all of them.
+    let admitted: SeqRanges?
 
     init(set: SegmentSet, replica: ReplicaID, plausibilityLimit: UInt64) {
         self.set = set
         self.replica = replica
         self.plausibilityLimit = plausibilityLimit
+        self.admitted = set.membership?.admitted(replica)
         var refs: [BlockRef] = []
         var summary = ReplayReport.ReplicaSummary(replica: replica)
         for (index, member) in set.members.enumerated() where member.replica == replica {
@@ -78,12 +81,20 @@ struct ReplicaStream {
                         columns = BlockColumns(events: events[Int(skipThrough - columns.firstSeq + 1)...])
                         trimmed = true
                     }
+                    let ref = group.first!
+                    if let admitted, !admitted.containsAll(ref.block.seqRange) {
+                        let counted = admit(columns.events(replica: replica), file: set.members[ref.member].scan.path,
+                                            offset: Int64(ref.block.offset), report: &report)
+                        let kept = screened(counted, file: set.members[ref.member].scan.path, offset: Int64(ref.block.offset), report: &report)
+                        summary.events += kept.count
+                        if let first = batches(of: kept) { return first }
+                        continue
+                    }
                     if isPlausible(columns) {
                         summary.events += columns.count
                         if !trimmed { lastVerbatim = group.first! }
                         return columns
                     }
-                    let ref = group.first!
                     let kept = screened(columns.events(replica: replica), file: set.members[ref.member].scan.path,
                                         offset: Int64(ref.block.offset), report: &report)
                     summary.events += kept.count
@@ -153,7 +164,9 @@ struct ReplicaStream {
         }
         guard !variants.isEmpty else { return nil }
         let first = group.first!
-        let events = screened(variants.keys.sorted().map { variants[$0]! }, file: set.members[first.member].scan.path,
+        let counted = admit(variants.keys.sorted().map { variants[$0]! }, file: set.members[first.member].scan.path,
+                            offset: Int64(first.block.offset), report: &report)
+        let events = screened(counted, file: set.members[first.member].scan.path,
                               offset: Int64(first.block.offset), report: &report)
         summary.events += events.count
         return batches(of: events)
@@ -175,6 +188,30 @@ struct ReplicaStream {
     private func isPlausible(_ columns: BlockColumns) -> Bool {
         columns.count == 0 || (columns.firstSeq + UInt64(columns.count - 1) <= plausibilityLimit
             && columns.lamports.allSatisfy { $0 <= plausibilityLimit })
+    }
+
+    /// The events whose seqs the board's membership admits; the others are reported, never
+    /// applied.
+    private func admit(_ events: [Event], file: String, offset: Int64, report: inout ReplayReport) -> [Event] {
+        guard let admitted else { return events }
+        let kept = events.filter { admitted.contains($0.id.seq) }
+        let dropped = events.count - kept.count
+        if dropped > 0 {
+            let seqs = events.lazy.map(\.id.seq).filter { !admitted.contains($0) }
+            let member = set.membership?.member(drawingAs: replica)
+            let why: String
+            if let member {
+                why = member.revoked ? "its key was revoked" : member.rotatedTo != nil ? "its key was rotated to a new one"
+                    : member.role < .draw ? "its key may only \(member.role) now" : "they lie outside the seqs its grants admit"
+            } else {
+                why = "no member's key draws as this replica"
+            }
+            report.notMemberEvents += dropped
+            report.problems.append(Problem(
+                .quarantined, file: file, offset: offset, replica: replica, seqRange: seqs.min()!...seqs.max()!,
+                reason: "\(dropped) event(s) the board's membership does not count (\(why)); not applied"))
+        }
+        return kept
     }
 
     /// The events within the plausibility bound; the others are reported, never applied.

@@ -21,6 +21,7 @@ public enum SnapshotStore {
     @discardableResult
     public static func create(_ directory: JournalDirectory) throws(SnapshotError) -> Info {
         let set = SegmentSet.load(directory)
+        guard set.membership?.isOpen ?? true else { throw .membershipBoard(path: directory.root) }
         var report = ReplayReport()
         report.problems = set.problems
         guard let snapshot = Replay.fullSnapshot(set, report: &report) else {
@@ -85,6 +86,8 @@ public enum SnapshotStore {
     static func newest(_ directory: JournalDirectory, for set: SegmentSet, headerOnly: Bool = false,
                        columns: (@Sendable (Range<Int>) -> Bool)? = nil) -> Snapshot? {
         let path = folder(directory) + "/latest.sjsnap"
+        // Folded under some membership, it may hold events a later statement no longer counts.
+        guard set.membership?.isOpen ?? true else { return nil }
         // Folded before the trust list was last written, it may hold events the list now
         // quarantines, under names that still match (a version 1 name is only a claim).
         if let trust = FileSystem.linkStatus(directory.trustPath),

@@ -65,7 +65,11 @@ public struct ScannedSegment: Sendable {
             for block in blocks {
                 let frameBytes = UnsafeRawBufferPointer(rebasing: buffer[block.offset..<block.offset + block.frame.totalLength])
                 do throws(SegmentFormatError) {
-                    _ = try BlockDecoder.columns(frame: block.frame, frameBytes: frameBytes)
+                    if header?.version == FormatV4.version {
+                        _ = try BlockDecoder.statements(frame: block.frame, frameBytes: frameBytes)
+                    } else {
+                        _ = try BlockDecoder.columns(frame: block.frame, frameBytes: frameBytes)
+                    }
                 } catch {
                     problems.append(Problem(
                         .corrupt, file: path, offset: Int64(block.offset), replica: replica,

@@ -9,6 +9,8 @@ public struct SegmentSet: Sendable {
         public var replica: ReplicaID
         /// The canonical name, for sealed segments; nil for the open segment.
         public var name: SegmentName?
+        /// The file's verdict found problems (blocks may still be salvaged from it).
+        public var isDamaged = false
         public var isSealed: Bool { name != nil }
     }
 
@@ -19,6 +21,15 @@ public struct SegmentSet: Sendable {
     /// The journal's trust list (invariant 12): sealed files it does not accept are
     /// quarantined by `add(sealed:)`. Nil: an open journal, or a shared folder.
     public var trust: TrustedSegments?
+    /// The membership statements found (version 4 files), signatures checked; folded into
+    /// `membership` by `load`.
+    public var statements: [Membership.Found] = []
+    /// Who may draw, folded from `statements` (invariant 16). Nil for a set built file by file
+    /// by its caller (no membership is judged); open (`isOpen`) for a board without a genesis.
+    /// When not open it decides which sealed files count, and replay which seqs.
+    public var membership: Membership?
+    /// The journal has a trust list, and this board's membership decided instead of it.
+    public var trustListOverridden = false
 
     public init() {}
 
@@ -33,7 +44,23 @@ public struct SegmentSet: Sendable {
     /// by the caller before this call for the same reason (their seals move events into
     /// sealed files too).
     public static func load(
-        replicasPath: String, openSegmentPath: String? = nil, hosted: [ScannedSegment] = [], trust: TrustedSegments? = nil
+        replicasPath: String, openSegmentPath: String? = nil, hosted: [ScannedSegment] = [], trust: TrustedSegments? = nil,
+        pin: Membership.Pin? = nil
+    ) -> SegmentSet {
+        var set = loadFiles(replicasPath: replicasPath, openSegmentPath: openSegmentPath, hosted: hosted, trust: trust)
+        let membership = Membership.fold(set.statements, pin: pin)
+        if !membership.isOpen, trust != nil {
+            // Membership decides what counts, not the local list (invariant 16): read again
+            // without it, so that nothing the list quarantined is missing.
+            set = loadFiles(replicasPath: replicasPath, openSegmentPath: openSegmentPath, hosted: hosted, trust: nil)
+            set.trustListOverridden = true
+        }
+        set.apply(membership)
+        return set
+    }
+
+    private static func loadFiles(
+        replicasPath: String, openSegmentPath: String?, hosted: [ScannedSegment], trust: TrustedSegments?
     ) -> SegmentSet {
         var set = SegmentSet()
         set.trust = trust
@@ -83,7 +110,7 @@ public struct SegmentSet: Sendable {
         let hosted = hosted ?? (isJournal ? directory.scanHostedSegments() : ([], []))
         var set = load(replicasPath: directory.replicasPath,
                        openSegmentPath: isJournal ? directory.openSegmentPath : nil, hosted: hosted.scans,
-                       trust: isJournal ? TrustedSegments.of(directory) : nil)
+                       trust: isJournal ? TrustedSegments.of(directory) : nil, pin: isJournal ? directory.boardPin() : nil)
         set.problems.append(contentsOf: hosted.problems)
         return set
     }
@@ -94,7 +121,20 @@ public struct SegmentSet: Sendable {
         let verdict = SegmentVerdict.judge(scan, path: file.path, replica: file.replica, claimedName: file.name, policy: .salvageBlocks)
         problems.append(contentsOf: verdict.problems)
         guard !verdict.isRefused else { return }
-        if let trust {
+        if scan.header?.version == FormatV4.version {
+            // Membership statements, not drawing events: each carries its own signature, so
+            // no trust list or seal is asked about them.
+            let read = MembershipLog.statements(of: scan, blocks: verdict.usableBlocks, replica: file.replica)
+            statements += read.found
+            problems += read.problems
+            return
+        }
+        if let membership, !membership.isOpen {
+            if let quarantine = membership.judge(scan, path: file.path, replica: file.replica, damaged: !verdict.problems.isEmpty) {
+                problems.append(quarantine)
+                return
+            }
+        } else if let trust {
             // A damaged file's seal proves nothing about the blocks salvage would keep (a forger
             // could damage a file on purpose to skip the check): under a list it is not applied.
             let quarantine = verdict.problems.isEmpty
@@ -107,7 +147,22 @@ public struct SegmentSet: Sendable {
             }
         }
         scan.blocks = verdict.usableBlocks
-        members.append(Member(scan: scan, replica: file.replica, name: file.name))
+        members.append(Member(scan: scan, replica: file.replica, name: file.name, isDamaged: !verdict.problems.isEmpty))
+    }
+
+    /// Takes `membership` as this set's: under a genesis, sealed files it does not accept are
+    /// quarantined now (`add(sealed:)` judges later files itself).
+    public mutating func apply(_ membership: Membership) {
+        self.membership = membership
+        problems += membership.problems
+        guard !membership.isOpen else { return }
+        members = members.filter { member in
+            guard member.isSealed,
+                  let quarantine = membership.judge(member.scan, path: member.scan.path, replica: member.replica, damaged: member.isDamaged)
+            else { return true }
+            problems.append(quarantine)
+            return false
+        }
     }
 
     public var replicas: [ReplicaID] { Array(Set(members.map(\.replica))).sorted() }

@@ -146,17 +146,11 @@ public struct TrustedSegments: Sendable {
             Problem(.quarantined, file: path, replica: replica, seqRange: scan.seqRange,
                     reason: reason + (listProblem.map { " (the trust list is unreadable: \($0); only this journal's own key is trusted)" } ?? ""))
         }
-        guard let seal = scan.seal, let contents = scan.sealedContents else {
-            return quarantine("unsigned segment (format version \(scan.header?.version ?? 0)): this journal's trust list accepts only segments sealed by a listed key")
+        if let failure = scan.sealFailure(replica: replica, unsignedRule: "this journal's trust list accepts only segments sealed by a listed key") {
+            return quarantine(failure)
         }
+        guard let seal = scan.seal else { return nil }
         let key = Hex.bytes(seal.publicKey)
-        switch SegmentSeal.verify(seal, contents: contents, replica: replica) {
-        case .valid: break
-        case .badSignature:
-            return quarantine("its seal's signature does not verify with key \(key): altered after sealing, or forged")
-        case .keyNamesAnotherReplica(let other):
-            return quarantine("sealed as replica \(replica.hex) by key \(key), which names replica \(other.hex)")
-        }
         let isOwn = seal.publicKey == ownKey
         guard isOwn || list.entry(for: seal.publicKey) != nil else {
             return quarantine("sealed by key \(key), which is not in the trust list (`journal trust add \(key)` to accept it)")
@@ -173,5 +167,22 @@ public struct TrustedSegments: Sendable {
             }
         }
         return nil
+    }
+}
+
+extension ScannedSegment {
+    /// Why this sealed file's seal record proves nothing about who sealed it (none, a signature
+    /// that does not verify, a replica key naming another replica); nil when it verifies.
+    /// `unsignedRule` says what the caller accepts instead of an unsigned file.
+    func sealFailure(replica: ReplicaID, unsignedRule: String) -> String? {
+        guard let seal, let contents = sealedContents else {
+            return "unsigned segment (format version \(header?.version ?? 0)): " + unsignedRule
+        }
+        let key = Hex.bytes(seal.publicKey)
+        switch SegmentSeal.verify(seal, contents: contents, replica: replica) {
+        case .valid: return nil
+        case .badSignature: return "its seal's signature does not verify with key \(key): altered after sealing, or forged"
+        case .keyNamesAnotherReplica(let other): return "sealed as replica \(replica.hex) by key \(key), which names replica \(other.hex)"
+        }
     }
 }

@@ -20,7 +20,7 @@ struct JournalCommand: AsyncParsableCommand {
         version: journalVersion,
         subcommands: [
             Demo.self, Init.self, Record.self, Sync.self, Merge.self, Status.self,
-            Log.self, HistoryCommand.self, Restore.self, TimelapseCommand.self, Strokes.self, Render.self, Stats.self, Verify.self, DigestCommand.self, SnapshotCommand.self, Compact.self, Serve.self, Join.self, Token.self, Trust.self,
+            Log.self, HistoryCommand.self, Restore.self, TimelapseCommand.self, Strokes.self, Render.self, Stats.self, Verify.self, DigestCommand.self, SnapshotCommand.self, Compact.self, Serve.self, Join.self, Token.self, Trust.self, Members.self,
         ]
     )
 

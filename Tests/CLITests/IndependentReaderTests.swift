@@ -69,6 +69,59 @@ import Testing
         }
     }
 
+    /// Version 4 needs Ed25519, which Python's standard library lacks: the reader then uses the
+    /// `cryptography` package (Debian's python3-cryptography, which .ci/run installs).
+    static let hasEd25519: Bool = {
+        guard let python else { return false }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = ["-c", "import cryptography"]
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }()
+
+    /// A board whose membership (FORMAT.md §17) grants, revokes and leaves a stranger out: the
+    /// independent reader computes the same members, log and digest from the files alone.
+    @Test(.enabled(if: hasEd25519, "python3's cryptography package is missing (apt-get install python3-cryptography)"))
+    func readsAMembershipBoardLikeJournal() throws {
+        let temp = TemporaryDirectory("sjread-members")
+        defer { temp.remove() }
+        let cli = CLITests()
+        let (alice, bob, carol, shared) = (temp.path + "/alice", temp.path + "/bob", temp.path + "/carol", temp.path + "/shared")
+        for journal in [alice, bob, carol] {
+            #expect(try cli.journal(["init", journal]).status == 0)
+            #expect(try cli.journal(["record", "-C", journal], stdin: CLITests.sample).status == 0)
+        }
+        let bobKey = try cli.journal(["trust", "key", "-C", bob]).stdout.trimmingCharacters(in: .newlines)
+        #expect(try cli.journal(["members", "init", "-C", alice, "--label", "Alice"]).status == 0)
+        #expect(try cli.journal(["members", "grant", "-C", alice, bobKey, "--role", "draw", "--label", "Bob ✏️"]).status == 0)
+        for journal in [alice, bob, carol, alice] { #expect(try cli.journal(["sync", "-C", journal, shared, "--create"]).status == 0) }
+        #expect(try cli.journal(["members", "revoke", "-C", alice, bobKey]).status == 0)
+        #expect(try cli.journal(["record", "-C", bob], stdin: CLITests.sample).status == 0)
+        for journal in [bob, alice] { #expect(try cli.journal(["sync", "-C", journal, shared]).status == 0) }
+        try expectSameReading(alice)
+
+        let python = try #require(Self.python)
+        let independent = try run(python, [Self.script, "members", alice])
+        let reference = try run(Self.journal, ["members", "list", "-C", alice, "--json"])
+        #expect(independent.status == 0 && reference.status == 0)
+        let theirs = try #require(try JSONSerialization.jsonObject(with: Data(independent.out.utf8)) as? [String: Any])
+        let ours = try #require(try JSONSerialization.jsonObject(with: Data(reference.out.utf8)) as? [String: Any])
+        for field in ["open", "board", "founder"] {
+            #expect(String(describing: theirs[field] ?? "nil") == String(describing: ours[field] ?? "nil"), "\(field)")
+        }
+        func members(_ object: [String: Any]) -> [String] {
+            ((object["members"] as? [[String: Any]]) ?? []).map { member in
+                ["key", "role", "label", "active", "revoked", "admitted"].map { String(describing: member[$0] ?? "nil") }
+                    .joined(separator: " ")
+            }.sorted()
+        }
+        #expect(members(theirs) == members(ours))
+        #expect(members(ours).count == 2)
+    }
+
     @Test func readsTheDemoJournalsLikeJournal() throws {
         let temp = TemporaryDirectory("sjread-demo")
         defer { temp.remove() }

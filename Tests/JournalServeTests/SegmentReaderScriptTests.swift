@@ -32,7 +32,7 @@ import Testing
             "fileHeader": FormatV1.fileHeaderSize, "blockHeader": FormatV1.blockHeaderSize,
             "maxRaw": FormatV1.maxRawBlockSize, "maxCompressed": FormatV1.maxCompressedBlockSize,
             "maxEvents": FormatV1.maxEventsPerBlock,
-            "minVersion": Int(FormatVersion.readable.lowerBound), "maxVersion": Int(FormatVersion.readable.upperBound),
+            "minVersion": Int(FormatVersion.drawing.lowerBound), "maxVersion": Int(FormatVersion.drawing.upperBound),
             "maxDecimalScale": Int(FormatV1.maxDecimalScale), "thirds": Int(FormatV2.thirds),
             "binaryBase": Int(FormatV2.binaryBase), "maxBinaryExponent": Int(FormatV2.maxBinaryExponent),
             "ordered32": Int(FormatV2.ordered32), "ordered64": Int(FormatV2.ordered64),

@@ -171,6 +171,67 @@ import JournalCompression
         }
     }
 
+    /// Version 4 (docs/FORMAT.md §17): a membership segment of two signed statements, the
+    /// text each must read as, and the membership they fold to.
+    @Test func goldenMembershipSegmentOfVersionFour() throws {
+        let alice = try ReplicaKey(rawRepresentation: Array(1...32))
+        let bob = try ReplicaKey(rawRepresentation: Array(33...64))
+        let board = UUIDBits(bytes: Array(0...15) as [UInt8])
+        let replica = MembershipSigning.membershipReplica(forPublicKey: alice.publicKey)
+        let statements = [
+            MembershipSigning.sign(MembershipStatement(
+                lamport: 3, wallTime: 1_790_000_000_000, action: .create, role: .admin, board: board, subject: alice.publicKey,
+                label: "Alice", signer: alice.publicKey), seq: 1, key: alice),
+            MembershipSigning.sign(MembershipStatement(
+                lamport: 4, wallTime: 1_790_000_000_250, action: .grant, role: .draw, board: board, subject: bob.publicKey,
+                drawCut: 12, label: "Bob", signer: alice.publicKey), seq: 2, key: alice),
+        ]
+        func text(_ statements: [MembershipStatement]) -> String {
+            statements.enumerated().map { index, statement in
+                "seq \(index + 1) lamport \(statement.lamport) wall \(statement.wallTime) \(statement.action) \(statement.role)"
+                    + " board \(statement.board.compactHex) subject \(Hex.bytes(statement.subject)) drawCut \(statement.drawCut)"
+                    + " memberCut \(statement.memberCut) label \(statement.label) signer \(Hex.bytes(statement.signer))"
+                    + " signature \(Hex.bytes(statement.signature))\n"
+            }.joined() + "membershipReplica \(replica.hex)\n"
+        }
+        let folder = Self.folder(FormatV4.version)
+        if ProcessInfoLite.environment("RECORD_GOLDEN") != nil {
+            try FileSystem.createDirectory(folder)
+            try FileSystem.writeAtomically(SegmentEncoder.membershipSegment(replica: replica, firstSeq: 1, statements: statements),
+                                           to: folder + "/segment-a.sjs")
+            try FileSystem.writeAtomically(Array(text(statements).utf8), to: folder + "/segment-a.expected.txt")
+            Issue.record("golden vectors recorded in \(folder); rerun without RECORD_GOLDEN")
+            return
+        }
+        let bytes = try FileSystem.readFile(folder + "/segment-a.sjs")
+        let scan = SegmentScanner.scan(bytes: bytes, path: "segment-a.sjs", sealed: true)
+        #expect(scan.problems.isEmpty && scan.seal == nil)
+        #expect(scan.header?.version == FormatV4.version && scan.header?.replica == replica)
+        let block = try #require(scan.blocks.first)
+        let decoded = try bytes.withUnsafeBytes { buffer in
+            try BlockDecoder.statements(frame: block.frame, frameBytes: UnsafeRawBufferPointer(
+                rebasing: buffer[block.offset..<(block.offset + block.frame.totalLength)]))
+        }
+        // Ed25519 is deterministic: today's signatures are the golden ones.
+        #expect(decoded == statements)
+        #expect(text(decoded) == String(decoding: try FileSystem.readFile(folder + "/segment-a.expected.txt"), as: UTF8.self))
+        for (index, statement) in decoded.enumerated() {
+            #expect(MembershipSigning.verify(statement, replica: replica, seq: UInt64(index + 1)))
+        }
+        // A drawing decoder refuses the block instead of misreading it.
+        #expect(throws: SegmentFormatError.self) {
+            try bytes.withUnsafeBytes { buffer in
+                try BlockDecoder.columns(frame: block.frame, frameBytes: UnsafeRawBufferPointer(
+                    rebasing: buffer[block.offset..<(block.offset + block.frame.totalLength)]))
+            }
+        }
+        let membership = Membership.fold(decoded.enumerated().map { index, statement in
+            Membership.Found(statement: statement, id: EventID(replica: replica, seq: UInt64(index + 1)), file: "segment-a.sjs", offset: 32)
+        })
+        #expect(membership.board == board && membership.founder == alice.publicKey)
+        #expect(membership.member(bob.publicKey)?.role == .draw && membership.member(bob.publicKey)?.label == "Bob")
+    }
+
     /// The block bodies our encoder writes today equal the golden ones (compressed bytes may
     /// differ between zlib versions; the bodies are ours and must not drift).
     @Test(arguments: [FormatV1.version, FormatV2.version])

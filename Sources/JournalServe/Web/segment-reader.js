@@ -25,6 +25,7 @@
   const FILE_MAGIC = 'SJOURNAL', BLOCK_MAGIC = 'SJBK';
   const FILE_HEADER = 32, BLOCK_HEADER = 36;
   const MAX_RAW = 8 << 20, MAX_COMPRESSED = MAX_RAW + (MAX_RAW >> 8) + 64, MAX_EVENTS = 1 << 16;
+  // Versions of drawing segments; version 4 (membership, FORMAT.md §17) never reaches a page.
   const MIN_VERSION = 1, MAX_VERSION = 3;
   const MAX_DECIMAL_SCALE = 9, THIRDS = 16, BINARY_BASE = 32, MAX_BINARY_EXPONENT = 30;
   const ORDERED32 = 64, ORDERED64 = 65, MIN_FINE_EXPONENT = -1074, MAX_FINE_EXPONENT = 960;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""sjread: an independent reader of StrokeJournal journals, format versions 1, 2 and 3.
+"""sjread: an independent reader of StrokeJournal journals, format versions 1 to 4.
 
 This reader was written from docs/FORMAT.md alone, without the Swift sources, and is kept
 that way: it is a conformance check of the document and of the reference implementation.
@@ -8,32 +8,46 @@ the two readers has a bug; the Swift code is the reference, so fix FORMAT.md (an
 file) or the code, never just one side silently. Tests/CLITests/IndependentReaderTests.swift
 runs it against the built `journal` binary.
 
-Usage (Python 3.8+, standard library only):
+Usage (Python 3.8+; the standard library, plus the `cryptography` package for version 4):
 
     sjread.py log JOURNAL_DIR       every unique event in total order, one canonical NDJSON
                                     line each: byte-identical to `journal log -C JOURNAL_DIR`
     sjread.py digest JOURNAL_DIR    the drawing's SHA-256, as `journal digest -C JOURNAL_DIR`
     sjread.py verify JOURNAL_DIR    every problem found (torn tails as notes); exit status 1
                                     if there is any problem other than a torn tail
+    sjread.py members JOURNAL_DIR   the folded membership (§17.3) as one JSON line:
+                                    {"open":…,"board":…,"founder":…,"members":[…]}
 
 JOURNAL_DIR is a journal (it has `local/replica`; its open segment `local/open.sjo` is read
-too) or a shared folder (only `replicas/`). Each file's header version (1, 2 or 3) says how its
-block bodies are coded: §6 for version 1, §14 for versions 2 and 3; a journal may mix them. A
-version 3 file ends in a seal record (§15.1), whose structure is checked here; its Ed25519
-signature is not (the standard library has no Ed25519), so a journal with a trust list
-(`local/trust`, §15.3) is refused rather than read differently from `journal`. Section
-numbers (§) below refer to FORMAT.md.
+too) or a shared folder (only `replicas/`). Each file's header version (1 to 4) says what its
+blocks hold: drawing events coded as §6 (version 1) or §14 (versions 2 and 3), or membership
+statements (version 4, §17.2); a journal may mix them. A version 3 file ends in a seal record
+(§15.1), whose structure is always checked here. Ed25519 signatures (the statements of
+version 4 files, and the seal records §17.4 needs) are checked with the `cryptography`
+package when it imports; without it a journal holding a version 4 file is refused (exit
+status 2) rather than read differently from `journal`. A board with a genesis (§17.3) applies
+what its membership counts (§17.4); a journal without one is open and read as §1-§16 say,
+except that a journal with a trust list (`local/trust`, §15.3) is refused (exit status 2):
+this reader does not apply trust lists. On a board with a genesis `local/trust` is ignored.
+Section numbers (§) below refer to FORMAT.md.
 Problem reasons are worded independently of `journal`'s; kinds, files, offsets and seq
 ranges follow the document.
 """
 import argparse
 import hashlib
+import json
 import math
 import os
 import stat
 import struct
 import sys
 import zlib
+
+try:  # Ed25519 (RFC 8032) for §15.1 seal records and §17.2 statements; optional
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+except Exception:  # not installed, or a broken install: version 4 journals are refused
+    InvalidSignature = Ed25519PublicKey = None
 
 # §5.1, §12 (FormatV1)
 HEADER_SIZE = 32
@@ -45,8 +59,22 @@ MAX_SEQ = 1 << 62
 MAX_LAMPORT = 1 << 62
 MAX_SCALE = 9
 MAX_FILE = 1 << 30
-VERSIONS = (1, 2, 3)  # §1.1, §4
+VERSIONS = (1, 2, 3, 4)  # §1.1, §4
 SEAL_SIZE = 108  # §15.1
+SEAL_LABEL = b"StrokeJournal sealed segment v1\0"  # §15.1, 32 bytes
+REPLICA_KEY_LABEL = b"StrokeJournal replica key v1\0"  # §15.1, 29 bytes
+# §17 (FormatV4): membership statements
+MEMBERSHIP = 4
+MEMBER_KEY_LABEL = b"StrokeJournal member key v1\0"  # §17.1, 28 bytes
+STATEMENT_LABEL = b"StrokeJournal membership v1\0"  # §17.2, 28 bytes
+STATEMENT_HEAD = struct.Struct("<QqBB16s32sQQB")  # §17.2, bytes 0..82
+STATEMENT_FIXED = 179  # §17.2: 179 bytes plus the label
+MAX_LABEL = 64
+CREATE, GRANT, REVOKE, ROTATE = 1, 2, 3, 4
+ACTIONS = {CREATE: "create", GRANT: "grant", REVOKE: "revoke", ROTATE: "rotate"}
+ROLE_NONE, ROLE_VIEW, ROLE_DRAW, ROLE_RELAY, ROLE_ADMIN = range(5)
+ROLES = ["none", "view", "draw", "relay", "admin"]
+SEAL_REPLICA, SEAL_HOST = 1, 2
 M64 = (1 << 64) - 1
 KINDS = ["point", "end", "undo", "redo", "erase", "clear"]
 POINT, END, UNDO, REDO, ERASE, CLEAR = range(6)
@@ -492,8 +520,8 @@ def validate(events, styles, max_lamport):
         raise Malformed("frame says max lamport %d, events hold %d" % (max_lamport, actual))
 
 
-def block_events(member, frame):
-    """Checks 9 and 10 of §5.1: inflate within bounds, decode, validate."""
+def inflate(member, frame):
+    """Check 9 of §5.1: the block's body inflated within its bounds."""
     start = frame["offset"] + FRAME_SIZE
     body = member["bytes"][start:start + frame["compressed"]]
     inflater = zlib.decompressobj(-15)
@@ -504,6 +532,12 @@ def block_events(member, frame):
     if not (len(raw) == frame["raw"] and inflater.eof and not inflater.unused_data
             and not inflater.unconsumed_tail):
         raise Malformed("block body does not inflate to exactly %d bytes" % frame["raw"])
+    return raw
+
+
+def block_events(member, frame):
+    """Checks 9 and 10 of §5.1: inflate within bounds, decode, validate."""
+    raw = inflate(member, frame)
     try:
         events, styles = decode_body(raw, member["replica"], frame["first"], frame["count"], member["version"])
         validate(events, styles, frame["max_lamport"])
@@ -553,7 +587,7 @@ def scan(path, sealed):
     """Reads one segment file and checks its header and frames (not bodies)."""
     short = "incomplete" if sealed else "torn-tail"
     result = {"path": path, "replica": None, "version": None, "blocks": [], "problems": [], "bytes": b"",
-              "tail_only": True}
+              "tail_only": True, "sealed": sealed}
     problems = result["problems"]
     try:
         size = os.stat(path).st_size
@@ -703,23 +737,29 @@ def load(root):
                 problems.append(Problem("corrupt", path, "a sealed segment with no blocks",
                                         replica=folder_replica, seqs=(first, last)))
                 continue
+            segment["damaged"] = bool(segment["problems"])  # §8.5, for §17.4
             if not name_matches(check, segment["bytes"]):
                 kind = "incomplete" if segment["tail_only"] and segment["problems"] else "corrupt"
                 problems.append(Problem(kind, path, "file checksum does not match its name",
                                         replica=folder_replica, seqs=(first, last)))
+                segment["damaged"] = True
             if segment["blocks"] and not segment["problems"]:
                 held = (segment["blocks"][0]["first"], segment["blocks"][-1]["last"])
                 if held != (first, last):
                     problems.append(Problem("corrupt", path, "blocks hold seq %d...%d, the name says %d...%d"
                                             % (held + (first, last)), replica=folder_replica, seqs=held))
                     segment["blocks"] = []
+                    segment["damaged"] = True
             members.append(segment)
     local = os.path.join(root, "local")
     open_path = os.path.join(local, "open.sjo")
     if os.path.exists(os.path.join(local, "replica")) and os.path.exists(open_path):
         segment = scan(open_path, sealed=False)
         problems.extend(segment["problems"])
-        if segment["replica"] is not None:
+        if segment["version"] == MEMBERSHIP:  # §17.1: open segments are never version 4
+            problems.append(Problem("corrupt", open_path, "an open segment of version 4: membership statements "
+                                    "are only ever sealed", offset=0))
+        elif segment["replica"] is not None:
             members.append(segment)
     return members, problems
 
@@ -739,8 +779,11 @@ def canonical_bytes(e):
     return out
 
 
-def unique_events(members, problems):
-    """Decodes every accepted block and returns one event per id, forks resolved."""
+def unique_events(members, problems, admitted=None):
+    """Decodes every accepted block and returns one event per id, forks resolved.
+
+    With `admitted` (a board with a genesis, §17.4: replica -> its drawing key's admitted seq
+    ranges), events at seqs the membership does not admit are reported and left out."""
     by_replica = {}
     for member in members:
         by_replica.setdefault(member["replica"], []).extend((member, frame) for frame in member["blocks"])
@@ -774,7 +817,17 @@ def unique_events(members, problems):
                                                     seqs=(event["seq"], event["seq"])))
                         if canonical_bytes(event) < canonical_bytes(known):
                             variants[event["seq"]] = event
-            events.extend(variants[seq] for seq in sorted(variants))
+            group = [variants[seq] for seq in sorted(variants)]
+            if admitted is not None:
+                ranges = admitted.get(replica, ())
+                refused = [e for e in group if not in_ranges(e["seq"], ranges)]
+                if refused:
+                    member, frame = blocks[start]
+                    problems.append(Problem("quarantined", member["path"], "the board's membership does not count "
+                                            "these events", offset=frame["offset"], replica=replica,
+                                            seqs=(refused[0]["seq"], refused[-1]["seq"])))
+                    group = [e for e in group if in_ranges(e["seq"], ranges)]
+            events.extend(group)
             start = end
     return quarantine(events, by_replica, problems)
 
@@ -796,6 +849,327 @@ def quarantine(events, by_replica, problems):
             problems.append(Problem("quarantined", "(set)", "seq or lamport beyond the plausibility bound %d" % limit,
                                     replica=event["replica"], seqs=(event["seq"], event["seq"])))
     return kept
+
+
+# ---------------------------------------------------------------------------------------------
+# Version 4: membership (§17)
+
+def ed25519_verifies(key, signature, message):
+    """Whether `signature` is `key`'s Ed25519 signature (RFC 8032) of `message`."""
+    try:
+        Ed25519PublicKey.from_public_bytes(bytes(key)).verify(bytes(signature), bytes(message))
+        return True
+    except (InvalidSignature, ValueError):
+        return False
+
+
+def membership_replica(key):
+    """§17.1: the replica of `key`'s version 4 segments."""
+    return hashlib.sha256(MEMBER_KEY_LABEL + key).digest()[:16]
+
+
+def drawing_replica(key):
+    """§15.1: the replica `key` draws as (and names in a `replica` seal)."""
+    return hashlib.sha256(REPLICA_KEY_LABEL + key).digest()[:16]
+
+
+def decode_statements(raw, replica, first_seq, n):
+    """The `n` statements of a version 4 block body (§17.2), as dicts; bytes kept for §17.2's checks."""
+    statements, offset = [], 0
+    for index in range(n):
+        seq = first_seq + index
+        if len(raw) - offset < STATEMENT_HEAD.size:
+            raise Malformed("statement %d is cut short" % seq)
+        lamport, wall, action, role, board, subject, draw_cut, member_cut, length = \
+            STATEMENT_HEAD.unpack_from(raw, offset)
+        if not 1 <= lamport < MAX_LAMPORT:
+            raise Malformed("statement %d: lamport clock out of range" % seq)
+        if action not in ACTIONS:
+            raise Malformed("statement %d: unknown action %d" % (seq, action))
+        if role >= len(ROLES):
+            raise Malformed("statement %d: unknown role %d" % (seq, role))
+        if length > MAX_LABEL:
+            raise Malformed("statement %d: label of %d bytes" % (seq, length))
+        size = STATEMENT_FIXED + length
+        if len(raw) - offset < size:
+            raise Malformed("statement %d is cut short" % seq)
+        label_end = offset + STATEMENT_HEAD.size + length
+        try:
+            label = bytes(raw[label_end - length:label_end]).decode("utf-8")
+        except UnicodeDecodeError:
+            raise Malformed("statement %d: label is not UTF-8" % seq)
+        statements.append({
+            "replica": replica, "seq": seq, "lamport": lamport, "wall": wall, "action": action, "role": role,
+            "board": bytes(board), "subject": bytes(subject), "draw_cut": draw_cut, "member_cut": member_cut,
+            "label": label, "signer": bytes(raw[label_end:label_end + 32]),
+            "signature": bytes(raw[label_end + 32:offset + size]), "signed": bytes(raw[offset:label_end + 32]),
+            "bytes": bytes(raw[offset:offset + size])})
+        offset += size
+    if offset != len(raw):
+        raise Malformed("unexpected bytes after the last statement")
+    return statements
+
+
+def block_statements(member, frame):
+    """Checks 9 and 10 of §5.1 for a version 4 block: inflate, decode the statements, maxLamport."""
+    raw = inflate(member, frame)
+    try:
+        statements = decode_statements(raw, member["replica"], frame["first"], frame["count"])
+        actual = max(s["lamport"] for s in statements)
+        if actual != frame["max_lamport"]:
+            raise Malformed("frame says max lamport %d, statements hold %d" % (frame["max_lamport"], actual))
+    except Malformed as error:
+        raise Malformed("block body is malformed: %s" % error)
+    return statements
+
+
+def statement_problem(statement, kind, reason):
+    return Problem(kind, statement["path"], reason, offset=statement["offset"], replica=statement["replica"],
+                   seqs=(statement["seq"], statement["seq"]))
+
+
+def membership_statements(members, problems):
+    """Every verifying statement of the loaded version 4 files, one per id (§17.2)."""
+    kept, seen, forked = {}, set(), set()
+    for member in members:
+        if member["version"] != MEMBERSHIP:
+            continue
+        for frame in member["blocks"]:
+            try:
+                statements = block_statements(member, frame)
+            except Malformed as error:
+                problems.append(Problem("corrupt", member["path"], str(error), offset=frame["offset"],
+                                        replica=member["replica"], seqs=(frame["first"], frame["last"])))
+                continue
+            for s in statements:
+                identity = (s["replica"], s["seq"])
+                if identity + (s["bytes"],) in seen:
+                    continue  # a duplicate (§8.8), or a copy of one already reported
+                seen.add(identity + (s["bytes"],))
+                s["path"], s["offset"] = member["path"], frame["offset"]
+                if membership_replica(s["signer"]) != s["replica"]:
+                    problems.append(statement_problem(s, "quarantined", "signature does not verify: the signer's "
+                                                      "membership replica is %s"
+                                                      % membership_replica(s["signer"]).hex()))
+                    continue
+                message = STATEMENT_LABEL + s["replica"] + struct.pack("<Q", s["seq"]) + s["signed"]
+                if not ed25519_verifies(s["signer"], s["signature"], message):
+                    problems.append(statement_problem(s, "quarantined", "signature does not verify"))
+                    continue
+                known = kept.get(identity)
+                if known is None:
+                    kept[identity] = s
+                    continue
+                if identity not in forked:
+                    forked.add(identity)
+                    problems.append(statement_problem(s, "fork", "equivocation: key %s signed two statements "
+                                                      "under one id" % s["signer"].hex()))
+                if s["bytes"] < known["bytes"]:
+                    kept[identity] = s
+    return list(kept.values())
+
+
+def read_pin(root):
+    """§17.5: (board, founder key) pinned by `local/board`, or None if absent or unparsable."""
+    try:
+        with open(os.path.join(root, "local", "board"), "rb") as handle:
+            text = handle.read(200)
+    except OSError:
+        return None
+    lines = text.split(b"\n")
+    if len(lines) != 3 or lines[0] != b"strokejournal-board v1" or lines[2] != b"":
+        return None
+    fields = lines[1].split(b" ")
+    if (len(fields) != 2 or len(fields[0]) != 32 or len(fields[1]) != 64
+            or not all(c in LOWER_HEX for c in fields[0] + fields[1])):
+        return None
+    return bytes.fromhex(fields[0].decode()), bytes.fromhex(fields[1].decode())
+
+
+def new_record(label=""):
+    return {"role": ROLE_NONE, "label": label, "revoked": False, "rotated_to": None, "closed": [], "since": None,
+            "stopped": False}
+
+
+def active(record):
+    return record is not None and not record["revoked"] and record["rotated_to"] is None
+
+
+def stop(record, cut):
+    """§17.3 stop(cut)."""
+    if record["since"] is not None and cut >= record["since"]:
+        record["closed"].append((record["since"], cut))
+    record["since"], record["stopped"] = None, True
+
+
+def set_role(record, role, cut):
+    """§17.3 setRole(new, cut)."""
+    if record["role"] < ROLE_DRAW <= role:
+        record["since"] = cut + 1 if record["stopped"] else 1
+    if role < ROLE_DRAW <= record["role"]:
+        stop(record, cut)
+    record["role"] = role
+
+
+def membership_pass(ordered, genesis, cuts, refuse):
+    """One pass of §17.3 over the statements in total order: (member records, memberCut map)."""
+    records, member_cuts, folded = {}, {}, False
+    for s in ordered:
+        signer, subject = s["signer"], s["subject"]
+        if s["action"] == CREATE:
+            if s is genesis:
+                record = records[signer] = new_record(s["label"])
+                record["role"], record["since"], folded = ROLE_ADMIN, 1, True
+            else:
+                refuse(s, "a create that is not the board's genesis")
+            continue
+        record = records.get(signer)
+        if not folded:
+            refuse(s, "ordered before the board's genesis")
+        elif s["board"] != genesis["board"]:
+            refuse(s, "a statement of board %s, not of this board" % s["board"].hex())
+        elif signer in cuts and s["seq"] > cuts[signer]:
+            refuse(s, "signed after its signer's memberCut %d" % cuts[signer])
+        elif record is None:
+            refuse(s, "its signer is not a member")
+        elif record["revoked"] or record["rotated_to"] is not None:
+            refuse(s, "its signer was %s" % ("revoked" if record["revoked"] else "rotated"))
+        elif s["action"] == GRANT:
+            target = records.get(subject)
+            admins = [r for r in records.values() if active(r) and r["role"] == ROLE_ADMIN]
+            if record["role"] != ROLE_ADMIN:
+                refuse(s, "a grant by a key that is not an admin")
+            elif s["role"] == ROLE_NONE:
+                refuse(s, "a grant of role none")
+            elif target is not None and not active(target):
+                refuse(s, "a grant to a key that was %s" % ("revoked" if target["revoked"] else "rotated"))
+            elif (target is not None and target["role"] == ROLE_ADMIN and s["role"] != ROLE_ADMIN
+                  and len(admins) == 1 and admins[0] is target):
+                refuse(s, "a grant that would leave the board without an admin")
+            else:
+                if target is None:
+                    target = records[subject] = new_record()
+                set_role(target, s["role"], s["draw_cut"])
+                target["label"] = s["label"]
+        elif s["action"] == REVOKE:
+            target = records.get(subject)
+            admins = [r for r in records.values() if active(r) and r["role"] == ROLE_ADMIN]
+            if record["role"] != ROLE_ADMIN:
+                refuse(s, "a revoke by a key that is not an admin")
+            elif not active(target):
+                refuse(s, "a revoke of a key that is not an active member")
+            elif len(admins) == 1 and admins[0] is target and subject != signer:
+                refuse(s, "a revoke of the only active admin by another key")
+            else:
+                stop(target, s["draw_cut"])
+                target["revoked"] = True
+                member_cuts[subject] = s["member_cut"]
+        else:  # ROTATE, by any active member
+            if subject in records:
+                refuse(s, "a rotation to a key that already has a member record")
+            else:
+                target = records[subject] = new_record(s["label"] or record["label"])
+                set_role(target, record["role"], 0)
+                stop(record, s["draw_cut"])
+                record["rotated_to"] = subject
+                member_cuts[signer] = s["member_cut"]
+    return records, member_cuts
+
+
+def fold_membership(statements, pin, problems):
+    """§17.3: the board's genesis and member records, or None for an open board."""
+    ordered = sorted(statements, key=order_key)
+    candidates = [s for s in ordered if s["action"] == CREATE and s["role"] == ROLE_ADMIN
+                  and s["subject"] == s["signer"]]
+    if pin is not None:
+        candidates_pinned = [s for s in candidates if (s["board"], s["signer"]) == pin]
+    else:
+        candidates_pinned = candidates
+    if not candidates_pinned:
+        for s in candidates:
+            problems.append(statement_problem(s, "quarantined", "a create of board %s by %s, not the genesis "
+                                              "local/board pins" % (s["board"].hex(), s["signer"].hex())))
+        return None
+    genesis = candidates_pinned[0]
+    _, cuts = membership_pass(ordered, genesis, {}, lambda s, reason: None)
+
+    def refuse(s, reason):
+        problems.append(statement_problem(s, "quarantined", "%s does not count: %s" % (ACTIONS[s["action"]], reason)))
+
+    records, _ = membership_pass(ordered, genesis, cuts, refuse)
+    return {"genesis": genesis, "records": records}
+
+
+def admitted_ranges(record):
+    """§17.3: a key's admitted seqs, as sorted closed ranges, merged where they overlap or touch."""
+    since = record["since"]  # drawCut is unbounded (§17.2): an open period may start past the last seq
+    ranges = sorted(record["closed"] + ([(since, MAX_SEQ - 1)] if since is not None and since < MAX_SEQ else []))
+    merged = []
+    for first, last in ranges:
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], last)
+        else:
+            merged.append([first, last])
+    return merged
+
+
+def in_ranges(seq, ranges):
+    return any(first <= seq <= last for first, last in ranges)
+
+
+def admitted_by_replica(membership):
+    """§17.4: the replica each member key draws as -> its admitted seqs."""
+    return {drawing_replica(key): admitted_ranges(record) for key, record in membership["records"].items()}
+
+
+def seal_refusal(member, records):
+    """Why §17.4 does not apply a sealed drawing segment, or None if it does."""
+    if member["damaged"]:
+        return "a damaged sealed file: the board's membership applies only undamaged ones"
+    if member["version"] != 3 or member.get("seal") is None:
+        return "an unsigned sealed file (version %d): the board's membership applies only signed ones" \
+            % member["version"]
+    record = member["bytes"][member["seal"]:]
+    role, key, signature = record[4], bytes(record[8:40]), bytes(record[40:104])
+    message = SEAL_LABEL + bytes([role]) + hashlib.sha256(member["bytes"][:member["seal"]]).digest()
+    if not ed25519_verifies(key, signature, message):
+        return "seal record signature does not verify"
+    if role == SEAL_REPLICA:
+        if drawing_replica(key) != member["replica"]:
+            return "replica seal by key %s, which names replica %s" % (key.hex(), drawing_replica(key).hex())
+        return None
+    holder = records.get(key)
+    if not (active(holder) and holder["role"] in (ROLE_RELAY, ROLE_ADMIN)):
+        return "host seal by key %s, which is not an active relay or admin member" % key.hex()
+    return None
+
+
+def membership_files(members, membership, problems):
+    """§17.4: the drawing segments a board with a genesis applies; sealed ones it refuses are reported."""
+    applied = []
+    for member in members:
+        reason = seal_refusal(member, membership["records"]) if member["sealed"] else None
+        if reason is None:
+            applied.append(member)
+            continue
+        blocks = member["blocks"]
+        problems.append(Problem("quarantined", member["path"], reason, replica=member["replica"],
+                                seqs=(blocks[0]["first"], blocks[-1]["last"]) if blocks else None))
+    return applied
+
+
+def members_json(membership):
+    """The `members` command's line: the folded membership (§17.3)."""
+    if membership is None:
+        value = {"open": True, "board": None, "founder": None, "members": []}
+    else:
+        genesis, records = membership["genesis"], membership["records"]
+        value = {"open": False, "board": genesis["board"].hex(), "founder": genesis["signer"].hex(), "members": [
+            {"key": key.hex(), "role": ROLES[record["role"]] if active(record) else "none",
+             "label": record["label"], "active": active(record), "revoked": record["revoked"],
+             "admitted": admitted_ranges(record)}
+            for key, record in sorted(records.items())]}
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -880,24 +1254,58 @@ def digest(events):
     return h.hexdigest()
 
 
+def refuse_trust(journal, reason):
+    sys.stderr.write("sjread.py: %s has a trust list (local/trust, FORMAT.md §15.3): %s; refusing rather than "
+                     "showing events `journal` would quarantine\n" % (journal, reason))
+    return 2
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="sjread.py", description="Independent reader of StrokeJournal formats v1, v2 and v3 (docs/FORMAT.md).")
-    parser.add_argument("command", choices=["log", "digest", "verify"])
+        prog="sjread.py", description="Independent reader of StrokeJournal formats v1 to v4 (docs/FORMAT.md).")
+    parser.add_argument("command", choices=["log", "digest", "verify", "members"])
     parser.add_argument("journal", metavar="JOURNAL_DIR")
     args = parser.parse_args(argv)
     if not os.path.isdir(args.journal):
         parser.error("%s is not a directory" % args.journal)
-    if os.path.exists(os.path.join(args.journal, "local", "trust")):
-        sys.stderr.write("sjread.py: %s has a trust list (local/trust, FORMAT.md §15.3): applying it needs Ed25519, "
-                         "which this standard-library reader does not check; refusing rather than showing events "
-                         "`journal` would quarantine\n" % args.journal)
-        return 2
+    trusts = os.path.exists(os.path.join(args.journal, "local", "trust"))
+    if trusts and args.command != "members" and Ed25519PublicKey is None:
+        return refuse_trust(args.journal, "applying it needs Ed25519, which this reader checks only with the "
+                                          "`cryptography` package, and that does not import")
     members, problems = load(args.journal)
-    events = unique_events(members, problems)
-    events.sort(key=order_key)
+    if any(m["version"] == MEMBERSHIP for m in members):
+        if Ed25519PublicKey is None:
+            sys.stderr.write("sjread.py: %s holds membership segments (version 4, FORMAT.md §17), whose statements "
+                             "are signed with Ed25519, which this reader checks only with the `cryptography` "
+                             "package, and that does not import; refusing rather than showing events `journal` "
+                             "would not\n" % args.journal)
+            return 2
+        statements = membership_statements(members, problems)
+    else:
+        statements = []
+    journal = os.path.exists(os.path.join(args.journal, "local", "replica"))
+    membership = fold_membership(statements, read_pin(args.journal) if journal else None, problems)
     serious = [p for p in problems if p.kind != "torn-tail"]
     out = sys.stdout
+    if args.command == "members":
+        for problem in serious:
+            sys.stderr.write("sjread: warning: %s\n" % problem)
+        out.flush()
+        out.buffer.write((members_json(membership) + "\n").encode("utf-8"))
+        return 0
+    drawing = [m for m in members if m["version"] != MEMBERSHIP]
+    if membership is None:
+        if trusts:
+            return refuse_trust(args.journal, "this reader does not apply trust lists")
+        events = unique_events(drawing, problems)
+    else:
+        if trusts:
+            sys.stderr.write("sjread: note: local/trust is ignored: the board's membership decides what counts "
+                             "(FORMAT.md §17.4)\n")
+        applied = membership_files(drawing, membership, problems)
+        events = unique_events(applied, problems, admitted_by_replica(membership))
+    events.sort(key=order_key)
+    serious = [p for p in problems if p.kind != "torn-tail"]
     if args.command == "verify":
         for problem in serious:
             out.write("%s\n" % problem)
@@ -906,6 +1314,9 @@ def main(argv=None):
                 out.write("note: %s\n" % problem)
         if serious:
             out.write("%d problem(s) in %d segments\n" % (len(serious), len(members)))
+        elif statements:
+            out.write("clean: %d segments, %d events, %d statements\n"
+                      % (len(members), len(events), len(statements)))
         else:
             out.write("clean: %d segments, %d events\n" % (len(members), len(events)))
         return 1 if serious else 0

@@ -1,0 +1,42 @@
+import Crypto
+import JournalFormat
+
+/// Signing and checking membership statements (docs/FORMAT.md §17), and the replica a key's
+/// statements are stored under.
+///
+/// A statement is signed with its id (replica and seq) and every byte but the signature, so a
+/// copy moved to another seq, board or clock does not verify: a replayed statement is the same
+/// event by id, never a new one.
+public enum MembershipSigning {
+    static let replicaLabel = "StrokeJournal member key v1\0"
+    static let messageLabel = "StrokeJournal membership v1\0"
+
+    /// The replica whose folder holds `publicKey`'s statements: not the replica the key draws
+    /// as (`ReplicaKey.replica(forPublicKey:)`), so its seqs are its own.
+    public static func membershipReplica(forPublicKey publicKey: [UInt8]) -> ReplicaID {
+        let digest = Array(SHA256.hash(data: Array(replicaLabel.utf8) + publicKey))
+        return ReplicaID(UUIDBits(bytes: Array(digest[0..<16])))
+    }
+
+    static func message(_ statement: MembershipStatement, replica: ReplicaID, seq: UInt64) -> [UInt8] {
+        var seqBytes: [UInt8] = []
+        for index in 0..<8 { seqBytes.append(UInt8(truncatingIfNeeded: seq >> (8 * UInt64(index)))) }
+        return Array(messageLabel.utf8) + replica.bits.bytes + seqBytes + statement.unsignedBytes
+    }
+
+    /// `statement` signed by `key` as the event `seq` of the key's membership replica.
+    public static func sign(_ statement: MembershipStatement, seq: UInt64, key: ReplicaKey) -> MembershipStatement {
+        var signed = statement
+        signed.signer = key.publicKey
+        signed.signature = key.signature(for: message(signed, replica: membershipReplica(forPublicKey: key.publicKey), seq: seq))
+        return signed
+    }
+
+    /// Whether `statement`, found as event `seq` of `replica`, is its signer's: the replica is
+    /// the signer's membership replica and the signature verifies.
+    public static func verify(_ statement: MembershipStatement, replica: ReplicaID, seq: UInt64) -> Bool {
+        membershipReplica(forPublicKey: statement.signer) == replica
+            && ReplicaKey.isValid(signature: statement.signature, of: message(statement, replica: replica, seq: seq),
+                                  publicKey: statement.signer)
+    }
+}

@@ -1,0 +1,93 @@
+import JournalFormat
+import JournalKeys
+import JournalPlatform
+
+/// A board's membership log on disk (docs/FORMAT.md §17): version 4 sealed segments in the
+/// folder of each signer's membership replica, and the genesis a journal pinned
+/// (`local/board`). Statements are written sealed straight away, one file each: they are rare,
+/// and a statement is worth something only once other machines can have it.
+public enum MembershipLog {
+    /// The statements of one version 4 file, each checked against its signature and folder.
+    /// Blocks that do not decode, and statements whose signature does not verify, are
+    /// reported and left out.
+    static func statements(of scan: ScannedSegment, blocks: [ScannedBlock], replica: ReplicaID) -> (found: [Membership.Found], problems: [Problem]) {
+        var found: [Membership.Found] = []
+        var problems: [Problem] = []
+        scan.bytes.withUnsafeBytes { buffer in
+            for block in blocks {
+                let frameBytes = UnsafeRawBufferPointer(rebasing: buffer[block.offset..<block.offset + block.frame.totalLength])
+                do throws(SegmentFormatError) {
+                    let statements = try BlockDecoder.statements(frame: block.frame, frameBytes: frameBytes)
+                    for (index, statement) in statements.enumerated() {
+                        let seq = block.frame.firstSeq + UInt64(index)
+                        guard MembershipSigning.verify(statement, replica: replica, seq: seq) else {
+                            problems.append(Problem(
+                                .quarantined, file: scan.path, offset: Int64(block.offset), replica: replica, seqRange: seq...seq,
+                                reason: "membership statement whose signature does not verify with key \(Hex.bytes(statement.signer)) for this folder and seq: forged or altered; not applied"))
+                            continue
+                        }
+                        found.append(Membership.Found(statement: statement, id: EventID(replica: replica, seq: seq),
+                                                      file: scan.path, offset: Int64(block.offset)))
+                    }
+                } catch {
+                    problems.append(Problem(.corrupt, file: scan.path, offset: Int64(block.offset), replica: replica,
+                                            seqRange: block.seqRange, reason: error.description))
+                }
+            }
+        }
+        return (found, problems)
+    }
+
+    /// Writes `statement`, signed by `key`, as the next event of the key's membership replica
+    /// under `replicasPath`; returns it as stored. The caller holds the lock that keeps two
+    /// writers of one journal apart (`local/sync.lock`); two machines holding one key can still
+    /// give two statements one seq, which every reader then reports as that key's equivocation.
+    @discardableResult
+    public static func append(_ statement: MembershipStatement, key: ReplicaKey, replicasPath: String) throws(JournalError) -> Membership.Found {
+        let replica = MembershipSigning.membershipReplica(forPublicKey: key.publicKey)
+        let folder = FileSystem.join(replicasPath, replica.hex)
+        let existing = (try? FileSystem.list(folder)) ?? []
+        let last = existing.compactMap { SegmentName(fileName: $0.name)?.lastSeq }.max() ?? 0
+        let seq = last + 1
+        var unsigned = statement
+        unsigned.signer = key.publicKey
+        if unsigned.action == .rotate { unsigned.memberCut = seq }
+        let signed = MembershipSigning.sign(unsigned, seq: seq, key: key)
+        let bytes = SegmentEncoder.membershipSegment(replica: replica, firstSeq: seq, statements: [signed])
+        let name = SegmentName(firstSeq: seq, lastSeq: seq, contents: bytes)
+        do {
+            let handle = try DirectoryHandle.open(replica.hex, beneath: replicasPath, create: true)
+            try handle.writeNewFileAtomically(name: name.fileName, bytes: bytes)
+        } catch {
+            throw .io(error)
+        }
+        return Membership.Found(statement: signed, id: EventID(replica: replica, seq: seq),
+                                file: FileSystem.join(folder, name.fileName), offset: Int64(FormatV1.fileHeaderSize))
+    }
+}
+
+/// `local/board`: the genesis this journal holds to (docs/FORMAT.md §17.4). Written when the
+/// journal creates a board's membership or adopts one; never synced.
+extension JournalDirectory {
+    static let boardPinName = "board"
+    static let boardPinHeader = "strokejournal-board v1"
+    public var boardPinPath: String { localPath + "/" + Self.boardPinName }
+
+    /// The pinned genesis; nil when there is none or it does not parse (then nothing is pinned).
+    public func boardPin() -> Membership.Pin? {
+        guard FileSystem.linkStatus(boardPinPath) != nil,
+              let bytes = try? DirectoryHandle.open(localPath, followingSymlink: false).readFile(Self.boardPinName) else { return nil }
+        let lines = String(decoding: bytes.prefix(512), as: UTF8.self).split(separator: "\n")
+        guard lines.count >= 2, lines[0] == Self.boardPinHeader else { return nil }
+        let fields = lines[1].split(separator: " ")
+        guard fields.count == 2, fields[0].count == 32, fields[1].count == 64,
+              fields.allSatisfy({ $0.utf8.allSatisfy(Hex.isLowercaseHexDigit) }),
+              let board = Hex.decode(fields[0]), let founder = Hex.decode(fields[1]) else { return nil }
+        return Membership.Pin(board: UUIDBits(bytes: board), founder: founder)
+    }
+
+    public func saveBoardPin(_ pin: Membership.Pin) throws(IOError) {
+        let text = Self.boardPinHeader + "\n" + pin.board.compactHex + " " + Hex.bytes(pin.founder) + "\n"
+        try DirectoryHandle.open(localPath, followingSymlink: false).replaceFileAtomically(name: Self.boardPinName, bytes: Array(text.utf8))
+    }
+}
