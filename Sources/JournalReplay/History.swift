@@ -13,6 +13,9 @@ public struct History: Sendable {
     /// What replay reported on the way (problems, counts).
     public let report: ReplayReport
     public let replicas: [ReplicaID]
+    /// Who draws as each replica, by the label the board's membership gives its key (empty
+    /// for an open board or an unlabelled key).
+    public private(set) var people: [ReplicaID: String] = [:]
     /// The events' wall times: how many events a wall-clock moment stands for.
     private let wallTimes: WallTimes
 
@@ -26,6 +29,9 @@ public struct History: Sendable {
         self.report = report
         replicas = set.replicas
         wallTimes = WallTimes(events.map(\.wallTime))
+        for member in (set.membership?.members).map({ Array($0.values) }) ?? [] where !member.label.isEmpty {
+            people[member.replica] = member.label
+        }
     }
 
     public static func load(_ directory: JournalDirectory) -> History { History(SegmentSet.load(directory)) }

@@ -36,6 +36,28 @@ public struct JournalStatus: Sendable {
     /// Entries under `replicas/` that are not segments (reported, never read).
     public var ignored: [Problem]
     public var lastSync: LastSync?
+    /// Who decides what counts (invariants 12 and 16).
+    public var access: Access
+
+    public enum Access: Sendable, Equatable {
+        /// No membership, no trust list: every valid segment counts.
+        case open
+        /// This machine's `local/trust`: other machines with other lists may draw differently.
+        case localTrustList
+        /// The board's membership, the same on every machine; `trustListIgnored`: this machine
+        /// has a `local/trust` that it no longer applies.
+        case membership(board: String, activeMembers: Int, trustListIgnored: Bool)
+
+        public var text: String {
+            switch self {
+            case .open: return "open: every valid segment counts (no membership, no trust list)"
+            case .localTrustList: return "this machine's local/trust (not synced: machines with other lists may show other drawings; `journal members import` moves it into the board)"
+            case .membership(let board, let members, let ignored):
+                return "the membership of board \(board), \(members) active member(s), the same on every machine"
+                    + (ignored ? "; local/trust is ignored" : "")
+            }
+        }
+    }
 
     /// Something needs a person's attention: damage, forks, quarantined events, missing seqs.
     public var isHealthy: Bool { problems.isEmpty && replicas.allSatisfy { $0.gaps.isEmpty } }
@@ -57,7 +79,17 @@ public struct JournalStatus: Sendable {
             journal: journal.root, replica: own, unsealedEvents: open?.scan.eventCount ?? 0, replicas: replicas,
             problems: replay.problems.filter { $0.kind != .ignored && $0.kind != .tornTail },
             ignored: replay.problems.filter { $0.kind == .ignored },
-            lastSync: LastSyncRecord.read(journal))
+            lastSync: LastSyncRecord.read(journal), access: access(of: set))
+    }
+}
+
+extension JournalStatus {
+    static func access(of set: SegmentSet) -> Access {
+        if let membership = set.membership, let board = membership.board {
+            return .membership(board: board.compactHex, activeMembers: membership.members.values.count(where: \.isActive),
+                               trustListIgnored: set.trustListOverridden)
+        }
+        return set.trust == nil ? .open : .localTrustList
     }
 }
 

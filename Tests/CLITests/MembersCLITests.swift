@@ -51,6 +51,15 @@ import Testing
         #expect(members.contains { $0["key"] as? String == bobKey && $0["role"] as? String == "draw" && $0["label"] as? String == "Bob" })
         #expect(!members.contains { $0["key"] as? String == carolKey })
 
+        // History names the people; status says who decides, the same way on both machines.
+        let history = try cli.journal(["history", "-C", bob, "--json"]).stdout
+        #expect(history.contains("\"label\":\"Bob\"") && history.contains("\"label\":\"Alice\""))
+        for journal in [alice, bob] {
+            let status = try object(try cli.journal(["status", "-C", journal, "--json"]).stdout)
+            let access = try #require(status["access"] as? [String: Any])
+            #expect(access["mode"] as? String == "membership" && access["activeMembers"] as? Int == 2)
+        }
+
         // Bob is no admin: his grant is refused before anything is written.
         let refused = try cli.journal(["members", "grant", "-C", bob, carolKey, "--role", "draw"])
         #expect(refused.status == 1 && refused.stderr.contains("not an active admin"))

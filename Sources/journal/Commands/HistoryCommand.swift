@@ -44,12 +44,13 @@ extension JournalCommand {
                 reportProblems(history.report)
                 let gap = try gapMilliseconds()
                 let spans = history.spans(idleGap: gap)
-                Terminal.write(json ? Self.json(spans, events: history.events.count) : Self.text(spans, events: history.events.count, gap: gap))
+                Terminal.write(json ? Self.json(spans, events: history.events.count, people: history.people)
+                                    : Self.text(spans, events: history.events.count, gap: gap, people: history.people))
                 Terminal.flush()
             }
         }
 
-        static func json(_ spans: [History.Span], events: Int) -> String {
+        static func json(_ spans: [History.Span], events: Int, people: [ReplicaID: String] = [:]) -> String {
             var object = JSONObject()
             object.add("events", events)
             object.add("spans", objects: spans.map { span in
@@ -61,6 +62,7 @@ extension JournalCommand {
                 item.add("replicas", objects: span.replicas.map { activity in
                     var entry = JSONObject()
                     entry.add("replica", activity.replica.hex)
+                    if let person = people[activity.replica] { entry.add("label", person) }
                     entry.add("strokes", activity.strokes)
                     entry.add("points", activity.points)
                     return entry
@@ -70,6 +72,7 @@ extension JournalCommand {
                     entry.add("event", mark.event)
                     entry.add("time", mark.wallTime)
                     entry.add("replica", mark.replica.hex)
+                    if let person = people[mark.replica] { entry.add("label", person) }
                     return entry
                 })
                 item.add("hidden", span.hidden)
@@ -79,7 +82,9 @@ extension JournalCommand {
             return object.text + "\n"
         }
 
-        static func text(_ spans: [History.Span], events: Int, gap: Int64) -> String {
+        static func text(_ spans: [History.Span], events: Int, gap: Int64, people: [ReplicaID: String] = [:]) -> String {
+            // A member's label (the board's membership) names the person; the replica's id otherwise.
+            func who(_ replica: ReplicaID) -> String { people[replica].map { "\($0) (\(replica.hex.prefix(8)))" } ?? String(replica.hex.prefix(8)) }
             guard !spans.isEmpty else { return "no events yet\n" }
             var lines = ["\(Wording.counted(events, "event")) in \(Wording.counted(spans.count, "span")) of drawing (a pause of \(duration(gap)) or more starts a new one)", ""]
             for (index, span) in spans.enumerated() {
@@ -88,10 +93,10 @@ extension JournalCommand {
                 let sameDay = from.prefix(10) == to.prefix(10)
                 lines.append("\(index + 1). \(from) → \(sameDay ? String(to.dropFirst(11)) : to) (\(duration(span.to - span.from)))  events \(span.firstEvent)–\(span.lastEvent)")
                 for activity in span.replicas where activity.points > 0 || activity.strokes > 0 {
-                    lines.append("     \(activity.replica.hex.prefix(8))  \(Wording.counted(activity.strokes, "stroke")) begun, \(Wording.counted(activity.points, "point"))")
+                    lines.append("     \(who(activity.replica))  \(Wording.counted(activity.strokes, "stroke")) begun, \(Wording.counted(activity.points, "point"))")
                 }
                 for mark in span.clears {
-                    lines.append("     clear: event \(mark.event) at \(WallClock.localDescription(mark.wallTime).dropFirst(11)) by \(mark.replica.hex.prefix(8)); the board before it: --at \(mark.event - 1)")
+                    lines.append("     clear: event \(mark.event) at \(WallClock.localDescription(mark.wallTime).dropFirst(11)) by \(who(mark.replica)); the board before it: --at \(mark.event - 1)")
                 }
                 if span.hidden > 0 || span.shown > 0 {
                     lines.append("     \(span.hidden) taken back (undo, erase), \(span.shown) brought back (redo)")

@@ -51,6 +51,7 @@ extension JournalCommand {
             } else {
                 lines.append("last sync that moved segments: never")
             }
+            lines.append("who counts: " + status.access.text)
             for problem in status.problems { lines.append("problem: \(problem)") }
             for problem in status.ignored { lines.append("ignored: \(problem.file): \(problem.reason)") }
             lines.append(status.isHealthy ? "ok" : "needs attention: run `journal verify` for details")
@@ -86,6 +87,17 @@ extension JournalCommand {
             }
             object.add("problems", objects: status.problems.map(\.json))
             object.add("ignored", objects: status.ignored.map(\.json))
+            var access = JSONObject()
+            switch status.access {
+            case .open: access.add("mode", "open")
+            case .localTrustList: access.add("mode", "trust-list")
+            case .membership(let board, let members, let ignored):
+                access.add("mode", "membership")
+                access.add("board", board)
+                access.add("activeMembers", members)
+                access.add("trustListIgnored", ignored)
+            }
+            object.add("access", raw: access.text)
             return object.text + "\n"
         }
     }

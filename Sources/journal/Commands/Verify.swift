@@ -45,6 +45,12 @@ extension JournalCommand {
                     Terminal.write(object.text + "\n")
                 } else {
                     for problem in problems { Terminal.write("\(problem)\n") }
+                    // Whose events count is not always the same on every machine: say so.
+                    if set.trustListOverridden {
+                        Terminal.write("note: this board's membership decides what counts; local/trust is ignored\n")
+                    } else if set.trust != nil, set.membership?.isOpen ?? true {
+                        Terminal.write("note: this machine's local/trust decides what counts (not synced: `journal members import` moves it into the board)\n")
+                    }
                     for note in notes { Terminal.write("note: \(note) (cut on next open)\n") }
                     Terminal.write(problems.isEmpty
                         ? "clean: \(segments), \(Wording.counted(report.eventCount, "event"))\n"
