@@ -344,6 +344,9 @@ public final class Board: Sendable {
     public var failure: JournalError? { state.withLock { $0.failure } }
     /// Seq ranges of every replica folded into the drawing.
     public var covered: [ReplicaID: SeqRanges] { state.withLock { $0.live.covered } }
+    /// Who may draw, as of the last load (nil or open: a board without membership). A new
+    /// statement makes the board reload (`JournalActivity.reloaded`), which updates it.
+    public var membership: Membership? { state.withLock { $0.live.membership } }
 
     /// The drawing as it is (one `.current` update, `[.reset]`), then every change from now on,
     /// one batch per append or integration. An app that stops reading misses nothing silently:

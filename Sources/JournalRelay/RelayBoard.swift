@@ -20,6 +20,8 @@ public final class RelayBoard: Sendable {
 
     /// Acks waiting for the cluster's store (`AckMode.shared`); nil: acked once fsynced here.
     let sharedAcks: SharedAcks?
+    /// The key this board's journal signs with: its text-mode clients' events are this key's.
+    let ownKey: [UInt8]?
 
     init(name: BoardName, board: Board, catchUps: CatchUpGate, maxNativeReplicas: Int = RelayLimits().maxNativeReplicasPerBoard,
          sharedAcks: SharedAcks? = nil) {
@@ -28,6 +30,56 @@ public final class RelayBoard: Sendable {
         self.catchUps = catchUps
         self.sharedAcks = sharedAcks
         host = NativeHost(board: board, maxNewReplicas: maxNativeReplicas)
+        ownKey = board.directory.replicaKey()?.publicKey
+    }
+
+    // MARK: Membership (invariant 16)
+
+    /// Why the board's membership does not let `key` do what `role` allows; nil when it does,
+    /// or when the board has no membership (then tokens alone decide, `Grant`).
+    func membershipRefusal(_ key: [UInt8], needs role: MembershipStatement.Role) -> String? {
+        guard let membership = board.membership, !membership.isOpen else { return nil }
+        let hex = Hex.bytes(key)
+        guard let member = membership.member(key), member.isActive else {
+            return "key \(hex) is not a member of board \(name.text), whose membership decides who draws (an admin grants it: `journal members grant \(hex) --role draw`)"
+        }
+        guard member.role >= role else {
+            return "key \(hex) may only \(member.role) board \(name.text); an admin grants it \(role) (`journal members grant \(hex) --role \(role)`)"
+        }
+        return nil
+    }
+
+    /// Why text-mode events (stored as this board's own replica) would not count under the
+    /// board's membership; nil when they would.
+    var textModeRefusal: String? {
+        guard let membership = board.membership, !membership.isOpen else { return nil }
+        guard let ownKey else { return "board \(name.text) has membership, and this relay's journal has no key to draw with: connect in native mode with a key of your own" }
+        return membershipRefusal(ownKey, needs: .draw).map {
+            "text-mode events are stored as this relay's replica, and its " + $0 + "; or connect in native mode with a key of your own"
+        }
+    }
+
+    /// Why native clients' events stored here would not count under the board's membership:
+    /// this relay seals them as their host, and only a relay (or admin) member's host seals
+    /// count (docs/FORMAT.md §17.4). Nil when they would.
+    var hostingRefusal: String? {
+        guard let membership = board.membership, !membership.isOpen else { return nil }
+        guard let ownKey else { return "board \(name.text) has membership, and this relay's journal has no key to seal native clients' events with" }
+        guard membership.mayHost(ownKey) else {
+            let hex = Hex.bytes(ownKey)
+            return "this relay's key \(hex) is no relay member of board \(name.text), so what it stores for native clients would count nowhere (an admin grants it: `journal members grant \(hex) --role relay`)"
+        }
+        return nil
+    }
+
+    /// After the membership changed (a statement arrived: the board reloaded), native clients
+    /// whose key may no longer draw are disconnected, with the reason.
+    private func enforceMembership() {
+        guard let membership = board.membership, !membership.isOpen else { return }
+        for connection in connections.withLock({ Array($0.values) }) {
+            guard let key = connection.nativeKey, let refusal = membershipRefusal(key, needs: .draw) else { continue }
+            connection.close(reason: refusal)
+        }
     }
 
     /// Starts following the board's journal (`Board.observe`): hosted rounds are acknowledged
@@ -56,6 +108,8 @@ public final class RelayBoard: Sendable {
             forwardIntegrated(events)
         case .reloaded:
             // The board read the files afresh: what arrived is not named; read what is lacking.
+            // A membership statement may have arrived: keys that lost their right go now.
+            enforceMembership()
             forwardLacking()
         case .durable, .sealed, .compacted:
             break

@@ -240,6 +240,10 @@ public final class RelayConnection: Sendable {
                             close(reason: viewOnly("native mode sends events"))
                             return
                         }
+                        if let refusal = relayBoard.hostingRefusal ?? hello.key.flatMap({ relayBoard.membershipRefusal($0, needs: .draw) }) {
+                            close(reason: "hello: " + refusal)
+                            return
+                        }
                         relayBoard.claim(replica, by: id)
                     }
                     return
@@ -266,6 +270,10 @@ public final class RelayConnection: Sendable {
         guard grant.allows(.draw) else {
             // Not even parsed: a viewer's frames cost the relay nothing but this answer.
             refuse(frame: frame, viewOnly("frame \(frame) not recorded"))
+            return
+        }
+        if let refusal = relayBoard.textModeRefusal {
+            refuse(frame: frame, "frame \(frame) not recorded: " + refusal)
             return
         }
         let payloads: [Payload]
@@ -346,6 +354,8 @@ public final class RelayConnection: Sendable {
 
     /// The replica a native client owns (its hello said so), or nil for a text-mode client.
     public var nativeReplica: ReplicaID? { state.withLock { $0.hello??.replica } }
+    /// The key a native client's hello named (its frames are checked against it).
+    public var nativeKey: [UInt8]? { state.withLock { $0.hello??.key } }
 
     /// A binary frame: native mode's events (docs/PROTOCOL.md), a `SegmentMessage` of the
     /// replica the hello named, events the client named itself. They are stored under that
@@ -373,6 +383,10 @@ public final class RelayConnection: Sendable {
         if case .closed = state.withLock({ $0.phase }) { return }
         guard grant.allows(.draw) else {
             close(reason: viewOnly("native frame not stored"))
+            return
+        }
+        if let key = nativeKey, let refusal = relayBoard.membershipRefusal(key, needs: .draw) {
+            close(reason: "native frame not stored: " + refusal)
             return
         }
         // Counted before the board's committer may store it (and settle it, on its own thread).

@@ -23,6 +23,9 @@ public struct LiveReplay: Sendable {
     public private(set) var covered: [ReplicaID: SeqRanges]
     /// What the load and every integration since reported (damaged blocks left out, ignored files).
     public private(set) var problems: [Problem]
+    /// The board's membership as of the last full load (nil: none was folded). A membership
+    /// statement that arrives later makes `readNew` ask for a reload, which folds it.
+    public private(set) var membership: Membership?
     var cursor: Cursor
 
     /// What `readNew` needs to know of the state: small, so that it can be copied out of a
@@ -38,6 +41,8 @@ public struct LiveReplay: Sendable {
         var covered: [ReplicaID: SeqRanges] = [:]
         /// A fork or a quarantined event was seen: only a full replay decides what changes.
         var exactOnlyByFullReplay = false
+        /// The board's membership (when it has one): new files are judged by it as they come.
+        var membership: Membership?
     }
 
     /// What appeared since the cursor: decoded, not yet applied.
@@ -140,6 +145,10 @@ public struct LiveReplay: Sendable {
             if let name = member.name { cursor.applied.insert(name.relativePath(in: member.replica)) }
         }
         cursor.seen = cursor.applied
+        // Membership files were folded (`membership`); only a new one asks for a reload.
+        for found in set.statements where found.file.hasPrefix(directory.replicasPath + "/") {
+            cursor.seen.insert(String(found.file.dropFirst(directory.replicasPath.count + 1)))
+        }
         // Files refused whole or in part: a good copy under the same name is read again.
         for problem in set.problems where problem.kind != .tornTail {
             let file = problem.file
@@ -148,10 +157,9 @@ public struct LiveReplay: Sendable {
             cursor.seen.insert(key)
             cursor.incomplete[key] = FileIdentity.of(file)
         }
-        // Under membership a new file can change what counts (a statement) or need judging
-        // against it (a segment): only a full load says what the drawing is then.
         cursor.exactOnlyByFullReplay = !report.forks.isEmpty || report.quarantinedEvents > 0
-            || report.notMemberEvents > 0 || !(set.membership?.isOpen ?? true)
+        if let membership = set.membership, !membership.isOpen { cursor.membership = membership }
+        self.membership = set.membership
         self.drawing = drawing
         self.keepsDrawing = keepsDrawing
         covered = cursor.covered
@@ -192,7 +200,13 @@ public struct LiveReplay: Sendable {
         let listing = JournalDirectory.listSealed(replicasPath: directory.replicasPath)
         var present = Set<String>()
         var fresh = SegmentSet()
-        fresh.trust = TrustedSegments.of(directory)
+        // New segments are judged as a full load would judge them: by the board's membership
+        // when it has one (a new statement asks for a reload below), else by the trust list.
+        if let membership = cursor.membership {
+            fresh.membership = membership
+        } else {
+            fresh.trust = TrustedSegments.of(directory)
+        }
         var keys: [String] = []
         for file in listing.sealed {
             let key = file.name.relativePath(in: file.replica)
@@ -221,7 +235,7 @@ public struct LiveReplay: Sendable {
             increment.retired.append(key)
         }
         // A membership statement can change what counts anywhere in the drawing.
-        guard !cursor.exactOnlyByFullReplay && fresh.statements.isEmpty || (keys.isEmpty && increment.seen.isEmpty) else {
+        guard fresh.statements.isEmpty, !cursor.exactOnlyByFullReplay || (keys.isEmpty && increment.seen.isEmpty) else {
             increment.needsReload = true
             return increment
         }
