@@ -113,7 +113,7 @@ final class NativeHost: Sendable {
             guard !fresh.isEmpty else { return .allHeld }
             if covered.isEmpty && state.accepted[replica].isEmpty && !state.newReplicas.contains(replica) {
                 guard state.newReplicas.count < maxNewReplicas else {
-                    throw .refusedFrame("board \(board.directory.root) took on \(state.newReplicas.count) new native replicas since it opened, its limit (--max-native-replicas); draw as a replica it holds, or later")
+                    throw .refusedFrame("board \(FileSystem.lastComponent(of: board.directory.root)) took on \(state.newReplicas.count) new native replicas since it opened, its limit (--max-native-replicas); draw as a replica it holds, or later")
                 }
                 state.newReplicas.insert(replica)
             }

@@ -119,11 +119,15 @@ public final class RelayKeys: Sendable {
         }
         guard let scope = Scope(name: fields[2]) else { throw .malformed("scope \"\(fields[2].prefix(20))\" is not view, draw or admin") }
         let boards = try BoardPattern(fields[3])
-        guard fields[4].utf8.count <= 18, fields[4].utf8.allSatisfy(Hex.isDecimalDigit), let expires = Int64(fields[4]) else {
-            throw .malformed("its expiry is not a whole number of seconds since 1970")
+        // One spelling per token (a revocation or a log line names exactly one): no leading
+        // zero, no uppercase hex.
+        guard fields[4].utf8.count <= 18, fields[4].utf8.allSatisfy(Hex.isDecimalDigit), let expires = Int64(fields[4]),
+              fields[4] == "0" || !fields[4].hasPrefix("0") else {
+            throw .malformed("its expiry is not a whole number of seconds since 1970, written without leading zeros")
         }
-        guard let signature = Hex.decode(fields[5]), signature.count == 64 else {
-            throw .malformed("its signature is not 128 hex digits")
+        guard fields[5].utf8.count == 128, fields[5].utf8.allSatisfy(Hex.isLowercaseHexDigit),
+              let signature = Hex.decode(fields[5]), signature.count == 64 else {
+            throw .malformed("its signature is not 128 lowercase hex digits")
         }
         return (Capability(id: String(fields[1]), scope: scope, boards: boards, expiresAtSeconds: expires), signature)
     }

@@ -61,6 +61,13 @@ import Testing
         for bad in ["", "sjt1", "sjt1.0123.draw.sketch.1.00", "jwt.a.b", String(repeating: "x", count: 500)] {
             #expect(throws: AccessError.self) { try access.authorize(bad, board: sketch, nowMilliseconds: now) }
         }
+        // One spelling per token: an uppercase signature or a zero-padded expiry is not the same
+        // token spelled otherwise, it is refused.
+        var fields = draw.split(separator: ".").map(String.init)
+        let upper = (fields[0..<5] + [fields[5].uppercased()]).joined(separator: ".")
+        #expect(throws: AccessError.self) { try access.authorize(upper, board: sketch, nowMilliseconds: now) }
+        fields[4] = "0" + fields[4]
+        #expect(throws: AccessError.self) { try access.authorize(fields.joined(separator: "."), board: sketch, nowMilliseconds: now) }
 
         // Revoked: refused from the next check on; the grant no longer holds.
         let (capability, _) = try RelayKeys.parse(draw)
@@ -180,6 +187,8 @@ import Testing
                 accepted.append(replica)
             } else {
                 #expect(client.closeReason?.contains("--max-native-replicas") == true, "\(client.closeReason ?? "accepted")")
+                // The refusal names the board, never where the server keeps it.
+                #expect(client.closeReason?.contains(temp.path) == false, "\(client.closeReason ?? "")")
             }
         }
         // A replica the board took on reconnects and goes on.
