@@ -66,6 +66,36 @@ public enum MembershipLog {
     }
 }
 
+extension MembershipLog {
+    /// Every membership statement under `replicasPath`: each sealed file's header is read, and
+    /// only version 4 files further (a journal's drawing segments are not decoded).
+    public static func found(replicasPath: String) -> [Membership.Found] {
+        var found: [Membership.Found] = []
+        for file in JournalDirectory.listSealed(replicasPath: replicasPath).sealed {
+            guard let descriptor = try? FileDescriptor.open(file.path, .readOnly) else { continue }
+            let header = try? descriptor.read(count: FormatV1.fileHeaderSize, at: 0)
+            descriptor.close()
+            guard let header, header.count == FormatV1.fileHeaderSize,
+                  header[8] == UInt8(truncatingIfNeeded: FormatV4.version), header[9] == 0 else { continue }
+            let scan = SegmentScanner.scan(path: file.path, sealed: true)
+            let verdict = SegmentVerdict.judge(scan, path: file.path, replica: file.replica, claimedName: file.name, policy: .wholeFile)
+            guard !verdict.isRefused else { continue }
+            found += statements(of: scan, blocks: verdict.usableBlocks, replica: file.replica).found
+        }
+        return found
+    }
+
+    /// Trust on first use: a journal that has no pinned genesis and now holds a board's
+    /// membership (a sync or merge brought it) pins that genesis, so that a rival genesis
+    /// planted later in a shared folder cannot take the board over here.
+    public static func pinAdoptedGenesis(_ journal: JournalDirectory) {
+        guard journal.isJournal, journal.boardPin() == nil else { return }
+        let membership = Membership.fold(found(replicasPath: journal.replicasPath))
+        guard let board = membership.board, let founder = membership.founder else { return }
+        try? journal.saveBoardPin(Membership.Pin(board: board, founder: founder))
+    }
+}
+
 /// `local/board`: the genesis this journal holds to (docs/FORMAT.md §17.4). Written when the
 /// journal creates a board's membership or adopts one; never synced.
 extension JournalDirectory {

@@ -72,6 +72,20 @@ import Testing
         #expect(try cli.journal(["digest", "-C", alice]).stdout == (try cli.journal(["digest", "-C", bob]).stdout))
         let again = try cli.journal(["members", "grant", "-C", alice, bobKey, "--role", "draw"])
         #expect(again.status == 1 && again.stderr.contains("never be a member again"))
+
+        // Bob's machine pinned the board it adopted: Mallory's rival genesis, planted in the shared
+        // folder, takes over neither machine, and both say so.
+        #expect(FileManager.default.fileExists(atPath: bob + "/local/board"))
+        let mallory = temp.path + "/mallory"
+        #expect(try cli.journal(["init", mallory]).status == 0)
+        #expect(try cli.journal(["members", "init", "-C", mallory, "--label", "Mallory"]).status == 0)
+        for journal in [mallory, alice, bob] { #expect(try cli.journal(["sync", "-C", journal, shared]).status == 0) }
+        for journal in [alice, bob] {
+            let members = try object(try cli.journal(["members", "list", "-C", journal, "--json"]).stdout)
+            #expect(members["founder"] as? String == listed["founder"] as? String && members["founder"] != nil)
+            #expect(try cli.journal(["verify", "-C", journal]).stdout.contains("another board"))
+        }
+        #expect(try cli.journal(["digest", "-C", alice]).stdout == (try cli.journal(["digest", "-C", bob]).stdout))
     }
 
     @Test func badArgumentsAreRefusedWithWhatIsWrong() throws {
