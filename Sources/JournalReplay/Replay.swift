@@ -35,9 +35,7 @@ public enum Replay {
         if var snapshot = fullSnapshot(set, report: &report) {
             let drawing = snapshot.state.finish()
             // A quarantined event may become plausible as the set grows: a snapshot would hide it.
-            // Nor is one kept for a board with membership (`SnapshotStore.newest` would not use it).
-            if snapshot.eventCount >= SnapshotStore.automaticThreshold && snapshot.forks.isEmpty && report.quarantinedEvents == 0
-                && set.membership?.isOpen ?? true {
+            if snapshot.eventCount >= SnapshotStore.automaticThreshold && snapshot.forks.isEmpty && report.quarantinedEvents == 0 {
                 // The snapshot stores the digest; the caller most likely prints it too.
                 snapshot.digest = drawing.digest
                 report.digest = snapshot.digest
@@ -71,10 +69,12 @@ public enum Replay {
         for member in set.members {
             if let name = member.name { names.insert(name.relativePath(in: member.replica)) }
         }
-        return Snapshot(replicas: replicas, covered: covered, lastLamports: lastLamports, sealedNames: names,
-                        lastKey: merge.lastKey, eventCount: report.eventCount, pointCount: report.pointCount,
-                        maxLamport: report.maxLamport, duplicateEvents: report.duplicateEvents, forks: report.forks,
-                        state: merge.state)
+        var snapshot = Snapshot(replicas: replicas, covered: covered, lastLamports: lastLamports, sealedNames: names,
+                                lastKey: merge.lastKey, eventCount: report.eventCount, pointCount: report.pointCount,
+                                maxLamport: report.maxLamport, duplicateEvents: report.duplicateEvents, forks: report.forks,
+                                state: merge.state)
+        snapshot.membershipFingerprint = set.membership?.fingerprint
+        return snapshot
     }
 
     /// Applies to `snapshot` the events of `set` it does not cover; nil when that would not
@@ -115,6 +115,9 @@ public enum Replay {
         var skipThrough: [ReplicaID: UInt64] = [:]
         var fresh = SegmentSet()
         fresh.problems = set.problems
+        // The events on top are admitted as the whole set's are (the snapshot's fingerprint
+        // matched this membership: `SnapshotStore.newest`).
+        fresh.membership = set.membership
         for member in set.members {
             let key = member.replica.hex + "/" + (member.name?.fileName ?? "")
             if member.name != nil && snapshot.sealedNames.contains(key) { continue }

@@ -45,6 +45,9 @@ struct Snapshot {
     /// Keyframes taken by the merge that made this snapshot, written beside it; not part of
     /// the snapshot's own file.
     var keyframes: Keyframes? = nil
+    /// The fingerprint of the membership it was folded under (`Membership.fingerprint`; nil:
+    /// an open board), written beside it (`SnapshotStore`); not part of its own file.
+    var membershipFingerprint: [UInt8]? = nil
 
     // MARK: Encoding
 

@@ -21,7 +21,6 @@ public enum SnapshotStore {
     @discardableResult
     public static func create(_ directory: JournalDirectory) throws(SnapshotError) -> Info {
         let set = SegmentSet.load(directory)
-        guard set.membership?.isOpen ?? true else { throw .membershipBoard(path: directory.root) }
         var report = ReplayReport()
         report.problems = set.problems
         guard let snapshot = Replay.fullSnapshot(set, report: &report) else {
@@ -61,6 +60,7 @@ public enum SnapshotStore {
         try FileSystem.createDirectory(folder)
         let path = folder + "/latest.sjsnap"
         try FileSystem.writeAtomically(bytes, to: path)
+        try writeMembership(snapshot.membershipFingerprint, check: Snapshot.headerCheck(of: bytes), to: directory)
         let keyframesPath = Self.keyframesPath(directory)
         if let keyframes = snapshot.keyframes, let check = Snapshot.headerCheck(of: bytes) {
             try FileSystem.writeAtomically(
@@ -86,13 +86,41 @@ public enum SnapshotStore {
     static func newest(_ directory: JournalDirectory, for set: SegmentSet, headerOnly: Bool = false,
                        columns: (@Sendable (Range<Int>) -> Bool)? = nil) -> Snapshot? {
         let path = folder(directory) + "/latest.sjsnap"
-        // Folded under some membership, it may hold events a later statement no longer counts.
-        guard set.membership?.isOpen ?? true else { return nil }
         // Folded before the trust list was last written, it may hold events the list now
         // quarantines, under names that still match (a version 1 name is only a claim).
         if let trust = FileSystem.linkStatus(directory.trustPath),
            trust.modified >= (FileSystem.linkStatus(path)?.modified ?? .max) { return nil }
         guard let bytes = try? FileSystem.readFile(path) else { return nil }
+        // Folded under another membership (or under one, for a board that now has none), it
+        // may count events this one does not, or miss some it does.
+        guard membership(directory, check: Snapshot.headerCheck(of: bytes)) == set.membership?.fingerprint else { return nil }
         return Snapshot.decode(bytes, maxPoints: set.blockEventCount, headerOnly: headerOnly, columns: columns)
+    }
+
+    // MARK: The membership a snapshot was folded under
+
+    static let membershipHeader = "strokejournal-snapshot-membership v1"
+    static func membershipPath(_ directory: JournalDirectory) -> String { folder(directory) + "/latest.members" }
+
+    /// `latest.members`: the header CRC of the snapshot it goes with and the fingerprint of the
+    /// membership that snapshot was folded under; removed for a snapshot of an open board.
+    private static func writeMembership(_ fingerprint: [UInt8]?, check: UInt32?, to directory: JournalDirectory) throws(IOError) {
+        let path = membershipPath(directory)
+        guard let fingerprint, let check else {
+            if FileSystem.linkStatus(path) != nil { try FileSystem.remove(path) }
+            return
+        }
+        try FileSystem.writeAtomically(Array("\(membershipHeader)\n\(Hex.checksum(check)) \(Hex.bytes(fingerprint))\n".utf8), to: path)
+    }
+
+    /// The fingerprint stored for the snapshot whose header CRC is `check`; nil when none is
+    /// (a snapshot of an open board, or a file of another snapshot).
+    static func membership(_ directory: JournalDirectory, check: UInt32?) -> [UInt8]? {
+        guard let check, let bytes = try? FileSystem.readFile(membershipPath(directory)) else { return nil }
+        let lines = String(decoding: bytes.prefix(256), as: UTF8.self).split(separator: "\n")
+        guard lines.count == 2, lines[0] == Substring(membershipHeader) else { return nil }
+        let fields = lines[1].split(separator: " ")
+        guard fields.count == 2, fields[0] == Substring(Hex.checksum(check)), let fingerprint = Hex.decode(fields[1]) else { return nil }
+        return fingerprint
     }
 }

@@ -1,3 +1,4 @@
+import Crypto
 import JournalFormat
 import JournalKeys
 
@@ -112,6 +113,28 @@ public struct Membership: Sendable {
     }
 
     public func member(_ key: [UInt8]) -> Member? { members[key] }
+
+    /// What this membership decides about a replay, as 32 bytes: each replica's admitted seqs
+    /// and the keys that may seal as host. Two memberships with the same fingerprint count the
+    /// same events, so a snapshot folded under one holds for the other (nil: an open board).
+    public var fingerprint: [UInt8]? {
+        guard board != nil else { return nil }
+        var hasher = SHA256()
+        hasher.update(data: Array("StrokeJournal membership fingerprint v1\0".utf8))
+        for (replica, admitted) in admittedByReplica.sorted(by: { $0.key < $1.key }) {
+            hasher.update(data: replica.bits.bytes)
+            for range in admitted.ranges {
+                var bounds: [UInt8] = []
+                for value in [range.lowerBound, range.upperBound] {
+                    for index in 0..<8 { bounds.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(index)))) }
+                }
+                hasher.update(data: bounds)
+            }
+            hasher.update(data: [0xFF])
+        }
+        for key in members.keys.filter(mayHost).sorted(by: { $0.lexicographicallyPrecedes($1) }) { hasher.update(data: key) }
+        return Array(hasher.finalize())
+    }
 
     /// The member whose drawing replica is `replica`, if any.
     public func member(drawingAs replica: ReplicaID) -> Member? {

@@ -206,6 +206,39 @@ import Testing
         #expect(afterHere.drawing.digest == afterThere.drawing.digest)
     }
 
+    /// A snapshot holds for the membership it was folded under, and only for it: a later
+    /// statement that changes what counts makes the next open a full replay.
+    @Test func aSnapshotIsUsedOnlyUnderTheMembershipItWasFoldedUnder() throws {
+        let temp = TemporaryDirectory("membership-snapshot")
+        defer { temp.remove() }
+        let alice = try JournalDirectory.create(at: temp.path + "/alice")
+        let aliceKey = try #require(alice.replicaKey())
+        let bob = ReplicaKey()
+        try SignedSegmentTests.place(SignedSegmentTests.signedSegment(SignedSegmentTests.events(bob.replica, 1...30, x: 0), key: bob),
+                                     replica: bob.replica, seqs: 1...30, in: alice)
+        try Self.draw(alice, points: 20, x: 500)
+        let editor = MembershipEditor(journal: alice, key: aliceKey)
+        try editor.create(label: "Alice")
+        try editor.grant(bob.publicKey, role: .draw, label: "Bob")
+        try SnapshotStore.create(alice)
+        let snapshotted = Replay.load(alice, useSnapshots: true)
+        let full = Replay.load(alice, useSnapshots: false)
+        #expect(snapshotted.report.eventsFromSnapshot == 50)
+        #expect(snapshotted.drawing.digest == full.drawing.digest)
+
+        // Bob's later events, then his revocation after seq 25 (an admin who held only those):
+        // the snapshot, which counts his 26...30, is not used.
+        try SignedSegmentTests.place(SignedSegmentTests.signedSegment(SignedSegmentTests.events(bob.replica, 31...40, x: 0), key: bob),
+                                     replica: bob.replica, seqs: 31...40, in: alice)
+        try MembershipLog.append(MembershipStatement(
+            lamport: 1000, wallTime: 1_790_000_000_000, action: .revoke, role: .none, board: try #require(alice.boardPin()).board,
+            subject: bob.publicKey, drawCut: 25, signer: aliceKey.publicKey), key: aliceKey, replicasPath: alice.replicasPath)
+        let after = Replay.load(alice, useSnapshots: true)
+        #expect(after.report.eventsFromSnapshot == 0)
+        #expect(after.report.eventCount == 45)
+        #expect(after.drawing.digest == Replay.load(alice, useSnapshots: false).drawing.digest)
+    }
+
     @Test func aRevokedKeyCannotSlipEventsInWithSmallClocks() throws {
         let temp = TemporaryDirectory("membership-backdate")
         defer { temp.remove() }

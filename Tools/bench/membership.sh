@@ -8,9 +8,9 @@
 #            does before folding: a board whose membership grants the four keys (every
 #            statement verified, every seal checked against it, every block's seqs against
 #            what its key is admitted) vs the same files with no membership (an open board)
-#   replay   `journal digest` with no snapshot read or written, the same two boards. (An open
-#            board also writes a snapshot after such a replay, a board with membership does
-#            not: snapshots are not kept for it yet. Both are kept from writing one here.)
+#   replay   `journal digest` with no snapshot read or written, the same two boards (both
+#            still fold and encode the snapshot they would keep; a file where the snapshots
+#            folder goes keeps them from writing it)
 #   bytes    the membership's files against the whole journal's segments
 #
 # Every pair also checks that both sides print the same digest.
@@ -24,8 +24,8 @@ rm -rf "$scratch"; mkdir -p "$scratch"
 
 now() { date +%s.%N; }
 timed() { local t0; t0=$(now); "$@" >/dev/null; python3 -c "print($(now) - $t0)"; }
-# A file where the snapshots folder goes: neither side reads or writes a snapshot (the open
-# board would otherwise write one on every run, and a membership board never does).
+# A file where the snapshots folder goes: neither side reads or writes a snapshot (each would
+# otherwise write one on the first run and open from it afterwards).
 replay() { rm -rf "$scratch/$1/local/snapshots"; : > "$scratch/$1/local/snapshots"; "$J" digest -C "$scratch/$1"; }
 
 for i in 0 1 2 3; do
