@@ -11,10 +11,12 @@ public enum MembershipSigning {
     static let replicaLabel = "StrokeJournal member key v1\0"
     static let messageLabel = "StrokeJournal membership v1\0"
 
-    /// The replica whose folder holds `publicKey`'s statements: not the replica the key draws
-    /// as (`ReplicaKey.replica(forPublicKey:)`), so its seqs are its own.
-    public static func membershipReplica(forPublicKey publicKey: [UInt8]) -> ReplicaID {
-        let digest = Array(SHA256.hash(data: Array(replicaLabel.utf8) + publicKey))
+    /// The replica whose folder holds `publicKey`'s statements about `board`: not the replica
+    /// the key draws as (`ReplicaKey.replica(forPublicKey:)`), and one per board, so that one
+    /// key administering two boards numbers each board's statements on its own (two boards'
+    /// statements never share an id).
+    public static func membershipReplica(forPublicKey publicKey: [UInt8], board: UUIDBits) -> ReplicaID {
+        let digest = Array(SHA256.hash(data: Array(replicaLabel.utf8) + board.bytes + publicKey))
         return ReplicaID(UUIDBits(bytes: Array(digest[0..<16])))
     }
 
@@ -28,14 +30,14 @@ public enum MembershipSigning {
     public static func sign(_ statement: MembershipStatement, seq: UInt64, key: ReplicaKey) -> MembershipStatement {
         var signed = statement
         signed.signer = key.publicKey
-        signed.signature = key.signature(for: message(signed, replica: membershipReplica(forPublicKey: key.publicKey), seq: seq))
+        signed.signature = key.signature(for: message(signed, replica: membershipReplica(forPublicKey: key.publicKey, board: signed.board), seq: seq))
         return signed
     }
 
     /// Whether `statement`, found as event `seq` of `replica`, is its signer's: the replica is
-    /// the signer's membership replica and the signature verifies.
+    /// the signer's membership replica for the statement's board and the signature verifies.
     public static func verify(_ statement: MembershipStatement, replica: ReplicaID, seq: UInt64) -> Bool {
-        membershipReplica(forPublicKey: statement.signer) == replica
+        membershipReplica(forPublicKey: statement.signer, board: statement.board) == replica
             && ReplicaKey.isValid(signature: statement.signature, of: message(statement, replica: replica, seq: seq),
                                   publicKey: statement.signer)
     }

@@ -156,6 +156,11 @@ public struct Membership: Sendable {
             genesis = creates.filter { $0.statement.board == pin.board && $0.statement.signer == pin.founder }.min { $0.orderKey < $1.orderKey }
         } else {
             genesis = creates.min { $0.orderKey < $1.orderKey }
+            if Set(creates.map(\.statement.board)).count > 1, let genesis {
+                var contest = problem(genesis, "one of \(Set(creates.map(\.statement.board)).count) rival geneses in these files, the earliest, taken for want of a pinned one: nothing in the files tells the real board; `journal members pin BOARD` settles it on this machine")
+                contest.kind = .fork
+                result.problems.append(contest)
+            }
         }
         guard let genesis else {
             for create in creates {
@@ -164,10 +169,16 @@ public struct Membership: Sendable {
             return result
         }
         let sorted = unique.sorted { $0.orderKey < $1.orderKey }
-        // Pass 1 finds which revocations stand; pass 2 refuses, whatever their clocks, the
-        // statements revoked keys signed after the cut those revocations name.
-        let first = Fold(genesis: genesis, cuts: [:]).run(sorted)
-        let second = Fold(genesis: genesis, cuts: first.memberCuts).run(sorted)
+        // Each pass refuses, whatever their clocks, the statements revoked keys signed after
+        // the cuts the previous pass's standing revocations name; passes repeat until the cuts
+        // no longer change (a revocation refused under a cut no longer cuts), at most
+        // `maxPasses` times. The last pass is the membership.
+        var second = Fold(genesis: genesis, cuts: [:]).run(sorted)
+        var cuts: [[UInt8]: UInt64] = [:]
+        for _ in 1..<Self.maxPasses where second.memberCuts != cuts {
+            cuts = second.memberCuts
+            second = Fold(genesis: genesis, cuts: cuts).run(sorted)
+        }
         result.board = genesis.statement.board
         result.founder = genesis.statement.signer
         result.members = second.members
@@ -198,6 +209,20 @@ public struct Membership: Sendable {
         }
         return nil
     }
+
+    /// The distinct geneses (board and founder) that `found` holds, valid `create`s alone.
+    public static func geneses(_ found: [Found]) -> [Pin] {
+        var seen: [Pin] = []
+        for item in found where item.statement.action == .create && item.statement.role == .admin
+            && item.statement.subject == item.statement.signer {
+            let pin = Pin(board: item.statement.board, founder: item.statement.signer)
+            if !seen.contains(pin) { seen.append(pin) }
+        }
+        return seen
+    }
+
+    /// How many passes the fold makes at most (docs/FORMAT.md §17.3).
+    static let maxPasses = 8
 
     /// One statement per id: identical copies collapse; two different statements under one id
     /// are the signer's equivocation, reported, and the canonical lesser bytes kept.

@@ -88,7 +88,7 @@ public struct MembershipEditor {
             let board = try requireAdmin(membership)
             guard let existing = membership.member(subject), existing.isActive else { throw .notAMember(key: Hex.bytes(subject)) }
             if existing.role == .admin, membership.activeAdmins.count == 1, subject != key.publicKey { throw .lastAdmin }
-            let memberReplica = MembershipSigning.membershipReplica(forPublicKey: subject)
+            let memberReplica = MembershipSigning.membershipReplica(forPublicKey: subject, board: board)
             return try write(MembershipStatement(
                 lamport: lamport, wallTime: ProcessInfoLite.wallClockMilliseconds(), action: .revoke, role: .none, board: board,
                 subject: subject, drawCut: Self.held(set, replica: ReplicaKey.replica(forPublicKey: subject)),
@@ -143,9 +143,16 @@ public struct MembershipEditor {
         return try body(set, membership, highest + 1)
     }
 
-    /// The highest seq of `replica` this journal holds (0: none).
+    /// The last seq of `replica` this journal holds with every seq before it (0: none). A cut
+    /// names it, not the highest seq held: a member that publishes a block at a far seq must
+    /// not move its own revocation's cut out of reach.
     static func held(_ set: SegmentSet, replica: ReplicaID) -> UInt64 {
-        set.members.filter { $0.replica == replica }.compactMap { $0.scan.seqRange?.upperBound }.max() ?? 0
+        var held = SeqRanges()
+        for member in set.members where member.replica == replica {
+            for block in member.scan.blocks { held.insert(block.seqRange) }
+        }
+        guard let first = held.ranges.first, first.lowerBound == 1 else { return 0 }
+        return first.upperBound
     }
 }
 

@@ -44,14 +44,16 @@ public enum MembershipLog {
     /// give two statements one seq, which every reader then reports as that key's equivocation.
     @discardableResult
     public static func append(_ statement: MembershipStatement, key: ReplicaKey, replicasPath: String) throws(JournalError) -> Membership.Found {
-        let replica = MembershipSigning.membershipReplica(forPublicKey: key.publicKey)
+        let replica = MembershipSigning.membershipReplica(forPublicKey: key.publicKey, board: statement.board)
         let folder = FileSystem.join(replicasPath, replica.hex)
         let existing = (try? FileSystem.list(folder)) ?? []
         let last = existing.compactMap { SegmentName(fileName: $0.name)?.lastSeq }.max() ?? 0
         let seq = last + 1
         var unsigned = statement
         unsigned.signer = key.publicKey
-        if unsigned.action == .rotate { unsigned.memberCut = seq }
+        // A key that ends its own membership (a rotation, a revocation of itself) ends its
+        // statements with this one, which must itself count.
+        if unsigned.action == .rotate || (unsigned.action == .revoke && unsigned.subject == key.publicKey) { unsigned.memberCut = seq }
         let signed = MembershipSigning.sign(unsigned, seq: seq, key: key)
         let bytes = SegmentEncoder.membershipSegment(replica: replica, firstSeq: seq, statements: [signed])
         let name = SegmentName(firstSeq: seq, lastSeq: seq, contents: bytes)
@@ -85,14 +87,16 @@ extension MembershipLog {
         return found
     }
 
-    /// Trust on first use: a journal that has no pinned genesis and now holds a board's
-    /// membership (a sync or merge brought it) pins that genesis, so that a rival genesis
-    /// planted later in a shared folder cannot take the board over here.
+    /// Trust on first use: a journal that has no pinned genesis and now holds exactly one
+    /// board's genesis (a sync or merge brought it) pins it, so that a rival genesis planted
+    /// later in a shared folder cannot take the board over here. With several, nothing in the
+    /// files tells the real one: nothing is pinned, every reader reports the contest, and a
+    /// person settles it (`journal members pin`).
     public static func pinAdoptedGenesis(_ journal: JournalDirectory) {
         guard journal.isJournal, journal.boardPin() == nil else { return }
-        let membership = Membership.fold(found(replicasPath: journal.replicasPath))
-        guard let board = membership.board, let founder = membership.founder else { return }
-        try? journal.saveBoardPin(Membership.Pin(board: board, founder: founder))
+        let geneses = Membership.geneses(found(replicasPath: journal.replicasPath))
+        guard geneses.count == 1, let only = geneses.first else { return }
+        try? journal.saveBoardPin(only)
     }
 }
 

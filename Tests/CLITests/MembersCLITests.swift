@@ -86,6 +86,20 @@ import Testing
             #expect(try cli.journal(["verify", "-C", journal]).stdout.contains("another board"))
         }
         #expect(try cli.journal(["digest", "-C", alice]).stdout == (try cli.journal(["digest", "-C", bob]).stdout))
+
+        // Dave meets the board only now, with two geneses in the folder: nothing tells him the
+        // real one, so he pins none and every read says so, until he pins the one Alice names.
+        let dave = temp.path + "/dave"
+        #expect(try cli.journal(["init", dave]).status == 0)
+        #expect(try cli.journal(["sync", "-C", dave, shared]).status == 0)
+        #expect(!FileManager.default.fileExists(atPath: dave + "/local/board"))
+        #expect(try cli.journal(["verify", "-C", dave]).stdout.contains("rival geneses"))
+        let board = try #require(listed["board"] as? String)
+        let pinned = try cli.journal(["members", "pin", "-C", dave, board])
+        #expect(pinned.status == 0, "\(pinned.stderr)")
+        #expect(try cli.journal(["digest", "-C", dave]).stdout == (try cli.journal(["digest", "-C", alice]).stdout))
+        let wrong = try cli.journal(["members", "pin", "-C", dave, String(repeating: "0", count: 32)])
+        #expect(wrong.status == 1 && wrong.stderr.contains("holds no genesis"))
     }
 
     @Test func badArgumentsAreRefusedWithWhatIsWrong() throws {

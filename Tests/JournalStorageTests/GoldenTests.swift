@@ -177,7 +177,7 @@ import JournalCompression
         let alice = try ReplicaKey(rawRepresentation: Array(1...32))
         let bob = try ReplicaKey(rawRepresentation: Array(33...64))
         let board = UUIDBits(bytes: Array(0...15) as [UInt8])
-        let replica = MembershipSigning.membershipReplica(forPublicKey: alice.publicKey)
+        let replica = MembershipSigning.membershipReplica(forPublicKey: alice.publicKey, board: board)
         let statements = [
             MembershipSigning.sign(MembershipStatement(
                 lamport: 3, wallTime: 1_790_000_000_000, action: .create, role: .admin, board: board, subject: alice.publicKey,

@@ -19,7 +19,7 @@ import Testing
         let statement = MembershipStatement(
             lamport: lamport, wallTime: 1_790_000_000_000, action: action, role: role, board: board,
             subject: (subject ?? key).publicKey, drawCut: drawCut, memberCut: memberCut, label: label, signer: key.publicKey)
-        let replica = MembershipSigning.membershipReplica(forPublicKey: key.publicKey)
+        let replica = MembershipSigning.membershipReplica(forPublicKey: key.publicKey, board: board)
         return Membership.Found(statement: MembershipSigning.sign(statement, seq: seq, key: key),
                                 id: EventID(replica: replica, seq: seq), file: "mem", offset: 32)
     }
@@ -123,6 +123,59 @@ import Testing
         #expect(left.activeAdmins.isEmpty)
         #expect(left.member(bob.publicKey)?.role == .draw)
         #expect(left.admitted(alice.replica)?.ranges == [1...9])
+    }
+
+    /// Found by the membership campaign: concurrent revocations among admins (A revokes B while
+    /// C, not having seen it, revokes A). A's revocation of B does not stand once A's own
+    /// revocation cuts it, so B keeps its membership and no cut of B lingers from a revocation
+    /// that no longer counts.
+    @Test func aCutLastsOnlyWhileTheRevocationThatMadeItStands() {
+        let alice = ReplicaKey(), bob = ReplicaKey(), carol = ReplicaKey(), dave = ReplicaKey()
+        let membership = Membership.fold([
+            Self.found(alice, seq: 1, lamport: 1, .create, role: .admin),
+            Self.found(alice, seq: 2, lamport: 2, .grant, role: .admin, subject: bob),
+            Self.found(alice, seq: 3, lamport: 3, .grant, role: .admin, subject: carol),
+            Self.found(alice, seq: 4, lamport: 10, .revoke, subject: bob, memberCut: 0),
+            Self.found(carol, seq: 1, lamport: 5, .revoke, subject: alice, memberCut: 3),
+            Self.found(bob, seq: 1, lamport: 20, .grant, role: .draw, subject: dave),
+        ])
+        #expect(membership.member(alice.publicKey)?.revoked == true)
+        #expect(membership.member(bob.publicKey)?.isActive == true && membership.member(bob.publicKey)?.role == .admin)
+        #expect(membership.member(dave.publicKey)?.role == .draw)
+    }
+
+    /// Also from the campaign: the last admin revoking itself counts (its own revocation is the
+    /// last statement its key signs, so the cut includes it).
+    @Test func theLastAdminsOwnRevocationCounts() throws {
+        let temp = TemporaryDirectory("membership-self-revoke")
+        defer { temp.remove() }
+        let alice = try JournalDirectory.create(at: temp.path + "/alice")
+        let key = try #require(alice.replicaKey())
+        let editor = MembershipEditor(journal: alice, key: key)
+        try editor.create(label: "")
+        try editor.revoke(key.publicKey)
+        let membership = try #require(SegmentSet.load(alice).membership)
+        #expect(membership.member(key.publicKey)?.revoked == true)
+        #expect(membership.problems.isEmpty)
+    }
+
+    /// Also from the campaign: one admin key on two boards numbers each board's statements on
+    /// its own, so the second board's statements never take the first's ids.
+    @Test func oneKeyAdministeringTwoBoardsKeepsTheirStatementsApart() throws {
+        let temp = TemporaryDirectory("membership-two-boards")
+        defer { temp.remove() }
+        let admin = ReplicaKey(), bob = ReplicaKey(), mallory = ReplicaKey()
+        let first = try JournalDirectory.create(at: temp.path + "/first")
+        let second = try JournalDirectory.create(at: temp.path + "/second")
+        try MembershipEditor(journal: first, key: admin).create(label: "")
+        try MembershipEditor(journal: first, key: admin).grant(bob.publicKey, role: .draw, label: "Bob")
+        try MembershipEditor(journal: second, key: admin).create(label: "")
+        try MembershipEditor(journal: second, key: admin).grant(mallory.publicKey, role: .admin, label: "")
+        try Self.copyReplicas(from: second, to: first)
+        let membership = try #require(SegmentSet.load(first).membership)
+        #expect(membership.board == first.boardPin()?.board)
+        #expect(membership.member(bob.publicKey)?.role == .draw)
+        #expect(membership.member(mallory.publicKey) == nil)
     }
 
     @Test func rotationHandsTheRoleToTheNewKeyAndEndsTheOld() {

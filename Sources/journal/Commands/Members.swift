@@ -30,7 +30,7 @@ extension JournalCommand {
                   journal members rotate -C board 9f1e44d0…       # hand this key's role to a new key
                   journal members import -C board                  # every key of local/trust as a member
                 """,
-            subcommands: [Init.self, List.self, Grant.self, Revoke.self, Rotate.self, Import.self, Keygen.self])
+            subcommands: [Init.self, List.self, Grant.self, Revoke.self, Rotate.self, Import.self, Keygen.self, Pin.self])
 
         /// The key that signs: --key FILE, or the journal's own.
         struct SigningKey: ParsableArguments {
@@ -314,6 +314,43 @@ extension JournalCommand {
             return ranges.map { range in
                 range.upperBound == FormatV1.maxSeq - 1 ? "\(range.lowerBound)..." : SeqRanges.text([range])
             }.joined(separator: ",")
+        }
+
+        struct Pin: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Hold this journal to one board's genesis when its files hold rival ones.",
+                discussion: """
+                    A journal that created a board, or synced it in while it had one genesis, is
+                    pinned already (local/board). One that met the board with rival geneses in
+                    it (someone planted a board of their own) pins none until a person says
+                    which board is theirs: ask its owner for the id `journal members list`
+                    prints.
+
+                    Example:
+                      journal members pin -C board 4255f84e0d96c823cc75c2148c717309
+                    """)
+            @OptionGroup var options: JournalOptions
+            @Argument(help: "The board's id: 32 hex digits, as `journal members list` prints it.")
+            var board: String
+
+            func validate() throws {
+                guard board.count == 32, Hex.decode(board.lowercased()) != nil else { throw ValidationError("a board id is 32 hex digits") }
+            }
+
+            func run() throws {
+                try reportingErrors {
+                    let journal = try options.open()
+                    let id = UUIDBits(bytes: Hex.decode(board.lowercased())!)
+                    let geneses = Membership.geneses(MembershipLog.found(replicasPath: journal.replicasPath))
+                    guard let pin = geneses.first(where: { $0.board == id }) else {
+                        throw CLIError("\(journal.root) holds no genesis of board \(id.compactHex)"
+                                       + (geneses.isEmpty ? " (it has no membership: sync it first)" : "; it holds: " + geneses.map(\.board.compactHex).joined(separator: ", ")), code: 1)
+                    }
+                    do throws(IOError) { try journal.saveBoardPin(pin) } catch { throw CLIError(JournalError.io(error)) }
+                    Terminal.write("pinned board \(id.compactHex) (founder \(Hex.bytes(pin.founder)))\n")
+                    Terminal.flush()
+                }
+            }
         }
 
         static func publicKey(_ text: String) -> [UInt8]? {

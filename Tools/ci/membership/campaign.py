@@ -4,7 +4,8 @@ invariant 16).
 
 In a temporary folder: four machines m0..m3 (journals made with `journal init`, one person
 each) that `journal sync` with one shared folder (m0 first, with --create). m0 runs
-`journal members init --label m0` and grants m1 admin and m2 draw (m3 starts as no member);
+`journal members init --label m0` and grants m1 admin and m2 draw (m3 starts as no member,
+and joins late: its first sync is at step --late-join, a quarter of --steps by default);
 every machine gets a different local trust list, which must make no difference once the board
 has membership. Then seeded random steps chosen among:
 
@@ -174,8 +175,9 @@ def name_seqs(name):
         return None
 
 
-def membership_replica(key):
-    return hashlib.sha256(MEMBER_LABEL + key).digest()[:16]
+def membership_replica(key, board):
+    """FORMAT.md §17.1: the replica of `key`'s statements about `board`."""
+    return hashlib.sha256(MEMBER_LABEL + board + key).digest()[:16]
 
 
 def drawing_replica(key):
@@ -197,7 +199,7 @@ class Outsider:
 
     def segment(self, seq, unsigned, lamport):
         """A version 4 file of one statement at `seq` of this key's membership replica."""
-        replica = membership_replica(self.public)
+        replica = membership_replica(self.public, unsigned[18:34])
         signature = self.private.sign(STATEMENT_LABEL + replica + struct.pack("<Q", seq) + unsigned)
         data = file_header(4, replica) + block(1, seq, lamport, unsigned + signature)
         return replica.hex(), canonical_name(data, seq, seq), data
@@ -225,6 +227,7 @@ class Machine:
         # It played the insider (attack insider-cut): it lacks its own events written outside its
         # writer (a journal never imports its own replica), so its drawing is not compared.
         self.insider = False
+        self.joined = False     # synced with the shared folder at least once
 
 
 class Campaign:
@@ -265,6 +268,7 @@ class Campaign:
         self.violation_count = collections.Counter()
         self.details_printed = 0
         self.checks = 0
+        self.contests = 0
         self.step_log = []
         self.attack_cycle = []
         self.forge_variant = None
@@ -321,6 +325,11 @@ class Campaign:
         self.cmd_count["sjread " + command] += 1
         self.cmd_time["sjread " + command] += r.seconds
         if r.rc != 0:
+            if "has a trust list" in r.err and "refusing" in r.err:
+                # An open board with a trust list: sjread.py does not apply trust lists (the board
+                # being open is reported by the checks).
+                self.stats["sjread refusals (open board with a trust list)"] += 1
+                return None
             self.violation("reader", "sjread.py %s refused %s (exit %s)" % (command, m.name, r.rc), r,
                            signature=("sjread", command, r.rc))
             return None
@@ -483,8 +492,11 @@ class Campaign:
         self.run(["members", "grant", "-C", m0.path, self.machines[2].key, "--role", "draw", "--label", "m2"])
         self.stats["grants"] += 2
         self.run(["sync", "-C", m0.path, self.shared, "--create"])
-        for m in self.machines[1:]:
+        # m3 joins late (--late-join): its first sync adopts the genesis it finds then.
+        m0.joined = True
+        for m in self.machines[1:MACHINES - 1] + ([self.machines[-1]] if self.a.late_join == 0 else []):
             self.run(["sync", "-C", m.path, self.shared])
+            m.joined = True
         if "other-board" in self.attacks or "into-other" in self.attacks:
             self.other = self.new_scratch("other-board")
             self.run(["members", "init", "-C", self.other, "--label", "other"])
@@ -522,8 +534,25 @@ class Campaign:
             self.stats["strokes recorded"] += len(ids)
         return "%s records %d stroke(s)" % (m.name, len(ids))
 
+    def do_join(self):
+        m = self.machines[-1]
+        self.run(["sync", "-C", m.path, self.shared])
+        m.joined = True
+        if os.path.exists(os.path.join(m.path, "local", "board")):
+            return "%s joins: its first sync (one genesis: pinned)" % m.name
+        # Rival geneses were already there: nothing in the files tells the real board, so the
+        # journal pinned none and says so (FORMAT.md §17.5). A person asks the owner for the id.
+        verify = self.run(["verify", "-C", m.path], refusable=True)
+        if "rival geneses" not in verify.out:
+            self.violation("contest", "%s joined with no pin, yet verify does not report rival geneses" % m.name, verify,
+                           signature="contest unreported")
+        self.run(["members", "pin", "-C", m.path, self.m0_board])
+        self.contests += 1
+        return "%s joins: its first sync met rival geneses; a person pinned m0's board" % m.name
+
     def do_sync(self):
-        order = self.rng.sample(self.machines, self.rng.choice([1, 1, 1, 2, 2, 3]))
+        joined = [m for m in self.machines if m.joined]
+        order = self.rng.sample(joined, min(len(joined), self.rng.choice([1, 1, 1, 2, 2, 3])))
         for m in order:
             self.run(["sync", "-C", m.path, self.shared])
         return "sync " + " ".join(m.name for m in order)
@@ -657,6 +686,13 @@ class Campaign:
     def do_attack(self):
         if not self.attack_cycle:  # every kind once, in random order, then again
             self.attack_cycle = self.rng.sample(self.attacks, len(self.attacks))
+            if self.stats["attack cycles"] == 0:
+                # The first attack plants a rival genesis, most likely before m3 joins (trust on first use).
+                first = [k for k in ("rival-early", "forge-genesis") if k in self.attack_cycle]
+                if first:
+                    self.attack_cycle.remove(first[0])
+                    self.attack_cycle.append(first[0])  # popped first
+            self.stats["attack cycles"] += 1
         kind = self.attack_cycle.pop()
         return "attack:" + kind + " " + getattr(self, "attack_" + kind.replace("-", "_"))()
 
@@ -741,7 +777,7 @@ class Campaign:
     def attack_forge(self):
         o = self.outsider
         board = bytes.fromhex(self.m0_board)
-        mine = membership_replica(o.public).hex()
+        mine = membership_replica(o.public, board).hex()
         held = [name_seqs(f[1])[1] for f in self.v4_files(self.shared, mine)]
         seq = max(held, default=0) + 1
         variant = self.forge_variant or self.rng.choice(["grant-self", "revoke-m0"])
@@ -766,7 +802,8 @@ class Campaign:
             for path in m.external:
                 choices.append((next(k for k, p in self.key_files.items() if p == path), path))
         # Keys that signed statements of this board first: theirs are the seqs a second board reuses.
-        signed = [c for c in choices if self.v4_files(self.shared, membership_replica(bytes.fromhex(c[0])).hex())]
+        board = bytes.fromhex(self.m0_board)
+        signed = [c for c in choices if self.v4_files(self.shared, membership_replica(bytes.fromhex(c[0]), board).hex())]
         key, path = self.rng.choice(signed if signed and self.rng.random() < 0.95 else choices)
         board2 = self.new_scratch("same-key")
         self.run(["members", "init", "-C", board2, "--key", path, "--label", "second board"], refusable=True)
@@ -863,6 +900,7 @@ class Campaign:
         for _ in range(2):
             for m in self.machines:
                 self.run(["sync", "-C", m.path, self.shared])
+                m.joined = True
         digests, views, logs = {}, {}, {}
         for m in self.machines:
             d = self.run(["digest", "-C", m.path])
@@ -930,7 +968,10 @@ class Campaign:
         if self.planted:
             for pinned in (True, False):
                 digest, view = self.control(pinned)
-                who = ["m0"] if pinned else ["m1", "m2", "m3"]
+                # Each machine against the control pinned as it is (a sync that brought one
+                # genesis pins it; a contest is pinned by a person, above).
+                who = [m.name for m in self.machines
+                       if os.path.exists(os.path.join(m.path, "local", "board")) == pinned]
                 for n in who:
                     if digests[n] != digest and n in peers:
                         self.violation("attack-effect", "%s: %s's digest %s, but %s (its files minus the %d planted) "
@@ -973,6 +1014,8 @@ class Campaign:
         names = [k for k, _ in STEP_WEIGHTS if k != "attack" or self.attacks]
         weights = [w for k, w in STEP_WEIGHTS if k != "attack" or self.attacks]
         kind = self.rng.choices(names, weights)[0]
+        if not self.machines[-1].joined and self.step >= self.a.late_join:
+            kind = "join"
         t0 = time.monotonic()
         before = sum(self.violations.values())
         self.step_log.append("%d: %s ..." % (self.step, kind))
@@ -985,6 +1028,7 @@ class Campaign:
             print("[membership] " + self.step_log[-1], flush=True)
 
     def run_campaign(self):
+        self.binary_stamp = binary_stamp(self.bin)
         self.setup()
         print("[membership] %d steps, seed %d, check every %d, attacks %s, journal %s, in %s" % (
             self.a.steps, self.a.seed, self.a.check_every, ",".join(self.attacks) or "none", self.bin, self.work),
@@ -1000,6 +1044,9 @@ class Campaign:
         s = self.stats
         print("\n=== membership campaign summary")
         print("steps: %d in %.1f s (seed %d)" % (self.step, seconds, self.a.seed))
+        if binary_stamp(self.bin) != self.binary_stamp:
+            print("note: %s was rebuilt during the run (%s, now %s): results may mix two builds"
+                  % (self.bin, self.binary_stamp, binary_stamp(self.bin)))
         print("steps by kind: " + ", ".join("%s %d" % (k[7:], v) for k, v in sorted(s.items()) if k.startswith("steps: ")))
         print("strokes recorded: %d; statements accepted: %d grants, %d revocations, %d rotations; keys made: %d"
               % (s["strokes recorded"], s["grants"], s["revocations"], s["rotations"], s["keys made"]))
@@ -1008,6 +1055,10 @@ class Campaign:
         print("trust list changes: %d" % s["trust changes"])
         print("attacks planted (files): " + (", ".join("%s %d" % kv for kv in sorted(self.plants.items())) or "none"))
         print("checks run: %d" % self.checks)
+        print("rival geneses met on a first sync, settled by a person with `members pin`: %d" % self.contests)
+        if s["sjread refusals (open board with a trust list)"]:
+            print("sjread.py refusals (an open board with a trust list, which it does not apply): %d"
+                  % s["sjread refusals (open board with a trust list)"])
         print("commands: %d; %s" % (sum(self.cmd_count.values()), ", ".join(
             "%s %d (%.0f s)" % (k, v, self.cmd_time[k]) for k, v in self.cmd_count.most_common())))
         print("violations: %d%s" % (sum(self.violations.values()), (" (" + ", ".join(
@@ -1019,6 +1070,14 @@ class Campaign:
 
 
 # ----------------------------------------------------------------------------------------------
+
+def binary_stamp(path):
+    try:
+        st = os.stat(path)
+        return "%d bytes, modified %s" % (st.st_size, time.strftime("%H:%M:%S", time.localtime(st.st_mtime)))
+    except OSError:
+        return "missing"
+
 
 def normalise_members(view):
     """The compared fields of a `members list --json` (or sjread members) object."""
@@ -1077,12 +1136,16 @@ def main():
     ap.add_argument("--check-every", type=int, default=20, help="a convergence check every N steps, and one at the end")
     ap.add_argument("--attacks", default="all", help="comma-separated attack kinds, 'all' (default) or '' for none: "
                                                     + ", ".join(ATTACKS))
+    ap.add_argument("--late-join", type=int, help="the step at which m3 first syncs (default: a quarter of "
+                                                   "--steps; 0: at setup, with the others)")
     ap.add_argument("--timeout", type=float, default=60, help="seconds before a command counts as hung")
     ap.add_argument("--keep", action="store_true", help="keep the campaign folder when a check failed")
     ap.add_argument("--workdir", help="campaign folder (default: a new temporary folder; always kept)")
     ap.add_argument("--max-details", type=int, default=12, help="violations printed in full (one per signature)")
     ap.add_argument("--verbose", action="store_true", help="print every step")
     a = ap.parse_args()
+    if a.late_join is None:
+        a.late_join = max(1, a.steps // 4)
     if a.workdir and os.path.exists(a.workdir) and os.listdir(a.workdir):
         sys.exit("%s is not empty" % a.workdir)
     if not os.path.exists(SJREAD):

@@ -863,9 +863,12 @@ def ed25519_verifies(key, signature, message):
         return False
 
 
-def membership_replica(key):
-    """§17.1: the replica of `key`'s version 4 segments."""
-    return hashlib.sha256(MEMBER_KEY_LABEL + key).digest()[:16]
+MAX_PASSES = 8  # §17.3
+
+
+def membership_replica(key, board):
+    """§17.1: the replica of `key`'s version 4 segments about `board`."""
+    return hashlib.sha256(MEMBER_KEY_LABEL + board + key).digest()[:16]
 
 
 def drawing_replica(key):
@@ -947,10 +950,10 @@ def membership_statements(members, problems):
                     continue  # a duplicate (§8.8), or a copy of one already reported
                 seen.add(identity + (s["bytes"],))
                 s["path"], s["offset"] = member["path"], frame["offset"]
-                if membership_replica(s["signer"]) != s["replica"]:
+                if membership_replica(s["signer"], s["board"]) != s["replica"]:
                     problems.append(statement_problem(s, "quarantined", "signature does not verify: the signer's "
                                                       "membership replica is %s"
-                                                      % membership_replica(s["signer"]).hex()))
+                                                      % membership_replica(s["signer"], s["board"]).hex()))
                     continue
                 message = STATEMENT_LABEL + s["replica"] + struct.pack("<Q", s["seq"]) + s["signed"]
                 if not ed25519_verifies(s["signer"], s["signature"], message):
@@ -1091,12 +1094,19 @@ def fold_membership(statements, pin, problems):
                                               "local/board pins" % (s["board"].hex(), s["signer"].hex())))
         return None
     genesis = candidates_pinned[0]
-    _, cuts = membership_pass(ordered, genesis, {}, lambda s, reason: None)
-
-    def refuse(s, reason):
+    # Passes repeat with the previous pass's cuts until they no longer change, at most
+    # MAX_PASSES passes in all; the last pass is the membership.
+    refused = []
+    records, next_cuts = membership_pass(ordered, genesis, {}, lambda s, reason: refused.append((s, reason)))
+    cuts = {}
+    for _ in range(1, MAX_PASSES):
+        if next_cuts == cuts:
+            break
+        cuts = next_cuts
+        refused = []
+        records, next_cuts = membership_pass(ordered, genesis, cuts, lambda s, reason: refused.append((s, reason)))
+    for s, reason in refused:
         problems.append(statement_problem(s, "quarantined", "%s does not count: %s" % (ACTIONS[s["action"]], reason)))
-
-    records, _ = membership_pass(ordered, genesis, cuts, refuse)
     return {"genesis": genesis, "records": records}
 
 
