@@ -129,7 +129,7 @@ let package = Package(
         .target(
             name: "JournalRelay",
             dependencies: [
-                "JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay", "JournalLive", "JournalWire",
+                "JournalFormat", "JournalKeys", "JournalPlatform", "JournalStorage", "JournalReplay", "JournalLive", "JournalWire",
                 // Ed25519: the relay's tokens (who may view, draw, create a board).
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -191,7 +191,7 @@ let package = Package(
         .executableTarget(
             name: "journal-relay",
             dependencies: [
-                "JournalCommandLine", "JournalFormat", "JournalIngest", "JournalPlatform", "JournalReplay", "JournalRelay",
+                "JournalCommandLine", "JournalFormat", "JournalIngest", "JournalKeys", "JournalPlatform", "JournalReplay", "JournalRelay",
                 "JournalServe", "JournalClient", "JournalWire",
                 // `journal serve --share`: boards synced with a cluster's store.
                 "JournalStorage", "JournalSync",

@@ -1,3 +1,4 @@
+import JournalKeys
 import JournalLive
 import JournalPlatform
 import JournalStorage
@@ -114,12 +115,16 @@ public final class Relay: Sendable {
     /// of every board (each takes the lock) and half the pool; here it holds up only the
     /// connections of the board being opened, and bounds the CPU opens take to one core.
     private let opener = WorkerThread()
+    /// The key every board here seals its native clients' replicas with, as their host
+    /// (`journal serve --host-key`); nil: each board's own key.
+    private let hostKey: ReplicaKey?
 
     public init(
         dataDirectory: String, access: RelayAccess, boardOptions: BoardOptions = .relay, idleBoardSeconds: Double? = 60,
-        limits: RelayLimits = RelayLimits(), sharing: BoardSharing? = nil, ackMode: AckMode = .local
+        limits: RelayLimits = RelayLimits(), sharing: BoardSharing? = nil, ackMode: AckMode = .local, hostKey: ReplicaKey? = nil
     ) throws(RelayError) {
         self.dataDirectory = dataDirectory
+        self.hostKey = hostKey
         self.access = access
         self.sharing = sharing
         self.ackMode = sharing == nil ? .local : ackMode
@@ -164,6 +169,8 @@ public final class Relay: Sendable {
             // `local/` is refused by the board's `JournalWriter`, as for every journal.)
             if let planted = Self.plantedSymlink(path) { throw .io(IOError.symbolicLink("open board", path: planted)) }
             let board = try Board(path: path, create: true, options: boardOptions)
+            // Before anything is hosted: what a previous run left is sealed with it too.
+            if let hostKey { try board.directory.installHostKey(hostKey) }
             var sharedAcks: SharedAcks?
             if ackMode == .shared, let sharing {
                 sharedAcks = SharedAcks(round: {

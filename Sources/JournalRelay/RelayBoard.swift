@@ -64,9 +64,11 @@ public final class RelayBoard: Sendable {
     /// count (docs/FORMAT.md §17.4). Nil when they would.
     var hostingRefusal: String? {
         guard let membership = board.membership, !membership.isOpen else { return nil }
-        guard let ownKey else { return "board \(name.text) has membership, and this relay's journal has no key to seal native clients' events with" }
-        guard membership.mayHost(ownKey) else {
-            let hex = Hex.bytes(ownKey)
+        guard let hostKey = board.directory.hostKey()?.publicKey else {
+            return "board \(name.text) has membership, and this relay's journal has no key to seal native clients' events with"
+        }
+        guard membership.mayHost(hostKey) else {
+            let hex = Hex.bytes(hostKey)
             return "this relay's key \(hex) is no relay member of board \(name.text), so what it stores for native clients would count nowhere (an admin grants it: `journal members grant \(hex) --role relay`)"
         }
         return nil

@@ -101,9 +101,10 @@ public struct Compactor: Sendable {
     func writtenReplicas() -> [(ReplicaID, SealSigner?)] {
         guard let own = try? directory.identity() else { return [] }
         let key = directory.replicaKey()
+        let hostKey = directory.hostKey()
         var result: [(ReplicaID, SealSigner?)] = [(own, key.map { SealSigner(key: $0, role: .replica) })]
         for (replica, _) in directory.hostedSegments() where replica != own {
-            result.append((replica, key.map { SealSigner(key: $0, role: .host) }))
+            result.append((replica, hostKey.map { SealSigner(key: $0, role: .host) }))
         }
         return result
     }

@@ -21,19 +21,48 @@ extension JournalDirectory {
         return key
     }
 
+    /// The key that seals, as host, the replicas this journal hosts for a relay's native
+    /// clients: `local/host.key` when a relay installed one (`journal serve --host-key`: one
+    /// key for a cluster, kept outside any data folder, so that a node that lost its disk seals
+    /// as before and a board's membership needs to name it only once), else the journal's own.
+    public func hostKey() -> ReplicaKey? {
+        (try? readKey(fileName: Self.hostKeyFileName)) ?? replicaKey()
+    }
+
+    static let hostKeyFileName = "host.key"
+    public var hostKeyPath: String { localPath + "/" + Self.hostKeyFileName }
+
+    /// Makes `key` this journal's host key (`hostKey()`), unless it is already.
+    public func installHostKey(_ key: ReplicaKey) throws(JournalError) {
+        if let current = try? readKey(fileName: Self.hostKeyFileName), current.publicKey == key.publicKey { return }
+        let text = Self.keyFileHeader + "\n" + Hex.bytes(key.rawRepresentation) + "\n"
+        do {
+            try DirectoryHandle.open(localPath, followingSymlink: false)
+                .replaceFileAtomically(name: Self.hostKeyFileName, bytes: Array(text.utf8), ownerOnly: true)
+        } catch {
+            throw .io(error)
+        }
+    }
+
     /// The key in `local/replica.key`, whatever replica it names; nil when there is none.
     func readKeyFile() throws(JournalError) -> ReplicaKey? {
-        guard FileSystem.exists(keyPath) else { return nil }
+        try readKey(fileName: Self.keyFileName)
+    }
+
+    /// A key file under `local/`; nil when there is none.
+    private func readKey(fileName: String) throws(JournalError) -> ReplicaKey? {
+        let path = localPath + "/" + fileName
+        guard FileSystem.exists(path) else { return nil }
         let bytes: [UInt8]
         do {
-            bytes = try DirectoryHandle.open(localPath, followingSymlink: false).readFile(Self.keyFileName)
+            bytes = try DirectoryHandle.open(localPath, followingSymlink: false).readFile(fileName)
         } catch {
             throw .io(error)
         }
         let lines = String(decoding: bytes.prefix(256), as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
         guard lines.count >= 2, lines[0] == Self.keyFileHeader, let secret = Hex.decode(lines[1]), secret.count == 32,
               let key = try? ReplicaKey(rawRepresentation: secret) else {
-            throw .badIdentity(path: keyPath, reason: "expected \"\(Self.keyFileHeader)\" and 64 hex digits")
+            throw .badIdentity(path: path, reason: "expected \"\(Self.keyFileHeader)\" and 64 hex digits")
         }
         return key
     }

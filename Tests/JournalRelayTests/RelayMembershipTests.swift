@@ -23,6 +23,13 @@ import Testing
         }
     }
 
+    /// Puts `bytes` under `replica`'s canonical name in `directory`: what a sync brings.
+    static func place(_ bytes: [UInt8], replica: ReplicaID, seqs: ClosedRange<UInt64>, in directory: JournalDirectory) throws {
+        let path = directory.segmentPath(replica, SegmentName(firstSeq: seqs.lowerBound, lastSeq: seqs.upperBound, contents: bytes))
+        try FileSystem.createDirectory(FileSystem.parent(of: path))
+        try FileSystem.writeAtomically(bytes, to: path)
+    }
+
     @Test func onlyMembersDrawAndARevocationClosesTheirConnections() async throws {
         let temp = TemporaryDirectory("relay-membership")
         defer { temp.remove() }
@@ -74,5 +81,61 @@ import Testing
 
         let (_, report) = Replay.load(JournalDirectory(root: temp.path + "/team"), useSnapshots: false)
         #expect(report.eventCount == 20)
+    }
+
+    /// A cluster seals what its nodes host with one host key kept outside their data folders
+    /// (`journal serve --host-key`): the board's membership names it once, and a node that lost
+    /// its disk, adopting the board from the store again, goes on hosting its members' events
+    /// where they count.
+    @Test func aNodeThatLostItsDiskHostsTheSameMembersWithTheClustersHostKey() async throws {
+        let temp = TemporaryDirectory("relay-host-key")
+        defer { temp.remove() }
+        let admin = ReplicaKey(), hostKey = ReplicaKey()
+        let alice = TestReplicaKeys.newReplica()
+        try FileSystem.createDirectory(temp.path + "/node")
+        try Self.board(at: temp.path + "/node/team", admin: admin, members: [alice])
+        try MembershipEditor(journal: JournalDirectory(root: temp.path + "/node/team"), key: admin)
+            .grant(hostKey.publicKey, role: .relay, label: "cluster")
+
+        var relay = try Relay(dataDirectory: temp.path + "/node", access: .open,
+                              boardOptions: BoardOptions(sealAfterIdleMilliseconds: 100), hostKey: hostKey)
+        var board = try relay.board(BoardName("team"))
+        var client = board.connect()
+        await client.receive(text: TestReplicaKeys.hello(alice))
+        client.goLive(caughtUp: 0)
+        await client.receive(binary: TestReplicaKeys.frame(TestReplicaKeys.events(alice, 1...20), on: "team"))
+        #expect(client.closeReason == nil, "\(client.closeReason ?? "")")
+        #expect(await eventually(within: 120) { board.board.covered[alice]?.count == 20 })
+        await relay.close()
+
+        // The disk is lost: a new data folder, the board's sealed files brought back from the
+        // store into a journal with a new key of its own.
+        let store = temp.path + "/store"
+        try FileSystem.createDirectory(store)
+        for file in JournalDirectory(root: temp.path + "/node/team").listSealed().sealed {
+            try Self.place(try FileSystem.readFile(file.path), replica: file.replica,
+                                         seqs: file.name.firstSeq...file.name.lastSeq, in: JournalDirectory(root: store))
+        }
+        FileSystem.removeTree(temp.path + "/node")
+        try FileSystem.createDirectory(temp.path + "/node")
+        let fresh = try JournalDirectory.create(at: temp.path + "/node/team")
+        for file in JournalDirectory(root: store).listSealed().sealed {
+            try Self.place(try FileSystem.readFile(file.path), replica: file.replica,
+                                         seqs: file.name.firstSeq...file.name.lastSeq, in: fresh)
+        }
+        relay = try Relay(dataDirectory: temp.path + "/node", access: .open,
+                          boardOptions: BoardOptions(sealAfterIdleMilliseconds: 100), hostKey: hostKey)
+        board = try relay.board(BoardName("team"))
+        #expect(board.board.covered[alice]?.count == 20)
+        client = board.connect()
+        await client.receive(text: TestReplicaKeys.hello(alice, have: Have(board.board.covered)))
+        client.goLive(caughtUp: 20)
+        await client.receive(binary: TestReplicaKeys.frame(TestReplicaKeys.events(alice, 21...30), on: "team"))
+        #expect(client.closeReason == nil, "\(client.closeReason ?? "")")
+        #expect(await eventually(within: 120) { board.board.covered[alice]?.count == 30 })
+        await relay.close()
+        let (_, report) = Replay.load(fresh, useSnapshots: false)
+        #expect(report.eventCount == 30)
+        #expect(report.notMemberEvents == 0)
     }
 }

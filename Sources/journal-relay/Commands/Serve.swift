@@ -1,8 +1,10 @@
 import ArgumentParser
 import JournalCommandLine
+import JournalKeys
 import JournalPlatform
 import JournalRelay
 import JournalServe
+import JournalStorage
 import JournalSync
 import Logging
 
@@ -101,6 +103,10 @@ extension RelayCommand {
             "When an event is acknowledged: local (once fsynced on this relay's disk) or shared (once its segment is in the --share store too: losing this disk loses nothing acknowledged).",
             valueName: "local|shared"))
         var ack: AckMode = .local
+        @Option(help: ArgumentHelp(
+            "Seal native clients' replicas, as their host, with the key in this file (`journal members keygen FILE`), on every board: one key for a cluster, kept outside --data, so that a board's membership grants it `relay` once and a node that lost its disk seals as before.",
+            valueName: "file"))
+        var hostKey: String?
 
         func validate() throws {
             guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
@@ -144,10 +150,15 @@ extension RelayCommand {
                         access = .tokens(try RelayKeys.openOrCreate(dataDirectory: data))
                     } catch { throw CLIError(error.description, code: CLIError.ioError) }
                 }
+                var sealingKey: ReplicaKey?
+                if let hostKey {
+                    do throws(MembershipError) { sealingKey = try KeyFile.read(hostKey) } catch { throw CLIError(error.description, code: 65) }
+                }
                 let relay: Relay
                 do throws(RelayError) { relay = try Relay(
                     dataDirectory: data, access: access, idleBoardSeconds: closeIdleAfter > 0 ? closeIdleAfter : nil,
-                    limits: limits, sharing: share.map { SyncedBoardSharing(store: $0, interval: shareInterval) }, ackMode: ack) } catch { throw CLIError(error.description, code: CLIError.ioError) }
+                    limits: limits, sharing: share.map { SyncedBoardSharing(store: $0, interval: shareInterval) }, ackMode: ack,
+                    hostKey: sealingKey) } catch { throw CLIError(error.description, code: CLIError.ioError) }
                 var logger = Logger(label: "journal-serve")
                 if let level = Logger.Level(rawValue: logLevel) { logger.logLevel = level }
                 let server = RelayServer(relay: relay, host: bind, port: port, writeStallSeconds: writeTimeout, logger: logger)
