@@ -10,25 +10,28 @@ extension JournalCommand {
         static let configuration = CommandConfiguration(
             abstract: "Say who may view, draw and administer a board: its membership, synced with it.",
             discussion: """
-                A board's membership is part of its journal: signed statements (create, grant,
-                revoke, rotate) stored as segments, synced by `journal sync` like strokes, and
-                folded the same way on every machine. Once a board has membership, a replica's
-                events count only while its key holds `draw` (or more); events a key signs after
-                its revocation count nowhere, whatever their clocks. A board without membership
-                is open, as before (or follows the local trust list, `journal trust`).
+                A board's membership is part of its journal: signed statements
+                (create, grant, revoke, rotate) stored as segments, synced by
+                `journal sync` like strokes, and folded the same way on every
+                machine. Once a board has membership, a replica's events count
+                only while its key holds `draw` (or more); events a key signs
+                after its revocation count nowhere, whatever their clocks. A
+                board without membership is open, as before (or follows the
+                local trust list, `journal trust`).
 
-                Statements are signed by this journal's own key (local/replica.key), or by the key
-                in --key FILE: an admin key kept outside the journal (`journal members keygen`).
-                Back that file up: whoever holds it administers the board.
+                Statements are signed by this journal's own key
+                (local/replica.key), or by the key in --key FILE: an admin key
+                kept outside the journal (`journal members keygen`). Back that
+                file up: whoever holds it administers the board.
 
                 Examples:
-                  journal members init -C board --label Alice      # board's key becomes its first admin
-                  journal trust key -C bobs-board                  # Bob prints his key and sends it
+                  journal members init -C board --label Alice
+                  journal trust key -C bobs-board      # Bob sends his key
                   journal members grant -C board 3b6a27bc… --role draw --label Bob
                   journal members list -C board --json
                   journal members revoke -C board 3b6a27bc…
-                  journal members rotate -C board 9f1e44d0…       # hand this key's role to a new key
-                  journal members import -C board                  # every key of local/trust as a member
+                  journal members rotate -C board 9f1e44d0…   # to a new key
+                  journal members import -C board      # keys of local/trust
                 """,
             subcommands: [Init.self, List.self, Grant.self, Revoke.self, Rotate.self, Import.self, Keygen.self, Pin.self])
 
