@@ -227,8 +227,8 @@ extension JournalCommand {
                     counting.
 
                     Example:
-                      journal members keygen ~/.config/strokejournal/alice-2.key
-                      journal members rotate -C board 9f1e44d0…  --key ~/.config/strokejournal/alice.key
+                      journal members keygen ~/keys/alice-2.key     # prints 9f1e44d0…
+                      journal members rotate -C board 9f1e44d0… --key ~/keys/alice.key
                     """)
             @OptionGroup var options: JournalOptions
             @OptionGroup var signing: SigningKey
