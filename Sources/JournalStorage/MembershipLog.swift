@@ -69,16 +69,20 @@ public enum MembershipLog {
 }
 
 extension MembershipLog {
+    /// Whether the file at `path` says format version 4 in its header (its first 32 bytes alone
+    /// are read).
+    static func isMembershipFile(_ path: String) -> Bool {
+        guard let descriptor = try? FileDescriptor.open(path, .readOnly) else { return false }
+        defer { descriptor.close() }
+        guard let header = try? descriptor.read(count: FormatV1.fileHeaderSize, at: 0), header.count == FormatV1.fileHeaderSize else { return false }
+        return header[8] == UInt8(truncatingIfNeeded: FormatV4.version) && header[9] == 0
+    }
+
     /// Every membership statement under `replicasPath`: each sealed file's header is read, and
     /// only version 4 files further (a journal's drawing segments are not decoded).
     public static func found(replicasPath: String) -> [Membership.Found] {
         var found: [Membership.Found] = []
-        for file in JournalDirectory.listSealed(replicasPath: replicasPath).sealed {
-            guard let descriptor = try? FileDescriptor.open(file.path, .readOnly) else { continue }
-            let header = try? descriptor.read(count: FormatV1.fileHeaderSize, at: 0)
-            descriptor.close()
-            guard let header, header.count == FormatV1.fileHeaderSize,
-                  header[8] == UInt8(truncatingIfNeeded: FormatV4.version), header[9] == 0 else { continue }
+        for file in JournalDirectory.listSealed(replicasPath: replicasPath).sealed where isMembershipFile(file.path) {
             let scan = SegmentScanner.scan(path: file.path, sealed: true)
             let verdict = SegmentVerdict.judge(scan, path: file.path, replica: file.replica, claimedName: file.name, policy: .wholeFile)
             guard !verdict.isRefused else { continue }
@@ -92,8 +96,11 @@ extension MembershipLog {
     /// later in a shared folder cannot take the board over here. With several, nothing in the
     /// files tells the real one: nothing is pinned, every reader reports the contest, and a
     /// person settles it (`journal members pin`).
-    public static func pinAdoptedGenesis(_ journal: JournalDirectory) {
-        guard journal.isJournal, journal.boardPin() == nil else { return }
+    /// `imported`: the files ("replica/name") the sync brought; a genesis can only have come
+    /// with one of them, so a sync that brought no membership file reads nothing more.
+    public static func pinAdoptedGenesis(_ journal: JournalDirectory, imported: [String]) {
+        guard journal.isJournal, journal.boardPin() == nil,
+              imported.contains(where: { isMembershipFile(FileSystem.join(journal.replicasPath, $0)) }) else { return }
         let geneses = Membership.geneses(found(replicasPath: journal.replicasPath))
         guard geneses.count == 1, let only = geneses.first else { return }
         try? journal.saveBoardPin(only)

@@ -45,7 +45,7 @@ public struct SyncEngine {
         }
         defer { transport.finish() }
         try await exchange(with: transport, key: target.description, publish: true, report: &report)
-        if !report.imported.isEmpty { MembershipLog.pinAdoptedGenesis(journal) }
+        MembershipLog.pinAdoptedGenesis(journal, imported: report.imported)
         report.seconds = ProcessInfoLite.monotonicSeconds() - started
         LastSyncRecord.write(report, to: journal)
         return report
@@ -72,7 +72,7 @@ public struct SyncEngine {
                                               reason: "unsealed events of that journal's writer: run `journal sync` or `record` there to seal them"))
             }
         }
-        if !report.imported.isEmpty { MembershipLog.pinAdoptedGenesis(journal) }
+        MembershipLog.pinAdoptedGenesis(journal, imported: report.imported)
         report.seconds = ProcessInfoLite.monotonicSeconds() - started
         LastSyncRecord.write(report, to: journal)
         return report
