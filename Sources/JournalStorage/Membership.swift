@@ -173,18 +173,18 @@ public struct Membership: Sendable {
         // the cuts the previous pass's standing revocations name; passes repeat until the cuts
         // no longer change (a revocation refused under a cut no longer cuts), at most
         // `maxPasses` times. The last pass is the membership.
-        var second = Fold(genesis: genesis, cuts: [:]).run(sorted)
+        var last = Fold(genesis: genesis, cuts: [:]).run(sorted)
         var cuts: [[UInt8]: UInt64] = [:]
-        for _ in 1..<Self.maxPasses where second.memberCuts != cuts {
-            cuts = second.memberCuts
-            second = Fold(genesis: genesis, cuts: cuts).run(sorted)
+        for _ in 1..<Self.maxPasses where last.memberCuts != cuts {
+            cuts = last.memberCuts
+            last = Fold(genesis: genesis, cuts: cuts).run(sorted)
         }
         result.board = genesis.statement.board
         result.founder = genesis.statement.signer
-        result.members = second.members
-        result.applied = second.applied
-        result.problems += second.problems
-        for member in second.members.values {
+        result.members = last.members
+        result.applied = last.applied
+        result.problems += last.problems
+        for member in last.members.values {
             let admitted = member.allAdmitted
             if !admitted.isEmpty { result.admittedByReplica[member.replica, default: SeqRanges()].formUnion(admitted) }
         }

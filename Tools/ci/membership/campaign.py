@@ -897,10 +897,13 @@ class Campaign:
     def check(self, final):
         label = "final" if final else "after step %d" % self.step
         self.checks += 1
+        # A machine that has not joined yet joins now, as a person does (its first sync may
+        # meet rival geneses, which the person settles: `do_join`).
+        if not self.machines[-1].joined:
+            self.do_join()
         for _ in range(2):
             for m in self.machines:
                 self.run(["sync", "-C", m.path, self.shared])
-                m.joined = True
         digests, views, logs = {}, {}, {}
         for m in self.machines:
             d = self.run(["digest", "-C", m.path])
