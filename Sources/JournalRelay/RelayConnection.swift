@@ -259,6 +259,17 @@ public final class RelayConnection: Sendable {
             receivePresence(text)
             return
         }
+        // Native mode's events in text (the drawing page): not numbered, as binary ones.
+        if NativeTextFrame.isNative(text), nativeReplica != nil {
+            await receiveNative { replica, key, board throws(RelayError) in
+                let events: [Event]
+                do throws(WireError) { events = try NativeTextFrame.open(text, board: board.text, publicKey: key, limits: WireLimits.nativeFrame) } catch {
+                    throw .refusedFrame(error.reason)
+                }
+                return try Self.checked(events, replica: replica)
+            }
+            return
+        }
         // After the relay closed the connection (it fell behind, the board failed), frames
         // still in the socket are not recorded: nobody would acknowledge them.
         let frame = state.withLock { state -> UInt64? in
@@ -369,7 +380,7 @@ public final class RelayConnection: Sendable {
             return !state.sawFirstFrame
         }
         if first { decideHello(nil) }
-        guard let replica = nativeReplica else {
+        guard nativeReplica != nil else {
             let frame = state.withLock { state -> UInt64? in
                 if case .closed = state.phase { return nil }
                 state.framesReceived += 1
@@ -380,6 +391,16 @@ public final class RelayConnection: Sendable {
             }
             return
         }
+        await receiveNative { replica, key, board throws(RelayError) in
+            try Self.nativeEvents(bytes, replica: replica, key: key, board: board)
+        }
+    }
+
+    /// Native mode's events, binary or text (`decode` opens the frame, given the hello's
+    /// replica and key and the board): checked, stored under the replica and acknowledged by
+    /// seq; anything wrong closes the connection.
+    private func receiveNative(_ decode: (ReplicaID, [UInt8], BoardName) throws(RelayError) -> [Event]) async {
+        guard let replica = nativeReplica else { return }
         if case .closed = state.withLock({ $0.phase }) { return }
         guard grant.allows(.draw) else {
             close(reason: viewOnly("native frame not stored"))
@@ -392,7 +413,7 @@ public final class RelayConnection: Sendable {
         // Counted before the board's committer may store it (and settle it, on its own thread).
         state.withLock { $0.nativeInFlight += 1 }
         do throws(RelayError) {
-            let events = try Self.nativeEvents(bytes, replica: replica, key: state.withLock { $0.hello??.key } ?? [], board: relayBoard.name)
+            let events = try decode(replica, state.withLock { $0.hello??.key } ?? [], relayBoard.name)
             let elsewhere = relayBoard.host.heldFromElsewhere(events, replica: replica)
             if !elsewhere.isEmpty, let seq = await relayBoard.firstDiffering(elsewhere) {
                 // Acknowledged as held, the client's event would never be stored, and its
@@ -439,8 +460,16 @@ public final class RelayConnection: Sendable {
         guard message.replica == replica else {
             throw .refusedFrame("it holds events of replica \(message.replica.hex); this connection's hello named \(replica.hex)")
         }
-        let events = message.events()
+        return try checked(message.events(), replica: replica)
+    }
+
+    /// A native frame's events, each of the hello's replica and valid as `journal record`
+    /// checks a payload.
+    static func checked(_ events: [Event], replica: ReplicaID) throws(RelayError) -> [Event] {
         for event in events {
+            guard event.id.replica == replica else {
+                throw .refusedFrame("seq \(event.id.seq): it names replica \(event.id.replica.hex); this connection's hello named \(replica.hex)")
+            }
             do { try event.payload.validate() } catch { throw .refusedFrame("seq \(event.id.seq): \(error)") }
         }
         return events

@@ -140,6 +140,65 @@ import Testing
         #expect(Replay.replay(SegmentSet.load(board)).drawing.digest == digest)
     }
 
+    /// Native text frames (the drawing page's): the same events as binary frames, signed over
+    /// the body's bytes; stored under the client's replica, acknowledged by seq, a resend
+    /// deduplicated by id; a changed byte, another board's signature, an event of another
+    /// replica or a line without its envelope closes the connection and stores nothing.
+    @Test func nativeTextFramesAreStoredAckedBySeqAndRefusedWhenAltered() async throws {
+        let temp = TemporaryDirectory("relay-native-text")
+        defer { temp.remove() }
+        let data = temp.path + "/boards"
+        let running = try await RunningRelay.start(data: data)
+        let replica = TestReplicaKeys.newReplica()
+        let key = TestReplicaKeys.key(for: replica)
+        let sent = Self.events(replica, 1...8)
+
+        let page = RelayTestClient(port: running.port, board: "sketch")
+        page.send(hello(replica))
+        #expect(try await page.next() == .caughtUp(events: 0))
+        let viewer = RelayTestClient(port: running.port, board: "sketch")
+        viewer.send(ClientFrame.helloText(have: Have()))
+        #expect(try await viewer.next() == .caughtUp(events: 0))
+
+        page.send(NativeTextFrame.frame(Array(sent[0..<5]), board: "sketch", with: key))
+        #expect(try await page.next() == .replicaAck(replica: replica, upTo: 5))
+        #expect(try await events(from: viewer, count: 5) == Array(sent[0..<5]))
+        // The page resends after a lost ack: held events are skipped by id.
+        page.send(NativeTextFrame.frame(Array(sent[2..<8]), board: "sketch", with: key))
+        #expect(try await page.next() == .replicaAck(replica: replica, upTo: 8))
+        #expect(try await events(from: viewer, count: 3) == Array(sent[5..<8]))
+
+        func refusal(_ frame: String) async throws -> String? {
+            let client = RelayTestClient(port: running.port, board: "sketch")
+            defer { client.close() }
+            client.send(hello(replica))
+            _ = try await client.collect { if case .caughtUp = $0 { true } else { false } }
+            client.send(frame)
+            guard case .error(nil, let reason)? = try await client.next() else { return nil }
+            #expect(try await client.nextOrEnd() == .ended)
+            return reason
+        }
+        let next = Self.events(replica, 9...9)
+        let good = NativeTextFrame.frame(next, board: "sketch", with: key)
+        // One frame's signature over another frame's body (another stroke: one byte apart).
+        let other = NativeTextFrame.frame(Self.events(replica, 9...9, stroke: 8), board: "sketch", with: key)
+        let altered = String(good.prefix { $0 != "\n" }) + "\n" + String(other.drop { $0 != "\n" }.dropFirst())
+        #expect(try await refusal(altered)?.contains("signature does not verify") == true)
+        #expect(try await refusal(NativeTextFrame.frame(next, board: "other", with: key))?.contains("signature does not verify") == true)
+        let foreign = Self.events(ReplicaID.random(), 1...1)
+        #expect(try await refusal(NativeTextFrame.frame(foreign, board: "sketch", with: key))?.contains("this connection's hello named \(replica.hex)") == true)
+        let bare = NativeTextFrame.headerPrefix + String(repeating: "0", count: 128) + "\"}\n{\"type\":\"clear\"}"
+        #expect(try await refusal(bare)?.contains("signature does not verify") == true)
+        // A malformed header is named as such (its layout, not its signature).
+        #expect(try await refusal(NativeTextFrame.headerPrefix + "zz\"}\n")?.contains("starts with") == true)
+
+        for client in [page, viewer] { client.close() }
+        await running.stop()
+        let board = try JournalDirectory.open(at: data + "/sketch")
+        let stored = SegmentSet.load(board).members.filter { $0.replica == replica }.flatMap { $0.scan.allEvents().0 }
+        #expect(stored.sorted { $0.id.seq < $1.id.seq } == sent)
+    }
+
     /// Bounds and the one-writer rule: a frame that would inflate to too many events, a clock
     /// replay would quarantine, and a second connection of one replica.
     @Test func oversizedFramesWildClocksAndASecondConnectionOfAReplica() async throws {

@@ -6,8 +6,12 @@
 // The page is the same for every board: it reads the board's name from its own address.
 // What it does, briefly:
 // - draws with pointer events (pressure, coalesced samples, pointer capture), one random
-//   128-bit stroke id per stroke, each sample sent as one canonical `point` line per text
-//   frame and an `end` line when the pointer lifts;
+//   128-bit stroke id per stroke, a `point` event per sample and an `end` when the pointer
+//   lifts;
+// - draws as a replica of its own where the browser can sign (native mode, "The page's own
+//   replica" below): it names its events and sends them in signed native text frames; else
+//   (or with #text in the address) in text mode, one canonical line per text frame, named by
+//   the relay;
 // - folds what it holds as `journal` does (FORMAT.md §7.3, §9.1): points sorted by order key,
 //   strokes in creation order, visibility by the latest of undo/redo/erase/clear;
 // - keeps every frame until it is acknowledged and resends what was not after reconnecting,
@@ -330,7 +334,8 @@
       entries.push({ text, count });
     }
     const tail = '}' + (useBlocks ? ',"blocks":true' : '') + ',"echo":true,"presence":true' +
-      (token ? ',"token":' + JSON.stringify(token) : '') + '}';
+      (token ? ',"token":' + JSON.stringify(token) : '') +
+      (ownKey ? ',"replica":"' + ownKey.replica + '","key":"' + ownKey.publicHex + '"' : '') + '}';
     const head = '{"type":"hello","have":{';
     let total = head.length + tail.length + entries.reduce((sum, e) => sum + e.text.length + 1, 0);
     if (total > MAX_HELLO_BYTES) {
@@ -338,6 +343,167 @@
       while (entries.length > 0 && total > MAX_HELLO_BYTES) total -= entries.pop().text.length + 1;
     }
     return head + entries.map((e) => e.text).join(',') + tail;
+  }
+
+  // ---- The page's own replica (native mode: docs/PROTOCOL.md, "Native text frames") ----
+  // The page draws as a replica of its own: an Ed25519 key made by the browser (WebCrypto,
+  // never exported: only its public half leaves), kept in IndexedDB for the next visits, one
+  // per open tab at a time (a Web Lock per key: two tabs of one key would each close the
+  // other's connection). The page names its events itself (its replica, the next seq, a
+  // Lamport clock past every event it has seen, the time), so the journal credits the person
+  // and a resend after a lost connection is the same event, deduplicated by id. Where the
+  // browser has no Ed25519 (or no IndexedDB or locks, or the address says #text), the page
+  // draws in text mode as before: its events are then the relay's.
+  const forceText = /(^|&)text(&|$)/.test(location.hash.replace(/^#/, ''));
+  let ownKey = null;              // {pair, publicHex, replica} once made or found
+  let ownNext = 1;                // the next seq to name
+  let lamportSeen = 0;            // the largest Lamport clock folded (a Number or a BigInt)
+  const KEY_DB = 'strokejournal', KEY_STORE = 'keys';
+  const hexOf = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+  function requestOf(request) {
+    return new Promise((resolve, reject) => { request.onsuccess = () => resolve(request.result); request.onerror = () => reject(request.error); });
+  }
+  // Resolves true once this tab holds the lock named `name` (until it closes), false when
+  // another tab holds it.
+  function lockFor(name) {
+    return new Promise((resolve) => {
+      navigator.locks.request(name, { ifAvailable: true }, (lock) => {
+        resolve(!!lock);
+        return lock ? new Promise(() => {}) : null;
+      }).catch(() => resolve(false));
+    });
+  }
+  async function replicaOf(publicKey) {
+    const label = new TextEncoder().encode('StrokeJournal replica key v1\0');
+    const message = new Uint8Array(label.length + publicKey.length);
+    message.set(label);
+    message.set(publicKey, label.length);
+    return hexOf(new Uint8Array(await crypto.subtle.digest('SHA-256', message)).slice(0, 16));
+  }
+  async function findOwnKey() {
+    if (forceText || !window.crypto || !crypto.subtle || !window.indexedDB || !navigator.locks) return null;
+    try {
+      const opening = indexedDB.open(KEY_DB, 1);
+      opening.onupgradeneeded = () => opening.result.createObjectStore(KEY_STORE, { keyPath: 'publicHex' });
+      const db = await requestOf(opening);
+      const stored = await requestOf(db.transaction(KEY_STORE).objectStore(KEY_STORE).getAll());
+      for (const entry of stored) {
+        if (await lockFor('strokejournal.key.' + entry.publicHex)) return entry;
+      }
+      const pair = await crypto.subtle.generateKey({ name: 'Ed25519' }, false, ['sign', 'verify']);
+      const publicKey = new Uint8Array(await crypto.subtle.exportKey('raw', pair.publicKey));
+      const entry = { pair: pair, publicHex: hexOf(publicKey), replica: await replicaOf(publicKey), made: Date.now() };
+      if (!(await lockFor('strokejournal.key.' + entry.publicHex))) return null;
+      await requestOf(db.transaction(KEY_STORE, 'readwrite').objectStore(KEY_STORE).put(entry));
+      return entry;
+    } catch (e) {
+      return null;   // no Ed25519 here (or storage refused): text mode
+    }
+  }
+  // The line of an own event with its envelope, as the relay writes event messages.
+  function withEnvelope(line, record) {
+    return line.slice(0, -1) + ',"replica":"' + record.replica + '","seq":' + record.seq +
+      ',"lamport":' + record.lamport + ',"time":' + record.time + '}';
+  }
+  // Names the outbox's unnamed own events, in the order made (once caught up: the catch-up
+  // says which seqs the relay holds of this replica already).
+  function nameOwnEvents() {
+    for (const entry of outbox) {
+      if (!entry.native || entry.named) continue;
+      const base = lamportSeen > ownLamport ? lamportSeen : ownLamport;
+      const final = { lamport: plus(base, 1), time: Date.now(), replica: ownKey.replica, seq: ownNext };
+      ownNext = plus(ownNext, 1);
+      ownLamport = final.lamport;
+      settle(entry.record, final);
+      entry.named = true;
+      entry.line = withEnvelope(entry.body, entry.record);
+      ownBySeq.set(String(final.seq), entry);
+    }
+  }
+  let ownLamport = 0;
+  let nativeFramesSent = 0;
+  const ownBySeq = new Map();     // String(seq) -> outbox entry named and not acknowledged
+  // Frames of at most 200 events and 60,000 bytes (the relay takes 64 KiB), signed in order:
+  // a frame whose signing ends after its connection closed is not sent (the next connection
+  // resends its events after its catch-up).
+  let signing = Promise.resolve();
+  function sendOwnEvents() {
+    nameOwnEvents();
+    const opened = socket;
+    const batch = [];
+    let bytes = 0;
+    const flushBatch = () => {
+      if (!batch.length) return;
+      const lines = batch.map((entry) => entry.line);
+      batch.length = 0;
+      bytes = 0;
+      signing = signing.then(async () => {
+        const body = lines.join('\n');
+        const label = new TextEncoder().encode('StrokeJournal native text v1\0' + board + '\0');
+        const bodyBytes = new TextEncoder().encode(body);
+        const message = new Uint8Array(label.length + bodyBytes.length);
+        message.set(label);
+        message.set(bodyBytes, label.length);
+        const signature = new Uint8Array(await crypto.subtle.sign({ name: 'Ed25519' }, ownKey.pair.privateKey, message));
+        if (socket !== opened || !live) return;
+        opened.send('{"type":"native","signature":"' + hexOf(signature) + '"}\n' + body);
+        nativeFramesSent += 1;
+      }).catch((e) => report('could not sign: ' + e, 8));
+    };
+    for (const entry of outbox) {
+      if (!entry.native || entry.frame !== 0) continue;
+      entry.frame = 1;
+      if (batch.length === 200 || bytes + entry.line.length > 60000) flushBatch();
+      batch.push(entry);
+      bytes += entry.line.length + 1;
+    }
+    flushBatch();
+  }
+  // An own event came back (a catch-up, an echo) before its ack: the relay holds it. The
+  // same event leaves the outbox; a different one under its id (this key's events from a
+  // tab closed before its last events were acknowledged, stored as this one named its
+  // own) takes its place, and this page's event is named anew after it.
+  function ownEventBack(record) {
+    const entry = ownBySeq.get(String(record.seq));
+    if (!entry) return false;
+    ownBySeq.delete(String(record.seq));
+    outbox.splice(outbox.indexOf(entry), 1);
+    if (contentOf(record.kind, record.stroke, record.point) !== entry.content) {
+      unapply(entry.record);
+      entry.named = false;
+      setProvisionalKey(entry.record);
+      entry.frame = 0;
+      outbox.push(entry);
+      apply(entry.record);
+      scheduleRedraw();
+      return false;
+    }
+    updateStatus();
+    return true;
+  }
+  function acknowledgeOwn(upTo) {
+    outbox = outbox.filter((entry) => {
+      if (!entry.native || !entry.named || entry.record.seq > upTo) return true;
+      ownBySeq.delete(String(entry.record.seq));
+      hold(ownKey.replica, entry.record.seq);
+      return false;
+    });
+    updateStatus();
+  }
+  // The relay refused this page's replica (its key is no member of a board with membership,
+  // or this relay cannot host it): text mode from now on, for this page; its events not yet
+  // acknowledged are sent again as text (the relay names them).
+  function leaveNativeMode() {
+    ownKey = null;
+    for (const entry of outbox) {
+      if (!entry.native) continue;
+      entry.native = false;
+      entry.frame = 0;
+      entry.line = entry.body;
+      if (!unconfirmed.has(entry.content)) unconfirmed.set(entry.content, []);
+      unconfirmed.get(entry.content).push(entry.record);
+    }
+    ownBySeq.clear();
   }
 
   // ---- Drawing ----
@@ -565,8 +731,10 @@
     const record = { kind: kind, stroke: stroke, lamport: 0, time: 0, replica: '', seq: 0, point: point };
     setProvisionalKey(record);
     const content = contentOf(kind, stroke, point);
-    if (!unconfirmed.has(content)) unconfirmed.set(content, []);
-    unconfirmed.get(content).push(record);
+    if (!ownKey) {
+      if (!unconfirmed.has(content)) unconfirmed.set(content, []);
+      unconfirmed.get(content).push(record);
+    }
     if (catchingUp && record.kind === 'point') {
       // On top of what is drawn so far; the catch-up's redraw puts it in its place.
       apply(record);
@@ -578,7 +746,8 @@
     if (kind === 'point') line = pointLine(stroke, point);
     else if (kind === 'clear') line = '{"type":"clear"}';
     else line = '{"type":"' + kind + '","stroke":"' + stroke + '"}';
-    outbox.push({ line: line, record: record, content: content, frame: 0 });
+    if (ownKey) outbox.push({ native: true, body: line, line: null, record: record, content: content, frame: 0 });
+    else outbox.push({ line: line, record: record, content: content, frame: 0 });
     flushOutbox();
     updateStatus();
   }
@@ -602,6 +771,11 @@
   }
   // An event held just now (never before): folded, or matched with one of this page's own.
   function receive(record) {
+    if (record.lamport > lamportSeen) lamportSeen = record.lamport;
+    if (ownKey && record.replica === ownKey.replica) {
+      if (ownEventBack(record)) return;
+      if (!(record.seq < ownNext)) ownNext = plus(record.seq, 1);
+    }
     if (catchingUp) {
       // One of this page's own events, back in a catch-up (recorded, its echo lost with the
       // connection): give its record the real key instead of drawing it twice, and never
@@ -768,6 +942,7 @@
   function flushOutbox() {
     // Frames wait for the catch-up: it tells which of them the journal holds already.
     if (!socket || !live) return;
+    if (ownKey) { sendOwnEvents(); return; }
     for (const entry of outbox) {
       if (entry.frame !== 0) continue;
       framesSent += 1;
@@ -780,6 +955,11 @@
     try { message = JSON.parse(text); } catch (e) { report('unreadable message from the relay', 5); return; }
     switch (message.type) {
       case 'ack': {
+        if (message.replica !== undefined) {
+          // Native mode: this page's events 1…upTo are durable.
+          if (ownKey && message.replica === ownKey.replica) acknowledgeOwn(message.upTo);
+          return;
+        }
         // Frames 1…upTo are handled (refused ones were answered by an error already), and
         // each recorded one was echoed before this: its entry left then. One still here came
         // back in a spelling not recognised, and is drawn as received: its provisional
@@ -817,7 +997,20 @@
           // The relay closes the connection after this; the close handler reconnects, unless
           // the token was refused (missing, invalid, expired: it would be again).
           problem = 'relay: ' + message.message;
-          if (/\btoken\b/i.test(String(message.message))) stop(problem);
+          const said = String(message.message);
+          if (ownKey && /^(hello: |native mode sends events)/.test(said)) {
+            // This page's key was refused. Not a member of a board with membership, or a
+            // token that only views: it reconnects as a viewer (text mode would draw as the
+            // relay, past the membership); the message names the key and the command that
+            // grants it. A relay that cannot host native clients: text mode, which says
+            // itself whether this relay may draw.
+            if (/\bview\b|is not a member|may only/i.test(said)) becomeViewOnly();
+            leaveNativeMode();
+            report(problem, 30);
+            return;
+          }
+          if (ownKey && /^native frame refused: /.test(said)) leaveNativeMode();
+          else if (/\btoken\b/i.test(said)) stop(problem);
           report(problem, 8);
         }
         return;
@@ -1858,6 +2051,7 @@
     return {
       strokes: strokeCount, points: pointCount, visibleStrokes: visibleStrokes, live: live, unacked: unackedCount(),
       provisional: provisional, viewOnly: viewOnly, stopped: !!stopped, token: !!token,
+      replica: ownKey ? ownKey.replica : null, key: ownKey ? ownKey.publicHex : null, nativeFrames: nativeFramesSent,
       blocks: useBlocks, decoder: decodeBlocks.where(), status: statusView.textContent, received: { text: received.text, binary: received.binary },
       timing: { opened: timing.opened, caughtUp: timing.caughtUp, drawn: timing.drawn, redraw: timing.redraw },
       view: { x: view.x, y: view.y, zoom: view.zoom },
@@ -1877,5 +2071,5 @@
   };
 
   resize();
-  connect();
+  findOwnKey().then((found) => { ownKey = found; connect(); });
 })();

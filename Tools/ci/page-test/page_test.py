@@ -43,6 +43,12 @@ protocol on --remote-debugging-pipe: NUL-terminated JSON on fds 3 and 4, stdlib 
     strokes and points `journal digest --at` says;
   * `journal timelapse` of the device board played in the browser: paused between events it
     shows as many strokes as `journal digest --at` says;
+  * pages N1 and N2 draw as replicas of their own (native mode: an Ed25519 key each, made by
+    WebCrypto and kept in IndexedDB) through a relay killed with SIGKILL while their strokes
+    are in flight, three times: every point is in the journal once, under the replica that
+    drew it, and `journal history` names both; on a board with membership a page whose key is
+    no member becomes a viewer told its key, and once granted (as Dora) draws under that name;
+  * pages that play the relay in the test use text mode (#text in their address);
   * page K, opened with #token=…: the token leaves the address and history, stays in
     sessionStorage, goes in every hello; a token refusal stops the reconnecting, a
     view-only refusal makes the page a viewer;
@@ -301,9 +307,9 @@ def serve_options(journal):
     return ["--open"] if re.search(r"^\s*--open\b", done.stdout + done.stderr, re.M) else []
 
 
-def start_relay(journal, data, log_path, open_access=True):
-    log = open(log_path, "wb")
-    process = subprocess.Popen([journal, "serve", "--port", "0", "--data", data] + (serve_options(journal) if open_access else []),
+def start_relay(journal, data, log_path, open_access=True, port=0):
+    log = open(log_path, "ab")
+    process = subprocess.Popen([journal, "serve", "--port", str(port), "--data", data] + (serve_options(journal) if open_access else []),
                                stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
     # "journal: serving DIR on ws://127.0.0.1:PORT/boards/<board>/ws, drawing page http://…"
     lines = queue.Queue()
@@ -408,7 +414,11 @@ def as_relay_sends(line, replica, seq, lamport):
 
 def with_fake_relay(browser, url, name, lacking=None):
     """A page whose relay the test plays (FAKE_RELAY), and the first hello it sent; with
-    `lacking`, in a browser without that global (Worker: the page decodes blocks itself)."""
+    `lacking`, in a browser without that global (Worker: the page decodes blocks itself).
+    The page draws in text mode (#text): these pages check what the relay names; native mode
+    has its own check (check_native_pages)."""
+    if not re.search(r"[#&]text(&|$)", url):
+        url += ("&" if "#" in url else "#") + "text"
     page = Page(browser, url, name, before_page_script=FAKE_RELAY + ("window.%s = undefined;" % lacking if lacking else ""))
     end = time.monotonic() + DEADLINE
     while not page.evaluate("window.__fake && __fake.sockets.length > 0 && __fake.current().sent.length > 0"):
@@ -963,7 +973,7 @@ def check_token(browser, port):
     connection error about the token stops the reconnecting (others do not); a frame refused
     as view-only makes the page a viewer: tools disabled, nothing more sent, "view only"."""
     base = "http://127.0.0.1:%d/boards/token-check" % port
-    k, hello = with_fake_relay(browser, base + "#token=" + urllib.parse.quote(TOKEN, safe="") + "&keep=1", "K")
+    k, hello = with_fake_relay(browser, base + "#token=" + urllib.parse.quote(TOKEN, safe="") + "&keep=1&text", "K")
 
     def check_hello(hello, when):
         if hello.get("token") != TOKEN:
@@ -972,8 +982,8 @@ def check_token(browser, port):
     def check_address(when):
         address = k.evaluate("location.href")
         entries = [e["url"] for e in k.call("Page.getNavigationHistory")["entries"]]
-        if address != base + "#keep=1" or any("token=" in url for url in entries):
-            fail("page K %s: its address is %s and its history %s, expected %s#keep=1 and no token in either"
+        if address != base + "#keep=1&text" or any("token=" in url for url in entries):
+            fail("page K %s: its address is %s and its history %s, expected %s#keep=1&text and no token in either"
                  % (when, address, entries, base))
         stored = k.evaluate("sessionStorage.getItem('strokejournal.token.token-check')")
         if stored != TOKEN:
@@ -1656,6 +1666,114 @@ def check_late_joiner(browser, port, expected):
     return pages
 
 
+def journal_log(journal, board_dir):
+    done = subprocess.run([journal, "log", "-C", board_dir], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        fail("journal log -C %s exited %d: %s" % (board_dir, done.returncode, done.stderr.strip()))
+    return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+
+
+def check_native_pages(chromium, journal, work, artefacts, kills=3):
+    """Pages N1 and N2 draw as replicas of their own (native mode: an Ed25519 key each, in
+    IndexedDB) through a relay killed with SIGKILL while their strokes are in flight and
+    started again on its port, `kills` times. Then every point dispatched is in the journal
+    exactly once (a resend after a lost ack is the same event, deduplicated by id), under
+    the replica of the page that drew it; `journal history` names both replicas. On a board
+    with membership, a page whose key is no member is refused and becomes a viewer (the
+    message names its key); granted by an admin with a label, after a reload it draws, and
+    `journal history` names the label."""
+    data = os.path.join(work, "native-boards")
+    log_path = os.path.join(artefacts, "relay-native.log")
+    relay, port = start_relay(journal, data, log_path)
+    browser = None
+    try:
+        profile = os.path.join(work, "profile-native")
+        os.makedirs(profile)
+        browser = Browser(chromium, profile, os.path.join(artefacts, "chromium-native.log"))
+        url = "http://127.0.0.1:%d/boards/native-failover" % port
+        pages = [Page(browser, url, "N1"), Page(browser, url, "N2")]
+        for page in pages:
+            page.wait_for("live in native mode", lambda s: s["live"] and s["replica"])
+        replicas = [page.state()["replica"] for page in pages]
+        if replicas[0] == replicas[1]:
+            fail("pages N1 and N2 share replica %s: each tab needs its own" % replicas[0])
+        rng = random.Random(7)
+        drawn = {0: 0, 1: 0}
+        for round_number in range(kills + 1):
+            for n, page in enumerate(pages):
+                pen_stroke(page, 100 + 60 * round_number, 100 + 150 * n, samples=6)
+                drawn[n] += 6
+            if round_number == kills:
+                break
+            time.sleep(rng.uniform(0.0, 0.05))
+            os.killpg(relay.pid, signal.SIGKILL)
+            relay.wait()
+            # Drawn while the relay is down: queued, named at the next catch-up.
+            for n, page in enumerate(pages):
+                pen_stroke(page, 130 + 60 * round_number, 110 + 150 * n, samples=3)
+                drawn[n] += 3
+            relay, _ = start_relay(journal, data, log_path, port=port)
+        for page in pages:
+            page.wait_for("every own event acknowledged", lambda s: s["live"] and s["unacked"] == 0)
+        total = drawn[0] + drawn[1]
+        for page in pages:
+            page.wait_for("both pages' %d points" % total, lambda s: s["points"] == total)
+        if stop_relay(relay) != 0:
+            fail("the native pages' relay exited with %s" % relay.returncode)
+        board_dir = os.path.join(data, "native-failover")
+        points = [e for e in journal_log(journal, board_dir) if e["type"] == "point"]
+        ids = [(e["replica"], e["seq"]) for e in points]
+        samples = [(e["stroke"], e["x"], e["y"]) for e in points]
+        if len(set(ids)) != len(ids) or len(set(samples)) != len(samples):
+            fail("the journal holds a point twice after %d kills (%d points, %d ids, %d distinct samples)"
+                 % (kills, len(points), len(set(ids)), len(set(samples))))
+        for n, replica in enumerate(replicas):
+            mine = sum(1 for e in points if e["replica"] == replica)
+            if mine != drawn[n]:
+                fail("the journal credits %d points to page N%d's replica %s; it drew %d" % (mine, n + 1, replica, drawn[n]))
+        if len(points) != total:
+            fail("the journal holds %d points; the pages drew %d" % (len(points), total))
+        history = subprocess.run([journal, "history", "-C", board_dir], capture_output=True, text=True, timeout=60).stdout
+        if not all(r[:8] in history for r in replicas):
+            fail("journal history names not both pages' replicas %s:\n%s" % (replicas, history))
+        say("pages N1 and N2 drew as replicas of their own through %d relay kills: %d points, each once in the journal "
+            "under the replica that drew it; journal history names both" % (kills, total))
+
+        # A board with membership: the relay's own key is its first admin.
+        relay, port = start_relay(journal, data, log_path, port=port)
+        url = "http://127.0.0.1:%d/boards/members-only" % port
+        setup = Page(browser, url, "M0")
+        setup.wait_for("live", lambda s: s["live"])
+        members_dir = os.path.join(data, "members-only")
+        done = subprocess.run([journal, "members", "init", "-C", members_dir, "--label", "Relay"], capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            fail("journal members init exited %d: %s" % (done.returncode, done.stderr.strip()))
+        stranger = Page(browser, url, "M1")
+        state = stranger.wait_for("refused as no member, a viewer", lambda s: s["viewOnly"] and s["live"] and "not a member" in s["status"])
+        said = state["status"]
+        key = re.search(r"\b[0-9a-f]{64}\b", said)
+        if state["replica"] or not key or "journal members grant" not in said:
+            fail("page M1, refused as no member, says %r (replica %s): expected its key and the command that grants it" % (said, state["replica"]))
+        done = subprocess.run([journal, "members", "grant", "-C", members_dir, key.group(0), "--role", "draw", "--label", "Dora"],
+                              capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            fail("journal members grant exited %d: %s" % (done.returncode, done.stderr.strip()))
+        stranger.call("Page.reload", {"ignoreCache": True})
+        stranger.wait_for("live in native mode after the grant", lambda s: s["live"] and s["replica"] and not s["viewOnly"])
+        pen_stroke(stranger, 200, 200, samples=5)
+        stranger.wait_for("its stroke acknowledged", lambda s: s["unacked"] == 0 and s["points"] == 5)
+        stop_relay(relay)
+        history = subprocess.run([journal, "history", "-C", members_dir], capture_output=True, text=True, timeout=60).stdout
+        if "Dora" not in history:
+            fail("journal history of the membership board does not name Dora:\n%s" % history)
+        say("a page whose key is no member of a board with membership is refused and views (%r); granted as Dora, "
+            "after a reload it draws and journal history names Dora" % said[:80])
+    finally:
+        if browser:
+            browser.stop()
+        stop_relay(relay)
+
+
 def script_errors(browser):
     return [(session, params.get("exceptionDetails", {}).get("exception", {}).get("description")
              or params.get("exceptionDetails", {}).get("text"))
@@ -1722,6 +1840,7 @@ def check(args, work, artefacts):
         say("pages H (text) and I (blocks) keep clocks, wall times and seqs past 2^53 exact: the journal's order, seqs held once")
         check_clock_order(browser, "http://127.0.0.1:%d/boards/clock-order" % port)
         k = check_token(browser, port)
+        check_native_pages(args.chromium, args.journal_bin, work, artefacts)
         say("page K takes its token from #token= (out of the address and history, into sessionStorage, into every hello), "
             "stops on a token refusal, becomes a viewer on a view-only refusal")
         if check_tokens_with_relay(args.chromium, args.journal_bin, work, artefacts):
