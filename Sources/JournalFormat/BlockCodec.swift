@@ -126,8 +126,8 @@ public enum BlockCodec {
         _ raw: UnsafeRawBufferPointer, firstSeq: UInt64, eventCount: Int, version: UInt16 = FormatVersion.current
     ) throws(DecodeError) -> BlockColumns {
         guard FormatVersion.drawing.contains(version) else {
-            throw .malformed(offset: 0, reason: version == FormatV4.version
-                ? "a version 4 block holds membership statements, not drawing events"
+            throw .malformed(offset: 0, reason: FormatVersion.membership.contains(version)
+                ? "a version \(version) block holds membership statements, not drawing events"
                 : "no block body decoder for format version \(version)")
         }
         let differences = version >= FormatV2.version

@@ -114,9 +114,13 @@ public enum FormatV3 {
 /// The versions this build reads, and the one it writes into new open segments and unsigned
 /// seals (signed seals are `FormatV3.version`).
 public enum FormatVersion {
-    public static let readable: ClosedRange<UInt16> = FormatV1.version...FormatV4.version
-    /// The versions whose blocks hold drawing events (version 4's hold membership statements).
+    public static let readable: ClosedRange<UInt16> = FormatV1.version...FormatV5.version
+    /// The versions whose blocks hold drawing events (version 4's and 5's hold membership
+    /// statements).
     public static let drawing: ClosedRange<UInt16> = FormatV1.version...FormatV3.version
+    /// The versions whose blocks hold membership statements: 4, and 5 (which may also hold
+    /// invitations).
+    public static let membership: ClosedRange<UInt16> = FormatV4.version...FormatV5.version
     public static let current: UInt16 = FormatV2.version
 
     /// The version whose block bodies a file of `version` holds: version 3 bodies are

@@ -15,6 +15,11 @@ public struct MembershipStatement: Equatable, Sendable {
         /// The signer hands its role and label over to the new key `subject` and stops counting
         /// after `drawCut`.
         case rotate = 4
+        /// An invitation (version 5 segments only): the key `subject`, whose secret an admin
+        /// hands to someone in a link, may make one other key a member with `role` and `label`
+        /// (by a `grant` it signs) until `drawCut`, which an invitation holds its expiry in
+        /// (milliseconds since 1970). The invitation key itself is no member.
+        case invite = 5
 
         public var description: String {
             switch self {
@@ -22,6 +27,7 @@ public struct MembershipStatement: Equatable, Sendable {
             case .grant: return "grant"
             case .revoke: return "revoke"
             case .rotate: return "rotate"
+            case .invite: return "invite"
             }
         }
 
@@ -119,6 +125,12 @@ public struct MembershipStatement: Equatable, Sendable {
 
     public var encoded: [UInt8] { unsignedBytes + signature }
 
+    /// An invitation's expiry, milliseconds since 1970 (its `drawCut` field).
+    public var invitationExpiry: Int64 { Int64(clamping: drawCut) }
+
+    /// The lowest format version whose segments may hold this statement.
+    public var formatVersion: UInt16 { action == .invite ? FormatV5.version : FormatV4.version }
+
     /// Why a statement cannot be written; nil when it can.
     public var writeProblem: String? {
         if !(1..<FormatV1.maxLamport).contains(lamport) { return "lamport clock \(lamport) is out of range" }
@@ -144,8 +156,9 @@ public enum FormatV4 {
         return out
     }
 
-    /// Decodes and checks a body of `count` statements. Signatures are not checked here.
-    public static func decodeBody(_ raw: UnsafeRawBufferPointer, count: Int) throws(DecodeError) -> [MembershipStatement] {
+    /// Decodes and checks a body of `count` statements of a segment of `version` (4 or 5:
+    /// invitations only in 5). Signatures are not checked here.
+    public static func decodeBody(_ raw: UnsafeRawBufferPointer, count: Int, version: UInt16 = FormatV4.version) throws(DecodeError) -> [MembershipStatement] {
         var reader = ByteReader(raw)
         var statements: [MembershipStatement] = []
         for _ in 0..<count {
@@ -155,7 +168,7 @@ public enum FormatV4 {
             guard (1..<FormatV1.maxLamport).contains(lamport) else { throw .malformed(offset: start, reason: "lamport clock out of range") }
             let wall = Int64(bitPattern: try reader.readLE(UInt64.self))
             let actionByte = try reader.readByte()
-            guard let action = MembershipStatement.Action(rawValue: actionByte) else {
+            guard let action = MembershipStatement.Action(rawValue: actionByte), action != .invite || version >= FormatV5.version else {
                 throw .malformed(offset: start + 16, reason: "unknown membership action \(actionByte)")
             }
             let roleByte = try reader.readByte()
@@ -185,12 +198,19 @@ public enum FormatV4 {
     }
 }
 
+/// What format version 5 adds (docs/FORMAT.md §17.6): membership segments that may hold
+/// invitations. Everything else is version 4's.
+public enum FormatV5 {
+    public static let version: UInt16 = 5
+}
+
 extension SegmentEncoder {
-    /// A whole version 4 segment: the header and one block of `statements`, numbered from
-    /// `firstSeq`. A membership log is small, so one block always suffices.
+    /// A whole membership segment (version 5 if it holds an invitation, else 4): the header and
+    /// one block of `statements`, numbered from `firstSeq`. A membership log is small, so one
+    /// block always suffices.
     public static func membershipSegment(replica: ReplicaID, firstSeq: UInt64, statements: [MembershipStatement]) -> [UInt8] {
         precondition(!statements.isEmpty, "a block holds at least one statement")
-        return SegmentHeader(replica: replica, version: FormatV4.version).encoded()
+        return SegmentHeader(replica: replica, version: statements.map(\.formatVersion).max()!).encoded()
             + frame(body: FormatV4.encodeBody(statements), eventCount: statements.count, firstSeq: firstSeq,
                     maxLamport: statements.map(\.lamport).max()!)
     }

@@ -244,9 +244,9 @@ public enum BlockDecoder {
 
     /// Verifies, inflates and decodes one block of a version 4 (membership) segment; checks
     /// the frame's `maxLamport` against the statements. Signatures are the caller's to check.
-    public static func statements(frame: BlockFrame, frameBytes: UnsafeRawBufferPointer) throws(SegmentFormatError) -> [MembershipStatement] {
+    public static func statements(frame: BlockFrame, frameBytes: UnsafeRawBufferPointer, version: UInt16) throws(SegmentFormatError) -> [MembershipStatement] {
         try decodeBody(frame: frame, frameBytes: frameBytes) { buffer throws(DecodeError) in
-            let statements = try FormatV4.decodeBody(buffer, count: frame.eventCount)
+            let statements = try FormatV4.decodeBody(buffer, count: frame.eventCount, version: version)
             guard statements.map(\.lamport).max() == frame.maxLamport else {
                 throw DecodeError.malformed(offset: 0, reason: "frame says max lamport \(frame.maxLamport), statements hold \(statements.map(\.lamport).max() ?? 0)")
             }

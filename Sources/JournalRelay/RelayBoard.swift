@@ -74,6 +74,73 @@ public final class RelayBoard: Sendable {
         return nil
     }
 
+    /// Stores an invitation's redemption that makes `key` a member (docs/PROTOCOL.md,
+    /// "Invitations"), checked first as every reader will fold it, and against this relay's
+    /// clock for the expiry; then reads it into the board. The reason it was refused, or nil
+    /// once `key` is a member (also when this key redeemed the invitation before: a page that
+    /// lost its connection sends the redemption again).
+    func redeem(_ statement: MembershipStatement, for key: [UInt8]) async -> String? {
+        guard let membership = board.membership, let boardID = membership.board else {
+            return "board \(name.text) has no membership, so it takes no invitation"
+        }
+        guard statement.action == .grant, statement.subject == key else {
+            return "a redemption is a grant to the hello's key, signed by the invitation's key"
+        }
+        guard statement.board == boardID else {
+            return "the invitation is for board id \(statement.board.compactHex); board \(name.text) is \(boardID.compactHex)"
+        }
+        let replica = MembershipSigning.membershipReplica(forPublicKey: statement.signer, board: boardID)
+        guard MembershipSigning.verify(statement, replica: replica, seq: 1) else {
+            return "the redemption's signature does not verify with the invitation's key (as seq 1 of its membership replica)"
+        }
+        guard let invited = membership.member(statement.signer), let invitation = invited.invitation else {
+            return "key \(Hex.bytes(statement.signer)) is no invitation of board \(name.text) (or its invitation has not reached this relay yet)"
+        }
+        if invited.rotatedTo == key { return nil }
+        guard invited.isActive else {
+            return invited.revoked ? "this invitation was revoked by an admin" : "this invitation was redeemed already, by another key"
+        }
+        guard statement.role == invitation.role else { return "this invitation admits \(invitation.role), not \(statement.role)" }
+        let now = ProcessInfoLite.wallClockMilliseconds()
+        guard now <= invitation.expires else {
+            return "this invitation expired at \(WallClock.localDescription(invitation.expires)): ask for a new one"
+        }
+        guard abs(statement.wallTime - now) <= 10 * 60_000, statement.wallTime <= invitation.expires else {
+            return "the redemption's time is more than 10 minutes from this relay's clock: the device's clock is wrong"
+        }
+        let invitedAt = membership.applied.first { $0.statement.action == .invite && $0.statement.subject == statement.signer }
+        guard let invitedAt, statement.lamport > invitedAt.statement.lamport, statement.lamport < FormatV1.maxLamport else {
+            return "the redemption's clock must follow its invitation's"
+        }
+        guard membership.member(key) == nil else { return "key \(Hex.bytes(key)) is named in this board's membership already" }
+        // On the board's reader thread: the lock may be waited for, never on the pool.
+        let stored = await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
+            reader.submit { [board] in continuation.resume(returning: Self.store(statement, replica: replica, on: board)) }
+        }
+        if let stored { return stored }
+        _ = await board.refresh()
+        guard let member = board.membership?.member(key), member.isActive else {
+            return "the redemption was stored but does not count (another redemption of this invitation came first)"
+        }
+        return nil
+    }
+
+    /// Writes the redemption as seq 1 of the invitation's membership replica, unless one is there.
+    private static func store(_ statement: MembershipStatement, replica: ReplicaID, on board: Board) -> String? {
+        let lock: SealedFilesLock?
+        do { lock = try SealedFilesLock.acquire(board.directory, waitingUpTo: 10) } catch { return error.description }
+        guard let lock else { return "the board's files are busy (a sync or compaction): try again" }
+        defer { lock.release() }
+        let folder = FileSystem.join(board.directory.replicasPath, replica.hex)
+        if let taken = try? FileSystem.list(folder), !taken.isEmpty {
+            return "this invitation was redeemed already (its redemption came through the store)"
+        }
+        do { try MembershipLog.store(statement, replica: replica, seq: 1, replicasPath: board.directory.replicasPath) } catch {
+            return "the redemption could not be stored: \(error)"
+        }
+        return nil
+    }
+
     /// After the membership changed (a statement arrived: the board reloaded), native clients
     /// whose key may no longer draw are disconnected, with the reason.
     private func enforceMembership() {

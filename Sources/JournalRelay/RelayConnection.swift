@@ -240,6 +240,10 @@ public final class RelayConnection: Sendable {
                             close(reason: viewOnly("native mode sends events"))
                             return
                         }
+                        if let redemption = hello.redeem, let key = hello.key, let refusal = await relayBoard.redeem(redemption, for: key) {
+                            close(reason: "hello: invitation not redeemed: " + refusal)
+                            return
+                        }
                         if let refusal = relayBoard.hostingRefusal ?? hello.key.flatMap({ relayBoard.membershipRefusal($0, needs: .draw) }) {
                             close(reason: "hello: " + refusal)
                             return

@@ -39,8 +39,11 @@ public struct Membership: Sendable {
         public var label: String
         /// Revoked for good (never a member again).
         public var revoked = false
-        /// The key it handed its role to.
+        /// The key it handed its role to (for an invitation: the key that redeemed it).
         public var rotatedTo: [UInt8]?
+        /// Set for an invitation's key: no member itself, it may sign one `grant` of this role,
+        /// with the label above, until the expiry (milliseconds since 1970).
+        public var invitation: Invitation?
         /// The seqs of its drawing replica that count.
         public var admitted = SeqRanges()
         /// The start of the period of `draw` or more it is in now.
@@ -72,6 +75,17 @@ public struct Membership: Sendable {
             var all = admitted
             if let since = drawingSince, since < FormatV1.maxSeq { all.insert(since...(FormatV1.maxSeq - 1)) }
             return all
+        }
+    }
+
+    /// What an invitation admits, and until when.
+    public struct Invitation: Sendable, Equatable {
+        public var role: MembershipStatement.Role
+        public var expires: Int64
+
+        public init(role: MembershipStatement.Role, expires: Int64) {
+            self.role = role
+            self.expires = expires
         }
     }
 
@@ -292,8 +306,22 @@ public struct Membership: Sendable {
             if let cut = cuts[statement.signer], found.id.seq > cut {
                 return "signed after the statement that ended its key (its membership seq \(found.id.seq) is past the cut \(cut))"
             }
-            guard let signer = members[statement.signer], signer.isActive else {
+            guard var signer = members[statement.signer], signer.isActive else {
                 return "its signer is not a member"
+            }
+            if let invitation = signer.invitation {
+                // An invitation's key signs one thing: its redemption, a grant of what it admits.
+                guard statement.action == .grant else { return "an invitation's key signs nothing but its redemption (a grant)" }
+                guard statement.role == invitation.role else { return "it redeems an invitation to \(invitation.role) as \(statement.role)" }
+                guard statement.wallTime <= invitation.expires else { return "it redeems an invitation that had expired (at \(invitation.expires) ms)" }
+                guard members[statement.subject] == nil else { return "the redeeming key \(Hex.bytes(statement.subject)) was already named" }
+                var redeemer = Member(key: statement.subject, role: .none, label: signer.label)
+                redeemer.setRole(invitation.role, cut: 0)
+                members[statement.subject] = redeemer
+                signer.rotatedTo = statement.subject
+                members[statement.signer] = signer
+                applied.append(found)
+                return nil
             }
             switch statement.action {
             case .create:
@@ -303,6 +331,7 @@ public struct Membership: Sendable {
                 guard statement.role != .none else { return "a grant names a role" }
                 var subject = members[statement.subject] ?? Member(key: statement.subject, role: .none, label: statement.label)
                 guard subject.isActive else { return "key \(Hex.bytes(statement.subject)) was revoked or rotated: it is never a member again" }
+                guard subject.invitation == nil else { return "key \(Hex.bytes(statement.subject)) is an invitation's: it is redeemed or revoked, never granted" }
                 if subject.role == .admin, statement.role != .admin, activeAdminCount == 1 {
                     return "it would leave the board without an admin"
                 }
@@ -331,6 +360,13 @@ public struct Membership: Sendable {
                 members[statement.signer] = old
                 members[statement.subject] = successor
                 memberCuts[statement.signer] = statement.memberCut
+            case .invite:
+                guard signer.role == .admin else { return "its signer is not an admin" }
+                guard statement.role != .none else { return "an invitation names a role" }
+                guard members[statement.subject] == nil else { return "the invitation key \(Hex.bytes(statement.subject)) was already named" }
+                var invited = Member(key: statement.subject, role: .none, label: statement.label)
+                invited.invitation = Invitation(role: statement.role, expires: statement.invitationExpiry)
+                members[statement.subject] = invited
             }
             applied.append(found)
             return nil

@@ -11,6 +11,7 @@ public enum MembershipError: Error, Equatable, Sendable, CustomStringConvertible
     case neverAgain(key: String)
     case lastAdmin
     case keyInUse(key: String)
+    case invitation(String)
     case locked(path: String)
     case badKeyFile(path: String, reason: String)
     case io(IOError)
@@ -31,6 +32,8 @@ public enum MembershipError: Error, Equatable, Sendable, CustomStringConvertible
             return "that would leave the board without an admin: grant another key admin first (only the last admin may revoke itself)"
         case .keyInUse(let key):
             return "key \(key) is already named in this board's membership: rotate to a new key"
+        case .invitation(let reason):
+            return reason
         case .locked(let path):
             return "\(path) is being synced, merged or compacted by another process: try again when it is done"
         case .badKeyFile(let path, let reason): return "\(path): \(reason)"
@@ -109,6 +112,21 @@ public struct MembershipEditor {
                 lamport: lamport, wallTime: ProcessInfoLite.wallClockMilliseconds(), action: .rotate, role: .none, board: board,
                 subject: newKey, drawCut: Self.held(set, replica: key.replica), signer: key.publicKey))
         }
+    }
+
+    /// A new invitation: a fresh key, which may make one other key a member with `role` and
+    /// `label` until `expires` (milliseconds since 1970). Returns the statement and the
+    /// invitation's key, whose secret goes to the invited person (`Invitation`), never into
+    /// the journal.
+    public func invite(role: MembershipStatement.Role, label: String, expires: Int64) throws(MembershipError) -> (found: Membership.Found, key: ReplicaKey) {
+        let invitationKey = ReplicaKey()
+        let found = try withState { _, membership, lamport throws(MembershipError) in
+            let board = try requireAdmin(membership)
+            return try write(MembershipStatement(
+                lamport: lamport, wallTime: ProcessInfoLite.wallClockMilliseconds(), action: .invite, role: role, board: board,
+                subject: invitationKey.publicKey, drawCut: UInt64(max(0, expires)), label: label, signer: key.publicKey))
+        }
+        return (found, invitationKey)
     }
 
     private func requireAdmin(_ membership: Membership) throws(MembershipError) -> UUIDBits {

@@ -17,7 +17,7 @@ public enum MembershipLog {
             for block in blocks {
                 let frameBytes = UnsafeRawBufferPointer(rebasing: buffer[block.offset..<block.offset + block.frame.totalLength])
                 do throws(SegmentFormatError) {
-                    let statements = try BlockDecoder.statements(frame: block.frame, frameBytes: frameBytes)
+                    let statements = try BlockDecoder.statements(frame: block.frame, frameBytes: frameBytes, version: scan.header?.version ?? FormatV4.version)
                     for (index, statement) in statements.enumerated() {
                         let seq = block.frame.firstSeq + UInt64(index)
                         guard MembershipSigning.verify(statement, replica: replica, seq: seq) else {
@@ -54,7 +54,13 @@ public enum MembershipLog {
         // A key that ends its own membership (a rotation, a revocation of itself) ends its
         // statements with this one, which must itself count.
         if unsigned.action == .rotate || (unsigned.action == .revoke && unsigned.subject == key.publicKey) { unsigned.memberCut = seq }
-        let signed = MembershipSigning.sign(unsigned, seq: seq, key: key)
+        return try store(MembershipSigning.sign(unsigned, seq: seq, key: key), replica: replica, seq: seq, replicasPath: replicasPath)
+    }
+
+    /// Writes a statement signed already (an invitation's redemption, which the invited
+    /// person's key made) as event `seq` of `replica`, one sealed file.
+    @discardableResult
+    public static func store(_ signed: MembershipStatement, replica: ReplicaID, seq: UInt64, replicasPath: String) throws(JournalError) -> Membership.Found {
         let bytes = SegmentEncoder.membershipSegment(replica: replica, firstSeq: seq, statements: [signed])
         let name = SegmentName(firstSeq: seq, lastSeq: seq, contents: bytes)
         do {
@@ -64,7 +70,8 @@ public enum MembershipLog {
             throw .io(error)
         }
         return Membership.Found(statement: signed, id: EventID(replica: replica, seq: seq),
-                                file: FileSystem.join(folder, name.fileName), offset: Int64(FormatV1.fileHeaderSize))
+                                file: FileSystem.join(FileSystem.join(replicasPath, replica.hex), name.fileName),
+                                offset: Int64(FormatV1.fileHeaderSize))
     }
 }
 
@@ -75,7 +82,7 @@ extension MembershipLog {
         guard let descriptor = try? FileDescriptor.open(path, .readOnly) else { return false }
         defer { descriptor.close() }
         guard let header = try? descriptor.read(count: FormatV1.fileHeaderSize, at: 0), header.count == FormatV1.fileHeaderSize else { return false }
-        return header[8] == UInt8(truncatingIfNeeded: FormatV4.version) && header[9] == 0
+        return FormatVersion.membership.contains(UInt16(header[8]) | UInt16(header[9]) << 8)
     }
 
     /// Every membership statement under `replicasPath`: each sealed file's header is read, and

@@ -65,8 +65,8 @@ public struct ScannedSegment: Sendable {
             for block in blocks {
                 let frameBytes = UnsafeRawBufferPointer(rebasing: buffer[block.offset..<block.offset + block.frame.totalLength])
                 do throws(SegmentFormatError) {
-                    if header?.version == FormatV4.version {
-                        _ = try BlockDecoder.statements(frame: block.frame, frameBytes: frameBytes)
+                    if let version = header?.version, FormatVersion.membership.contains(version) {
+                        _ = try BlockDecoder.statements(frame: block.frame, frameBytes: frameBytes, version: version)
                     } else {
                         _ = try BlockDecoder.columns(frame: block.frame, frameBytes: frameBytes)
                     }

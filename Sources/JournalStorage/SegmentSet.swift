@@ -121,7 +121,7 @@ public struct SegmentSet: Sendable {
         let verdict = SegmentVerdict.judge(scan, path: file.path, replica: file.replica, claimedName: file.name, policy: .salvageBlocks)
         problems.append(contentsOf: verdict.problems)
         guard !verdict.isRefused else { return }
-        if scan.header?.version == FormatV4.version {
+        if let version = scan.header?.version, FormatVersion.membership.contains(version) {
             // Membership statements, not drawing events: each carries its own signature, so
             // no trust list or seal is asked about them.
             let read = MembershipLog.statements(of: scan, blocks: verdict.usableBlocks, replica: file.replica)

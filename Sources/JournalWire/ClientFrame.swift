@@ -45,6 +45,10 @@ public struct Hello: Equatable, Sendable {
     public var token: String?
     /// The client wants the board's other clients' presence messages (`Presence`).
     public var presence: Bool
+    /// Native mode: an invitation's redemption making the hello's key a member (a membership
+    /// statement, FORMAT.md §17.2, signed by the invitation's key: `Invitation.redemption`),
+    /// which the relay stores before it decides whether the key may draw.
+    public var redeem: MembershipStatement?
 
     public init(have: Have = Have(), blocks: Bool = false, echo: Bool = false, token: String? = nil, presence: Bool = false) {
         self.have = have
@@ -126,8 +130,18 @@ extension ClientFrame {
                 json.skipWhitespace()
                 guard json.peek == UInt8(ascii: "\"") else { throw LineError(reason: "\"token\" must be a string") }
                 hello.token = try json.string()
+            case "redeem":
+                json.skipWhitespace()
+                let text = json.peek == UInt8(ascii: "\"") ? try json.string() : ""
+                guard text.utf8.count <= 2 * (FormatV4.statementFixedSize + FormatV4.maxLabelBytes),
+                      text.utf8.allSatisfy(Hex.isLowercaseHexDigit), let bytes = Hex.decode(text),
+                      let statement = bytes.withUnsafeBytes({ try? FormatV4.decodeBody($0, count: 1) })?.first
+                else {
+                    throw LineError(reason: "\"redeem\" must be one membership statement (FORMAT.md §17.2) in lowercase hex")
+                }
+                hello.redeem = statement
             default:
-                throw LineError(reason: "unknown key \(JSONText.quoted(key, limit: 40)) (a hello holds \"type\", \"have\", \"blocks\", \"echo\", \"presence\", \"replica\", \"key\" and \"token\")")
+                throw LineError(reason: "unknown key \(JSONText.quoted(key, limit: 40)) (a hello holds \"type\", \"have\", \"blocks\", \"echo\", \"presence\", \"replica\", \"key\", \"token\" and \"redeem\")")
             }
         }
         try reader.expectEnd("the hello")
@@ -140,6 +154,9 @@ extension ClientFrame {
             }
         default:
             throw LineError(reason: "native mode needs both \"replica\" and \"key\" (the replica's public key, which names it)")
+        }
+        if hello.redeem != nil, hello.key == nil {
+            throw LineError(reason: "\"redeem\" makes the hello's \"key\" a member: it needs \"replica\" and \"key\"")
         }
         return hello
     }
@@ -160,7 +177,8 @@ extension ClientFrame {
         #"{"type":"hello","have":"# + hello.have.json + (hello.blocks ? #","blocks":true"# : "")
             + (hello.echo ? #","echo":true"# : "") + (hello.presence ? #","presence":true"# : "") + (hello.replica.map { #","replica":""# + $0.hex + "\"" } ?? "")
             + (hello.key.map { #","key":""# + Hex.bytes($0) + "\"" } ?? "")
-            + (hello.token.map { #","token":"# + JSONText.quoted($0) } ?? "") + "}"
+            + (hello.token.map { #","token":"# + JSONText.quoted($0) } ?? "")
+            + (hello.redeem.map { #","redeem":""# + Hex.bytes($0.encoded) + "\"" } ?? "") + "}"
     }
 
     public static func helloText(have: Have, blocks: Bool = false) -> String { helloText(Hello(have: have, blocks: blocks)) }

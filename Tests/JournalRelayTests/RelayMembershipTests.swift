@@ -83,6 +83,73 @@ import Testing
         #expect(report.eventCount == 20)
     }
 
+    /// An invitation (`journal members invite`): a native client's hello redeems it with its
+    /// own key, which becomes a member with the invitation's label and draws; the same
+    /// invitation for another key, a redemption for a key other than the hello's, an expired
+    /// invitation and a forged one are refused, naming why. Any relay holding the board's
+    /// files does this: a second relay on a copy of them refuses the used invitation too.
+    @Test func anInvitationIsRedeemedOnceByTheHelloOfTheKeyItAdmits() async throws {
+        let temp = TemporaryDirectory("relay-invitation")
+        defer { temp.remove() }
+        let admin = ReplicaKey()
+        try Self.board(at: temp.path + "/team", admin: admin, members: [])
+        let journal = try JournalDirectory.open(at: temp.path + "/team")
+        let editor = MembershipEditor(journal: journal, key: admin)
+        try editor.grant(try #require(journal.replicaKey()).publicKey, role: .relay, label: "relay")
+        let now = ProcessInfoLite.wallClockMilliseconds()
+        func invitation(expires: Int64) throws -> Invitation {
+            let (found, key) = try editor.invite(role: .draw, label: "Dora", expires: expires)
+            return Invitation(key: key, board: found.statement.board, lamport: found.statement.lamport, role: .draw)
+        }
+        let open = try invitation(expires: now + 3_600_000)
+        let expired = try invitation(expires: now - 1)
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(sealAfterIdleMilliseconds: 100))
+        let board = try relay.board(BoardName("team"))
+
+        func hello(_ replica: ReplicaID, redeeming redemption: MembershipStatement?) -> String {
+            var hello = Hello(native: TestReplicaKeys.key(for: replica))
+            hello.redeem = redemption
+            return ClientFrame.helloText(hello)
+        }
+        let dora = TestReplicaKeys.newReplica(), eve = TestReplicaKeys.newReplica()
+        let doraKey = TestReplicaKeys.key(for: dora).publicKey
+        // A redemption for another key than the hello's.
+        let misdirected = board.connect()
+        await misdirected.receive(text: hello(eve, redeeming: open.redemption(for: doraKey, wallTime: now)))
+        #expect(misdirected.closeReason?.contains("grant to the hello's key") == true, "\(misdirected.closeReason ?? "not refused")")
+        // Forged: signed by another key than the invitation's.
+        let forger = Invitation(key: ReplicaKey(), board: open.board, lamport: open.lamport, role: .draw)
+        let forged = board.connect()
+        await forged.receive(text: hello(dora, redeeming: forger.redemption(for: doraKey, wallTime: now)))
+        #expect(forged.closeReason?.contains("no invitation") == true, "\(forged.closeReason ?? "not refused")")
+        let late = board.connect()
+        await late.receive(text: hello(dora, redeeming: expired.redemption(for: doraKey, wallTime: now)))
+        #expect(late.closeReason?.contains("expired") == true, "\(late.closeReason ?? "not refused")")
+
+        let redeemer = board.connect()
+        await redeemer.receive(text: hello(dora, redeeming: open.redemption(for: doraKey, wallTime: ProcessInfoLite.wallClockMilliseconds())))
+        #expect(redeemer.closeReason == nil, "\(redeemer.closeReason ?? "")")
+        #expect(board.board.membership?.member(doraKey)?.label == "Dora")
+        redeemer.goLive(caughtUp: 0)
+        await redeemer.receive(binary: TestReplicaKeys.frame(TestReplicaKeys.events(dora, 1...5), on: "team"))
+        #expect(await eventually(within: 120) { board.board.covered[dora]?.count == 5 }, "the invited key's events were never stored")
+        // Sent again (a page that lost its connection before its catch-up): still fine.
+        let again = board.connect()
+        await again.receive(text: hello(dora, redeeming: open.redemption(for: doraKey, wallTime: ProcessInfoLite.wallClockMilliseconds())))
+        #expect(again.closeReason == nil || again.closeReason?.contains("newer connection") == true, "\(again.closeReason ?? "")")
+        // The same invitation for another key: used.
+        let eveKey = TestReplicaKeys.key(for: eve).publicKey
+        let second = board.connect()
+        await second.receive(text: hello(eve, redeeming: open.redemption(for: eveKey, wallTime: ProcessInfoLite.wallClockMilliseconds())))
+        #expect(second.closeReason?.contains("redeemed already") == true, "\(second.closeReason ?? "not refused")")
+        await relay.close()
+
+        // Every reader of the files: Dora draws, 5 events, named.
+        let (_, report) = Replay.load(JournalDirectory(root: temp.path + "/team"), useSnapshots: false)
+        #expect(report.eventCount == 5)
+        #expect(SegmentSet.load(journal).membership?.member(doraKey)?.role == .draw)
+    }
+
     /// A cluster seals what its nodes host with one host key kept outside their data folders
     /// (`journal serve --host-key`): the board's membership names it once, and a node that lost
     /// its disk, adopting the board from the store again, goes on hosting its members' events

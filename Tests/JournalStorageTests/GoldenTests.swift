@@ -171,14 +171,16 @@ import JournalCompression
         }
     }
 
-    /// Version 4 (docs/FORMAT.md §17): a membership segment of two signed statements, the
-    /// text each must read as, and the membership they fold to.
-    @Test func goldenMembershipSegmentOfVersionFour() throws {
+    /// Versions 4 and 5 (docs/FORMAT.md §17): a membership segment of signed statements (5:
+    /// with an invitation), the text each must read as, and the membership they fold to.
+    @Test(arguments: [FormatV4.version, FormatV5.version])
+    func goldenMembershipSegment(version: UInt16) throws {
         let alice = try ReplicaKey(rawRepresentation: Array(1...32))
         let bob = try ReplicaKey(rawRepresentation: Array(33...64))
+        let carolsInvitation = try ReplicaKey(rawRepresentation: Array(65...96))
         let board = UUIDBits(bytes: Array(0...15) as [UInt8])
         let replica = MembershipSigning.membershipReplica(forPublicKey: alice.publicKey, board: board)
-        let statements = [
+        var statements = [
             MembershipSigning.sign(MembershipStatement(
                 lamport: 3, wallTime: 1_790_000_000_000, action: .create, role: .admin, board: board, subject: alice.publicKey,
                 label: "Alice", signer: alice.publicKey), seq: 1, key: alice),
@@ -186,6 +188,11 @@ import JournalCompression
                 lamport: 4, wallTime: 1_790_000_000_250, action: .grant, role: .draw, board: board, subject: bob.publicKey,
                 drawCut: 12, label: "Bob", signer: alice.publicKey), seq: 2, key: alice),
         ]
+        if version == FormatV5.version {
+            statements.append(MembershipSigning.sign(MembershipStatement(
+                lamport: 5, wallTime: 1_790_000_000_500, action: .invite, role: .draw, board: board, subject: carolsInvitation.publicKey,
+                drawCut: 1_790_086_400_500, label: "Carol", signer: alice.publicKey), seq: 3, key: alice))
+        }
         func text(_ statements: [MembershipStatement]) -> String {
             statements.enumerated().map { index, statement in
                 "seq \(index + 1) lamport \(statement.lamport) wall \(statement.wallTime) \(statement.action) \(statement.role)"
@@ -194,7 +201,7 @@ import JournalCompression
                     + " signature \(Hex.bytes(statement.signature))\n"
             }.joined() + "membershipReplica \(replica.hex)\n"
         }
-        let folder = Self.folder(FormatV4.version)
+        let folder = Self.folder(version)
         if ProcessInfoLite.environment("RECORD_GOLDEN") != nil {
             try FileSystem.createDirectory(folder)
             try FileSystem.writeAtomically(SegmentEncoder.membershipSegment(replica: replica, firstSeq: 1, statements: statements),
@@ -206,11 +213,21 @@ import JournalCompression
         let bytes = try FileSystem.readFile(folder + "/segment-a.sjs")
         let scan = SegmentScanner.scan(bytes: bytes, path: "segment-a.sjs", sealed: true)
         #expect(scan.problems.isEmpty && scan.seal == nil)
-        #expect(scan.header?.version == FormatV4.version && scan.header?.replica == replica)
+        #expect(scan.header?.version == version && scan.header?.replica == replica)
         let block = try #require(scan.blocks.first)
         let decoded = try bytes.withUnsafeBytes { buffer in
             try BlockDecoder.statements(frame: block.frame, frameBytes: UnsafeRawBufferPointer(
-                rebasing: buffer[block.offset..<(block.offset + block.frame.totalLength)]))
+                rebasing: buffer[block.offset..<(block.offset + block.frame.totalLength)]), version: version)
+        }
+        if version == FormatV5.version {
+            // An invitation in a file that says version 4 is malformed: a version 4 reader
+            // would not know it.
+            #expect(throws: SegmentFormatError.self) {
+                try bytes.withUnsafeBytes { buffer in
+                    try BlockDecoder.statements(frame: block.frame, frameBytes: UnsafeRawBufferPointer(
+                        rebasing: buffer[block.offset..<(block.offset + block.frame.totalLength)]), version: FormatV4.version)
+                }
+            }
         }
         // Ed25519 is deterministic: today's signatures are the golden ones.
         #expect(decoded == statements)
@@ -230,6 +247,11 @@ import JournalCompression
         })
         #expect(membership.board == board && membership.founder == alice.publicKey)
         #expect(membership.member(bob.publicKey)?.role == .draw && membership.member(bob.publicKey)?.label == "Bob")
+        if version == FormatV5.version {
+            let invited = membership.member(carolsInvitation.publicKey)
+            #expect(invited?.invitation == Membership.Invitation(role: .draw, expires: 1_790_086_400_500) && invited?.label == "Carol")
+            #expect(membership.admitted(carolsInvitation.replica)?.isEmpty == true)
+        }
     }
 
     /// The block bodies our encoder writes today equal the golden ones (compressed bytes may

@@ -192,6 +192,84 @@ import Testing
         #expect(membership.member(bob.publicKey)?.isActive == false)
     }
 
+    /// An invitation (FORMAT.md §17.6): its key is no member; its one redemption, a grant it
+    /// signs, makes another key a member with the invitation's role and label, before the
+    /// expiry, once; a revoked invitation, a second redemption, a late one, another role, or
+    /// anything else the invitation's key signs does not count.
+    @Test func anInvitationIsRedeemedOnceBeforeItExpiresAndIsNoMemberItself() {
+        let alice = ReplicaKey(), invitation = ReplicaKey(), dora = ReplicaKey(), eve = ReplicaKey()
+        let expires: UInt64 = 1_790_000_000_000 + 1000
+        let genesis = Self.found(alice, seq: 1, lamport: 1, .create, role: .admin, label: "Alice")
+        let invite = Self.found(alice, seq: 2, lamport: 2, .invite, role: .draw, subject: invitation, drawCut: expires, label: "Dora")
+        let redeem = Self.found(invitation, seq: 1, lamport: 3, .grant, role: .draw, subject: dora)
+
+        let redeemed = Membership.fold([genesis, invite, redeem])
+        #expect(redeemed.problems.isEmpty)
+        #expect(redeemed.member(dora.publicKey)?.role == .draw && redeemed.member(dora.publicKey)?.label == "Dora")
+        #expect(redeemed.admitted(dora.replica)?.contains(1) == true)
+        #expect(redeemed.admitted(invitation.replica)?.isEmpty == true)
+        #expect(redeemed.member(invitation.publicKey)?.rotatedTo == dora.publicKey)
+
+        // Before its redemption the invitation's key draws nothing and grants nothing else.
+        let pending = Membership.fold([genesis, invite, Self.found(invitation, seq: 1, lamport: 3, .revoke, subject: alice)])
+        #expect(pending.admitted(invitation.replica)?.isEmpty == true)
+        #expect(pending.member(alice.publicKey)?.isActive == true)
+        #expect(pending.problems.count == 1)
+        // A second redemption (another key) does not count.
+        let twice = Membership.fold([genesis, invite, redeem, Self.found(invitation, seq: 2, lamport: 4, .grant, role: .draw, subject: eve)])
+        #expect(twice.member(eve.publicKey) == nil)
+        // Revoked before it was redeemed: withdrawn.
+        let afterRevocation = Self.found(invitation, seq: 1, lamport: 4, .grant, role: .draw, subject: dora)
+        let withdrawn = Membership.fold([genesis, invite, Self.found(alice, seq: 3, lamport: 3, .revoke, subject: invitation), afterRevocation])
+        #expect(withdrawn.member(dora.publicKey) == nil)
+        // Another role than the invitation's, or after the expiry.
+        let promoted = Membership.fold([genesis, invite, Self.found(invitation, seq: 1, lamport: 3, .grant, role: .admin, subject: dora)])
+        #expect(promoted.member(dora.publicKey) == nil)
+        var lateStatement = redeem.statement
+        lateStatement.wallTime = Int64(expires) + 1
+        let late = Membership.Found(statement: MembershipSigning.sign(lateStatement, seq: 1, key: invitation), id: redeem.id, file: "mem", offset: 32)
+        #expect(Membership.fold([genesis, invite, late]).member(dora.publicKey) == nil)
+        // Ordered before its invitation: its signer is no member yet.
+        let early = Self.found(invitation, seq: 1, lamport: 1, .grant, role: .draw, subject: dora)
+        #expect(Membership.fold([genesis, invite, early]).member(dora.publicKey) == nil)
+        // Only an admin invites; an admin never grants an invitation's key directly.
+        let byDrawer = Membership.fold([genesis, Self.found(alice, seq: 2, lamport: 2, .grant, role: .draw, subject: eve),
+                                        Self.found(eve, seq: 1, lamport: 3, .invite, role: .draw, subject: invitation, drawCut: expires)])
+        #expect(byDrawer.member(invitation.publicKey) == nil)
+        let granted = Membership.fold([genesis, invite, Self.found(alice, seq: 3, lamport: 3, .grant, role: .draw, subject: invitation)])
+        #expect(granted.admitted(invitation.replica)?.isEmpty == true)
+    }
+
+    /// The editor's invitation and `Invitation`'s code and redemption, through the files: a
+    /// version 5 segment for the invitation, a version 4 one for the redemption.
+    @Test func anInvitationCodeRedeemsThroughTheJournalsFiles() throws {
+        let temp = TemporaryDirectory("members-invite")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/board")
+        let admin = try #require(journal.replicaKey())
+        let editor = MembershipEditor(journal: journal, key: admin)
+        try editor.create(label: "Alice")
+        let (found, key) = try editor.invite(role: .draw, label: "Dora", expires: ProcessInfoLite.wallClockMilliseconds() + 60_000)
+        let code = Invitation(key: key, board: found.statement.board, lamport: found.statement.lamport, role: .draw).code
+        #expect(code.utf8.count == 2 * Invitation.codeBytes)
+        let invitation = try #require(Invitation(code: code))
+        #expect(Invitation(code: String(code.dropLast(2)) + "00") == nil && Invitation(code: code.uppercased()) == nil)
+        let header = try FileSystem.readFile(found.file)
+        #expect(header[8] == 5 && header[9] == 0)
+
+        let dora = ReplicaKey()
+        let redemption = invitation.redemption(for: dora.publicKey, wallTime: ProcessInfoLite.wallClockMilliseconds())
+        try MembershipLog.store(redemption, replica: invitation.replica, seq: 1, replicasPath: journal.replicasPath)
+        let set = SegmentSet.load(journal)
+        #expect(set.problems.filter { $0.kind != .ignored }.isEmpty)
+        let membership = try #require(set.membership)
+        #expect(membership.member(dora.publicKey)?.label == "Dora" && membership.member(dora.publicKey)?.role == .draw)
+        // The editor refuses to invite without admin rights.
+        #expect(throws: MembershipError.self) {
+            try MembershipEditor(journal: journal, key: dora).invite(role: .draw, label: "X", expires: 0)
+        }
+    }
+
     @Test func aRivalGenesisDoesNotTakeOverAPinnedJournal() {
         let alice = ReplicaKey(), mallory = ReplicaKey()
         let honest = Self.found(alice, seq: 1, lamport: 50, .create, role: .admin)

@@ -56,15 +56,17 @@
   // Taken out of the address at once (replaceState: not in the tab's history, nor in a link
   // copied from it), kept in this tab's sessionStorage for its reloads (per board), and sent
   // in every hello. A fragment never reaches a server, and the page sends no referrer.
-  const token = (() => {
-    const key = 'strokejournal.token.' + board;
+  // An invitation (#invite=…, docs/PROTOCOL.md "Invitations") is taken the same way, and
+  // kept until the relay has redeemed it for this page's key.
+  function secretFromFragment(name) {
+    const key = 'strokejournal.' + name + '.' + board;
     let found = null;
     const fragment = location.hash.replace(/^#/, '');
     if (fragment) {
       const rest = [];
       for (const part of fragment.split('&')) {
-        if (part.startsWith('token=')) {
-          try { found = decodeURIComponent(part.slice(6)); } catch (e) { found = part.slice(6); }
+        if (part.startsWith(name + '=')) {
+          try { found = decodeURIComponent(part.slice(name.length + 1)); } catch (e) { found = part.slice(name.length + 1); }
         } else if (part) {
           rest.push(part);
         }
@@ -78,7 +80,14 @@
       try { found = sessionStorage.getItem(key); } catch (e) { /* no storage */ }
     }
     return found || '';
-  })();
+  }
+  const token = secretFromFragment('token');
+  let invitation = secretFromFragment('invite');
+  function forgetInvitation() {
+    invitation = '';
+    redemption = '';
+    try { sessionStorage.removeItem('strokejournal.invite.' + board); } catch (e) { /* no storage */ }
+  }
   const socketURL = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host +
     '/boards/' + encodeURIComponent(board) + '/ws?hello';
 
@@ -335,7 +344,8 @@
     }
     const tail = '}' + (useBlocks ? ',"blocks":true' : '') + ',"echo":true,"presence":true' +
       (token ? ',"token":' + JSON.stringify(token) : '') +
-      (ownKey ? ',"replica":"' + ownKey.replica + '","key":"' + ownKey.publicHex + '"' : '') + '}';
+      (ownKey ? ',"replica":"' + ownKey.replica + '","key":"' + ownKey.publicHex + '"' : '') +
+      (ownKey && redemption ? ',"redeem":"' + redemption + '"' : '') + '}';
     const head = '{"type":"hello","have":{';
     let total = head.length + tail.length + entries.reduce((sum, e) => sum + e.text.length + 1, 0);
     if (total > MAX_HELLO_BYTES) {
@@ -400,6 +410,46 @@
       return null;   // no Ed25519 here (or storage refused): text mode
     }
   }
+  // The redemption of this page's invitation (FORMAT.md §17.6): a grant of the invitation's
+  // role to this page's key, signed by the invitation's key as seq 1 of its membership
+  // replica, in lowercase hex; '' when there is none or the code is not one.
+  let redemption = '';
+  const bytesOfHex = (hex) => new Uint8Array(hex.match(/../g).map((h) => parseInt(h, 16)));
+  const base64url = (bytes) => btoa(String.fromCharCode.apply(null, bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+  function concat(parts) {
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const part of parts) { out.set(part, at); at += part.length; }
+    return out;
+  }
+  async function makeRedemption() {
+    if (!ownKey || !/^[0-9a-f]{178}$/.test(invitation)) return '';
+    const code = bytesOfHex(invitation);
+    const secret = code.slice(0, 32), publicKey = code.slice(32, 64), boardID = code.slice(64, 80);
+    const view = new DataView(code.buffer);
+    const lamport = view.getBigUint64(80, true) + 1n, role = code[88];
+    const statement = new Uint8Array(115);
+    const fields = new DataView(statement.buffer);
+    fields.setBigUint64(0, lamport, true);
+    fields.setBigInt64(8, BigInt(Date.now()), true);
+    statement[16] = 2;                      // grant
+    statement[17] = role;
+    statement.set(boardID, 18);
+    statement.set(bytesOfHex(ownKey.publicHex), 34);
+    // drawCut, memberCut 0; no label (the invitation's is taken)
+    statement.set(publicKey, 83);
+    const text = new TextEncoder();
+    const replica = new Uint8Array(await crypto.subtle.digest('SHA-256',
+      concat([text.encode('StrokeJournal member key v1\0'), boardID, publicKey]))).slice(0, 16);
+    const seq = new Uint8Array(8);
+    seq[0] = 1;
+    const key = await crypto.subtle.importKey('jwk',
+      { kty: 'OKP', crv: 'Ed25519', d: base64url(secret), x: base64url(publicKey) }, { name: 'Ed25519' }, false, ['sign']);
+    const signature = new Uint8Array(await crypto.subtle.sign({ name: 'Ed25519' }, key,
+      concat([text.encode('StrokeJournal membership v1\0'), replica, seq, statement])));
+    return hexOf(concat([statement, signature]));
+  }
+
   // The line of an own event with its envelope, as the relay writes event messages.
   function withEnvelope(line, record) {
     return line.slice(0, -1) + ',"replica":"' + record.replica + '","seq":' + record.seq +
@@ -999,12 +1049,12 @@
           problem = 'relay: ' + message.message;
           const said = String(message.message);
           if (ownKey && /^(hello: |native mode sends events)/.test(said)) {
-            // This page's key was refused. Not a member of a board with membership, or a
-            // token that only views: it reconnects as a viewer (text mode would draw as the
-            // relay, past the membership); the message names the key and the command that
-            // grants it. A relay that cannot host native clients: text mode, which says
-            // itself whether this relay may draw.
-            if (/\bview\b|is not a member|may only/i.test(said)) becomeViewOnly();
+            // This page's key was refused: not a member of a board with membership, an
+            // invitation refused, a token that only views, a relay that cannot host it. It
+            // reconnects as a viewer (text mode would draw as the relay, past the
+            // membership); the message names the key and the command that grants it.
+            if (/invitation not redeemed/.test(said)) forgetInvitation();
+            becomeViewOnly();
             leaveNativeMode();
             report(problem, 30);
             return;
@@ -1018,6 +1068,8 @@
         receivePresence(message);
         return;
       case 'caughtUp':
+        // A hello that carried a redemption was accepted: the invitation is used.
+        if (redemption && ownKey) forgetInvitation();
         catchingUp = false;
         live = true;
         backoff = 250;
@@ -2071,5 +2123,10 @@
   };
 
   resize();
-  findOwnKey().then((found) => { ownKey = found; connect(); });
+  findOwnKey().then(async (found) => {
+    ownKey = found;
+    if (invitation && !ownKey) report('this browser cannot make a key of its own, so it cannot accept the invitation (it needs WebCrypto Ed25519, in a secure context)', 30);
+    try { redemption = await makeRedemption(); } catch (e) { report('the invitation in the address is not one: ' + e, 30); }
+    connect();
+  });
 })();

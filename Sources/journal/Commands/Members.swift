@@ -28,12 +28,13 @@ extension JournalCommand {
                   journal members init -C board --label Alice
                   journal trust key -C bobs-board      # Bob sends his key
                   journal members grant -C board 3b6a27bc… --role draw --label Bob
+                  journal members invite -C boards/sketch --role draw --label Carol
                   journal members list -C board --json
                   journal members revoke -C board 3b6a27bc…
                   journal members rotate -C board 9f1e44d0…   # to a new key
                   journal members import -C board      # keys of local/trust
                 """,
-            subcommands: [Init.self, List.self, Grant.self, Revoke.self, Rotate.self, Import.self, Keygen.self, Pin.self])
+            subcommands: [Init.self, List.self, Grant.self, Invite.self, Revoke.self, Rotate.self, Import.self, Keygen.self, Pin.self])
 
         /// The key that signs: --key FILE, or the journal's own.
         struct SigningKey: ParsableArguments {
@@ -119,13 +120,30 @@ extension JournalCommand {
                             item.add("revoked", member.revoked)
                             item.add("rotatedTo", member.rotatedTo.map(Hex.bytes))
                             item.add("admitted", raw: SeqRanges.json(membership.admitted(member.replica)?.ranges ?? []))
+                            if let invitation = member.invitation {
+                                var invited = JSONObject()
+                                invited.add("role", invitation.role.description)
+                                invited.add("expires", invitation.expires)
+                                item.add("invitation", raw: invited.text)
+                            } else {
+                                item.add("invitation", nil as String?)
+                            }
                             return item
                         })
                         object.add("problems", objects: membership.problems.map(\.json))
                         Terminal.write(object.text + "\n")
                     } else if let board = membership.board {
-                        Terminal.write("board \(board.compactHex): \(members.filter(\.isActive).count) active member(s), \(membership.statementCount) statement(s)\n")
+                        let active = members.filter { $0.isActive && $0.invitation == nil }.count
+                        let pending = members.filter { $0.isActive && $0.invitation != nil }.count
+                        Terminal.write("board \(board.compactHex): \(active) active member(s)\(pending > 0 ? ", \(pending) open invitation(s)" : ""), \(membership.statementCount) statement(s)\n")
                         for member in members {
+                            if let invitation = member.invitation {
+                                let state = member.revoked ? "withdrawn" : member.rotatedTo.map { "redeemed by \(Hex.bytes($0).prefix(12))…" }
+                                    ?? "open until \(WallClock.localDescription(invitation.expires))"
+                                Terminal.write("\(Hex.bytes(member.key))  invited  \(member.label.isEmpty ? "-" : member.label)"
+                                               + "  an invitation to \(invitation.role), \(state)\n")
+                                continue
+                            }
                             let state = member.revoked ? "revoked" : member.rotatedTo != nil ? "rotated" : member.role.description
                             Terminal.write("\(Hex.bytes(member.key))  \(state.padding(7))  \(member.label.isEmpty ? "-" : member.label)"
                                            + "  draws as \(member.replica.hex), counted seqs \(Members.text(membership.admitted(member.replica)))\n")
@@ -179,6 +197,73 @@ extension JournalCommand {
                         try MembershipEditor(journal: journal, key: signer).grant(subject, role: role, label: label)
                     }
                     Terminal.write("granted \(role) to \(Hex.bytes(subject))\(label.isEmpty ? "" : " (\(label))"); `journal sync` carries it to the other machines\n")
+                    Terminal.flush()
+                }
+            }
+        }
+
+        struct Invite: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Invite someone: a link whose first use makes its page's key a member.",
+                discussion: """
+                    Writes an invitation into the board's membership (signed by an admin
+                    key) and prints the link's fragment, #invite=…: a secret. The drawing
+                    page opened with it makes its own key, redeems the invitation once at
+                    any relay node that holds the board (nothing node-local is needed),
+                    and draws as a member with the role and label given here. Unused, it
+                    expires after --ttl; `journal members revoke KEY` withdraws it sooner.
+                    --ttl takes seconds, or a number with s, m, h or d.
+
+                    Example:
+                      journal members invite -C boards/sketch --role draw --label Carol \\
+                        --url https://draw.example.org --ttl 1d
+                    """)
+            @OptionGroup var options: JournalOptions
+            @OptionGroup var signing: SigningKey
+            @Option(help: "view, draw, relay or admin: what the invited person becomes.")
+            var role: String = "draw"
+            @Option(help: "The invited person's name, shown by `members list` and `history`.")
+            var label: String
+            @Option(help: "How long the invitation can be redeemed: 3600, 30m, 8h, 7d.")
+            var ttl: String = "1d"
+            @Option(help: ArgumentHelp("The relay's address, to print the whole link (else only its path).", valueName: "url"))
+            var url: String?
+            @Flag(help: "Print one JSON object: key, expires, link.")
+            var json = false
+
+            func validate() throws {
+                guard MembershipStatement.Role(name: role) != nil else { throw ValidationError("--role must be view, draw, relay or admin") }
+                guard !label.isEmpty, label.utf8.count <= FormatV4.maxLabelBytes, !label.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+                    throw ValidationError("--label is one line of 1 to \(FormatV4.maxLabelBytes) bytes: the invited person's name")
+                }
+                guard JournalCommand.Token.seconds(ttl) != nil else { throw ValidationError("--ttl must be seconds, or a number with s, m, h or d (8h)") }
+            }
+
+            func run() throws {
+                try reportingErrors {
+                    let journal = try options.open()
+                    let signer = try signing.key(for: journal)
+                    let role = MembershipStatement.Role(name: role)!
+                    let expires = ProcessInfoLite.wallClockMilliseconds() + JournalCommand.Token.seconds(ttl)! * 1000
+                    let (found, key) = try Members.edit { () throws(MembershipError) in
+                        try MembershipEditor(journal: journal, key: signer).invite(role: role, label: label, expires: expires)
+                    }
+                    let invitation = Invitation(key: key, board: found.statement.board, lamport: found.statement.lamport, role: role)
+                    let board = String(journal.root.split(separator: "/").last ?? "")
+                    let path = "/boards/" + Members.percentEncoded(board) + "#invite=" + invitation.code
+                    let link = (url.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } ?? "") + path
+                    if json {
+                        Terminal.write(#"{"key":""# + Hex.bytes(key.publicKey) + #"","role":""# + role.description + #"","label":"#
+                            + JSONText.quoted(label) + #","expires":"# + String(expires) + #","link":"# + JSONText.quoted(link) + "}\n")
+                    } else {
+                        Terminal.write("""
+                            invited \(label) as \(role) until \(WallClock.localDescription(expires)) (invitation key \(Hex.bytes(key.publicKey)));
+                            send this link, a secret, to \(label) alone\(url == nil ? " (put the relay's address in front: --url)" : ""):
+                            \(link)
+                            `journal sync` carries the invitation to the relay's store; `journal members revoke \(Hex.bytes(key.publicKey).prefix(12))…` withdraws it
+
+                            """)
+                    }
                     Terminal.flush()
                 }
             }
@@ -362,6 +447,20 @@ extension JournalCommand {
         }
 
         /// Runs a change, turning a refusal into the CLI's error with its exit code.
+        /// A board name as a link's path segment spells it.
+        static func percentEncoded(_ text: String) -> String {
+            var out = ""
+            for byte in text.utf8 {
+                if (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || "-._~".utf8.contains(byte) {
+                    out.unicodeScalars.append(Unicode.Scalar(byte))
+                } else {
+                    out += "%" + Hex.string(UInt64(byte), digits: 2, uppercase: true)
+                }
+            }
+            return out
+        }
+
         static func edit<T>(_ body: () throws(MembershipError) -> T) throws -> T {
             do throws(MembershipError) { return try body() } catch {
                 switch error {

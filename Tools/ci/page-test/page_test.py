@@ -48,6 +48,8 @@ protocol on --remote-debugging-pipe: NUL-terminated JSON on fds 3 and 4, stdlib 
     are in flight, three times: every point is in the journal once, under the replica that
     drew it, and `journal history` names both; on a board with membership a page whose key is
     no member becomes a viewer told its key, and once granted (as Dora) draws under that name;
+    an invitation link (`journal members invite`) makes its first page a member (Erin), and
+    a second page with the same link a viewer;
   * pages that play the relay in the test use text mode (#text in their address);
   * page K, opened with #token=…: the token leaves the address and history, stays in
     sessionStorage, goes in every hello; a token refusal stops the reconnecting, a
@@ -1762,10 +1764,30 @@ def check_native_pages(chromium, journal, work, artefacts, kills=3):
         stranger.wait_for("live in native mode after the grant", lambda s: s["live"] and s["replica"] and not s["viewOnly"])
         pen_stroke(stranger, 200, 200, samples=5)
         stranger.wait_for("its stroke acknowledged", lambda s: s["unacked"] == 0 and s["points"] == 5)
+
+        # An invitation: the link's first page becomes a member as Erin and draws; a second
+        # page with the same link is refused and views.
+        done = subprocess.run([journal, "members", "invite", "-C", members_dir, "--label", "Erin", "--ttl", "10m",
+                               "--url", "http://127.0.0.1:%d" % port, "--json"], capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            fail("journal members invite exited %d: %s" % (done.returncode, done.stderr.strip()))
+        link = json.loads(done.stdout)["link"]
+        if not link.startswith(url + "#invite="):
+            fail("journal members invite printed the link %r, expected %s#invite=…" % (link, url))
+        erin = Page(browser, link, "I1")
+        erin.wait_for("live in native mode as an invited member", lambda s: s["live"] and s["replica"] and not s["viewOnly"])
+        if "invite=" in erin.evaluate("location.href"):
+            fail("page I1 keeps the invitation in its address: %s" % erin.evaluate("location.href"))
+        pen_stroke(erin, 260, 260, samples=4)
+        erin.wait_for("its stroke acknowledged", lambda s: s["unacked"] == 0 and s["points"] == 9)
+        late = Page(browser, link, "I2")
+        refused = late.wait_for("refused, the invitation used", lambda s: s["viewOnly"] and s["live"] and "redeemed already" in s["status"])
         stop_relay(relay)
         history = subprocess.run([journal, "history", "-C", members_dir], capture_output=True, text=True, timeout=60).stdout
-        if "Dora" not in history:
-            fail("journal history of the membership board does not name Dora:\n%s" % history)
+        if "Dora" not in history or "Erin" not in history:
+            fail("journal history of the membership board does not name Dora and Erin:\n%s" % history)
+        say("an invitation link (journal members invite) made page I1 a member as Erin, drawing; page I2 with the same link "
+            "was refused (%r)" % refused["status"][:90])
         say("a page whose key is no member of a board with membership is refused and views (%r); granted as Dora, "
             "after a reload it draws and journal history names Dora" % said[:80])
     finally:
