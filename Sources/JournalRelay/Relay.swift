@@ -247,7 +247,7 @@ public final class Relay: Sendable {
     /// `grant`: what `access.authorize` granted the client; nil (no token) is refused unless
     /// the relay is open.
     public func connect(
-        to name: BoardName, grant presented: Grant? = nil, helloPromised: Bool = false
+        to name: BoardName, grant presented: Grant? = nil, helloPromised: Bool = false, challenge: [UInt8]? = nil
     ) async throws(RelayError) -> RelayConnection {
         let grant: Grant
         switch (presented, access) {
@@ -295,7 +295,9 @@ public final class Relay: Sendable {
                     guard sharing != nil else { throw .forbidden(.notAllowed(refusal)) }
                     adopting = refusal
                 }
-                if let board = boards.open[name] { return .connected(board.connect(grant: grant, helloPromised: helloPromised)) }
+                if let board = boards.open[name] {
+                    return .connected(board.connect(grant: grant, helloPromised: helloPromised, challenge: challenge))
+                }
                 try makeRoomIfFull(&boards)
                 return .opening(startOpening(name, &boards, adoptingOrRefusing: adopting))
             }

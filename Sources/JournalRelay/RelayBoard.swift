@@ -188,12 +188,12 @@ public final class RelayBoard: Sendable {
     /// A new connection, registered at once, so that nothing broadcast from now on passes it
     /// by; it holds live events back until its catch-up is sent (`RelayConnection.catchUp`).
     /// `helloPromised`: the client said its first frame is a hello (`WireLimits.helloQuery`).
-    public func connect(grant: Grant = .open, helloPromised: Bool = false) -> RelayConnection {
+    public func connect(grant: Grant = .open, helloPromised: Bool = false, challenge: [UInt8]? = nil) -> RelayConnection {
         let id = nextConnection.withLock { next -> Int in
             next += 1
             return next
         }
-        let connection = RelayConnection(id: id, board: self, grant: grant, helloPromised: helloPromised)
+        let connection = RelayConnection(id: id, board: self, grant: grant, helloPromised: helloPromised, challenge: challenge)
         connections.withLock { connections in
             connections[id] = connection
             idle.withLock { $0 = nil }
@@ -283,11 +283,20 @@ public final class RelayBoard: Sendable {
 
     /// A native client's hello: one connection per replica (one writer). An older connection of
     /// the same replica is closed: its client reconnected, or another claims its id.
-    func claim(_ replica: ReplicaID, by connection: Int) {
+    /// `connection` (whose hello `proven` its key, or not) becomes its replica's one writer: the
+    /// others are closed. Unless one of them proved the key and this one did not: then this one
+    /// is refused (the reason), so a stranger who knows a public key cannot push its holder off.
+    func claim(_ replica: ReplicaID, by connection: Int, proven: Bool) -> String? {
         let all = connections.withLock { Array($0.values) }
-        for other in all where other.id != connection && other.nativeReplica == replica {
+        let others = all.filter { $0.id != connection && $0.nativeReplica == replica }
+        if !proven, others.contains(where: \.provedKey) {
+            return "replica \(replica.hex) is open on a connection that proved its key: prove yours (open the socket with ?\(HelloProof.query)) to take over"
+        }
+        all.first { $0.id == connection }?.markProven(proven)
+        for other in others {
             other.close(reason: "a newer connection of replica \(replica.hex) opened: this one is closed (one writer per replica)")
         }
+        return nil
     }
 
     /// A round of native events is durable: every connection but those of the events' own

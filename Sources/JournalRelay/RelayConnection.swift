@@ -67,13 +67,19 @@ public final class RelayConnection: Sendable {
         /// `WireLimits.presenceBurst`, refilled at `presencePerSecond`), and when it was refilled.
         var presenceAllowance = WireLimits.presenceBurst
         var presenceRefilled = ProcessInfoLite.monotonicSeconds()
+        var provedKey = false
     }
 
-    init(id: Int, board: RelayBoard, grant: Grant, helloPromised: Bool) {
+    /// The nonce this connection's client was challenged with (`HelloProof`), or nil when it
+    /// did not ask for one: its native hello's key is then proven only by its signed frames.
+    public let challenge: [UInt8]?
+
+    init(id: Int, board: RelayBoard, grant: Grant, helloPromised: Bool, challenge: [UInt8]? = nil) {
         self.id = id
         self.relayBoard = board
         self.grant = grant
         self.helloPromised = helloPromised
+        self.challenge = challenge
         outbound = OutboundMessages(limit: WireLimits.maxQueuedMessages)
     }
 
@@ -227,6 +233,10 @@ public final class RelayConnection: Sendable {
         if first {
             do throws(WireError) {
                 if let hello = try ClientFrame.hello(in: text) {
+                    if hello.proof != nil, challenge == nil {
+                        close(reason: "hello: a \"proof\" answers a challenge: open the socket with ?\(HelloProof.query) to get one")
+                        return
+                    }
                     if hello.replica == relayBoard.board.replica {
                         close(reason: "hello: replica \(relayBoard.board.replica.hex) is the relay's own (its text-mode writer): a native client names a replica of its own")
                         return
@@ -248,7 +258,18 @@ public final class RelayConnection: Sendable {
                             close(reason: "hello: " + refusal)
                             return
                         }
-                        relayBoard.claim(replica, by: id)
+                        var proven = false
+                        if let nonce = challenge, let key = hello.key {
+                            guard let proof = hello.proof, HelloProof.verify(proof, nonce: nonce, board: relayBoard.name.text, publicKey: key) else {
+                                close(reason: "hello: its \"proof\" is missing or does not verify: sign this socket's challenge nonce with the key of the hello (docs/PROTOCOL.md, \"Proving a key\")")
+                                return
+                            }
+                            proven = true
+                        }
+                        if let refusal = relayBoard.claim(replica, by: id, proven: proven) {
+                            close(reason: "hello: " + refusal)
+                            return
+                        }
                     }
                     return
                 }
@@ -369,6 +390,9 @@ public final class RelayConnection: Sendable {
 
     /// The replica a native client owns (its hello said so), or nil for a text-mode client.
     public var nativeReplica: ReplicaID? { state.withLock { $0.hello??.replica } }
+    /// Whether this native client proved its key at the hello (`HelloProof`).
+    public var provedKey: Bool { state.withLock { $0.provedKey } }
+    func markProven(_ proven: Bool) { state.withLock { $0.provedKey = proven } }
     /// The key a native client's hello named (its frames are checked against it).
     public var nativeKey: [UInt8]? { state.withLock { $0.hello??.key } }
 

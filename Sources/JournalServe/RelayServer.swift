@@ -76,6 +76,13 @@ public struct RelayServer: Sendable {
             let connection: RelayConnection
             var first: WebSocketMessage?
             var waited = false
+            // Asked for (`?challenge`): the nonce goes first, before the hello that answers it.
+            var challenge: [UInt8]?
+            if context.request.uri.queryParameters[Substring(HelloProof.query)] != nil {
+                let nonce = HelloProof.nonce()
+                challenge = nonce
+                try? await outbound.write(.text(HelloProof.challengeText(nonce: nonce)))
+            }
             do throws(RelayError) {
                 let board = try BoardName(name)
                 var grant: Grant?
@@ -101,7 +108,7 @@ public struct RelayServer: Sendable {
                     }
                 }
                 let promised = context.request.uri.queryParameters[Substring(WireLimits.helloQuery)] != nil
-                connection = try await relay.connect(to: board, grant: grant, helloPromised: promised)
+                connection = try await relay.connect(to: board, grant: grant, helloPromised: promised, challenge: challenge)
             } catch {
                 logger.info("connection refused", metadata: ["board": "\(name)", "peer": "\(peer)", "why": "\(error.description)"])
                 try await Self.close(withError: error.description, messages: messages, outbound: outbound, waitForFirst: !waited)

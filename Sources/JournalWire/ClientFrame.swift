@@ -49,6 +49,9 @@ public struct Hello: Equatable, Sendable {
     /// statement, FORMAT.md §17.2, signed by the invitation's key: `Invitation.redemption`),
     /// which the relay stores before it decides whether the key may draw.
     public var redeem: MembershipStatement?
+    /// Native mode, on a socket opened with `?challenge`: the key's signature over the relay's
+    /// nonce (`HelloProof`).
+    public var proof: [UInt8]?
 
     public init(have: Have = Have(), blocks: Bool = false, echo: Bool = false, token: String? = nil, presence: Bool = false) {
         self.have = have
@@ -130,6 +133,13 @@ extension ClientFrame {
                 json.skipWhitespace()
                 guard json.peek == UInt8(ascii: "\"") else { throw LineError(reason: "\"token\" must be a string") }
                 hello.token = try json.string()
+            case "proof":
+                json.skipWhitespace()
+                let text = json.peek == UInt8(ascii: "\"") ? try json.string() : ""
+                guard text.utf8.count == 128, text.utf8.allSatisfy(Hex.isLowercaseHexDigit), let proof = Hex.decode(text) else {
+                    throw LineError(reason: "\"proof\" must be a signature: 128 lowercase hex digits")
+                }
+                hello.proof = proof
             case "redeem":
                 json.skipWhitespace()
                 let text = json.peek == UInt8(ascii: "\"") ? try json.string() : ""
@@ -141,7 +151,7 @@ extension ClientFrame {
                 }
                 hello.redeem = statement
             default:
-                throw LineError(reason: "unknown key \(JSONText.quoted(key, limit: 40)) (a hello holds \"type\", \"have\", \"blocks\", \"echo\", \"presence\", \"replica\", \"key\", \"token\" and \"redeem\")")
+                throw LineError(reason: "unknown key \(JSONText.quoted(key, limit: 40)) (a hello holds \"type\", \"have\", \"blocks\", \"echo\", \"presence\", \"replica\", \"key\", \"token\", \"proof\" and \"redeem\")")
             }
         }
         try reader.expectEnd("the hello")
@@ -178,7 +188,8 @@ extension ClientFrame {
             + (hello.echo ? #","echo":true"# : "") + (hello.presence ? #","presence":true"# : "") + (hello.replica.map { #","replica":""# + $0.hex + "\"" } ?? "")
             + (hello.key.map { #","key":""# + Hex.bytes($0) + "\"" } ?? "")
             + (hello.token.map { #","token":"# + JSONText.quoted($0) } ?? "")
-            + (hello.redeem.map { #","redeem":""# + Hex.bytes($0.encoded) + "\"" } ?? "") + "}"
+            + (hello.redeem.map { #","redeem":""# + Hex.bytes($0.encoded) + "\"" } ?? "")
+            + (hello.proof.map { #","proof":""# + Hex.bytes($0) + "\"" } ?? "") + "}"
     }
 
     public static func helloText(have: Have, blocks: Bool = false) -> String { helloText(Hello(have: have, blocks: blocks)) }

@@ -331,7 +331,7 @@
   // replica's 64 longest ranges anyway); what it leaves out comes again and is dropped by id.
   const MAX_HELLO_BYTES = 65536;
   const HELLO_RANGES_PER_REPLICA = 64;
-  function helloText() {
+  function helloText(proof) {
     const entries = [];
     for (const [replica, ranges] of held) {
       const kept = ranges.length <= HELLO_RANGES_PER_REPLICA ? ranges
@@ -345,7 +345,8 @@
     const tail = '}' + (useBlocks ? ',"blocks":true' : '') + ',"echo":true,"presence":true' +
       (token ? ',"token":' + JSON.stringify(token) : '') +
       (ownKey ? ',"replica":"' + ownKey.replica + '","key":"' + ownKey.publicHex + '"' : '') +
-      (ownKey && redemption ? ',"redeem":"' + redemption + '"' : '') + '}';
+      (ownKey && redemption ? ',"redeem":"' + redemption + '"' : '') +
+      (proof ? ',"proof":"' + proof + '"' : '') + '}';
     const head = '{"type":"hello","have":{';
     let total = head.length + tail.length + entries.reduce((sum, e) => sum + e.text.length + 1, 0);
     if (total > MAX_HELLO_BYTES) {
@@ -450,6 +451,22 @@
     return hexOf(concat([statement, signature]));
   }
 
+  // The hello that answers a socket's challenge: its nonce signed with this page's key.
+  async function answerChallenge(opened, nonce) {
+    const signed = concat([new TextEncoder().encode('StrokeJournal hello proof v1\0' + board + '\0'), bytesOfHex(nonce)]);
+    let proof;
+    try {
+      proof = hexOf(new Uint8Array(await crypto.subtle.sign({ name: 'Ed25519' }, ownKey.pair.privateKey, signed)));
+    } catch (e) {
+      report('could not sign the challenge: ' + e, 8);
+      return;
+    }
+    if (socket === opened && ownKey) {
+      opened.send(helloText(proof));
+      challengesAnswered += 1;
+    }
+  }
+
   // The line of an own event with its envelope, as the relay writes event messages.
   function withEnvelope(line, record) {
     return line.slice(0, -1) + ',"replica":"' + record.replica + '","seq":' + record.seq +
@@ -472,6 +489,7 @@
   }
   let ownLamport = 0;
   let nativeFramesSent = 0;
+  let challengesAnswered = 0;
   const ownBySeq = new Map();     // String(seq) -> outbox entry named and not acknowledged
   // Frames of at most 200 events and 60,000 bytes (the relay takes 64 KiB), signed in order:
   // a frame whose signing ends after its connection closed is not sent (the next connection
@@ -1067,6 +1085,9 @@
       case 'presence':
         receivePresence(message);
         return;
+      case 'challenge':
+        if (ownKey && socket && /^[0-9a-f]{64}$/.test(String(message.nonce))) answerChallenge(socket, message.nonce);
+        return;
       case 'caughtUp':
         // A hello that carried a redemption was accepted: the invitation is used.
         if (redemption && ownKey) forgetInvitation();
@@ -1182,7 +1203,10 @@
   }
   function connect() {
     let opened;
-    try { opened = new WebSocket(socketURL); } catch (e) { report(String(e), 5); retryLater(); return; }
+    // With a key of its own the page asks for a challenge (?challenge): its hello proves the
+    // key (docs/PROTOCOL.md, "Proving a key"), so nobody who merely knows it can take its
+    // replica's connection over.
+    try { opened = new WebSocket(socketURL + (ownKey ? '&challenge' : '')); } catch (e) { report(String(e), 5); retryLater(); return; }
     opened.binaryType = 'arraybuffer';
     socket = opened;
     live = false;
@@ -1193,7 +1217,7 @@
     framesSent = 0;
     for (const entry of outbox) entry.frame = 0;
     updateStatus();
-    opened.onopen = () => { opened.send(helloText()); };
+    opened.onopen = () => { if (!ownKey) opened.send(helloText()); };
     const deliver = inbox(opened);
     opened.onmessage = (event) => deliver(event.data);
     opened.onclose = () => {
@@ -2103,7 +2127,7 @@
     return {
       strokes: strokeCount, points: pointCount, visibleStrokes: visibleStrokes, live: live, unacked: unackedCount(),
       provisional: provisional, viewOnly: viewOnly, stopped: !!stopped, token: !!token,
-      replica: ownKey ? ownKey.replica : null, key: ownKey ? ownKey.publicHex : null, nativeFrames: nativeFramesSent,
+      replica: ownKey ? ownKey.replica : null, key: ownKey ? ownKey.publicHex : null, nativeFrames: nativeFramesSent, challenges: challengesAnswered,
       blocks: useBlocks, decoder: decodeBlocks.where(), status: statusView.textContent, received: { text: received.text, binary: received.binary },
       timing: { opened: timing.opened, caughtUp: timing.caughtUp, drawn: timing.drawn, redraw: timing.redraw },
       view: { x: view.x, y: view.y, zoom: view.zoom },

@@ -1697,6 +1697,8 @@ def check_native_pages(chromium, journal, work, artefacts, kills=3):
         for page in pages:
             page.wait_for("live in native mode", lambda s: s["live"] and s["replica"])
         replicas = [page.state()["replica"] for page in pages]
+        if any(page.state()["challenges"] < 1 for page in pages):
+            fail("pages N1 and N2 went live without answering their relay's challenge (their hellos prove no key)")
         if replicas[0] == replicas[1]:
             fail("pages N1 and N2 share replica %s: each tab needs its own" % replicas[0])
         rng = random.Random(7)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""sjread: an independent reader of StrokeJournal journals, format versions 1 to 4.
+"""sjread: an independent reader of StrokeJournal journals, format versions 1 to 5.
 
 This reader was written from docs/FORMAT.md alone, without the Swift sources, and is kept
 that way: it is a conformance check of the document and of the reference implementation.
@@ -8,24 +8,25 @@ the two readers has a bug; the Swift code is the reference, so fix FORMAT.md (an
 file) or the code, never just one side silently. Tests/CLITests/IndependentReaderTests.swift
 runs it against the built `journal` binary.
 
-Usage (Python 3.8+; the standard library, plus the `cryptography` package for version 4):
+Usage (Python 3.8+; the standard library, plus the `cryptography` package for versions 4 and 5):
 
     sjread.py log JOURNAL_DIR       every unique event in total order, one canonical NDJSON
                                     line each: byte-identical to `journal log -C JOURNAL_DIR`
     sjread.py digest JOURNAL_DIR    the drawing's SHA-256, as `journal digest -C JOURNAL_DIR`
     sjread.py verify JOURNAL_DIR    every problem found (torn tails as notes); exit status 1
                                     if there is any problem other than a torn tail
-    sjread.py members JOURNAL_DIR   the folded membership (§17.3) as one JSON line:
+    sjread.py members JOURNAL_DIR   the folded membership (§17.3, §17.6) as one JSON line:
                                     {"open":…,"board":…,"founder":…,"members":[…]}
 
 JOURNAL_DIR is a journal (it has `local/replica`; its open segment `local/open.sjo` is read
-too) or a shared folder (only `replicas/`). Each file's header version (1 to 4) says what its
+too) or a shared folder (only `replicas/`). Each file's header version (1 to 5) says what its
 blocks hold: drawing events coded as §6 (version 1) or §14 (versions 2 and 3), or membership
-statements (version 4, §17.2); a journal may mix them. A version 3 file ends in a seal record
-(§15.1), whose structure is always checked here. Ed25519 signatures (the statements of
-version 4 files, and the seal records §17.4 needs) are checked with the `cryptography`
-package when it imports; without it a journal holding a version 4 file is refused (exit
-status 2) rather than read differently from `journal`. A board with a genesis (§17.3) applies
+statements (version 4, §17.2; version 5, §17.6, whose statements may also be invitations,
+action 5); a journal may mix them. A version 3 file ends in a seal record (§15.1), whose
+structure is always checked here. Ed25519 signatures (the statements of version 4 and 5
+files, and the seal records §17.4 needs) are checked with the `cryptography` package when it
+imports; without it a journal holding a version 4 or 5 file is refused (exit status 2) rather
+than read differently from `journal`. A board with a genesis (§17.3) applies
 what its membership counts (§17.4); a journal without one is open and read as §1-§16 say,
 except that a journal with a trust list (`local/trust`, §15.3) is refused (exit status 2):
 this reader does not apply trust lists. On a board with a genesis `local/trust` is ignored.
@@ -46,7 +47,7 @@ import zlib
 try:  # Ed25519 (RFC 8032) for §15.1 seal records and §17.2 statements; optional
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-except Exception:  # not installed, or a broken install: version 4 journals are refused
+except Exception:  # not installed, or a broken install: journals with membership files are refused
     InvalidSignature = Ed25519PublicKey = None
 
 # §5.1, §12 (FormatV1)
@@ -59,19 +60,21 @@ MAX_SEQ = 1 << 62
 MAX_LAMPORT = 1 << 62
 MAX_SCALE = 9
 MAX_FILE = 1 << 30
-VERSIONS = (1, 2, 3, 4)  # §1.1, §4
+VERSIONS = (1, 2, 3, 4, 5)  # §1.1, §4
 SEAL_SIZE = 108  # §15.1
 SEAL_LABEL = b"StrokeJournal sealed segment v1\0"  # §15.1, 32 bytes
 REPLICA_KEY_LABEL = b"StrokeJournal replica key v1\0"  # §15.1, 29 bytes
-# §17 (FormatV4): membership statements
+# §17 (FormatV4): membership statements; §17.6 (FormatV5): the same, and invitations
 MEMBERSHIP = 4
+INVITATIONS = 5
+MEMBERSHIP_VERSIONS = (MEMBERSHIP, INVITATIONS)
 MEMBER_KEY_LABEL = b"StrokeJournal member key v1\0"  # §17.1, 28 bytes
 STATEMENT_LABEL = b"StrokeJournal membership v1\0"  # §17.2, 28 bytes
 STATEMENT_HEAD = struct.Struct("<QqBB16s32sQQB")  # §17.2, bytes 0..82
 STATEMENT_FIXED = 179  # §17.2: 179 bytes plus the label
 MAX_LABEL = 64
-CREATE, GRANT, REVOKE, ROTATE = 1, 2, 3, 4
-ACTIONS = {CREATE: "create", GRANT: "grant", REVOKE: "revoke", ROTATE: "rotate"}
+CREATE, GRANT, REVOKE, ROTATE, INVITE = 1, 2, 3, 4, 5
+ACTIONS = {CREATE: "create", GRANT: "grant", REVOKE: "revoke", ROTATE: "rotate", INVITE: "invite"}
 ROLE_NONE, ROLE_VIEW, ROLE_DRAW, ROLE_RELAY, ROLE_ADMIN = range(5)
 ROLES = ["none", "view", "draw", "relay", "admin"]
 SEAL_REPLICA, SEAL_HOST = 1, 2
@@ -756,9 +759,9 @@ def load(root):
     if os.path.exists(os.path.join(local, "replica")) and os.path.exists(open_path):
         segment = scan(open_path, sealed=False)
         problems.extend(segment["problems"])
-        if segment["version"] == MEMBERSHIP:  # §17.1: open segments are never version 4
-            problems.append(Problem("corrupt", open_path, "an open segment of version 4: membership statements "
-                                    "are only ever sealed", offset=0))
+        if segment["version"] in MEMBERSHIP_VERSIONS:  # §17.1, §17.6: open segments are never version 4 or 5
+            problems.append(Problem("corrupt", open_path, "an open segment of version %d: membership statements "
+                                    "are only ever sealed" % segment["version"], offset=0))
         elif segment["replica"] is not None:
             members.append(segment)
     return members, problems
@@ -852,7 +855,7 @@ def quarantine(events, by_replica, problems):
 
 
 # ---------------------------------------------------------------------------------------------
-# Version 4: membership (§17)
+# Versions 4 and 5: membership (§17), invitations (§17.6)
 
 def ed25519_verifies(key, signature, message):
     """Whether `signature` is `key`'s Ed25519 signature (RFC 8032) of `message`."""
@@ -867,7 +870,7 @@ MAX_PASSES = 8  # §17.3
 
 
 def membership_replica(key, board):
-    """§17.1: the replica of `key`'s version 4 segments about `board`."""
+    """§17.1: the replica of `key`'s membership (version 4 and 5) segments about `board`."""
     return hashlib.sha256(MEMBER_KEY_LABEL + board + key).digest()[:16]
 
 
@@ -876,8 +879,10 @@ def drawing_replica(key):
     return hashlib.sha256(REPLICA_KEY_LABEL + key).digest()[:16]
 
 
-def decode_statements(raw, replica, first_seq, n):
-    """The `n` statements of a version 4 block body (§17.2), as dicts; bytes kept for §17.2's checks."""
+def decode_statements(raw, replica, first_seq, n, version=MEMBERSHIP):
+    """The `n` statements of a version 4 or 5 block body (§17.2, §17.6), as dicts; bytes kept for §17.2's checks.
+
+    Action 5 (invite) exists in version 5 files only: in a version 4 file it is malformed (§17.6)."""
     statements, offset = [], 0
     for index in range(n):
         seq = first_seq + index
@@ -887,8 +892,8 @@ def decode_statements(raw, replica, first_seq, n):
             STATEMENT_HEAD.unpack_from(raw, offset)
         if not 1 <= lamport < MAX_LAMPORT:
             raise Malformed("statement %d: lamport clock out of range" % seq)
-        if action not in ACTIONS:
-            raise Malformed("statement %d: unknown action %d" % (seq, action))
+        if action not in ACTIONS or (action == INVITE and version < INVITATIONS):
+            raise Malformed("statement %d: unknown action %d in a version %d file" % (seq, action, version))
         if role >= len(ROLES):
             raise Malformed("statement %d: unknown role %d" % (seq, role))
         if length > MAX_LABEL:
@@ -914,10 +919,10 @@ def decode_statements(raw, replica, first_seq, n):
 
 
 def block_statements(member, frame):
-    """Checks 9 and 10 of §5.1 for a version 4 block: inflate, decode the statements, maxLamport."""
+    """Checks 9 and 10 of §5.1 for a version 4 or 5 block: inflate, decode the statements, maxLamport."""
     raw = inflate(member, frame)
     try:
-        statements = decode_statements(raw, member["replica"], frame["first"], frame["count"])
+        statements = decode_statements(raw, member["replica"], frame["first"], frame["count"], member["version"])
         actual = max(s["lamport"] for s in statements)
         if actual != frame["max_lamport"]:
             raise Malformed("frame says max lamport %d, statements hold %d" % (frame["max_lamport"], actual))
@@ -932,10 +937,10 @@ def statement_problem(statement, kind, reason):
 
 
 def membership_statements(members, problems):
-    """Every verifying statement of the loaded version 4 files, one per id (§17.2)."""
+    """Every verifying statement of the loaded version 4 and 5 files, one per id (§17.2)."""
     kept, seen, forked = {}, set(), set()
     for member in members:
-        if member["version"] != MEMBERSHIP:
+        if member["version"] not in MEMBERSHIP_VERSIONS:
             continue
         for frame in member["blocks"]:
             try:
@@ -990,8 +995,9 @@ def read_pin(root):
 
 
 def new_record(label=""):
+    """A member record (§17.3); `invitation` is (role, expiry) for an invitation key (§17.6), else None."""
     return {"role": ROLE_NONE, "label": label, "revoked": False, "rotated_to": None, "closed": [], "since": None,
-            "stopped": False}
+            "stopped": False, "invitation": None}
 
 
 def active(record):
@@ -1037,6 +1043,20 @@ def membership_pass(ordered, genesis, cuts, refuse):
             refuse(s, "its signer is not a member")
         elif record["revoked"] or record["rotated_to"] is not None:
             refuse(s, "its signer was %s" % ("revoked" if record["revoked"] else "rotated"))
+        elif record["invitation"] is not None:  # rule 7 (§17.6), instead of rules 3-5: a redemption or nothing
+            invited_role, expiry = record["invitation"]
+            if s["action"] != GRANT:
+                refuse(s, "an invitation key signs only its redemption, a grant")
+            elif s["role"] != invited_role:
+                refuse(s, "a redemption for role %s of an invitation to %s" % (ROLES[s["role"]], ROLES[invited_role]))
+            elif s["wall"] > expiry:
+                refuse(s, "a redemption at wall %d after the invitation's expiry %d" % (s["wall"], expiry))
+            elif subject in records:
+                refuse(s, "a redemption for a key that already has a member record")
+            else:
+                target = records[subject] = new_record(record["label"])
+                set_role(target, invited_role, 0)
+                record["rotated_to"] = subject
         elif s["action"] == GRANT:
             target = records.get(subject)
             admins = [r for r in records.values() if active(r) and r["role"] == ROLE_ADMIN]
@@ -1046,6 +1066,8 @@ def membership_pass(ordered, genesis, cuts, refuse):
                 refuse(s, "a grant of role none")
             elif target is not None and not active(target):
                 refuse(s, "a grant to a key that was %s" % ("revoked" if target["revoked"] else "rotated"))
+            elif target is not None and target["invitation"] is not None:  # rule 8 (§17.6)
+                refuse(s, "a grant to an invitation key: an invitation is redeemed or revoked, never granted")
             elif (target is not None and target["role"] == ROLE_ADMIN and s["role"] != ROLE_ADMIN
                   and len(admins) == 1 and admins[0] is target):
                 refuse(s, "a grant that would leave the board without an admin")
@@ -1067,6 +1089,16 @@ def membership_pass(ordered, genesis, cuts, refuse):
                 stop(target, s["draw_cut"])
                 target["revoked"] = True
                 member_cuts[subject] = s["member_cut"]
+        elif s["action"] == INVITE:  # rule 6 (§17.6)
+            if record["role"] != ROLE_ADMIN:
+                refuse(s, "an invite by a key that is not an admin")
+            elif s["role"] == ROLE_NONE:
+                refuse(s, "an invite to role none")
+            elif subject in records:
+                refuse(s, "an invite whose invitation key already has a member record")
+            else:
+                target = records[subject] = new_record(s["label"])
+                target["invitation"] = (s["role"], s["draw_cut"])  # drawCut holds the expiry
         else:  # ROTATE, by any active member
             if subject in records:
                 refuse(s, "a rotation to a key that already has a member record")
@@ -1169,7 +1201,7 @@ def membership_files(members, membership, problems):
 
 
 def members_json(membership):
-    """The `members` command's line: the folded membership (§17.3)."""
+    """The `members` command's line: the folded membership (§17.3, §17.6)."""
     if membership is None:
         value = {"open": True, "board": None, "founder": None, "members": []}
     else:
@@ -1177,6 +1209,9 @@ def members_json(membership):
         value = {"open": False, "board": genesis["board"].hex(), "founder": genesis["signer"].hex(), "members": [
             {"key": key.hex(), "role": ROLES[record["role"]] if active(record) else "none",
              "label": record["label"], "active": active(record), "revoked": record["revoked"],
+             "rotatedTo": record["rotated_to"].hex() if record["rotated_to"] is not None else None,
+             "invitation": None if record["invitation"] is None else
+             {"role": ROLES[record["invitation"][0]], "expires": record["invitation"][1]},
              "admitted": admitted_ranges(record)}
             for key, record in sorted(records.items())]}
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -1272,7 +1307,7 @@ def refuse_trust(journal, reason):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="sjread.py", description="Independent reader of StrokeJournal formats v1 to v4 (docs/FORMAT.md).")
+        prog="sjread.py", description="Independent reader of StrokeJournal formats v1 to v5 (docs/FORMAT.md).")
     parser.add_argument("command", choices=["log", "digest", "verify", "members"])
     parser.add_argument("journal", metavar="JOURNAL_DIR")
     args = parser.parse_args(argv)
@@ -1283,12 +1318,12 @@ def main(argv=None):
         return refuse_trust(args.journal, "applying it needs Ed25519, which this reader checks only with the "
                                           "`cryptography` package, and that does not import")
     members, problems = load(args.journal)
-    if any(m["version"] == MEMBERSHIP for m in members):
+    if any(m["version"] in MEMBERSHIP_VERSIONS for m in members):
         if Ed25519PublicKey is None:
-            sys.stderr.write("sjread.py: %s holds membership segments (version 4, FORMAT.md §17), whose statements "
-                             "are signed with Ed25519, which this reader checks only with the `cryptography` "
-                             "package, and that does not import; refusing rather than showing events `journal` "
-                             "would not\n" % args.journal)
+            sys.stderr.write("sjread.py: %s holds membership segments (versions 4 and 5, FORMAT.md §17), whose "
+                             "statements are signed with Ed25519, which this reader checks only with the "
+                             "`cryptography` package, and that does not import; refusing rather than showing events "
+                             "`journal` would not\n" % args.journal)
             return 2
         statements = membership_statements(members, problems)
     else:
@@ -1303,7 +1338,7 @@ def main(argv=None):
         out.flush()
         out.buffer.write((members_json(membership) + "\n").encode("utf-8"))
         return 0
-    drawing = [m for m in members if m["version"] != MEMBERSHIP]
+    drawing = [m for m in members if m["version"] not in MEMBERSHIP_VERSIONS]
     if membership is None:
         if trusts:
             return refuse_trust(args.journal, "this reader does not apply trust lists")
