@@ -100,6 +100,17 @@ extension ClientFrame {
         }
     }
 
+    /// A string of lowercase hex digits (`maxDigits` of them, or at most that many), as bytes.
+    private static func lowercaseHex(_ json: inout JSONScanner, maxDigits: Int, exactly: Bool, _ wrong: String) throws(LineError) -> [UInt8] {
+        json.skipWhitespace()
+        let text = json.peek == UInt8(ascii: "\"") ? try json.string() : ""
+        let count = text.utf8.count
+        guard exactly ? count == maxDigits : count <= maxDigits, text.utf8.allSatisfy(Hex.isLowercaseHexDigit), let bytes = Hex.decode(text) else {
+            throw LineError(reason: wrong)
+        }
+        return bytes
+    }
+
     private static func readHello(_ reader: inout JSONScanner) throws(LineError) -> Hello {
         var hello = Hello()
         var seen = Set<String>()
@@ -123,31 +134,18 @@ extension ClientFrame {
                 }
                 hello.replica = replica
             case "key":
-                json.skipWhitespace()
-                let text = json.peek == UInt8(ascii: "\"") ? try json.string() : ""
-                guard text.utf8.count == 64, text.utf8.allSatisfy(Hex.isLowercaseHexDigit), let key = Hex.decode(text) else {
-                    throw LineError(reason: "\"key\" must be a replica's public key: 64 lowercase hex digits")
-                }
-                hello.key = key
+                hello.key = try lowercaseHex(&json, maxDigits: 64, exactly: true, "\"key\" must be a replica's public key: 64 lowercase hex digits")
             case "token":
                 json.skipWhitespace()
                 guard json.peek == UInt8(ascii: "\"") else { throw LineError(reason: "\"token\" must be a string") }
                 hello.token = try json.string()
             case "proof":
-                json.skipWhitespace()
-                let text = json.peek == UInt8(ascii: "\"") ? try json.string() : ""
-                guard text.utf8.count == 128, text.utf8.allSatisfy(Hex.isLowercaseHexDigit), let proof = Hex.decode(text) else {
-                    throw LineError(reason: "\"proof\" must be a signature: 128 lowercase hex digits")
-                }
-                hello.proof = proof
+                hello.proof = try lowercaseHex(&json, maxDigits: 128, exactly: true, "\"proof\" must be a signature: 128 lowercase hex digits")
             case "redeem":
-                json.skipWhitespace()
-                let text = json.peek == UInt8(ascii: "\"") ? try json.string() : ""
-                guard text.utf8.count <= 2 * (FormatV4.statementFixedSize + FormatV4.maxLabelBytes),
-                      text.utf8.allSatisfy(Hex.isLowercaseHexDigit), let bytes = Hex.decode(text),
-                      let statement = bytes.withUnsafeBytes({ try? FormatV4.decodeBody($0, count: 1) })?.first
-                else {
-                    throw LineError(reason: "\"redeem\" must be one membership statement (FORMAT.md §17.2) in lowercase hex")
+                let wrong = "\"redeem\" must be one membership statement (FORMAT.md §17.2) in lowercase hex"
+                let bytes = try lowercaseHex(&json, maxDigits: 2 * (FormatV4.statementFixedSize + FormatV4.maxLabelBytes), exactly: false, wrong)
+                guard let statement = bytes.withUnsafeBytes({ try? FormatV4.decodeBody($0, count: 1) })?.first else {
+                    throw LineError(reason: wrong)
                 }
                 hello.redeem = statement
             default:
