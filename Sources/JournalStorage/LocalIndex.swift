@@ -47,6 +47,18 @@ public struct LocalIndex: Sendable {
 
     static func key(_ replica: ReplicaID, _ name: SegmentName) -> String { name.relativePath(in: replica) }
 
+    /// The index as last saved, without listing the journal's folders (nil: none, or one that
+    /// does not parse). For a writer that only adds the file it just sealed: its cost must not
+    /// grow with the number of replicas (a relay seals hosted replicas every few seconds, and
+    /// listing thousands of replica folders each time held up every catch-up). Entries for
+    /// files that changed since are reconciled by the next `refresh`, as after any crash.
+    public static func stored(_ directory: JournalDirectory) -> LocalIndex? {
+        guard let bytes = try? FileSystem.readFile(directory.localPath + "/index"), let parsed = parse(bytes) else { return nil }
+        var index = LocalIndex()
+        index.entries = parsed
+        return index
+    }
+
     /// Loads the index, reconciles it with the directory listing, and saves it if it changed.
     public static func refresh(_ directory: JournalDirectory) -> LocalIndex {
         var index = LocalIndex()

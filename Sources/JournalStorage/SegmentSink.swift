@@ -224,7 +224,7 @@ final class SegmentSink: @unchecked Sendable {
         if let problem = builder.add(scan) { throw .openSegmentCorrupt(problem) }
         let bytes = builder.finish()
         let name = SegmentName(firstSeq: range.lowerBound, lastSeq: range.upperBound, contents: bytes)
-        var index = LocalIndex.refresh(directory)
+        var index = LocalIndex.stored(directory) ?? LocalIndex.refresh(directory)
         do {
             // Writing the sealed copy touches nothing the open segment holds: if it fails,
             // every event is still durable there and the writer can go on appending.
