@@ -18,14 +18,15 @@ public struct RelayLimits: Sendable, Equatable {
     /// Connections at once that present one token, over all boards: one leaked token cannot
     /// take every connection of the relay.
     public var maxConnectionsPerToken: Int
-    /// Native replicas one board takes on while it is open (each new one costs a segment file,
-    /// a writer and sealed files every reader then lists): 1,700 clients naming a fresh replica
-    /// each held a relay at 95% CPU for minutes.
+    /// Replicas a board may hold (over its life, hosted or synced in) and still take on a new
+    /// native one (each costs a segment file, a writer and sealed files every reader then
+    /// lists): 1,700 clients naming a fresh replica each held a relay at 95% CPU for minutes.
+    /// Each drawing page is a replica (per browser, per tab open at once).
     public var maxNativeReplicasPerBoard: Int
 
     public init(
         maxOpenBoards: Int = 256, maxConnections: Int = 4096, maxConcurrentCatchUps: Int = 8, maxConnectionsPerToken: Int = 64,
-        maxNativeReplicasPerBoard: Int = 256
+        maxNativeReplicasPerBoard: Int = 1024
     ) {
         self.maxOpenBoards = max(1, maxOpenBoards)
         self.maxConnections = max(1, maxConnections)

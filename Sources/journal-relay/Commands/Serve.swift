@@ -85,7 +85,7 @@ extension RelayCommand {
         var maxConnections = RelayLimits().maxConnections
         @Option(help: ArgumentHelp("Connections at once that present the same token; more are refused.", valueName: "n"))
         var maxConnectionsPerToken = RelayLimits().maxConnectionsPerToken
-        @Option(help: ArgumentHelp("New native replicas one board takes on while open; more are refused.", valueName: "n"))
+        @Option(help: ArgumentHelp("Replicas a board may hold and still take on a new native client's (over its life); a new one past it is refused.", valueName: "n"))
         var maxNativeReplicas = RelayLimits().maxNativeReplicasPerBoard
         @Option(help: ArgumentHelp(
             "What the relay logs on stderr: trace, debug, info (connections and boards opened and closed), notice (start and stop), warning, error, critical.",
