@@ -165,6 +165,15 @@ import Testing
         await relay.close()
     }
 
+    /// A native client of `replica` on `board`, after its hello, live, having sent `seqs`.
+    static func nativeClient(_ board: RelayBoard, _ replica: ReplicaID, sending seqs: ClosedRange<UInt64>) async -> RelayConnection {
+        let client = board.connect()
+        await client.receive(text: TestReplicaKeys.hello(replica))
+        client.goLive(caughtUp: 0)
+        await client.receive(binary: TestReplicaKeys.frame(NativeModeTests.events(replica, seqs), on: board.name.text))
+        return client
+    }
+
     /// 1,700 clients naming a fresh replica each held a relay at 95% CPU for minutes (each
     /// new replica is a segment file, a writer and sealed files every reader lists): a board
     /// holds at most `maxNativeReplicasPerBoard` replicas over its life, however often it is
@@ -207,11 +216,7 @@ import Testing
             dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false), idleBoardSeconds: nil,
             limits: RelayLimits(maxNativeReplicasPerBoard: 2))
         let crowd = try reopened.board(BoardName("crowd"))
-        let late = TestReplicaKeys.newReplica()
-        let lateClient = crowd.connect()
-        await lateClient.receive(text: TestReplicaKeys.hello(late))
-        lateClient.goLive(caughtUp: 0)
-        await lateClient.receive(binary: TestReplicaKeys.frame(NativeModeTests.events(late, 1...2), on: "crowd"))
+        let lateClient = await Self.nativeClient(crowd, TestReplicaKeys.newReplica(), sending: 1...2)
         #expect(lateClient.closeReason?.contains("holds") == true, "\(lateClient.closeReason ?? "accepted")")
         await reopened.close()
     }
@@ -227,10 +232,7 @@ import Testing
         let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false), idleBoardSeconds: nil)
         let board = try relay.board(BoardName("fed"))
         let alice = TestReplicaKeys.newReplica()
-        let honest = board.connect()
-        await honest.receive(text: TestReplicaKeys.hello(alice))
-        honest.goLive(caughtUp: 0)
-        await honest.receive(binary: TestReplicaKeys.frame(NativeModeTests.events(alice, 1...20), on: "fed"))
+        _ = await Self.nativeClient(board, alice, sending: 1...20)
         #expect(await eventually(within: 60) { board.board.covered[alice]?.count == 20 || board.host.accepted[alice].count == 20 })
 
         // Naming alice's replica, or the relay's own, without the key: the hello is refused.
