@@ -263,8 +263,13 @@ public final class Board: Sendable {
     /// (`journal serve --ack shared`): it seals, publishes, then acknowledges. Returns the
     /// failure that stopped the journal, if any; a hosted file that could not be sealed stays
     /// open, and its events unpublished, until a later seal.
+    ///
+    /// Only what was recorded before the call must be sealed: events a pen keeps adding
+    /// meanwhile belong to the next seal (counted, they failed every round of a relay whose
+    /// clients never paused).
     public func sealNow() async -> SealNowFailure? {
         if state.withLock({ $0.closed }) { return .journal(.closed) }
+        let recorded = state.withLock { ($0.writer?.nextSeq ?? 1) - 1 }
         return await withCheckedContinuation { (continuation: CheckedContinuation<SealNowFailure?, Never>) in
             // On the committer, behind the commits queued before: what they make durable is sealed too.
             committer.submit { [weak self] in
@@ -275,7 +280,7 @@ public final class Board: Sendable {
                 // A seal can be put off (a reload reading the files) or fail without stopping
                 // the journal (a full disk): then something durable is still unsealed, and
                 // whoever asked must not take this seal for one.
-                let (failure, ownUnsealed) = self.state.withLock { ($0.failure, $0.writer?.unsealedEvents ?? 0) }
+                let (failure, ownUnsealed) = self.state.withLock { ($0.failure, $0.writer?.unsealedEvents(through: recorded) ?? 0) }
                 if let failure { return continuation.resume(returning: .journal(failure)) }
                 let hostedUnsealed = self.hosted.unsealedEvents()
                 if ownUnsealed + hostedUnsealed > 0 {

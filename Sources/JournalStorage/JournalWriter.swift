@@ -121,6 +121,15 @@ public final class JournalWriter {
     /// Events not yet in a sealed segment (pending or in the open one), as of the last
     /// collected flush: what a seal would publish.
     public var unsealedEvents: Int { openSegmentEvents + pending.count }
+
+    /// Of the events up to `seq`, those not yet in a sealed segment, as of the last collected
+    /// flush. The open segment and the pending events are this writer's last ones, in seq
+    /// order, so they are the unsealed seqs.
+    public func unsealedEvents(through seq: UInt64) -> Int {
+        let unsealed = UInt64(openSegmentEvents + pending.count)
+        let firstUnsealed = nextSeq - unsealed
+        return seq >= firstUnsealed ? Int(min(unsealed, seq - firstUnsealed + 1)) : 0
+    }
     /// Called with the new `durableSeq` each time a flush has made events durable.
     public var onDurable: ((UInt64) -> Void)?
     /// Set when an automatic seal failed (e.g. the disk is full): the events are durable in
