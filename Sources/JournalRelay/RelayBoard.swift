@@ -105,7 +105,8 @@ public final class RelayBoard: Sendable {
         guard now <= invitation.expires else {
             return "this invitation expired at \(WallClock.localDescription(invitation.expires)): ask for a new one"
         }
-        guard abs(statement.wallTime - now) <= 10 * 60_000, statement.wallTime <= invitation.expires else {
+        // Compared without subtracting: the wall time is the client's, any Int64.
+        guard statement.wallTime >= now - 10 * 60_000, statement.wallTime <= now + 10 * 60_000, statement.wallTime <= invitation.expires else {
             return "the redemption's time is more than 10 minutes from this relay's clock: the device's clock is wrong"
         }
         let invitedAt = membership.applied.first { $0.statement.action == .invite && $0.statement.subject == statement.signer }
@@ -117,8 +118,13 @@ public final class RelayBoard: Sendable {
         let stored = await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
             reader.submit { [board] in continuation.resume(returning: Self.store(statement, replica: replica, on: board)) }
         }
-        if let stored { return stored }
         _ = await board.refresh()
+        if let stored {
+            // Stored already, by this key (a page that reconnected before this board read its
+            // own redemption back): that is a success, not a second redemption.
+            if let member = board.membership?.member(key), member.isActive { return nil }
+            return stored
+        }
         guard let member = board.membership?.member(key), member.isActive else {
             return "the redemption was stored but does not count (another redemption of this invitation came first)"
         }

@@ -75,6 +75,9 @@ public struct MembershipEditor {
             let board = try requireAdmin(membership)
             if let existing = membership.member(subject) {
                 guard existing.isActive else { throw .neverAgain(key: Hex.bytes(subject)) }
+                guard existing.invitation == nil else {
+                    throw .invitation("key \(Hex.bytes(subject)) is an invitation's: it becomes a member's only by its redemption; revoke it to withdraw it, or grant the key that redeemed it")
+                }
                 if existing.role == .admin, role != .admin, membership.activeAdmins.count == 1 { throw .lastAdmin }
             }
             return try write(MembershipStatement(

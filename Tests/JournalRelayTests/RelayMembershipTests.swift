@@ -125,6 +125,12 @@ import Testing
         let late = board.connect()
         await late.receive(text: hello(dora, redeeming: expired.redemption(for: doraKey, wallTime: now)))
         #expect(late.closeReason?.contains("expired") == true, "\(late.closeReason ?? "not refused")")
+        // A wall time at either end of Int64 is refused, never an arithmetic trap.
+        for wall in [Int64.min, Int64.max] {
+            let skewed = board.connect()
+            await skewed.receive(text: hello(dora, redeeming: open.redemption(for: doraKey, wallTime: wall)))
+            #expect(skewed.closeReason?.contains("10 minutes") == true, "\(skewed.closeReason ?? "not refused")")
+        }
 
         let redeemer = board.connect()
         await redeemer.receive(text: hello(dora, redeeming: open.redemption(for: doraKey, wallTime: ProcessInfoLite.wallClockMilliseconds())))

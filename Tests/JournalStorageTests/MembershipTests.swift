@@ -250,6 +250,8 @@ import Testing
         let editor = MembershipEditor(journal: journal, key: admin)
         try editor.create(label: "Alice")
         let (found, key) = try editor.invite(role: .draw, label: "Dora", expires: ProcessInfoLite.wallClockMilliseconds() + 60_000)
+        // An invitation's key is never granted directly: the editor says so before writing.
+        #expect(throws: MembershipError.self) { try editor.grant(key.publicKey, role: .draw, label: "Dora") }
         let code = Invitation(key: key, board: found.statement.board, lamport: found.statement.lamport, role: .draw).code
         #expect(code.utf8.count == 2 * Invitation.codeBytes)
         let invitation = try #require(Invitation(code: code))

@@ -374,22 +374,31 @@
   function requestOf(request) {
     return new Promise((resolve, reject) => { request.onsuccess = () => resolve(request.result); request.onerror = () => reject(request.error); });
   }
-  // Resolves true once this tab holds the lock named `name` (until it closes), false when
-  // another tab holds it.
-  function lockFor(name) {
+  // Resolves true once this tab holds the lock of key `hex` on this board (until it closes),
+  // false when another tab holds it (after waiting up to `waitMs` for it: a reloaded tab's
+  // lock is released as its old page goes). Per board: one key may draw on two boards at
+  // once (a replica's one connection is per board), and its membership is per board.
+  function lockFor(hex, waitMs) {
+    const name = 'strokejournal.key.' + board + '.' + hex;
     return new Promise((resolve) => {
-      navigator.locks.request(name, { ifAvailable: true }, (lock) => {
+      const options = waitMs ? { signal: AbortSignal.timeout(waitMs) } : { ifAvailable: true };
+      navigator.locks.request(name, options, (lock) => {
         resolve(!!lock);
         return lock ? new Promise(() => {}) : null;
       }).catch(() => resolve(false));
     });
   }
+  const lastKeyName = 'strokejournal.lastkey.' + board;
   async function replicaOf(publicKey) {
     const label = new TextEncoder().encode('StrokeJournal replica key v1\0');
     const message = new Uint8Array(label.length + publicKey.length);
     message.set(label);
     message.set(publicKey, label.length);
     return hexOf(new Uint8Array(await crypto.subtle.digest('SHA-256', message)).slice(0, 16));
+  }
+  function remembered(entry) {
+    try { localStorage.setItem(lastKeyName, entry.publicHex); } catch (e) { /* no storage */ }
+    return entry;
   }
   async function findOwnKey() {
     if (forceText || !window.crypto || !crypto.subtle || !window.indexedDB || !navigator.locks) return null;
@@ -398,15 +407,20 @@
       opening.onupgradeneeded = () => opening.result.createObjectStore(KEY_STORE, { keyPath: 'publicHex' });
       const db = await requestOf(opening);
       const stored = await requestOf(db.transaction(KEY_STORE).objectStore(KEY_STORE).getAll());
+      // The key this browser drew with on this board last comes first (it is the one an
+      // admin granted, or an invitation made a member), waited for a moment.
+      let last = null;
+      try { last = localStorage.getItem(lastKeyName); } catch (e) { /* no storage */ }
+      stored.sort((a, b) => (b.publicHex === last) - (a.publicHex === last));
       for (const entry of stored) {
-        if (await lockFor('strokejournal.key.' + entry.publicHex)) return entry;
+        if (await lockFor(entry.publicHex, entry.publicHex === last ? 1000 : 0)) return remembered(entry);
       }
       const pair = await crypto.subtle.generateKey({ name: 'Ed25519' }, false, ['sign', 'verify']);
       const publicKey = new Uint8Array(await crypto.subtle.exportKey('raw', pair.publicKey));
       const entry = { pair: pair, publicHex: hexOf(publicKey), replica: await replicaOf(publicKey), made: Date.now() };
-      if (!(await lockFor('strokejournal.key.' + entry.publicHex))) return null;
+      if (!(await lockFor(entry.publicHex, 0))) return null;
       await requestOf(db.transaction(KEY_STORE, 'readwrite').objectStore(KEY_STORE).put(entry));
-      return entry;
+      return remembered(entry);
     } catch (e) {
       return null;   // no Ed25519 here (or storage refused): text mode
     }
@@ -453,6 +467,10 @@
 
   // The hello that answers a socket's challenge: its nonce signed with this page's key.
   async function answerChallenge(opened, nonce) {
+    // The redemption is made anew for each hello: its time must be near the relay's.
+    if (invitation) {
+      try { redemption = await makeRedemption(); } catch (e) { redemption = ''; report('the invitation in the address is not one: ' + e, 30); }
+    }
     const signed = concat([new TextEncoder().encode('StrokeJournal hello proof v1\0' + board + '\0'), bytesOfHex(nonce)]);
     let proof;
     try {
@@ -1071,7 +1089,9 @@
             // invitation refused, a token that only views, a relay that cannot host it. It
             // reconnects as a viewer (text mode would draw as the relay, past the
             // membership); the message names the key and the command that grants it.
-            if (/invitation not redeemed/.test(said)) forgetInvitation();
+            // An invitation refused for good (used, expired, withdrawn, none) is forgotten;
+            // one refused for the moment (busy files) is tried again at the next visit.
+            if (/invitation not redeemed: .*(redeemed already|expired|revoked|no invitation|another board|no membership)/.test(said)) forgetInvitation();
             becomeViewOnly();
             leaveNativeMode();
             report(problem, 30);
@@ -2150,7 +2170,6 @@
   findOwnKey().then(async (found) => {
     ownKey = found;
     if (invitation && !ownKey) report('this browser cannot make a key of its own, so it cannot accept the invitation (it needs WebCrypto Ed25519, in a secure context)', 30);
-    try { redemption = await makeRedemption(); } catch (e) { report('the invitation in the address is not one: ' + e, 30); }
     connect();
   });
 })();
