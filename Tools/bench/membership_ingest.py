@@ -20,8 +20,6 @@ Usage: membership_ingest.py [--journal .build/release/journal] [--rounds 7] [--f
 import argparse
 import json
 import os
-import re
-import signal
 import statistics
 import subprocess
 import sys
@@ -31,17 +29,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "Tools", "ci", "relay-campaign"))
 from relay_campaign import Conn, native_events, native_frame, replica_key  # noqa: E402
-
-
-def start(journal, data):
-    process = subprocess.Popen([journal, "serve", "--open", "--port", "0", "--data", data],  # journal-relay beside it
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                               start_new_session=True)
-    line = process.stdout.readline().decode(errors="replace")
-    match = re.search(r"ws://[^:/]+:(\d+)/", line)
-    if not match:
-        sys.exit("journal serve printed %r, expected its address" % line)
-    return process, int(match.group(1))
+from relay_process import start, stop  # noqa: E402
 
 
 def round_trip(port, board, frames, events, window, before=None):
@@ -87,7 +75,7 @@ def main():
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="membership-ingest-")
     data = os.path.join(work, "boards")
-    relay, port = start(args.journal, data)
+    relay, port = start(args.journal, ["--open", "--data", data])
     try:
         # Both boards exist before the rounds; the membership board gets its genesis.
         for board in ("open-board", "member-board"):
@@ -119,11 +107,7 @@ def main():
         print("rounds, open: %s" % " ".join("%.0f" % v for v in rates["open-board"]))
         print("rounds, membership: %s" % " ".join("%.0f" % v for v in rates["member-board"]))
     finally:
-        relay.send_signal(signal.SIGTERM)
-        try:
-            relay.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(relay.pid, signal.SIGKILL)
+        stop(relay)
 
 
 if __name__ == "__main__":

@@ -13,9 +13,6 @@ Usage: shared_acks_pen.py [--journal .build/release/journal] [--hz 60] [--second
 import argparse
 import json
 import os
-import re
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -24,6 +21,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "Tools", "ci", "relay-campaign"))
 from relay_campaign import Conn  # noqa: E402
+import relay_process  # noqa: E402
 
 
 def percentile(values, p):
@@ -40,15 +38,8 @@ def main():
     work = tempfile.mkdtemp(prefix="shared-acks-pen-")
     store = os.path.join(work, "store")
     os.makedirs(store)
-    relay = subprocess.Popen([args.journal, "serve", "--open", "--port", "0", "--data", os.path.join(work, "boards"),
-                              "--share", store, "--ack", "shared"],
-                             stdout=subprocess.PIPE, stderr=open(os.path.join(work, "relay.log"), "wb"),
-                             stdin=subprocess.DEVNULL, start_new_session=True)
-    line = relay.stdout.readline().decode(errors="replace")
-    match = re.search(r"ws://[^:/]+:(\d+)/", line)
-    if not match:
-        sys.exit("journal serve printed %r, expected its address" % line)
-    port = int(match.group(1))
+    relay, port = relay_process.start(args.journal, ["--open", "--data", os.path.join(work, "boards"), "--share", store, "--ack", "shared"],
+                        stderr=open(os.path.join(work, "relay.log"), "wb"))
     try:
         conn = Conn(port, "pen")
         conn.send_text('{"type":"hello"}')
@@ -93,11 +84,7 @@ def main():
         failures = sum(1 for line in open(os.path.join(work, "relay.log"), errors="replace") if "still unsealed" in line)
         print("rounds the relay logged as failed (\"still unsealed\"): %d" % failures)
     finally:
-        relay.send_signal(signal.SIGTERM)
-        try:
-            relay.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(relay.pid, signal.SIGKILL)
+        relay_process.stop(relay)
 
 
 if __name__ == "__main__":
