@@ -191,7 +191,9 @@ import Testing
         pen.submit {
             var x = 0.0
             let style = Style(color: RGBA(rawValue: 0x000000FF), width: 1)
-            while drawing.withLock({ $0 }) {
+            // As fast as it can, so that points land while each round seals; bounded, so the
+            // suite beside it gets the machine back.
+            while drawing.withLock({ $0 }), x < 400_000 {
                 x += 1
                 _ = try? board.append(.point(PointSample(stroke: StrokeID(UUIDBits(high: 1, low: 1)), x: x, y: 0, style: style)))
             }
@@ -199,11 +201,13 @@ import Testing
         }
         var failures: [String] = []
         for _ in 0..<20 {
+            // Each round while the pen draws: it has drawn since the last one.
+            let last = board.durableSeq
+            _ = await eventually(within: 60) { board.durableSeq > last + 100 || penStopped.withLock { $0 } }
             let before = board.durableSeq
             if let failure = await board.sealNow() { failures.append(failure.description) }
             // What was durable when the round began is in a sealed segment now.
-            let sealed = SegmentSet.load(board.directory).members.filter { $0.replica == board.replica && $0.isSealed }
-            let sealedThrough = sealed.compactMap { $0.scan.seqRange?.upperBound }.max() ?? 0
+            let sealedThrough = board.directory.listSealed().sealed.filter { $0.replica == board.replica }.map(\.name.lastSeq).max() ?? 0
             #expect(sealedThrough >= before)
         }
         drawing.withLock { $0 = false }
