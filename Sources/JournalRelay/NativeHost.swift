@@ -25,6 +25,10 @@ final class NativeHost: Sendable {
         /// Accepted events not yet durable, per replica and seq: a different event under one
         /// of these ids is a second writer.
         var waiting: [ReplicaID: [UInt64: Event]] = [:]
+        /// Each replica's events of its last stored round: a client that names a seq again (a
+        /// reloaded page whose catch-up was read just before its old tab's last round was
+        /// stored) is told, not acknowledged as if the event were its own.
+        var recent: [ReplicaID: [UInt64: Event]] = [:]
         /// Replicas whose client sent an event that differs from the journal's under its id (why).
         var forks: [ReplicaID: String] = [:]
         /// Replicas this host took on while open, that the board held nothing of before (taken
@@ -60,6 +64,7 @@ final class NativeHost: Sendable {
         let stored = round.failed.isEmpty ? Have() : Have(board.hosted.stored)
         state.withLock { state in
             for (replica, events) in round.stored {
+                state.recent[replica] = Dictionary(events.map { ($0.id.seq, $0) }, uniquingKeysWith: { first, _ in first })
                 guard var waiting = state.waiting[replica] else { continue }
                 for event in events { waiting[event.id.seq] = nil }
                 state.waiting[replica] = waiting.isEmpty ? nil : waiting
@@ -96,11 +101,15 @@ final class NativeHost: Sendable {
             // An event still waiting for its round is compared: a different one under its id
             // is a second writer of the replica (or a client that forgot what it named).
             let waiting = state.waiting[replica] ?? [:]
+            let recent = state.recent[replica] ?? [:]
             var fresh: [Event] = []
             for event in events {
                 let seq = event.id.seq
                 if let earlier = waiting[seq], earlier != event {
                     throw .refusedFrame("seq \(seq) of replica \(replica.hex) differs from the event of that id the relay is storing: one replica, one writer")
+                }
+                if let stored = recent[seq], stored != event {
+                    throw .refusedFrame("seq \(seq) of replica \(replica.hex) differs from the event of that id the relay stored just now: one replica, one writer (catch up again: it is in the catch-up now)")
                 }
                 guard !held.contains(seq) else { continue }
                 guard seq == 1 || held.contains(seq - 1) else {

@@ -199,6 +199,32 @@ import Testing
         #expect(stored.sorted { $0.id.seq < $1.id.seq } == sent)
     }
 
+    /// A page reloaded while its old tab's last frames were being stored: its catch-up did not
+    /// have them yet, so it names those seqs again with its own events. They are refused with
+    /// the reason, never acknowledged as if the stored events were the new page's (its strokes
+    /// would then exist on its screen only); catching up again brings the stored ones.
+    @Test func aSeqNamedAgainWithOtherContentJustAfterItWasStoredIsRefused() async throws {
+        let temp = TemporaryDirectory("relay-native-renamed")
+        defer { temp.remove() }
+        let running = try await RunningRelay.start(data: temp.path + "/boards")
+        let replica = TestReplicaKeys.newReplica()
+        let oldTab = RelayTestClient(port: running.port, board: "tabs")
+        oldTab.send(hello(replica))
+        #expect(try await oldTab.next() == .caughtUp(events: 0))
+        oldTab.send(binary: Self.frame(Self.events(replica, 1...5, stroke: 1), on: "tabs"))
+        #expect(try await oldTab.next() == .replicaAck(replica: replica, upTo: 5))
+
+        let newTab = RelayTestClient(port: running.port, board: "tabs")
+        // Its hello claims 1...2: it lacks 3...5, as a catch-up read before they were stored.
+        newTab.send(hello(replica, have: Have([replica: SeqRanges([1...2])])))
+        _ = try await newTab.collect { if case .caughtUp = $0 { true } else { false } }
+        newTab.send(binary: Self.frame(Self.events(replica, 3...5, stroke: 2), on: "tabs"))
+        guard case .error(nil, let reason)? = try await newTab.next() else { Issue.record("the renamed seqs were not refused"); return }
+        #expect(reason.contains("differs from the event of that id"), "\(reason)")
+        for client in [oldTab, newTab] { client.close() }
+        await running.stop()
+    }
+
     /// Bounds and the one-writer rule: a frame that would inflate to too many events, a clock
     /// replay would quarantine, and a second connection of one replica.
     @Test func oversizedFramesWildClocksAndASecondConnectionOfAReplica() async throws {

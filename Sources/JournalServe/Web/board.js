@@ -1097,7 +1097,11 @@
             report(problem, 30);
             return;
           }
-          if (ownKey && /^native frame refused: /.test(said)) leaveNativeMode();
+          // An event of this key's that another tab stored under the same id just before this
+          // page's catch-up: the next catch-up brings it, and the page names its own anew.
+          if (ownKey && /^native frame refused: /.test(said)) {
+            if (!/differs from the event of that id/.test(said)) leaveNativeMode();
+          }
           else if (/\btoken\b/i.test(said)) stop(problem);
           report(problem, 8);
         }

@@ -921,9 +921,10 @@ class Campaign:
                     theirs = normalise_members(json.loads(s.out))
                 except ValueError:
                     theirs = None
-                if theirs != strip_rotation(view):
+                # sjread prints rotatedTo (not replica) since it reads version 5: compared too.
+                if theirs != strip_rotation(view, keep_rotated=True):
                     self.violation("reader-members", "%s: sjread.py members differs from journal members list: %s"
-                                   % (m.name, diff_views(strip_rotation(view), theirs)), s, signature="members")
+                                   % (m.name, diff_views(strip_rotation(view, keep_rotated=True), theirs)), s, signature="members")
             lg = self.run(["log", "-C", m.path])
             logs[m.name] = [json.loads(line) for line in lg.out.splitlines() if line.strip()]
         # 1, 3: the same on every machine (the drawing: on every machine that played no insider)
@@ -1098,11 +1099,12 @@ def normalise_members(view):
     return {"open": view.get("open"), "board": view.get("board"), "founder": view.get("founder"), "members": members}
 
 
-def strip_rotation(view):
-    """The fields sjread.py prints too (it has no replica and rotatedTo)."""
+def strip_rotation(view, keep_rotated=False):
+    """The fields sjread.py prints too (no replica; rotatedTo since it reads version 5)."""
     if view is None:
         return None
-    return {**view, "members": {k: {f: v for f, v in m.items() if f in MEMBER_FIELDS}
+    kept = set(MEMBER_FIELDS) | ({"rotatedTo"} if keep_rotated else set())
+    return {**view, "members": {k: {f: v for f, v in m.items() if f in kept}
                                 for k, m in view["members"].items()}}
 
 
