@@ -26,7 +26,7 @@ public struct Invitation: Sendable {
     /// Reads a code; nil when it is not one (wrong length, not hex, a public key that is not
     /// the secret's, an unknown role).
     public init?(code: some StringProtocol) {
-        guard code.utf8.count == 2 * Self.codeBytes, code.utf8.allSatisfy({ !(UInt8(ascii: "A")...UInt8(ascii: "F")).contains($0) }),
+        guard code.utf8.count == 2 * Self.codeBytes, code.utf8.allSatisfy(Hex.isLowercaseHexDigit),
               let bytes = Hex.decode(code),
               let key = try? ReplicaKey(rawRepresentation: Array(bytes[0..<32])), key.publicKey == Array(bytes[32..<64]),
               let role = MembershipStatement.Role(rawValue: bytes[88]), role != .none

@@ -250,14 +250,7 @@ public final class RelayConnection: Sendable {
                             close(reason: viewOnly("native mode sends events"))
                             return
                         }
-                        if let redemption = hello.redeem, let key = hello.key, let refusal = await relayBoard.redeem(redemption, for: key) {
-                            close(reason: "hello: invitation not redeemed: " + refusal)
-                            return
-                        }
-                        if let refusal = relayBoard.hostingRefusal ?? hello.key.flatMap({ relayBoard.membershipRefusal($0, needs: .draw) }) {
-                            close(reason: "hello: " + refusal)
-                            return
-                        }
+                        // The key is proven before an invitation is spent on it.
                         var proven = false
                         if let nonce = challenge, let key = hello.key {
                             guard let proof = hello.proof, HelloProof.verify(proof, nonce: nonce, board: relayBoard.name.text, publicKey: key) else {
@@ -265,6 +258,14 @@ public final class RelayConnection: Sendable {
                                 return
                             }
                             proven = true
+                        }
+                        if let redemption = hello.redeem, let key = hello.key, let refusal = await relayBoard.redeem(redemption, for: key) {
+                            close(reason: "hello: invitation not redeemed: " + refusal)
+                            return
+                        }
+                        if let refusal = relayBoard.hostingRefusal ?? hello.key.flatMap({ relayBoard.membershipRefusal($0, needs: .draw) }) {
+                            close(reason: "hello: " + refusal)
+                            return
                         }
                         if let refusal = relayBoard.claim(replica, by: id, proven: proven) {
                             close(reason: "hello: " + refusal)

@@ -79,7 +79,7 @@ public struct RelayServer: Sendable {
             // Asked for (`?challenge`): the nonce goes first, before the hello that answers it.
             var challenge: [UInt8]?
             if context.request.uri.queryParameters[Substring(HelloProof.query)] != nil {
-                let nonce = HelloProof.nonce()
+                let nonce = ProcessInfoLite.randomBytes(HelloProof.nonceBytes)
                 challenge = nonce
                 try? await outbound.write(.text(HelloProof.challengeText(nonce: nonce)))
             }

@@ -12,12 +12,6 @@ public enum HelloProof {
 
     public static func challengeText(nonce: [UInt8]) -> String { #"{"type":"challenge","nonce":""# + Hex.bytes(nonce) + #""}"# }
 
-    /// A fresh nonce.
-    public static func nonce() -> [UInt8] {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<nonceBytes).map { _ in UInt8.random(in: 0...255, using: &generator) }
-    }
-
     public static func sign(nonce: [UInt8], board: String, with key: ReplicaKey) -> [UInt8] {
         key.signature(for: message(nonce: nonce, board: board))
     }

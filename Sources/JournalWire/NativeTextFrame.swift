@@ -41,7 +41,7 @@ public enum NativeTextFrame {
         guard bytes.count > hexEnd + 2, bytes.starts(with: prefix),
               bytes[hexEnd] == UInt8(ascii: "\""), bytes[hexEnd + 1] == UInt8(ascii: "}"), bytes[hexEnd + 2] == UInt8(ascii: "\n"),
               let signature = Hex.decode(String(decoding: bytes[prefix.count..<hexEnd], as: UTF8.self)),
-              bytes[prefix.count..<hexEnd].allSatisfy({ !(UInt8(ascii: "A")...UInt8(ascii: "F")).contains($0) })
+              bytes[prefix.count..<hexEnd].allSatisfy(Hex.isLowercaseHexDigit)
         else {
             throw WireError("a native text frame starts with {\"type\":\"native\",\"signature\":\"<128 lowercase hex>\"} and a newline, then one event line per line")
         }

@@ -1,6 +1,7 @@
 import JournalFormat
 import JournalKeys
 import JournalLive
+import JournalPlatform
 @testable import JournalRelay
 import JournalTestSupport
 import JournalWire
@@ -24,7 +25,7 @@ import Testing
         let alice = TestReplicaKeys.newReplica()
         let key = TestReplicaKeys.key(for: alice)
 
-        let nonce = HelloProof.nonce()
+        let nonce = ProcessInfoLite.randomBytes(HelloProof.nonceBytes)
         let proven = board.connect(challenge: nonce)
         await proven.receive(text: hello(alice, proof: HelloProof.sign(nonce: nonce, board: "proofs", with: key)))
         #expect(proven.closeReason == nil && proven.provedKey)
@@ -35,20 +36,20 @@ import Testing
         #expect(stranger.closeReason?.contains("proved its key") == true, "\(stranger.closeReason ?? "not refused")")
         #expect(proven.closeReason == nil)
         // ... a proof of another socket's nonce, or for another board, on a challenged one.
-        let replayed = board.connect(challenge: HelloProof.nonce())
+        let replayed = board.connect(challenge: ProcessInfoLite.randomBytes(HelloProof.nonceBytes))
         await replayed.receive(text: hello(alice, proof: HelloProof.sign(nonce: nonce, board: "proofs", with: key)))
         #expect(replayed.closeReason?.contains("does not verify") == true, "\(replayed.closeReason ?? "not refused")")
-        let otherNonce = HelloProof.nonce()
+        let otherNonce = ProcessInfoLite.randomBytes(HelloProof.nonceBytes)
         let otherBoard = board.connect(challenge: otherNonce)
         await otherBoard.receive(text: hello(alice, proof: HelloProof.sign(nonce: otherNonce, board: "elsewhere", with: key)))
         #expect(otherBoard.closeReason?.contains("does not verify") == true)
-        let unanswered = board.connect(challenge: HelloProof.nonce())
+        let unanswered = board.connect(challenge: ProcessInfoLite.randomBytes(HelloProof.nonceBytes))
         await unanswered.receive(text: hello(alice))
         #expect(unanswered.closeReason?.contains("missing") == true)
         #expect(proven.closeReason == nil)
 
         // The key's holder reconnecting with a proof takes the replica over, as before.
-        let fresh = HelloProof.nonce()
+        let fresh = ProcessInfoLite.randomBytes(HelloProof.nonceBytes)
         let reconnected = board.connect(challenge: fresh)
         await reconnected.receive(text: hello(alice, proof: HelloProof.sign(nonce: fresh, board: "proofs", with: key)))
         #expect(reconnected.closeReason == nil)

@@ -24,6 +24,14 @@ import Testing
 
     func hello(_ replica: ReplicaID, have: Have = Have()) -> String { TestReplicaKeys.hello(replica, have: have) }
 
+    /// A client of an empty board, caught up after sending `hello`.
+    func joined(_ running: RunningRelay, _ board: String, hello: String) async throws -> RelayTestClient {
+        let client = RelayTestClient(port: running.port, board: board)
+        client.send(hello)
+        #expect(try await client.next() == .caughtUp(events: 0))
+        return client
+    }
+
     /// Event messages until the first other message, which is returned too.
     func events(from client: RelayTestClient, count: Int) async throws -> [Event] {
         var events: [Event] = []
@@ -41,12 +49,8 @@ import Testing
         let replica = TestReplicaKeys.newReplica()
         let sent = Self.events(replica, 1...12)
 
-        let alice = RelayTestClient(port: running.port, board: "atlas")
-        alice.send(hello(replica))
-        #expect(try await alice.next() == .caughtUp(events: 0))
-        let viewer = RelayTestClient(port: running.port, board: "atlas")
-        viewer.send(ClientFrame.helloText(have: Have()))
-        #expect(try await viewer.next() == .caughtUp(events: 0))
+        let alice = try await joined(running, "atlas", hello: hello(replica))
+        let viewer = try await joined(running, "atlas", hello: ClientFrame.helloText(have: Have()))
 
         alice.send(binary: Self.frame(Array(sent[0..<10]), on: "atlas"))
         #expect(try await alice.next() == .replicaAck(replica: replica, upTo: 10))
@@ -153,12 +157,8 @@ import Testing
         let key = TestReplicaKeys.key(for: replica)
         let sent = Self.events(replica, 1...8)
 
-        let page = RelayTestClient(port: running.port, board: "sketch")
-        page.send(hello(replica))
-        #expect(try await page.next() == .caughtUp(events: 0))
-        let viewer = RelayTestClient(port: running.port, board: "sketch")
-        viewer.send(ClientFrame.helloText(have: Have()))
-        #expect(try await viewer.next() == .caughtUp(events: 0))
+        let page = try await joined(running, "sketch", hello: hello(replica))
+        let viewer = try await joined(running, "sketch", hello: ClientFrame.helloText(have: Have()))
 
         page.send(NativeTextFrame.frame(Array(sent[0..<5]), board: "sketch", with: key))
         #expect(try await page.next() == .replicaAck(replica: replica, upTo: 5))
@@ -208,9 +208,7 @@ import Testing
         defer { temp.remove() }
         let running = try await RunningRelay.start(data: temp.path + "/boards")
         let replica = TestReplicaKeys.newReplica()
-        let oldTab = RelayTestClient(port: running.port, board: "tabs")
-        oldTab.send(hello(replica))
-        #expect(try await oldTab.next() == .caughtUp(events: 0))
+        let oldTab = try await joined(running, "tabs", hello: hello(replica))
         oldTab.send(binary: Self.frame(Self.events(replica, 1...5, stroke: 1), on: "tabs"))
         #expect(try await oldTab.next() == .replicaAck(replica: replica, upTo: 5))
 
@@ -234,9 +232,7 @@ import Testing
         let replica = TestReplicaKeys.newReplica()
 
         // 5000 events in one frame (a few KB compressed): refused before it is inflated.
-        let flood = RelayTestClient(port: running.port, board: "bounds")
-        flood.send(hello(replica))
-        #expect(try await flood.next() == .caughtUp(events: 0))
+        let flood = try await joined(running, "bounds", hello: hello(replica))
         let many = Self.events(replica, 1...5000)
         flood.send(binary: TestReplicaKeys.sign(
             SegmentMessage.encode(replica: replica, version: FormatVersion.current,
@@ -246,9 +242,7 @@ import Testing
         #expect(tooMany.contains("more than 4096 events"))
 
         // A Lamport clock far past what the board could have seen.
-        let wild = RelayTestClient(port: running.port, board: "bounds")
-        wild.send(hello(replica))
-        #expect(try await wild.next() == .caughtUp(events: 0))
+        let wild = try await joined(running, "bounds", hello: hello(replica))
         var far = Self.events(replica, 1...1)
         far[0].lamport = 1 << 40
         wild.send(binary: Self.frame(far, on: "bounds"))
@@ -256,9 +250,7 @@ import Testing
         #expect(clock.contains("Lamport clock \(1 << 40)"))
 
         // The newer connection of a replica closes the older one; it goes on alone.
-        let older = RelayTestClient(port: running.port, board: "bounds")
-        older.send(hello(replica))
-        #expect(try await older.next() == .caughtUp(events: 0))
+        let older = try await joined(running, "bounds", hello: hello(replica))
         let newer = RelayTestClient(port: running.port, board: "bounds")
         newer.send(hello(replica))
         guard case .error(nil, let replaced)? = try await older.next() else { Issue.record("the older connection stayed open"); return }
@@ -279,9 +271,7 @@ import Testing
         let data = temp.path + "/boards"
         let running = try await RunningRelay.start(data: data, idleBoardSeconds: 0.3)
         let replica = TestReplicaKeys.newReplica()
-        let first = RelayTestClient(port: running.port, board: "nap")
-        first.send(hello(replica))
-        #expect(try await first.next() == .caughtUp(events: 0))
+        let first = try await joined(running, "nap", hello: hello(replica))
         first.send(binary: Self.frame(Self.events(replica, 1...4), on: "nap"))
         first.send(ClientFrame.text(for: .clear))
         // Two commits (the host's, the board's): their acks come in either order.
@@ -328,9 +318,7 @@ import Testing
         let running = try await RunningRelay.start(data: data, options: .relay)
         let replica = TestReplicaKeys.newReplica()
         let real = Self.events(replica, 1...8, stroke: 7)
-        let client = RelayTestClient(port: running.port, board: "p")
-        client.send(hello(replica))
-        #expect(try await client.next() == .caughtUp(events: 0))
+        let client = try await joined(running, "p", hello: hello(replica))
         client.send(binary: Self.frame(Array(real[0..<2]), on: "p"))
         #expect(try await client.next() == .replicaAck(replica: replica, upTo: 2))
 

@@ -1267,7 +1267,7 @@
   function newStrokeID() {
     const bytes = new Uint8Array(16);
     crypto.getRandomValues(bytes);
-    return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+    return hexOf(bytes);
   }
   const round = (value, digits) => { const f = Math.pow(10, digits); return Math.round(value * f) / f; };
   function sample(drawing, e) {
