@@ -20,6 +20,16 @@ public enum MembershipSigning {
         return ReplicaID(UUIDBits(bytes: Array(digest[0..<16])))
     }
 
+    static let relayBoardLabel = "StrokeJournal relay board v1\0"
+
+    /// The id of the board named `name` that a relay holding `founder` creates
+    /// (`journal serve` without `--open`): the same on every node of a cluster that holds the
+    /// same key, so that two nodes creating one board at once write one genesis, not rivals.
+    public static func relayBoardID(founder: [UInt8], name: String) -> UUIDBits {
+        let digest = Array(SHA256.hash(data: Array(relayBoardLabel.utf8) + founder + Array(name.utf8)))
+        return UUIDBits(bytes: Array(digest[0..<16]))
+    }
+
     static func message(_ statement: MembershipStatement, replica: ReplicaID, seq: UInt64) -> [UInt8] {
         var seqBytes: [UInt8] = []
         for index in 0..<8 { seqBytes.append(UInt8(truncatingIfNeeded: seq >> (8 * UInt64(index)))) }

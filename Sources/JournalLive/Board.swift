@@ -731,6 +731,7 @@ public final class Board: Sendable {
             }
             if let integrated {
                 if !integrated.isEmpty { publish(.integrated(integrated)) }
+                if increment.membership != nil { publish(.membershipChanged) }
                 return increment.events.count
             }
         }

@@ -16,6 +16,10 @@ public enum JournalActivity: Sendable {
     /// machines"): events may have arrived that no `.integrated` named; a follower reads what
     /// it lacks.
     case reloaded
+    /// A membership statement arrived that changes nothing the board held (a new member's
+    /// grant, a revocation of a key with no events here): the board's membership is new, and a
+    /// follower checks its connections against it.
+    case membershipChanged
     /// Segments sealed by this board (its own or a hosted replica's).
     case sealed([SealedSegment])
     /// A background compaction of a replica of this journal ended.

@@ -270,15 +270,42 @@ public enum FileSystem {
         return removed
     }
 
-    /// The last component of a path (`parent(of:)`'s complement).
-    /// `base` with `components` appended, by swift-system's `FilePath`: one separator between
-    /// parts, and a leading "/" in a component never escapes `base`.
+    /// `base` with `components` appended, as swift-system's `FilePath` appends: one separator
+    /// between parts, and a leading "/" in a component never escapes `base`. Plain parts (a
+    /// listing's names under a clean folder: nearly every call) are joined as text, since
+    /// `FilePath` normalises each part anew, which was most of a relay's time spent listing a
+    /// board's files.
     public static func join(_ base: String, _ components: String...) -> String {
+        if isPlain(base, asBase: true), components.allSatisfy({ isPlain($0, asBase: false) }) {
+            var path = base
+            for component in components {
+                if path != "/" { path += "/" }
+                path += component
+            }
+            return path
+        }
         var path = FilePath(base)
         for component in components { path.append(component) }
         return path.string
     }
 
+    /// Non-empty, no empty part ("//"), no trailing "/" (but "/" itself as a base), and as a
+    /// component no leading "/": what `FilePath` would leave as it is.
+    private static func isPlain(_ part: String, asBase: Bool) -> Bool {
+        let bytes = part.utf8
+        guard let first = bytes.first, let last = bytes.last else { return false }
+        if asBase && bytes.count == 1 && first == UInt8(ascii: "/") { return true }
+        guard last != UInt8(ascii: "/"), asBase || first != UInt8(ascii: "/") else { return false }
+        var previousWasSlash = false
+        for byte in bytes {
+            let slash = byte == UInt8(ascii: "/")
+            if slash && previousWasSlash { return false }
+            previousWasSlash = slash
+        }
+        return true
+    }
+
+    /// The last component of a path (`parent(of:)`'s complement).
     public static func lastComponent(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return path }
         return String(path[path.index(after: slash)...])

@@ -139,6 +139,13 @@ public enum RelayAccess: Sendable {
         return nil
     }
 
+    /// The ids of the tokens revoked on this relay (none on an open relay, or when the list
+    /// cannot be read: connections are then checked one by one, `stillHolds`).
+    public func revokedTokenIDs() -> Set<String> {
+        guard case .tokens(let keys) = self else { return [] }
+        return (try? keys.revokedIDs()) ?? []
+    }
+
     public var isOpen: Bool {
         if case .open = self { return true }
         return false

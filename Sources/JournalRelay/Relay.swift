@@ -119,13 +119,19 @@ public final class Relay: Sendable {
     /// The key every board here seals its native clients' replicas with, as their host
     /// (`journal serve --host-key`); nil: each board's own key.
     private let hostKey: ReplicaKey?
+    /// Whether boards created here get membership, founded by `hostKey` (`BoardFounding`).
+    private let foundsBoards: Bool
 
+    /// `foundsBoards`: boards created here get membership, `hostKey` their first admin
+    /// (`journal serve` without `--open`); without a `hostKey` they are created open.
     public init(
         dataDirectory: String, access: RelayAccess, boardOptions: BoardOptions = .relay, idleBoardSeconds: Double? = 60,
-        limits: RelayLimits = RelayLimits(), sharing: BoardSharing? = nil, ackMode: AckMode = .local, hostKey: ReplicaKey? = nil
+        limits: RelayLimits = RelayLimits(), sharing: BoardSharing? = nil, ackMode: AckMode = .local, hostKey: ReplicaKey? = nil,
+        foundsBoards: Bool = false
     ) throws(RelayError) {
         self.dataDirectory = dataDirectory
         self.hostKey = hostKey
+        self.foundsBoards = foundsBoards && hostKey != nil
         self.access = access
         self.sharing = sharing
         self.ackMode = sharing == nil ? .local : ackMode
@@ -163,15 +169,28 @@ public final class Relay: Sendable {
     /// Opens board `name`'s journal (reading all of it) and starts its work; no lock held.
     private func openJournal(_ name: BoardName) throws(RelayError) -> RelayBoard {
         let path = FileSystem.join(dataDirectory, name.text)
+        let directory: JournalDirectory
         do throws(JournalError) {
             // Boards are named by whoever connects: a symlink planted in the data folder (as
             // the board, or as its `replicas/`) would send one board's strokes into any journal
             // it points to, writing as that journal's replica beside its writer. (A symlinked
             // `local/` is refused by the board's `JournalWriter`, as for every journal.)
             if let planted = Self.plantedSymlink(path) { throw .io(IOError.symbolicLink("open board", path: planted)) }
-            let board = try Board(path: path, create: true, options: boardOptions)
+            directory = try JournalDirectory.openOrCreate(at: path)
             // Before anything is hosted: what a previous run left is sealed with it too.
-            if let hostKey { try board.directory.installHostKey(hostKey) }
+            if let hostKey { try directory.installHostKey(hostKey) }
+        } catch {
+            throw .journal(board: name.text, error)
+        }
+        let founding = hostKey.map { BoardFounding(founder: $0) }
+        if foundsBoards, let founding {
+            // Before the board reads its files: its first client already meets its membership.
+            do throws(MembershipError) { try founding.prepare(directory, name: name) } catch {
+                throw .membership(board: name.text, error.description)
+            }
+        }
+        do throws(JournalError) {
+            let board = try Board(directory: directory, options: boardOptions)
             var sharedAcks: SharedAcks?
             if ackMode == .shared, let sharing {
                 sharedAcks = SharedAcks(round: {
@@ -180,7 +199,7 @@ public final class Relay: Sendable {
                 }, failed: { [weak self] why in self?.report(.shareFailed(name, why: why)) })
             }
             let relayBoard = RelayBoard(name: name, board: board, catchUps: catchUps, maxNativeReplicas: limits.maxNativeReplicasPerBoard,
-                                        sharedAcks: sharedAcks)
+                                        sharedAcks: sharedAcks, founding: founding)
             relayBoard.start()
             report(.opened(name))
             return relayBoard
@@ -375,7 +394,9 @@ public final class Relay: Sendable {
         let now = ProcessInfoLite.wallClockMilliseconds()
         let open = boards.withLock { Array($0.open.values) }
         var closed = 0
+        let revoked = access.revokedTokenIDs()
         for board in open {
+            board.revokeKeys(ofRevokedTokens: revoked)
             board.closeConnections { grant in
                 let error = access.stillHolds(grant, nowMilliseconds: now)
                 if error != nil { closed += 1 }

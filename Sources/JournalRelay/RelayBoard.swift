@@ -22,15 +22,79 @@ public final class RelayBoard: Sendable {
     let sharedAcks: SharedAcks?
     /// The key this board's journal signs with: its text-mode clients' events are this key's.
     let ownKey: [UInt8]?
+    /// The relay's host key, which founded the boards it administers (`BoardFounding`); nil: none.
+    private let founding: BoardFounding?
+    /// How many keys a board's membership may name before the relay stops admitting by token.
+    private let maxAdmitted: Int
+    private let healingOwnKey = Locked(false)
 
     init(name: BoardName, board: Board, catchUps: CatchUpGate, maxNativeReplicas: Int = RelayLimits().maxNativeReplicasPerBoard,
-         sharedAcks: SharedAcks? = nil) {
+         sharedAcks: SharedAcks? = nil, founding: BoardFounding? = nil) {
         self.name = name
         self.board = board
         self.catchUps = catchUps
         self.sharedAcks = sharedAcks
+        self.founding = founding
+        maxAdmitted = maxNativeReplicas
         host = NativeHost(board: board, maxNewReplicas: maxNativeReplicas)
         ownKey = board.directory.replicaKey()?.publicKey
+    }
+
+    /// Runs `job` on the board's reader thread (membership writes wait for the files' lock:
+    /// never on the concurrency pool).
+    private func onReader<T: Sendable>(_ job: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
+            reader.submit { continuation.resume(returning: job()) }
+        }
+    }
+
+    /// A native client's key that came with a draw token, on a board this relay's key
+    /// administers and that never named the key: granted `draw` as `token <id>`
+    /// (`BoardFounding`), so the board's own files say who admitted it. The refusal, or nil
+    /// (also when there is nothing to grant: the membership then decides).
+    func admitByToken(_ key: [UInt8], grant: Grant) async -> String? {
+        guard let founding, let ownKey, let tokenID = grant.tokenID, grant.allows(.draw), let membership = board.membership,
+              founding.isActiveAdmin(ownKey, in: membership), membership.member(key) == nil else { return nil }
+        let (directory, limit) = (board.directory, maxAdmitted)
+        let refusal = await onReader { founding.admit(key, label: BoardFounding.tokenLabelPrefix + tokenID, into: directory, limit: limit) }
+        _ = await board.refresh()
+        return refusal
+    }
+
+    /// Revokes the keys this board admitted by a token now revoked (`BoardFounding`); the
+    /// revocation then closes their connections here as it reaches every node.
+    func revokeKeys(ofRevokedTokens revoked: Set<String>) {
+        guard let founding, let ownKey, let membership = board.membership, founding.isActiveAdmin(ownKey, in: membership),
+              !founding.keysOfRevokedTokens(revoked, in: membership).isEmpty else { return }
+        let start = revokingTokenKeys.withLock { busy -> Bool in
+            defer { busy = true }
+            return !busy
+        }
+        guard start else { return }
+        reader.submit { [board, revokingTokenKeys] in
+            let wrote = founding.revokeKeysOfRevokedTokens(revoked, in: board.directory)
+            revokingTokenKeys.withLock { $0 = false }
+            if wrote { Task { _ = await board.refresh() } }
+        }
+    }
+
+    private let revokingTokenKeys = Locked(false)
+
+    /// The node's own key granted again when the board's membership does not name it (its
+    /// grant lost to another node's statement of the same seq), with the grants it made:
+    /// `BoardFounding.heal`.
+    private func healOwnKey() {
+        guard let founding, let ownKey, let membership = board.membership, founding.needsHealing(membership, ownKey: ownKey) else { return }
+        let start = healingOwnKey.withLock { healing -> Bool in
+            defer { healing = true }
+            return !healing
+        }
+        guard start else { return }
+        reader.submit { [board, healingOwnKey] in
+            let wrote = (try? founding.heal(board.directory)) == true
+            healingOwnKey.withLock { $0 = false }
+            if wrote { Task { _ = await board.refresh() } }
+        }
     }
 
     // MARK: Membership (invariant 16)
@@ -80,6 +144,9 @@ public final class RelayBoard: Sendable {
     /// once `key` is a member (also when this key redeemed the invitation before: a page that
     /// lost its connection sends the redemption again).
     func redeem(_ statement: MembershipStatement, for key: [UInt8]) async -> String? {
+        // An invitation whose file arrived a moment ago (the board folds new files as its
+        // watcher or its next sync sees them): read the files before saying it is unknown.
+        if board.membership?.member(statement.signer)?.invitation == nil { _ = await board.refresh() }
         guard let membership = board.membership, let boardID = membership.board else {
             return "board \(name.text) has no membership, so it takes no invitation"
         }
@@ -114,10 +181,7 @@ public final class RelayBoard: Sendable {
             return "the redemption's clock must follow its invitation's"
         }
         guard membership.member(key) == nil else { return "key \(Hex.bytes(key)) is named in this board's membership already" }
-        // On the board's reader thread: the lock may be waited for, never on the pool.
-        let stored = await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
-            reader.submit { [board] in continuation.resume(returning: Self.store(statement, replica: replica, on: board)) }
-        }
+        let stored = await onReader { [board] in Self.store(statement, replica: replica, on: board) }
         _ = await board.refresh()
         if let stored {
             // Stored already, by this key (a page that reconnected before this board read its
@@ -152,7 +216,7 @@ public final class RelayBoard: Sendable {
     private func enforceMembership() {
         guard let membership = board.membership, !membership.isOpen else { return }
         for connection in connections.withLock({ Array($0.values) }) {
-            guard let key = connection.nativeKey, let refusal = membershipRefusal(key, needs: .draw) else { continue }
+            guard let key = connection.admittedNativeKey, let refusal = membershipRefusal(key, needs: .draw) else { continue }
             connection.close(reason: refusal)
         }
     }
@@ -185,7 +249,11 @@ public final class RelayBoard: Sendable {
             // The board read the files afresh: what arrived is not named; read what is lacking.
             // A membership statement may have arrived: keys that lost their right go now.
             enforceMembership()
+            healOwnKey()
             forwardLacking()
+        case .membershipChanged:
+            enforceMembership()
+            healOwnKey()
         case .durable, .sealed, .compacted:
             break
         }

@@ -68,6 +68,8 @@ public final class RelayConnection: Sendable {
         var presenceAllowance = WireLimits.presenceBurst
         var presenceRefilled = ProcessInfoLite.monotonicSeconds()
         var provedKey = false
+        /// The native hello passed every check (a refusal meanwhile closes the connection).
+        var nativeAdmitted = false
     }
 
     /// The nonce this connection's client was challenged with (`HelloProof`), or nil when it
@@ -263,6 +265,10 @@ public final class RelayConnection: Sendable {
                             close(reason: "hello: invitation not redeemed: " + refusal)
                             return
                         }
+                        if let key = hello.key, let refusal = await relayBoard.admitByToken(key, grant: grant) {
+                            close(reason: "hello: " + refusal)
+                            return
+                        }
                         if let refusal = relayBoard.hostingRefusal ?? hello.key.flatMap({ relayBoard.membershipRefusal($0, needs: .draw) }) {
                             close(reason: "hello: " + refusal)
                             return
@@ -271,6 +277,7 @@ public final class RelayConnection: Sendable {
                             close(reason: "hello: " + refusal)
                             return
                         }
+                        state.withLock { $0.nativeAdmitted = true }
                     }
                     return
                 }
@@ -396,6 +403,10 @@ public final class RelayConnection: Sendable {
     func markProven(_ proven: Bool) { state.withLock { $0.provedKey = proven } }
     /// The key a native client's hello named (its frames are checked against it).
     public var nativeKey: [UInt8]? { state.withLock { $0.hello??.key } }
+    /// The key of a native client whose hello was admitted; nil while its hello is being
+    /// decided (an invitation redeemed, a key admitted by token: the membership does not name
+    /// it yet, and a reload meanwhile must not close it for that).
+    var admittedNativeKey: [UInt8]? { state.withLock { $0.nativeAdmitted ? $0.hello??.key : nil } }
 
     /// A binary frame: native mode's events (docs/PROTOCOL.md), a `SegmentMessage` of the
     /// replica the hello named, events the client named itself. They are stored under that

@@ -20,6 +20,8 @@ public enum RelayError: Error, Equatable, Sendable, CustomStringConvertible {
     case forbidden(AccessError)
     /// The cluster's store could not be synced before the board opened (`BoardSharing`).
     case sharedStore(board: String, String)
+    /// The membership of a board this relay founds could not be written (why).
+    case membership(board: String, String)
 
     public var description: String {
         switch self {
@@ -39,6 +41,8 @@ public enum RelayError: Error, Equatable, Sendable, CustomStringConvertible {
             return error.description
         case .sharedStore(let board, let why):
             return "board \(board) is not served until it is read from the shared store, which failed (\(why)); connect again"
+        case .membership(let board, let why):
+            return "board \(board) is not served until its membership is written, which failed (\(why)); connect again"
         }
     }
 }

@@ -43,6 +43,8 @@ public struct LiveReplay: Sendable {
         var exactOnlyByFullReplay = false
         /// The board's membership (when it has one): new files are judged by it as they come.
         var membership: Membership?
+        /// The statements it was folded from, to fold new ones with.
+        var statements: [Membership.Found] = []
     }
 
     /// What appeared since the cursor: decoded, not yet applied.
@@ -58,6 +60,10 @@ public struct LiveReplay: Sendable {
         public var deferred = 0
         /// Applying these on top would not give exactly the full replay: load afresh.
         public var needsReload = false
+        /// The membership new statements give, when it changes nothing already held
+        /// (`foldedWithoutReload`); nil: unchanged.
+        public var membership: Membership?
+        var statements: [Membership.Found] = []
         public var isEmpty: Bool { events.isEmpty && applied.isEmpty && seen.isEmpty && retired.isEmpty && !needsReload }
     }
 
@@ -158,7 +164,10 @@ public struct LiveReplay: Sendable {
             cursor.incomplete[key] = FileIdentity.of(file)
         }
         cursor.exactOnlyByFullReplay = !report.forks.isEmpty || report.quarantinedEvents > 0
-        if let membership = set.membership, !membership.isOpen { cursor.membership = membership }
+        if let membership = set.membership, !membership.isOpen {
+            cursor.membership = membership
+            cursor.statements = set.statements
+        }
         self.membership = set.membership
         self.drawing = drawing
         self.keepsDrawing = keepsDrawing
@@ -234,8 +243,17 @@ public struct LiveReplay: Sendable {
             }
             increment.retired.append(key)
         }
-        // A membership statement can change what counts anywhere in the drawing.
-        guard fresh.statements.isEmpty, !cursor.exactOnlyByFullReplay || (keys.isEmpty && increment.seen.isEmpty) else {
+        // A membership statement can change what counts anywhere in the drawing; one that
+        // only admits keys this board holds nothing of (a new member) changes nothing held.
+        if !fresh.statements.isEmpty {
+            guard let folded = foldedWithoutReload(cursor, adding: fresh.statements, directory: directory, listing: listing) else {
+                increment.needsReload = true
+                return increment
+            }
+            increment.membership = folded
+            increment.statements = fresh.statements
+        }
+        guard !cursor.exactOnlyByFullReplay || (keys.isEmpty && increment.seen.isEmpty) else {
             increment.needsReload = true
             return increment
         }
@@ -296,6 +314,31 @@ public struct LiveReplay: Sendable {
         return increment
     }
 
+    /// The membership `cursor`'s statements and `new` ones fold into, if it counts exactly
+    /// what the old one counted of everything this board holds: the same board and hosts, no
+    /// new problem, and admitted seqs changed only for replicas of which the journal holds no
+    /// event (none applied, no sealed file, no hosted one). Nil: only a full load says.
+    private static func foldedWithoutReload(
+        _ cursor: Cursor, adding new: [Membership.Found], directory: JournalDirectory, listing: JournalDirectory.Listing
+    ) -> Membership? {
+        guard let old = cursor.membership, !old.isOpen else { return nil }
+        let folded = Membership.fold(cursor.statements + new, pin: directory.boardPin())
+        guard folded.board == old.board, folded.problems.count == old.problems.count else { return nil }
+        func hosts(_ membership: Membership) -> Set<[UInt8]> { Set(membership.members.keys.filter(membership.mayHost)) }
+        guard hosts(folded) == hosts(old) else { return nil }
+        let replicas = Set(folded.members.values.map(\.replica)).union(old.members.values.map(\.replica))
+        let changed = replicas.filter { folded.admitted($0) != old.admitted($0) }
+        guard !changed.isEmpty else { return folded }
+        let withFiles = Set(listing.sealed.map(\.replica))
+        for replica in changed {
+            if cursor.covered[replica]?.isEmpty == false || withFiles.contains(replica)
+                || FileSystem.linkStatus(directory.hostedSegmentPath(replica)) != nil {
+                return nil
+            }
+        }
+        return folded
+    }
+
     /// Applies what `readNew` found. False when the caller must load afresh instead (the
     /// state is then partly updated and must be dropped).
     public mutating func integrate(_ increment: Increment, changes: inout [DrawingChange]) -> Bool {
@@ -325,6 +368,11 @@ public struct LiveReplay: Sendable {
             cursor.incomplete.removeValue(forKey: key)
         }
         problems += increment.problems
+        if let folded = increment.membership {
+            membership = folded
+            cursor.membership = folded
+            cursor.statements += increment.statements
+        }
         return !needsReload
     }
 }

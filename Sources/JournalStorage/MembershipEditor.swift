@@ -55,13 +55,16 @@ public struct MembershipEditor {
     }
 
     /// The board's genesis: `key` becomes its first admin, and the journal pins it.
+    /// `board` and `wallTime` (default: a random id, now) make a genesis that two writers
+    /// holding one key write byte for byte alike in an empty journal (a relay cluster's nodes
+    /// creating one board: `MembershipSigning.relayBoardID`).
     @discardableResult
-    public func create(label: String) throws(MembershipError) -> Membership.Found {
+    public func create(label: String, board: UUIDBits? = nil, wallTime: Int64? = nil) throws(MembershipError) -> Membership.Found {
         try withState { set, membership, lamport throws(MembershipError) in
             if let board = membership.board { throw .alreadyCreated(path: journal.root, board: board.compactHex) }
             let statement = MembershipStatement(
-                lamport: lamport, wallTime: ProcessInfoLite.wallClockMilliseconds(), action: .create, role: .admin,
-                board: UUIDBits.random(), subject: key.publicKey, label: label, signer: key.publicKey)
+                lamport: lamport, wallTime: wallTime ?? ProcessInfoLite.wallClockMilliseconds(), action: .create, role: .admin,
+                board: board ?? UUIDBits.random(), subject: key.publicKey, label: label, signer: key.publicKey)
             let found = try write(statement)
             do throws(IOError) { try journal.saveBoardPin(Membership.Pin(board: statement.board, founder: key.publicKey)) } catch { throw .io(error) }
             return found

@@ -211,4 +211,137 @@ import Testing
         #expect(report.eventCount == 30)
         #expect(report.notMemberEvents == 0)
     }
+
+    /// A native client of `replica` with `grant` that sends events `seqs` in one frame, not refused.
+    static func draw(_ replica: ReplicaID, _ seqs: ClosedRange<UInt64>, on board: RelayBoard, grant: Grant) async -> RelayConnection {
+        let client = board.connect(grant: grant)
+        await client.receive(text: TestReplicaKeys.hello(replica))
+        client.goLive(caughtUp: 0)
+        await client.receive(binary: TestReplicaKeys.frame(TestReplicaKeys.events(replica, seqs), on: board.name.text))
+        #expect(client.closeReason == nil, "\(client.closeReason ?? "")")
+        return client
+    }
+
+    /// A relay that needs tokens founds the boards it creates (`journal serve` without
+    /// `--open`): its host key is their first admin and grants its text-mode writer and each
+    /// native key that came with a draw token, so a planted stranger's segment counts nowhere.
+    /// Two nodes with one host key write one genesis; a node that lost its disk grants its new
+    /// key; a board created open before stays open.
+    @Test func aBoardTheRelayCreatesGetsMembershipFoundedByItsHostKey() async throws {
+        let temp = TemporaryDirectory("relay-founding")
+        defer { temp.remove() }
+        let hostKey = ReplicaKey()
+        let token = Grant(tokenID: "0123456789abcdef", scope: .draw, expiresAtMilliseconds: nil)
+        func relay(_ data: String) throws -> Relay {
+            try Relay(dataDirectory: temp.path + "/" + data, access: .open, boardOptions: BoardOptions(sealAfterIdleMilliseconds: 100),
+                      hostKey: hostKey, foundsBoards: true)
+        }
+        let node = try relay("node")
+        let board = try node.board(BoardName("team"))
+        let membership = try #require(board.board.membership)
+        let ownKey = try #require(board.board.directory.replicaKey()).publicKey
+        #expect(membership.board == MembershipSigning.relayBoardID(founder: hostKey.publicKey, name: "team"))
+        #expect(membership.member(hostKey.publicKey)?.role == .admin)
+        #expect(membership.member(ownKey)?.role == .admin)
+
+        // Text mode draws as the node's key, a member.
+        let text = board.connect(grant: token)
+        text.goLive(caughtUp: 0)
+        await text.receive(text: #"{"type":"point","stroke":"6f1c2a3e-1111-4222-8333-444455556666","x":1,"y":2}"#)
+        #expect(text.closeReason == nil, "\(text.closeReason ?? "")")
+        // A native key that came with a draw token is admitted, named after the token.
+        let alice = TestReplicaKeys.newReplica()
+        let native = await Self.draw(alice, 1...5, on: board, grant: token)
+        let aliceKey = TestReplicaKeys.key(for: alice).publicKey
+        #expect(board.board.membership?.member(aliceKey)?.label == "token 0123456789abcdef")
+        // Without a token (an open grant) nothing admits a stranger's key.
+        let stranger = board.connect()
+        await stranger.receive(text: TestReplicaKeys.hello(TestReplicaKeys.newReplica()))
+        #expect(stranger.closeReason?.contains("is not a member") == true, "\(stranger.closeReason ?? "not refused")")
+        #expect(await eventually(within: 120) { board.board.covered[alice]?.count == 5 && board.board.durableSeq == 1 })
+        // The token is revoked (on this node's list): the keys it admitted are revoked in the
+        // board's files, which closes their connections here and travels to every node.
+        board.revokeKeys(ofRevokedTokens: ["0123456789abcdef"])
+        #expect(await eventually(within: 120) { board.board.membership?.member(aliceKey)?.revoked == true },
+                "the token's key was not revoked")
+        #expect(await eventually(within: 120) { native.closeReason != nil })
+        #expect(board.board.membership?.member(ownKey)?.isActive == true)
+        await node.close()
+
+        // A planted segment of a key no member holds counts nowhere.
+        let planted = TestReplicaKeys.newReplica()
+        let journal = JournalDirectory(root: temp.path + "/node/team")
+        let plantedBytes = SegmentEncoder.segment(replica: planted, events: TestReplicaKeys.events(planted, 1...3))
+        try Self.place(plantedBytes, replica: planted, seqs: 1...3, in: journal)
+        var (_, report) = Replay.load(journal, useSnapshots: false)
+        #expect(report.eventCount == 6)
+
+        // Another node with the same host key creating the same board writes the same genesis.
+        let other = try relay("other")
+        let otherBoard = try other.board(BoardName("team"))
+        #expect(otherBoard.board.membership?.board == membership.board)
+        let genesisFolder = MembershipSigning.membershipReplica(forPublicKey: hostKey.publicKey, board: try #require(membership.board)).hex
+        let firstStatement = { (root: String) in
+            JournalDirectory(root: root).listSealed().sealed.filter { $0.replica.hex == genesisFolder && $0.name.firstSeq == 1 }.map(\.name.fileName)
+        }
+        #expect(firstStatement(temp.path + "/node/team") == firstStatement(temp.path + "/other/team"))
+        #expect(firstStatement(temp.path + "/node/team").count == 1)
+        // It admits a key of its own by token, before either node has seen the other's files.
+        let bob = TestReplicaKeys.newReplica()
+        _ = await Self.draw(bob, 1...4, on: otherBoard, grant: token)
+        #expect(await eventually(within: 120) { otherBoard.board.covered[bob]?.count == 4 })
+        await other.close()
+
+        // Both nodes granted their own keys as seq 2 of the host key's statements: brought
+        // together, one grant loses its equivocation. Each node, opening the board again,
+        // grants what lost again, and every event counts on both.
+        let journals = [journal, JournalDirectory(root: temp.path + "/other/team")]
+        let files = journals.map { $0.listSealed().sealed.filter { $0.replica != planted } }
+        for (index, target) in journals.enumerated() {
+            for file in files[1 - index] {
+                try? Self.place(try FileSystem.readFile(file.path), replica: file.replica, seqs: file.name.firstSeq...file.name.lastSeq, in: target)
+            }
+        }
+        let merged = BoardFounding.membership(journal)
+        #expect([ownKey, try #require(journals[1].replicaKey()).publicKey].filter { merged.member($0) == nil }.count == 1,
+                "one node's grant loses")
+        for data in ["node", "other"] {
+            let healed = try relay(data)
+            _ = try healed.board(BoardName("team"))
+            await healed.close()
+        }
+        for target in journals {
+            for file in journals.flatMap({ $0.listSealed().sealed }) where file.replica != planted {
+                try? Self.place(try FileSystem.readFile(file.path), replica: file.replica, seqs: file.name.firstSeq...file.name.lastSeq, in: target)
+            }
+            let (_, both) = Replay.load(target, useSnapshots: false)
+            #expect(both.eventCount == 10, "\(target.root)")
+            #expect(both.notMemberEvents == 0, "\(target.root)")
+        }
+
+        // The disk is lost: the board's files come back from the store into a journal with a
+        // new key, which the node grants as it opens the board.
+        let fresh = try JournalDirectory.create(at: temp.path + "/lost/team")
+        for file in journal.listSealed().sealed where file.replica != planted {
+            try? Self.place(try FileSystem.readFile(file.path), replica: file.replica, seqs: file.name.firstSeq...file.name.lastSeq, in: fresh)
+        }
+        let lost = try relay("lost")
+        let reopened = try lost.board(BoardName("team"))
+        let newKey = try #require(fresh.replicaKey()).publicKey
+        #expect(newKey != ownKey)
+        #expect(reopened.board.membership?.member(newKey)?.role == .admin)
+        #expect(reopened.board.membership?.member(ownKey)?.isActive == true)
+        await lost.close()
+        (_, report) = Replay.load(fresh, useSnapshots: false)
+        #expect(report.eventCount == 10)
+        #expect(report.notMemberEvents == 0)
+
+        // A board made open before (it holds an event) stays open.
+        let old = try JournalWriter(directory: JournalDirectory.create(at: temp.path + "/old/team"))
+        try old.append(TestReplicaKeys.events(old.replica, 1...1)[0].payload)
+        try old.close()
+        let oldRelay = try relay("old")
+        #expect(try oldRelay.board(BoardName("team")).board.membership?.isOpen != false)
+        await oldRelay.close()
+    }
 }

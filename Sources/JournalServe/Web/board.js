@@ -83,10 +83,23 @@
   }
   const token = secretFromFragment('token');
   let invitation = secretFromFragment('invite');
+  // How many loads of this tab have tried the invitation (counted in sessionStorage).
+  function invitationAttempts() {
+    const name = 'strokejournal.invite-attempts.' + board;
+    let attempts = 0;
+    try {
+      attempts = Number(sessionStorage.getItem(name) || '0') + 1;
+      sessionStorage.setItem(name, String(attempts));
+    } catch (e) { return Infinity; }
+    return attempts - 1;
+  }
   function forgetInvitation() {
     invitation = '';
     redemption = '';
-    try { sessionStorage.removeItem('strokejournal.invite.' + board); } catch (e) { /* no storage */ }
+    try {
+      sessionStorage.removeItem('strokejournal.invite.' + board);
+      sessionStorage.removeItem('strokejournal.invite-attempts.' + board);
+    } catch (e) { /* no storage */ }
   }
   const socketURL = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host +
     '/boards/' + encodeURIComponent(board) + '/ws?hello';
@@ -1091,6 +1104,13 @@
             // membership); the message names the key and the command that grants it.
             // An invitation refused for good (used, expired, withdrawn, none) is forgotten;
             // one refused for the moment (busy files) is tried again at the next visit.
+            // One that has not reached this relay yet (its node syncs every few seconds) is
+            // tried again by loading the page again, a few times, the code kept for the tab.
+            if (/has not reached this relay yet/.test(said) && invitationAttempts() < 5) {
+              report(problem + ': trying again in 3 s', 30);
+              setTimeout(() => location.reload(), 3000);
+              return;
+            }
             if (/invitation not redeemed: .*(redeemed already|expired|revoked|no invitation|another board|no membership)/.test(said)) forgetInvitation();
             becomeViewOnly();
             leaveNativeMode();

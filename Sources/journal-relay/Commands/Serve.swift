@@ -1,5 +1,6 @@
 import ArgumentParser
 import JournalCommandLine
+import JournalFormat
 import JournalKeys
 import JournalPlatform
 import JournalRelay
@@ -44,6 +45,15 @@ extension RelayCommand {
                 first start in DIR/.relay/ (owner only). --open serves everyone instead, with
                 no token: anyone who reaches the port may create, read and draw on any board.
                 Use it for a demo or on a machine of your own, never on a shared network.
+
+                Membership: a board this relay creates (without --open) gets membership, whose
+                first admin is the relay's host key (--host-key FILE, else DIR/.relay/host.key,
+                made at first start). Who may draw is then in the board's own signed files,
+                the same on every machine that syncs it (journal members). The relay grants
+                draw, by statements signed with that key, to its own text-mode writer and to
+                each native client's key that came with a draw token ("token <id>"); an admin
+                invites people (journal members invite -C DIR/BOARD --key DIR/.relay/host.key).
+                Boards created open before, or with --open, stay open.
 
                 A cluster (docs/DEPLOY.md): several relays behind a load balancer that sends
                 each board to one of them, all with --share STORE. A board is synced with
@@ -104,7 +114,7 @@ extension RelayCommand {
             valueName: "local|shared"))
         var ack: AckMode = .local
         @Option(help: ArgumentHelp(
-            "Seal native clients' replicas, as their host, with the key in this file (`journal members keygen FILE`), on every board: one key for a cluster, kept outside --data, so that a board's membership grants it `relay` once and a node that lost its disk seals as before.",
+            "Seal native clients' replicas, as their host, with the key in this file (`journal members keygen FILE`), on every board, and found new boards' membership with it (default without --open: DIR/.relay/host.key): one key for a cluster, kept outside --data, so that a node that lost its disk serves and seals as before.",
             valueName: "file"))
         var hostKey: String?
 
@@ -153,16 +163,23 @@ extension RelayCommand {
                 var sealingKey: ReplicaKey?
                 if let hostKey {
                     do throws(MembershipError) { sealingKey = try KeyFile.read(hostKey) } catch { throw CLIError(error.description, code: 65) }
+                } else if !open {
+                    // Boards created here get membership: their first admin is this key, kept
+                    // beside the token key (a cluster copies `DATA/.relay/` to every node).
+                    let path = FileSystem.join(FileSystem.join(data, ".relay"), "host.key")
+                    do throws(MembershipError) {
+                        sealingKey = FileSystem.exists(path) ? try KeyFile.read(path) : try KeyFile.create(path)
+                    } catch { throw CLIError(error.description, code: 65) }
                 }
                 let relay: Relay
                 do throws(RelayError) { relay = try Relay(
                     dataDirectory: data, access: access, idleBoardSeconds: closeIdleAfter > 0 ? closeIdleAfter : nil,
                     limits: limits, sharing: share.map { SyncedBoardSharing(store: $0, interval: shareInterval) }, ackMode: ack,
-                    hostKey: sealingKey) } catch { throw CLIError(error.description, code: CLIError.ioError) }
+                    hostKey: sealingKey, foundsBoards: !open) } catch { throw CLIError(error.description, code: CLIError.ioError) }
                 var logger = Logger(label: "journal-serve")
                 if let level = Logger.Level(rawValue: logLevel) { logger.logLevel = level }
                 let server = RelayServer(relay: relay, host: bind, port: port, writeStallSeconds: writeTimeout, logger: logger)
-                let (bind, data) = (self.bind, self.data)
+                let (bind, data, founder) = (self.bind, self.data, sealingKey)
                 do {
                     try await server.run(handlingSignals: true) { port in
                         Terminal.write("journal: serving \(data) on ws://\(bind):\(port)/boards/<board>/ws, drawing page http://\(bind):\(port)/boards/<board>\n")
@@ -170,6 +187,10 @@ extension RelayCommand {
                             Terminal.write("journal: open (--open): anyone who reaches this port may create, read and draw on any board\n")
                         } else {
                             Terminal.write("journal: clients need a token: journal token --data \(data) --board BOARD --scope draw --ttl 8h\n")
+                            if let founder {
+                                let keyFile = hostKey ?? FileSystem.join(FileSystem.join(data, ".relay"), "host.key")
+                                Terminal.write("journal: boards created here get membership, administered by host key \(Hex.bytes(founder.publicKey)) (\(keyFile)): journal members invite -C \(data)/BOARD --key \(keyFile) --role draw --label NAME\n")
+                            }
                         }
                         Terminal.flush()
                     }

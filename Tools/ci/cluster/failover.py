@@ -44,20 +44,24 @@ class Failure(Exception):
 
 
 class Node:
-    def __init__(self, journal, index, root, store, interval, ack):
+    def __init__(self, journal, index, root, store, interval, ack, access=("--open",), extra=()):
+        """`access`: how clients are let in (`--open`, or nothing: tokens); `extra`: more
+        `journal serve` options (Tools/ci/cluster/membership.py: `--host-key FILE`)."""
         self.journal, self.index, self.ack = journal, index, ack
         self.data = os.path.join(root, "node%d" % index)
         self.port = free_port()
         self.store, self.interval = store, interval
+        self.access, self.extra = list(access), list(extra)
         self.log = open(os.path.join(root, "node%d.log" % index), "ab")
         self.proc = None
 
+    def command(self):
+        return ([self.journal, "serve", "--port", str(self.port), "--data", self.data] + self.access +
+                ["--share", self.store, "--share-interval", str(self.interval), "--ack", self.ack, "--close-idle-after", "3",
+                 "--log-level", "info"] + self.extra)
+
     def start(self):
-        self.proc = subprocess.Popen(
-            [self.journal, "serve", "--port", str(self.port), "--data", self.data, "--open",
-             "--share", self.store, "--share-interval", str(self.interval), "--ack", self.ack, "--close-idle-after", "3",
-             "--log-level", "info"],
-            stdout=self.log, stderr=self.log, start_new_session=True)
+        self.proc = subprocess.Popen(self.command(), stdout=self.log, stderr=self.log, start_new_session=True)
         # Up once it listens (it publishes what it holds first): killed earlier, it would not
         # be the node the campaign means to kill.
         deadline = time.monotonic() + 120

@@ -16,7 +16,8 @@ another board, an expired token, a token revoked mid-connection, a native client
 replica without its key, a native client forging another replica's events with its own key, a
 frame replayed from another board, one stroke of falling Lamport clocks, a flood of new native
 replicas, 60 KB CollabSketch frames, and a folder writer without keys planting a segment that
-reuses acknowledged ids (each board trusts only the two relays' keys: `journal trust`).
+reuses acknowledged ids (the board's membership, founded by the relays' shared host key, counts
+only its members' signed segments).
 
 Standard library, plus `cryptography` (Ed25519) for native clients: Debian's python3-cryptography.
 """
@@ -310,17 +311,25 @@ class Campaign:
                   "--ttl", ttl, "--json")
         return json.loads(out.stdout)
 
-    def start_federation(self):
-        for i, name in enumerate(sorted(self.relays)):
-            board = os.path.join(self.relays[name]["data"], BOARD)
-            cmd = [self.journal, "sync", "-C", board, self.shared, "--watch", "--interval", "1"]
-            if i == 0:
-                cmd.insert(4, "--create")
-            self.watches.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            if i == 0:
-                deadline = time.monotonic() + 60
-                while not os.path.isdir(os.path.join(self.shared, "replicas")) and time.monotonic() < deadline:
-                    time.sleep(0.2)
+    def start_watch(self, name, create):
+        """`journal sync --watch` between relay `name`'s board and the shared folder."""
+        board = os.path.join(self.relays[name]["data"], BOARD)
+        cmd = [self.journal, "sync", "-C", board, self.shared, "--watch", "--interval", "1"] + (["--create"] if create else [])
+        self.watches.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        if create:
+            deadline = time.monotonic() + 60
+            while not os.path.isdir(os.path.join(self.shared, "replicas")) and time.monotonic() < deadline:
+                time.sleep(0.2)
+
+    def open_board(self, name):
+        """Makes relay `name`'s board a journal that relays do not found (one point recorded):
+        with --open-boards, a board with no membership."""
+        board = os.path.join(self.relays[name]["data"], BOARD)
+        run(self.journal, "init", board)
+        line = json.dumps({"type": "point", "stroke": os_uuid(), "x": 1.0, "y": 1.0})
+        out = subprocess.run([self.journal, "record", "-C", board], input=line + "\n", capture_output=True, text=True)
+        if out.returncode != 0:
+            raise Failure("journal record: exit %d: %s" % (out.returncode, out.stderr.strip()))
 
     def stop(self):
         for p in self.watches:
@@ -490,9 +499,12 @@ class Campaign:
             key, public, mine = replica_key()
             conn = Conn(self.relays[relay]["port"])
             conn.send_text(native_hello(public, mine, self.draw_tokens[relay]))
-            conn.until(lambda m: m.get("type") in ("caughtUp", "error"))
-            conn.send_binary(native_frame(key, BOARD, mine, native_events(mine, [1], [1])))
-            got = conn.until(lambda m: (m.get("type") == "ack" and "replica" in m) or is_error(m), timeout=30)
+            # Refused at the hello (the board's membership names as many keys as the relay
+            # admits by token) or at the first frame (the board holds as many replicas).
+            got = conn.until(lambda m: m.get("type") in ("caughtUp", "error"))
+            if not (got and is_error(got[-1])):
+                conn.send_binary(native_frame(key, BOARD, mine, native_events(mine, [1], [1])))
+                got = conn.until(lambda m: (m.get("type") == "ack" and "replica" in m) or is_error(m), timeout=30)
             if got and is_error(got[-1]):
                 if "--max-native-replicas" not in got[-1]["message"]:
                     raise Failure("a new replica was refused for another reason: %s" % got[-1])
@@ -518,7 +530,8 @@ class Campaign:
         """Anyone who can write the shared folder, without a key: a segment of the victim relay's
         replica reusing the first seqs it acknowledged, with clock 1 and the smallest wall times,
         the variant every fork rule would pick (FORMAT.md §8.8). Sync brings it into both boards;
-        their trust lists (FORMAT.md §15.3) must quarantine it, so nothing acknowledged changes."""
+        their membership (FORMAT.md §17.4: only signed segments count) must quarantine it, so
+        nothing acknowledged changes."""
         victim = self.victim_replica(relay)
         held = sorted(int(k.split("#")[1]) for k in self.honest[relay].acknowledged if k.startswith(victim))
         run_ = [held[0]]
@@ -543,16 +556,26 @@ class Campaign:
                 raise Failure("the forged segment %s was not imported by both boards within 120 s" % name)
             time.sleep(0.2)
 
-    def trust_each_other(self):
-        """Each board trusts the other relay's board key (as a host too: it seals its native
-        clients' replicas), and through its own key itself; nobody else."""
-        keys = {name: run(self.journal, "trust", "key", "-C", os.path.join(r["data"], BOARD)).stdout.strip()
-                for name, r in self.relays.items()}
+    def check_membership(self):
+        """Both boards have the membership relay a founded (its host key the first admin), and
+        each relay's text-mode writer is a member that draws."""
+        founders = set()
         for name, r in self.relays.items():
-            for other, key in keys.items():
-                if other != name:
-                    run(self.journal, "trust", "add", "-C", os.path.join(r["data"], BOARD), key, "--host",
-                        "--label", "relay " + other)
+            board = os.path.join(r["data"], BOARD)
+            deadline = time.monotonic() + 60
+            while True:
+                listed = json.loads(run(self.journal, "members", "list", "-C", board, "--json").stdout)
+                own = run(self.journal, "trust", "key", "-C", board).stdout.strip()
+                mine = [m for m in listed["members"] if m["key"] == own and m["active"] and m["role"] in ("draw", "relay", "admin")]
+                if not listed["open"] and mine:
+                    break
+                if time.monotonic() > deadline:
+                    raise Failure("relay %s's board: membership %s, its own key %s not an active drawer" % (
+                        name, "open" if listed["open"] else listed["board"], own))
+                time.sleep(0.5)
+            founders.add((listed["board"], listed["founder"]))
+        if len(founders) != 1:
+            raise Failure("the two relays' boards have different geneses: %s" % founders)
 
     ATTACKS = ["no_token", "forged_token", "viewer_draws", "other_board", "expired", "revoked", "impersonate",
                "forge_native", "replayed_frame", "falling_clocks", "replica_flood", "big_frames", "folder_forger"]
@@ -561,18 +584,34 @@ class Campaign:
 
     def run(self):
         t0 = time.monotonic()
-        for name in ("a", "b"):
-            self.start_relay(name)
+        self.start_relay("a")
+        # One relay folder for the federation (docs/DEPLOY.md, "Where keys and tokens live"):
+        # tokens are valid on both relays, and the board both serve has one founder, their host
+        # key (a board a relay creates gets membership: `journal serve --help`).
+        shutil.copytree(os.path.join(self.relays["a"]["data"], ".relay"), os.path.join(self.root, "b", ".relay"))
+        self.start_relay("b")
         self.draw_tokens = {}
         self.honest = {}
+        if self.args.open_boards:
+            for name in ("a", "b"):
+                self.open_board(name)
         for name, who in (("a", "alice"), ("b", "bob")):
+            if name == "b" and not self.args.open_boards:
+                # b serves the board a founded: it starts from the shared folder's copy.
+                board = os.path.join(self.relays["b"]["data"], BOARD)
+                run(self.journal, "init", board)
+                run(self.journal, "sync", "-C", board, self.shared)
             admin = self.token(name, BOARD, "admin")["token"]
             self.honest[name] = Honest(who, self.relays[name]["port"], admin, random.Random(self.rng.random()))
             self.draw_tokens[name] = self.token(name, BOARD, "draw")["token"]
             self.honest[name].draw(5)
-        if not self.args.open_boards:
-            self.trust_each_other()
-        self.start_federation()
+            if not self.args.open_boards:
+                self.start_watch(name, create=name == "a")
+        if self.args.open_boards:
+            for name in ("a", "b"):
+                self.start_watch(name, create=name == "a")
+        else:
+            self.check_membership()
         done = {a: 0 for a in self.ATTACKS}
         worst = {}  # the slowest honest ack measured right after each kind of attack
         order = list(self.ATTACKS)  # every attack at least once, then at random
@@ -647,7 +686,8 @@ def main():
     p.add_argument("--probe-at-once", action="store_true",
                    help="time honest acks without first reading what the relay sent before (the attackers' floods)")
     p.add_argument("--open-boards", action="store_true",
-                   help="give the boards no trust list: the folder forger's segment then wins its fork "
+                   help="boards made (with a point) before the relays open them, so no relay founds their membership: "
+                        "the folder forger's segment then wins its fork "
                         "and the campaign must fail (a check that the check can fail)")
     p.add_argument("--keep", action="store_true", help="keep the campaign's folder")
     p.add_argument("--quiet", action="store_true")
