@@ -51,6 +51,29 @@ import Testing
         #expect(bad.status == 64)
     }
 
+    /// Sizes no picture can have, and formats render does not write, are refused with the
+    /// reason and exit 64, before anything is written (a huge width trapped; a PNG was drawn
+    /// in gigabytes of memory; a .jpg got SVG in it).
+    @Test func sizesAndFormatsPastWhatAPictureCanBeAreRefused() throws {
+        let temp = TemporaryDirectory("render-bounds")
+        defer { temp.remove() }
+        let board = try board(temp)
+        let cases: [([String], String)] = [
+            (["render", temp.path + "/a.svg", "--width", "1e300"], "at most 100000"),
+            (["render", temp.path + "/a.svg", "--height", "1e300"], "at most 100000"),
+            (["render", temp.path + "/a.png", "--width", "30000"], "at most 16384"),
+            (["render", temp.path + "/a.png", "--width", "12000"], "in all"),
+            (["render", temp.path + "/a.svg", "--width", "99999", "--area", "0,0,1,1000"], "taller than 100000"),
+            (["render", temp.path + "/a.jpg"], ".svg, .png or .pdf"),
+        ]
+        for (arguments, reason) in cases {
+            let run = try cli.journal(arguments + ["-C", board])
+            #expect(run.status == 64, "\(arguments): \(run.status) \(run.stderr)")
+            #expect(run.stderr.contains(reason), "\(arguments): \(run.stderr)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temp.path).filter { $0.hasPrefix("a.") }.isEmpty)
+    }
+
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/rsvg-convert"), "needs rsvg-convert (librsvg2-bin)"))
     func aPNGIsWrittenForPeopleToShare() throws {
         let temp = TemporaryDirectory("render-png")

@@ -27,7 +27,7 @@ extension JournalCommand {
 
         @OptionGroup var options: JournalOptions
         @OptionGroup var moment: MomentOption
-        @Argument(help: "The file to write: .svg or .png ('-' for SVG on standard output).")
+        @Argument(help: "The file to write: .svg, .png or .pdf ('-' for SVG on standard output).")
         var output: String
         @Option(help: "Picture width in pixels.") var width: Double = 1000
         @Option(help: "Picture height in pixels (default: from the width and the area's shape).")
@@ -41,9 +41,31 @@ extension JournalCommand {
             valueName: "moments"))
         var pages: String?
 
+        /// Pixels a side of any picture: an SVG or PDF page past it is no picture anyone can
+        /// open, and numbers past it lose the precision the renderer writes them with.
+        static let maxSide: Double = 100_000
+        /// A PNG is rasterised in memory (4 bytes a pixel, and rsvg-convert's own copies).
+        static let maxPNGSide: Double = 16_384
+        static let maxPNGPixels: Double = 64 * 1024 * 1024
+
+        var format: String? {
+            if output == "-" { return "svg" }
+            let lowered = output.lowercased()
+            return ["svg", "png", "pdf"].first { lowered.hasSuffix("." + $0) }
+        }
+
         func validate() throws {
             guard width > 0, width.isFinite, height.map({ $0 > 0 && $0.isFinite }) ?? true else {
                 throw ValidationError("--width and --height must be positive numbers")
+            }
+            guard width <= Self.maxSide, (height ?? 1) <= Self.maxSide else {
+                throw ValidationError("--width and --height must be at most \(Int(Self.maxSide)) pixels")
+            }
+            guard let format else {
+                throw ValidationError("\(output.debugDescription): a picture is written as .svg, .png or .pdf ('-': SVG on standard output)")
+            }
+            if format == "png", width > Self.maxPNGSide || (height ?? 1) > Self.maxPNGSide {
+                throw ValidationError("a PNG is at most \(Int(Self.maxPNGSide)) pixels a side (it is drawn in memory): write .svg or .pdf for a larger picture")
             }
             if let area, Self.parseArea(area) == nil {
                 throw ValidationError("--area must be x,y,width,height with a positive width and height, got \(area.debugDescription)")
@@ -72,7 +94,7 @@ extension JournalCommand {
                 let (drawing, report) = try moment.drawing(journal) ?? Replay.load(journal)
                 reportProblems(report)
                 let shown = area.flatMap(Self.parseArea) ?? SVGRenderer.contentBounds(drawing)
-                let pixelHeight = height ?? max(1, (width * shown.height / shown.width).rounded())
+                let pixelHeight = try self.pixelHeight(showing: shown)
                 let renderer = SVGRenderer(width: width, height: pixelHeight, background: Self.parseColour(background) ?? nil, area: shown)
                 let text = renderer.render(drawing)
                 if output == "-" {
@@ -108,10 +130,10 @@ extension JournalCommand {
             }
             counts = counts.filter { $0 > 0 }
             guard !counts.isEmpty else { throw CLIError("no page to make: every moment asked for comes before the first event", code: 64) }
-            let svgs = counts.map { count -> [UInt8] in
+            let svgs = try counts.map { count throws -> [UInt8] in
                 let drawing = history.drawing(ofFirst: count)
                 let shown = area.flatMap(Self.parseArea) ?? SVGRenderer.contentBounds(drawing)
-                let pixelHeight = height ?? max(1, (width * shown.height / shown.width).rounded())
+                let pixelHeight = try self.pixelHeight(showing: shown)
                 return Array(SVGRenderer(width: width, height: pixelHeight, background: Self.parseColour(background) ?? nil, area: shown)
                     .render(drawing).utf8)
             }
@@ -119,6 +141,19 @@ extension JournalCommand {
             try writeImage(try await RSVGConvert.pdf(pages: svgs, scratch: scratch), to: output)
             Terminal.write("wrote \(output): \(Wording.counted(counts.count, "page")), at events \(counts.map(String.init).joined(separator: ", "))\n")
             Terminal.flush()
+        }
+
+        /// --height, or the height that keeps the shown area's shape at --width; refused when
+        /// that is past what a picture may be (a thin drawing at a wide width).
+        func pixelHeight(showing shown: SVGRenderer.Area) throws -> Double {
+            let pixelHeight = height ?? max(1, (width * shown.height / shown.width).rounded())
+            guard pixelHeight.isFinite, pixelHeight <= Self.maxSide else {
+                throw CLIError("the drawing's shape at --width \(Int(width)) makes a picture taller than \(Int(Self.maxSide)) pixels: give --height, or --area", code: 64)
+            }
+            if format == "png", pixelHeight > Self.maxPNGSide || width * pixelHeight > Self.maxPNGPixels {
+                throw CLIError("a PNG of \(Int(width))×\(Int(pixelHeight)) pixels is past \(Int(Self.maxPNGSide)) a side or \(Int(Self.maxPNGPixels)) in all (it is drawn in memory): lower --width or --height, or write .svg or .pdf", code: 64)
+            }
+            return pixelHeight
         }
 
         static func parseArea(_ text: String) -> SVGRenderer.Area? {
