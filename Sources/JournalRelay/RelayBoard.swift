@@ -382,7 +382,8 @@ public final class RelayBoard: Sendable {
             if let frames = round.batches[connection.id] { connection.nativeFramesSettled(frames) }
         }
         for (replica, reason) in round.failed {
-            for connection in all where connection.nativeReplica == replica { connection.close(reason: reason) }
+            let error = RelayError.journal(board: name.text, .io(IOError("store the events of replica \(replica.hex)", path: board.directory.root, code: 0, reason: reason)))
+            for connection in all where connection.nativeReplica == replica { connection.close(error: error) }
         }
         for (replica, events) in round.stored {
             Self.deliver(events, to: all.filter { $0.nativeReplica != replica })

@@ -43,6 +43,9 @@ public final class RelayConnection: Sendable {
         /// The reader waits here while too many frames are unacknowledged.
         var throttled: CheckedContinuation<Void, Never>?
         var closeReason: String?
+        /// What the operator's log says of the close, when it says more than the client is told
+        /// (server paths, the operating system's error).
+        var closeDetail: String?
         /// Whether the client said what it has: nil until decided (its first frame, or
         /// `WireLimits.helloWaitMilliseconds` without one); `.some(nil)`: no hello.
         var hello: Hello??
@@ -87,6 +90,8 @@ public final class RelayConnection: Sendable {
 
     /// Why the relay ended the connection (a last error for the client), or nil.
     public var closeReason: String? { state.withLock { $0.closeReason } }
+    /// The close as the operator's log tells it: `closeReason` and what the client is not told.
+    public var closeDetail: String? { state.withLock { $0.closeDetail ?? $0.closeReason } }
 
     /// Since when this connection's catch-up holds one of the relay's places
     /// (`RelayLimits.maxConcurrentCatchUps`), while others wait for one; nil otherwise. A
@@ -480,7 +485,7 @@ public final class RelayConnection: Sendable {
             }
         } catch {
             state.withLock { $0.nativeInFlight = max(0, $0.nativeInFlight - 1) }
-            close(reason: error.description)
+            close(error: error)
             return
         }
         await waitWhileThrottled()
@@ -701,6 +706,15 @@ public final class RelayConnection: Sendable {
     /// socket closes, and by the relay with a reason the client should read.
     public func close(reason: String? = nil) {
         state.withLock { closeLocked(reason: reason, &$0) }
+    }
+
+    /// Closes with `error`: the client is told `error.toClient`, the log the whole of it.
+    public func close(error: RelayError) {
+        state.withLock { state in
+            if case .closed = state.phase { return }
+            state.closeDetail = error.description
+            closeLocked(reason: error.toClient, &state)
+        }
     }
 
     private func closeLocked(reason: String?, _ state: inout State) {

@@ -23,6 +23,22 @@ public enum RelayError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The membership of a board this relay founds could not be written (why).
     case membership(board: String, String)
 
+    /// What a client is told: the description, less what only the relay's operator may read
+    /// (its folders, its store's commands, the operating system's error), which the relay
+    /// logs.
+    public var toClient: String {
+        switch self {
+        case .journal(let board, _):
+            return "board \(board) could not be read or written on this relay (its operator's log says why); connect again later"
+        case .sharedStore(let board, _):
+            return "board \(board) is not served until it is read from the cluster's store, which failed (its operator's log says why); connect again"
+        case .membership(let board, _):
+            return "board \(board) is not served until its membership is written, which failed (its operator's log says why); connect again"
+        default:
+            return description
+        }
+    }
+
     public var description: String {
         switch self {
         case .invalidBoardName(let name):

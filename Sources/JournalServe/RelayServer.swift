@@ -111,16 +111,17 @@ public struct RelayServer: Sendable {
                 connection = try await relay.connect(to: board, grant: grant, helloPromised: promised, challenge: challenge)
             } catch {
                 logger.info("connection refused", metadata: ["board": "\(name)", "peer": "\(peer)", "why": "\(error.description)"])
-                try await Self.close(withError: error.description, messages: messages, outbound: outbound, waitForFirst: !waited)
+                try await Self.close(withError: error.toClient, messages: messages, outbound: outbound, waitForFirst: !waited)
                 return
             }
             logger.info("connection opened", metadata: [
                 "connection": "\(connection.id)", "board": "\(name)", "peer": "\(peer)", "scope": "\(connection.grant.scope)",
+                "token": "\(connection.grant.tokenID ?? "none")",
             ])
             let writes = SocketWrites(channel: context.requestContext.channel, stallSeconds: writeStallSeconds)
             defer {
                 logger.info("connection closed", metadata: [
-                    "connection": "\(connection.id)", "board": "\(name)", "why": "\(connection.closeReason ?? "the client closed it")",
+                    "connection": "\(connection.id)", "board": "\(name)", "why": "\(connection.closeDetail ?? "the client closed it")",
                 ])
             }
             try await Self.serve(connection, messages: messages, first: first, outbound: outbound, writes: writes)
@@ -266,7 +267,7 @@ public struct RelayServer: Sendable {
                             ? { bytes in try await writes.write(bytes: bytes.count) { try await outbound.write(.binary(ByteBuffer(bytes: bytes))) } }
                             : nil)
                 } catch let error as RelayError {
-                    connection.close(reason: error.description)
+                    connection.close(error: error)
                 }
                 for await text in connection.outbound { try await writes.text(text, to: outbound) }
                 if let reason = connection.closeReason {
