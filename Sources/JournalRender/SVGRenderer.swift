@@ -151,14 +151,8 @@ public struct SVGRenderer {
             out.number(first.y)
             out.text(#"" r=""#)
             out.number(style.width / 2)
-            out.text(#"" fill=""#)
-            out.color(style.color)
             out.text("\"")
-            if style.color.alpha < 255 {
-                out.text(#" fill-opacity=""#)
-                out.opacity(style.color.alpha)
-                out.text("\"")
-            }
+            out.paint(.fill, style.color)
             out.text("/>")
             out.newline()
             return
@@ -172,14 +166,8 @@ public struct SVGRenderer {
                 out.text(",")
                 out.number(points[index].y)
             }
-            out.text(#"" fill="none" stroke=""#)
-            out.color(run.style.color)
-            out.text("\"")
-            if run.style.color.alpha < 255 {
-                out.text(#" stroke-opacity=""#)
-                out.opacity(run.style.color.alpha)
-                out.text("\"")
-            }
+            out.text(#"" fill="none""#)
+            out.paint(.stroke, run.style.color)
             out.text(#" stroke-width=""#)
             out.number(run.width)
             out.text(#"" stroke-linecap="round" stroke-linejoin="round"/>"#)
@@ -331,6 +319,21 @@ struct SVGWriter {
     }
 
     /// alpha / 255 with up to three decimals.
+    /// ` fill="#RRGGBB"` (or stroke), and its opacity when the colour is not opaque: every
+    /// picture of a stroke (a still, a time-lapse) paints it so.
+    mutating func paint(_ attribute: Paint, _ color: RGBA) {
+        text(attribute == .fill ? #" fill=""# : #" stroke=""#)
+        self.color(color)
+        text("\"")
+        if color.alpha < 255 {
+            text(attribute == .fill ? #" fill-opacity=""# : #" stroke-opacity=""#)
+            opacity(color.alpha)
+            text("\"")
+        }
+    }
+
+    enum Paint { case fill, stroke }
+
     mutating func opacity(_ alpha: UInt8) {
         number(Double(alpha) / 255, decimals: 3)
     }

@@ -137,9 +137,9 @@ public struct Timelapse {
                 out.number(points[0].y)
                 out.text(#"" r=""#)
                 out.number(style.width / 2)
-                out.text(#"" fill=""#)
-                out.color(style.color)
-                out.text(#""/>"#)
+                out.text("\"")
+                out.paint(.fill, style.color)
+                out.text("/>")
                 out.newline()
             } else {
                 for run in renderer.runs(of: track.stroke) {
@@ -154,9 +154,9 @@ public struct Timelapse {
                         out.text(",")
                         out.number(points[index].y)
                     }
-                    out.text(#"" fill="none" stroke=""#)
-                    out.color(run.style.color)
-                    out.text(#"" stroke-width=""#)
+                    out.text(#"" fill="none""#)
+                    out.paint(.stroke, run.style.color)
+                    out.text(#" stroke-width=""#)
                     out.number(run.width)
                     out.text(#"" stroke-linecap="round" stroke-linejoin="round""#)
                     if already {

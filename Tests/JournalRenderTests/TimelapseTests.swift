@@ -28,6 +28,23 @@ import Testing
         return events
     }
 
+    /// Translucent ink stays translucent in a time-lapse, as in a still (the time-lapse wrote
+    /// its strokes' colour without their opacity).
+    @Test func translucentInkKeepsItsOpacityInTheTimeLapse() {
+        var pen = EventGenerator(seed: 90)
+        let line = pen.newStroke(), dot = pen.newStroke()
+        let ink = Style(color: RGBA(rawValue: 0x1E88E580), width: 3)
+        var events = (0..<3).map { index in pen.event(.point(PointSample(stroke: line, x: Double(index) * 10, y: 5, style: ink))) }
+        events.append(pen.event(.point(PointSample(stroke: dot, x: 50, y: 50, style: Style(color: RGBA(rawValue: 0xE5393540), width: 4)))))
+        let history = History(events: events)
+        let svg = Timelapse(history, start: 0, end: events.count).svg(width: 400, duration: 2, clock: nil)
+        #expect(svg.contains(#"stroke-opacity="0.502""#), "\(svg)")
+        #expect(svg.contains(#"fill-opacity="0.251""#), "\(svg)")
+        let still = SVGRenderer(width: 400, height: 400, background: nil, area: SVGRenderer.contentBounds(history.drawing(ofFirst: events.count)))
+            .render(history.drawing(ofFirst: events.count))
+        #expect(still.contains(#"stroke-opacity="0.502""#) && still.contains(#"fill-opacity="0.251""#))
+    }
+
     @Test func everyMomentShowsTheStrokesTheDrawingThenShows() {
         let history = History(events: Self.events())
         #expect(history.events.count == Self.events().count)
