@@ -33,6 +33,11 @@ package enum GlobalArguments {
                     if !commands.contains(argument) && argument != "help" {
                         return .unknownCommand(argument, suggestion: closest(argument, among: commands))
                     }
+                    // `help rendr` is as unknown as `rendr` (the root help, exit 0, said nothing).
+                    if argument == "help", index < arguments.count, !arguments[index].hasPrefix("-"),
+                       !commands.contains(arguments[index]) {
+                        return .unknownCommand(arguments[index], suggestion: closest(arguments[index], among: commands))
+                    }
                 }
             } else if glued {
                 rest += ["-C", String(argument.dropFirst(2))]

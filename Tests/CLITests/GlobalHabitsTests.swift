@@ -59,6 +59,11 @@ import Testing
         }
         let unknown = try cli.journal(["xyzzy"])
         #expect(unknown.status == 64 && unknown.stderr.contains("journal --help"))
+        // `help` of a command that does not exist is as unknown (it printed the root help, 0).
+        let helpSlip = try cli.journal(["help", "rendr"])
+        #expect(helpSlip.status == 64 && helpSlip.stderr.contains("Did you mean 'render'?"), "\(helpSlip.stderr)")
+        let help = try cli.journal(["help", "render"])
+        #expect(help.status == 0 && help.stdout.contains("journal render"))
     }
 }
 
