@@ -101,9 +101,13 @@ struct RcloneTransport: Transport {
 
     var remoteReplicas: String { address.remote + "/replicas" }
 
-    /// Every call: few retries (a sync is retried by the user or by `--watch`), and rclone's
-    /// statistics off, so that standard output is the listing alone.
-    private var common: [String] { ["--retries", "2", "--low-level-retries", "3", "--stats", "0"] }
+    /// Every call: one attempt (a sync is retried by the user or by `--watch`), a store that
+    /// accepts connections and never answers (a frozen gateway) given up on in about 40 s
+    /// (rclone waits 5 minutes for a silent connection, and again at each retry: a sync hung
+    /// for over 5), and rclone's statistics off, so that standard output is the listing alone.
+    private var common: [String] {
+        ["--retries", "1", "--low-level-retries", "1", "--contimeout", "10s", "--timeout", "10s", "--stats", "0"]
+    }
 
     func list() async throws(SyncError) -> TreeListing {
         let arguments = ["lsf", "-R", "--fast-list", "--csv", "--format", "sp"] + common + [remoteReplicas + "/"]
