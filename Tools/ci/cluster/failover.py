@@ -117,6 +117,7 @@ HAPROXY = """global
 defaults
     mode http
     timeout connect 1s
+    timeout http-request 5s
     timeout client 60s
     timeout server 60s
     timeout tunnel 1h
