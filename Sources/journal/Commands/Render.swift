@@ -48,10 +48,13 @@ extension JournalCommand {
         static let maxPNGSide: Double = 16_384
         static let maxPNGPixels: Double = 64 * 1024 * 1024
 
+        /// svg, png or pdf, from the name's extension; a name without one (a device such as
+        /// /dev/stdout, '-') gets SVG; nil for another extension (x.jpg got SVG in it).
         var format: String? {
-            if output == "-" { return "svg" }
-            let lowered = output.lowercased()
-            return ["svg", "png", "pdf"].first { lowered.hasSuffix("." + $0) }
+            let name = FileSystem.lastComponent(of: output).lowercased()
+            guard let dot = name.lastIndex(of: "."), name.index(after: dot) < name.endIndex, dot > name.startIndex else { return "svg" }
+            let ext = String(name[name.index(after: dot)...])
+            return ["svg", "png", "pdf"].contains(ext) ? ext : nil
         }
 
         func validate() throws {
@@ -62,7 +65,7 @@ extension JournalCommand {
                 throw ValidationError("--width and --height must be at most \(Int(Self.maxSide)) pixels")
             }
             guard let format else {
-                throw ValidationError("\(output.debugDescription): a picture is written as .svg, .png or .pdf ('-': SVG on standard output)")
+                throw ValidationError("\(output.debugDescription): a picture is written as .svg, .png or .pdf ('-', or a name without an extension: SVG)")
             }
             if format == "png", width > Self.maxPNGSide || (height ?? 1) > Self.maxPNGSide {
                 throw ValidationError("a PNG is at most \(Int(Self.maxPNGSide)) pixels a side (it is drawn in memory): write .svg or .pdf for a larger picture")
@@ -71,7 +74,7 @@ extension JournalCommand {
                 throw ValidationError("--area must be x,y,width,height with a positive width and height, got \(area.debugDescription)")
             }
             if let pages {
-                guard output.lowercased().hasSuffix(".pdf") else { throw ValidationError("--pages makes the pages of a PDF: name a .pdf file") }
+                guard format == "pdf" else { throw ValidationError("--pages makes the pages of a PDF: name a .pdf file") }
                 guard moment.at == nil else { throw ValidationError("--pages and --at both choose moments: give one") }
                 if pages != "clears" {
                     for part in pages.split(separator: ",", omittingEmptySubsequences: false) {
@@ -87,7 +90,7 @@ extension JournalCommand {
         func run() async throws {
             try await reportingErrors {
                 let journal = try options.open()
-                if output.lowercased().hasSuffix(".pdf") {
+                if format == "pdf" {
                     try await writePDF(journal)
                     return
                 }
@@ -103,7 +106,7 @@ extension JournalCommand {
                     return
                 }
                 let svg = Array(text.utf8)
-                let isPNG = output.lowercased().hasSuffix(".png")
+                let isPNG = format == "png"
                 try writeImage(isPNG ? try await RSVGConvert.png(fromSVG: svg) : svg, to: output)
                 var message = "wrote \(output): \(Wording.counted(drawing.visibleStrokes.count, "stroke")), \(Int(width))×\(Int(pixelHeight)) px"
                 if area != nil {
