@@ -26,7 +26,9 @@ public final class RelayBoard: Sendable {
     private let founding: BoardFounding?
     /// How many keys a board's membership may name before the relay stops admitting by token.
     private let maxAdmitted: Int
+    /// A membership write of each kind is running (`writeMembership`).
     private let healingOwnKey = Locked(false)
+    private let revokingTokenKeys = Locked(false)
 
     init(name: BoardName, board: Board, catchUps: CatchUpGate, maxNativeReplicas: Int = RelayLimits().maxNativeReplicasPerBoard,
          sharedAcks: SharedAcks? = nil, founding: BoardFounding? = nil) {
@@ -66,33 +68,28 @@ public final class RelayBoard: Sendable {
     func revokeKeys(ofRevokedTokens revoked: Set<String>) {
         guard let founding, let ownKey, let membership = board.membership, founding.isActiveAdmin(ownKey, in: membership),
               !founding.keysOfRevokedTokens(revoked, in: membership).isEmpty else { return }
-        let start = revokingTokenKeys.withLock { busy -> Bool in
-            defer { busy = true }
-            return !busy
-        }
-        guard start else { return }
-        reader.submit { [board, revokingTokenKeys] in
-            let wrote = founding.revokeKeysOfRevokedTokens(revoked, in: board.directory)
-            revokingTokenKeys.withLock { $0 = false }
-            if wrote { Task { _ = await board.refresh() } }
-        }
+        writeMembership(unlessBusy: revokingTokenKeys) { [board] in founding.revokeKeysOfRevokedTokens(revoked, in: board.directory) }
     }
-
-    private let revokingTokenKeys = Locked(false)
 
     /// The node's own key granted again when the board's membership does not name it (its
     /// grant lost to another node's statement of the same seq), with the grants it made:
     /// `BoardFounding.heal`.
     private func healOwnKey() {
         guard let founding, let ownKey, let membership = board.membership, founding.needsHealing(membership, ownKey: ownKey) else { return }
-        let start = healingOwnKey.withLock { healing -> Bool in
-            defer { healing = true }
-            return !healing
+        writeMembership(unlessBusy: healingOwnKey) { [board] in (try? founding.heal(board.directory)) == true }
+    }
+
+    /// Runs `write` on the reader thread, unless the one `busy` marks is still running (the
+    /// next reload asks again), and reads the board again if it wrote a statement.
+    private func writeMembership(unlessBusy busy: Locked<Bool>, _ write: @escaping @Sendable () -> Bool) {
+        let start = busy.withLock { running -> Bool in
+            defer { running = true }
+            return !running
         }
         guard start else { return }
-        reader.submit { [board, healingOwnKey] in
-            let wrote = (try? founding.heal(board.directory)) == true
-            healingOwnKey.withLock { $0 = false }
+        reader.submit { [board] in
+            let wrote = write()
+            busy.withLock { $0 = false }
             if wrote { Task { _ = await board.refresh() } }
         }
     }
