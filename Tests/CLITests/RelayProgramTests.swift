@@ -35,7 +35,7 @@ import Testing
             #expect(try cli.journal(["help", command]).stdout == direct.stdout)
         }
         // Options reach it unchanged, and so does its refusal and exit code.
-        let refused = try cli.journal(["join", "http://127.0.0.1:1/boards/b/ws"])
+        let refused = try cli.journal(["join", "ftp://127.0.0.1:1/boards/b/ws"])
         #expect(refused.status == 64)
         #expect(refused.stderr.contains("ws://"), "\(refused.stderr)")
         // The journal named before the command does not stop the hand-over.

@@ -12,11 +12,11 @@ import Testing
 @Suite(.ownThreads) struct ServeLogTests {
     let cli = CLITests()
 
-    /// Serves `data` at `level`, joins board "poster" once and a name no board can have, stops
+    /// Serves `data` at `level`, joins board "poster" once with a token and once without, stops
     /// the relay with SIGTERM, and returns what it printed: its address on stdout, its log on
     /// stderr.
     func serveAndJoin(data: String, level: String) async throws -> (stdout: String, stderr: String) {
-        let relay = try JournalProcess.Child(["serve", "--port", "0", "--open", "--data", data, "--log-level", level], label: "serve-log")
+        let relay = try JournalProcess.Child(["serve", "--port", "0", "--data", data, "--log-level", level], label: "serve-log")
         var port: String?
         _ = await eventually(within: 120) {
             // "journal: serving DIR on ws://127.0.0.1:PORT/boards/<board>/ws, …"
@@ -27,10 +27,23 @@ import Testing
             Issue.record("journal serve did not start: \(relay.stderr)")
             return ("", "")
         }
-        let joined = try cli.journal(["join", "ws://127.0.0.1:\(port)/boards/poster/ws", "--timeout", "60"])
+        let token = try cli.journal(["token", "--data", data, "--board", "poster", "--scope", "admin", "--ttl", "1h"])
+            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let joined = try cli.journal(["join", "ws://127.0.0.1:\(port)/boards/poster/ws", "--timeout", "60"], environment: ["JOURNAL_TOKEN": token])
         #expect(joined.status == 0, "\(joined.stderr)")
-        let refused = try cli.journal(["join", "ws://127.0.0.1:\(port)/boards/a.b/ws", "--timeout", "60"])
-        #expect(refused.status == 74 && refused.stderr.contains("invalid board name"), "\(refused.stderr)")
+        // The drawing page's address, as copied from a browser, joins the same board (its
+        // fragment, a token in it, is left out: the token comes from the environment).
+        let page = try cli.journal(["join", "http://127.0.0.1:\(port)/boards/poster#token=\(token)", "--timeout", "60"],
+                                   environment: ["JOURNAL_TOKEN": token])
+        #expect(page.status == 0 && page.stdout.split(separator: "\n").first == joined.stdout.split(separator: "\n").first, "\(page.stderr)")
+        // A name no board can have is refused before anything connects.
+        for bad in ["bad!name", "a%20b", "a.b"] {
+            let refusedName = try cli.journal(["join", "http://127.0.0.1:\(port)/boards/\(bad)", "--timeout", "60"])
+            #expect(refusedName.status == 64 && refusedName.stderr.contains("invalid board name"), "\(bad): \(refusedName.stderr)")
+        }
+        // Refused by the relay (no token): the connection it refused is logged.
+        let refused = try cli.journal(["join", "ws://127.0.0.1:\(port)/boards/poster/ws", "--timeout", "60"], environment: ["JOURNAL_TOKEN": ""])
+        #expect(refused.status == 74 && refused.stderr.contains("needs a token"), "\(refused.stderr)")
         #expect(await relay.stop(with: SIGTERM) == 0)
         return (relay.stdout, relay.stderr)
     }

@@ -4,6 +4,7 @@ import JournalCommandLine
 import JournalFormat
 import JournalIngest
 import JournalPlatform
+import JournalRelay
 import JournalReplay
 import JournalWire
 
@@ -27,20 +28,53 @@ extension RelayCommand {
                 environment variable JOURNAL_TOKEN, which stays out of the process list and of
                 your shell's history.
 
-                Example:
+                The address is the board's socket or its drawing page's address (the page's
+                http:// address, as copied from the browser, is turned into its socket's).
+
+                Examples:
                   JOURNAL_TOKEN=$(journal token --data boards --board poster --scope view --ttl 1h) \\
                     journal join ws://127.0.0.1:8080/boards/poster/ws --json
+                  journal join http://127.0.0.1:8080/boards/poster --follow
                 """)
 
-        @Argument(help: ArgumentHelp("The board's socket: ws://HOST:PORT/boards/<board>/ws.", valueName: "url")) var url: String
+        @Argument(help: ArgumentHelp(
+            "The board's socket, ws://HOST:PORT/boards/<board>/ws, or its drawing page's address, http://HOST:PORT/boards/<board>.",
+            valueName: "url"))
+        var url: String
         @Flag(help: "Catch up with one text message per event instead of binary blocks.") var text = false
         @Flag(help: "Stay connected and print a line per change (strokes added, extended, hidden).") var follow = false
         @Option(help: "Give up when not caught up after this many seconds.") var timeout: Double = 60
         @Flag(help: "Print one JSON object: digest, events, strokes, points, bytes, seconds.") var json = false
 
         func validate() throws {
-            guard url.hasPrefix("ws://") else { throw ValidationError("the url must start with ws:// (e.g. ws://127.0.0.1:8080/boards/poster/ws)") }
-            guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+            _ = try Self.socket(of: url)
+            guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be positive") }
+        }
+
+        /// The board's socket for `address`: a socket's address as it is, or a drawing page's
+        /// (http://…/boards/<board>, what a person copies from the browser: its fragment, with
+        /// any token, left out); refused, with the reason, when no board can be there (the
+        /// relay would refuse it anyway, after the whole --timeout of retries).
+        static func socket(of address: String) throws -> (url: String, board: String) {
+            var text = address
+            if let hash = text.firstIndex(of: "#") { text = String(text[..<hash]) }
+            let example = "e.g. ws://127.0.0.1:8080/boards/poster/ws, or the page's http://127.0.0.1:8080/boards/poster"
+            if text.hasPrefix("http://") {
+                text = "ws://" + text.dropFirst("http://".count)
+            } else if text.hasPrefix("https://") || text.hasPrefix("wss://") {
+                throw ValidationError("join speaks plain ws:// only (no TLS yet): reach the relay's own port, \(example)")
+            } else if !text.hasPrefix("ws://") {
+                throw ValidationError("the url must start with ws:// or http:// (\(example))")
+            }
+            let path = text.dropFirst("ws://".count).drop { $0 != "/" }
+            let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+            // "", "boards", <board>[, "ws"]
+            guard parts.count >= 3, parts[0].isEmpty, parts[1] == "boards", parts.count == 3 || (parts.count == 4 && parts[3] == "ws") else {
+                throw ValidationError("\(address.debugDescription) names no board (\(example))")
+            }
+            let board = String(parts[2])
+            do throws(RelayError) { _ = try BoardName(board) } catch { throw ValidationError(error.description) }
+            return (parts.count == 3 ? text + "/ws" : text, board)
         }
 
         func run() async throws {
@@ -48,7 +82,11 @@ extension RelayCommand {
                 var options = RelayClient.Options()
                 options.blocks = !text
                 options.token = ProcessInfoLite.environment("JOURNAL_TOKEN")
-                let client = RelayClient(url: url, options: options)
+                let socket = try Self.socket(of: url).url
+                if url.contains("#token=") && options.token == nil {
+                    Terminal.standardError("journal: the token in the address is not used (a command line is visible to every user of this machine): give it in JOURNAL_TOKEN\n")
+                }
+                let client = RelayClient(url: socket, options: options)
                 let updates = client.updates
                 let start = ProcessInfoLite.monotonicSeconds()
                 let connection = Task { await client.run() }
@@ -66,7 +104,7 @@ extension RelayCommand {
                         // Refused for good: say so at once rather than retry until the timeout.
                         deadline.cancel()
                         await connection.value
-                        throw CLIError("\(url): \(reason)", code: CLIError.ioError)
+                        throw CLIError("\(socket): \(reason)", code: CLIError.ioError)
                     default: break
                     }
                     if caughtUp { break updatesLoop }
@@ -74,7 +112,7 @@ extension RelayCommand {
                 let seconds = ProcessInfoLite.monotonicSeconds() - start
                 guard caughtUp else {
                     connection.cancel()
-                    throw CLIError("\(url): not caught up within \(formatSeconds(timeout)): \(lastProblem)", code: CLIError.ioError)
+                    throw CLIError("\(socket): not caught up within \(formatSeconds(timeout)): \(lastProblem)", code: CLIError.ioError)
                 }
                 deadline.cancel()
                 let drawing = client.drawing
