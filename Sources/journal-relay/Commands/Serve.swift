@@ -195,6 +195,16 @@ extension RelayCommand {
                         Terminal.flush()
                     }
                 } catch {
+                    let said = "\(error)"
+                    if said.contains("errno: 98") || said.contains("Address already in use") {
+                        throw CLIError("port \(port) on \(bind) is in use (another relay, or another program, listens there): choose another --port, or --port 0 for any free one (printed at start)", code: CLIError.ioError)
+                    }
+                    if said.contains("errno: 99") || said.contains("Cannot assign requested address") {
+                        throw CLIError("\(bind) is no address of this machine: --bind takes one of its own (127.0.0.1, 0.0.0.0 for every network)", code: CLIError.ioError)
+                    }
+                    if said.contains("errno: 13") || said.contains("Permission denied") {
+                        throw CLIError("port \(port) needs privileges this user lacks (ports under 1024): choose a --port of 1024 or more", code: CLIError.ioError)
+                    }
                     throw CLIError("serving on \(bind):\(port) failed: \(error)", code: CLIError.ioError)
                 }
             }
