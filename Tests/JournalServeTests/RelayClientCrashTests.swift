@@ -85,6 +85,15 @@ extension RelayProcessTests {
         }
         #expect(clients.allSatisfy { $0.pending.isEmpty })
         #expect(relay.starts == 5)
+        // A client's own acks come before the others' last strokes reach it: wait for those
+        // (progress, not a deadline), or the relay's stop below cuts one in two (a client held
+        // 28 of a stroke's 30 points under CI's load).
+        for client in clients {
+            _ = await eventually(within: 120) {
+                let drawing = client.drawing
+                return drawing.strokes.count == sent.count && drawing.strokes.allSatisfy { sent[$0.id] == $0.points.count }
+            }
+        }
 
         // The clients hold the relay's board, which holds every stroke exactly once.
         let status = await relay.terminate()
