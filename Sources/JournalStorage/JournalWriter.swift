@@ -177,6 +177,14 @@ public final class JournalWriter {
         do { _ = try DirectoryHandle.open("local", beneath: directory.root) } catch { throw .io(error) }
         replica = try directory.identity()
         sink = SegmentSink(directory: directory, replica: replica, options: options)
+        // A key file that is there and cannot be read is not the absence of a key: sealing
+        // unsigned then would make segments that every trust list and membership quarantines,
+        // acknowledged strokes that count on no other machine. Refused, naming the file.
+        if FileSystem.linkStatus(directory.keyPath) != nil {
+            do { _ = try directory.readKeyFile() } catch {
+                throw .badIdentity(path: directory.keyPath, reason: "its signing key cannot be read (\(error)); nothing is written until it can: restore local/replica.key from a backup, or remove it to write unsigned (an open journal)")
+            }
+        }
         sink.signer = directory.replicaKey().map { SealSigner(key: $0, role: .replica) }
         let lock = try Self.acquireLock(directory)
         self.lock = lock

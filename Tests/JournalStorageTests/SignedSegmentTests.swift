@@ -55,6 +55,27 @@ import Testing
                          role: role, key: key)
     }
 
+    /// A damaged key file stops the writer, naming it: sealing unsigned instead made segments
+    /// every trust list and membership quarantines. Without the file the journal writes
+    /// unsigned, as an open journal does.
+    @Test func aKeyFileThatCannotBeReadStopsTheWriterInsteadOfSealingUnsigned() throws {
+        let temp = TemporaryDirectory("signed-bad-key")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        try Self.record(journal, points: 5)
+        let before = journal.listSealed().sealed.count
+        try FileSystem.writeAtomically(Array("strokejournal-key v1\nnot hex\n".utf8), to: journal.keyPath)
+        #expect {
+            _ = try JournalWriter(directory: journal)
+        } throws: { error in
+            "\(error)".contains("local/replica.key") && "\(error)".contains("cannot be read")
+        }
+        #expect(journal.listSealed().sealed.count == before)
+        FileSystem.removeTree(journal.keyPath)
+        let path = try Self.record(journal, points: 5, x: 10)
+        #expect(SegmentScanner.scan(path: path, sealed: true).seal == nil)
+    }
+
     @Test func aNewJournalSignsWhatItSealsWithTheKeyItsReplicaIsNamedBy() throws {
         let temp = TemporaryDirectory("signed-new")
         defer { temp.remove() }
