@@ -49,8 +49,8 @@ extension RelayCommand {
                 Membership: a board this relay creates (without --open) gets membership, whose
                 first admin is the relay's host key (--host-key FILE, else DIR/.relay/host.key,
                 made at first start). Who may draw is then in the board's own signed files,
-                the same on every machine that syncs it (journal members). The relay grants
-                draw, by statements signed with that key, to its own text-mode writer and to
+                the same on every machine that syncs it (journal members). That key makes the
+                board journal's own key (its text-mode writer's) an admin, which grants draw to
                 each native client's key that came with a draw token ("token <id>"); an admin
                 invites people (journal members invite -C DIR/BOARD --key DIR/.relay/host.key).
                 Boards created open before, or with --open, stay open.
