@@ -176,25 +176,12 @@ struct RunFailure: Error, CustomStringConvertible {
         defer { temp.remove() }
         let board = try cli.sampleBoard(temp)
         let before = try cli.journal(["digest", "-C", board]).stdout
-        // Listening, never accepting: connections queue in the backlog and get no answer.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        #expect(bound == 0)
-        #expect(listen(listener, 64) == 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
-        let port = UInt16(bigEndian: address.sin_port)
+        let listener = SilentListener()
+        #expect(listener.port != 0)
         let run = try cli.journal(["sync", "-C", board, "s3://boards/poster"], environment: [
-            "AWS_ACCESS_KEY_ID": "key", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_ENDPOINT_URL": "http://127.0.0.1:\(port)",
+            "AWS_ACCESS_KEY_ID": "key", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_ENDPOINT_URL": "http://127.0.0.1:\(listener.port)",
         ])
+        withExtendedLifetime(listener) {}
         #expect(run.status == 74 && run.stderr.contains("timeout"), "\(run.stderr)")
         #expect(try cli.journal(["digest", "-C", board]).stdout == before)
     }

@@ -62,21 +62,12 @@ import Testing
     /// A port another program holds is named, with what to do (it printed the socket
     /// library's `bind(descriptor:ptr:bytes:) … (errno: 98)`).
     @Test func aPortInUseIsSaidSo() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
-        }
-        #expect(bound && listen(listener, 4) == 0)
+        let listener = SilentListener()
+        #expect(listener.port != 0)
         let temp = TemporaryDirectory("serve-port-in-use")
         defer { temp.remove() }
-        let port = UInt16(bigEndian: address.sin_port)
-        let run = try cli.journal(["serve", "--port", "\(port)", "--data", temp.path + "/boards", "--open"])
-        #expect(run.status == 74 && run.stderr.contains("port \(port) on 127.0.0.1 is in use"), "\(run.stderr)")
+        let run = try cli.journal(["serve", "--port", "\(listener.port)", "--data", temp.path + "/boards", "--open"])
+        #expect(run.status == 74 && run.stderr.contains("port \(listener.port) on 127.0.0.1 is in use"), "\(run.stderr)")
     }
 
     @Test func atWarningNothingOfTheKindIsLogged() async throws {

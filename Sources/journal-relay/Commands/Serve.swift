@@ -160,15 +160,14 @@ extension RelayCommand {
                         access = .tokens(try RelayKeys.openOrCreate(dataDirectory: data))
                     } catch { throw CLIError(error.description, code: CLIError.ioError) }
                 }
+                // Without --open, boards created here get membership, founded by this key: by
+                // default kept beside the token key (a cluster copies `DATA/.relay/` to every
+                // node), and made at first start.
+                let keyFile = hostKey ?? (open ? nil : FileSystem.join(FileSystem.join(data, ".relay"), "host.key"))
                 var sealingKey: ReplicaKey?
-                if let hostKey {
-                    do throws(MembershipError) { sealingKey = try KeyFile.read(hostKey) } catch { throw CLIError(error.description, code: 65) }
-                } else if !open {
-                    // Boards created here get membership: their first admin is this key, kept
-                    // beside the token key (a cluster copies `DATA/.relay/` to every node).
-                    let path = FileSystem.join(FileSystem.join(data, ".relay"), "host.key")
+                if let keyFile {
                     do throws(MembershipError) {
-                        sealingKey = FileSystem.exists(path) ? try KeyFile.read(path) : try KeyFile.create(path)
+                        sealingKey = hostKey == nil && !FileSystem.exists(keyFile) ? try KeyFile.create(keyFile) : try KeyFile.read(keyFile)
                     } catch { throw CLIError(error.description, code: 65) }
                 }
                 let relay: Relay
@@ -187,8 +186,7 @@ extension RelayCommand {
                             Terminal.write("journal: open (--open): anyone who reaches this port may create, read and draw on any board\n")
                         } else {
                             Terminal.write("journal: clients need a token: journal token --data \(data) --board BOARD --scope draw --ttl 8h\n")
-                            if let founder {
-                                let keyFile = hostKey ?? FileSystem.join(FileSystem.join(data, ".relay"), "host.key")
+                            if let founder, let keyFile {
                                 Terminal.write("journal: boards created here get membership, administered by host key \(Hex.bytes(founder.publicKey)) (\(keyFile)): journal members invite -C \(data)/BOARD --key \(keyFile) --role draw --label NAME\n")
                             }
                         }
