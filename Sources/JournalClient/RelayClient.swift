@@ -240,14 +240,15 @@ public final class RelayClient: Sendable {
         var opened = false
         /// The relay's answer cannot change by trying again.
         var permanent = false
+        /// The code of the relay's last error, once one came.
+        var code: RefusalCode?
     }
 
-    /// Whether the relay's last error refuses this client for good: a board name no board can
-    /// have, or its token (missing, forged, expired, revoked, view-only where it draws).
-    static func isPermanent(relayError reason: String) -> Bool {
-        // "cannot check tokens" is the relay's own trouble (its key file), not this client's.
-        reason.hasPrefix("invalid board name")
-            || (reason.split(whereSeparator: { !$0.isLetter }).contains("token") && !reason.hasPrefix("the relay cannot check"))
+    /// Whether a connection that ended with `code` is refused for good: by its code alone
+    /// (docs/PROTOCOL.md, "Error codes"), never its words. This client neither falls back to
+    /// viewing nor to text mode, so a refusal that asks for either stops it too.
+    static func isPermanent(_ code: RefusalCode) -> Bool {
+        code.retry != .later
     }
 
     /// A sentence for a failure of the socket itself, where the network library's own words
@@ -299,7 +300,7 @@ public final class RelayClient: Sendable {
 
     private func connect(attempt: Int, progress: Locked<Progress>) async {
         do {
-            try await WebSocketClient.connect(
+            let closeFrame = try await WebSocketClient.connect(
                 // Its first frame is always a hello: promised, so that the relay never sends the
                 // whole board for a hello it reads late.
                 url: WireLimits.promisingHello(url), configuration: .init(maxFrameSize: WireLimits.maxSegmentMessageBytes),
@@ -347,10 +348,11 @@ public final class RelayClient: Sendable {
                         case .text(let text):
                             self.state.withLock { $0.bytesReceived += text.utf8.count }
                             let parsed = try ServerMessage(parsing: text)
-                            if case .error(nil, let reason) = parsed {
+                            if case .error(nil, let code, let reason) = parsed {
                                 progress.withLock { progress in
                                     progress.reason = reason
-                                    progress.permanent = Self.isPermanent(relayError: reason)
+                                    progress.code = code
+                                    progress.permanent = Self.isPermanent(code)
                                 }
                             }
                             if case .caughtUp = parsed {
@@ -366,6 +368,15 @@ public final class RelayClient: Sendable {
                     wake.finish()
                     try await outbound.close(.normalClosure, reason: nil)
                     group.cancelAll()
+                }
+            }
+            // The relay's close code decides when its last error was lost on the way.
+            if case .unknown(let number)? = closeFrame?.closeCode, let code = RefusalCode(closeCode: number) {
+                progress.withLock { progress in
+                    guard progress.code == nil else { return }
+                    progress.code = code
+                    progress.permanent = Self.isPermanent(code)
+                    if let said = closeFrame?.reason, !said.isEmpty { progress.reason = said }
                 }
             }
         } catch {
@@ -450,14 +461,14 @@ public final class RelayClient: Sendable {
                 if !state.outgoing.contains(where: \.written) { state.unsettledLines = [:] }
             }
             report(.acknowledged(pending: pending))
-        case .error(let frame?, let reason):
+        case .error(let frame?, _, let reason):
             var line: String?
             _ = settle { state in
                 guard let index = state.outgoing.firstIndex(where: { $0.frame == frame }) else { return }
                 line = state.outgoing.remove(at: index).line
             }
             if let line { report(.refused(line: line, reason: reason)) }
-        case .error(nil, _):
+        case .error(nil, _, _):
             break  // the relay closes the socket next; `connectOnce` reports the reason
         case .caughtUp(let events, let have):
             if let replica = options.replica {

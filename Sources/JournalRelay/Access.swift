@@ -1,4 +1,5 @@
 import JournalPlatform
+import JournalWire
 
 /// What a holder of a capability may do on a board (invariant 12). Each scope includes the
 /// ones below it.
@@ -86,6 +87,16 @@ public enum AccessError: Error, Equatable, Sendable, CustomStringConvertible {
     case notAllowed(String)
     /// The relay's key or revocation list cannot be read (the operator must look).
     case keyUnavailable(String)
+
+    /// What a client decides on: a token refused, or one not good for this, is refused again;
+    /// the relay's own key trouble passes.
+    public var code: RefusalCode {
+        switch self {
+        case .missing, .malformed, .badSignature, .expired, .revoked: return .unauthorized
+        case .notAllowed: return .forbidden
+        case .keyUnavailable: return .unavailable
+        }
+    }
 
     public var description: String {
         switch self {

@@ -2,6 +2,7 @@ import JournalFormat
 import JournalKeys
 import JournalPlatform
 import JournalStorage
+import JournalWire
 
 /// Membership by default (invariant 16): the boards a relay that needs tokens creates are
 /// founded by the relay's host key, so what counts on them is decided by their own signed
@@ -77,17 +78,17 @@ struct BoardFounding: Sendable {
     /// the board, `key` was never named, and the board names fewer than `limit` keys (a
     /// token's holder could otherwise make keys without end, each a statement every reader
     /// folds). The refusal, or nil.
-    func admit(_ key: [UInt8], label: String, into directory: JournalDirectory, limit: Int) -> String? {
+    func admit(_ key: [UInt8], label: String, into directory: JournalDirectory, limit: Int) -> Refusal? {
         guard let own = directory.replicaKey() else { return nil }
         let membership = Self.membership(directory)
         guard isActiveAdmin(own.publicKey, in: membership), membership.member(key) == nil else { return nil }
         guard membership.members.count < limit else {
-            return "board has \(membership.members.count) keys in its membership, the most this relay admits by token (--max-native-replicas); an admin grants keys: `journal members grant`"
+            return Refusal(.nativeLimit, "board has \(membership.members.count) keys in its membership, the most this relay admits by token (--max-native-replicas); an admin grants keys: `journal members grant`")
         }
         do throws(MembershipError) {
             try MembershipEditor(journal: directory, key: own).grant(key, role: .draw, label: label)
         } catch {
-            return "the key could not be admitted: \(error)"
+            return Refusal(.unavailable, "the key could not be admitted: \(error)")
         }
         return nil
     }

@@ -106,10 +106,10 @@ final class NativeHost: Sendable {
             for event in events {
                 let seq = event.id.seq
                 if let earlier = waiting[seq], earlier != event {
-                    throw .refusedFrame("seq \(seq) of replica \(replica.hex) differs from the event of that id the relay is storing: one replica, one writer")
+                    throw .refused(Refusal(.replicaConflict, "native frame refused: seq \(seq) of replica \(replica.hex) differs from the event of that id the relay is storing: one replica, one writer"))
                 }
                 if let stored = recent[seq], stored != event {
-                    throw .refusedFrame("seq \(seq) of replica \(replica.hex) differs from the event of that id the relay stored just now: one replica, one writer (catch up again: it is in the catch-up now)")
+                    throw .refused(Refusal(.replicaConflict, "native frame refused: seq \(seq) of replica \(replica.hex) differs from the event of that id the relay stored just now: one replica, one writer (catch up again: it is in the catch-up now)"))
                 }
                 guard !held.contains(seq) else { continue }
                 guard seq == 1 || held.contains(seq - 1) else {
@@ -128,7 +128,7 @@ final class NativeHost: Sendable {
                 var replicas = Set(all.keys)
                 replicas.formUnion(state.accepted.ranges.keys)
                 guard replicas.count < maxNewReplicas else {
-                    throw .refusedFrame("board \(FileSystem.lastComponent(of: board.directory.root)) holds \(replicas.count) replicas, its limit for taking on a new native one (--max-native-replicas); draw as a replica it holds")
+                    throw .refused(Refusal(.nativeLimit, "native frame refused: board \(FileSystem.lastComponent(of: board.directory.root)) holds \(replicas.count) replicas, its limit for taking on a new native one (--max-native-replicas); draw as a replica it holds"))
                 }
                 state.newReplicas.insert(replica)
             }

@@ -2,6 +2,7 @@ import JournalKeys
 import JournalLive
 import JournalPlatform
 import JournalStorage
+import JournalWire
 
 /// What one relay serves at most at once (`journal serve --max-boards`, `--max-connections`).
 public struct RelayLimits: Sendable, Equatable {
@@ -348,8 +349,8 @@ public final class Relay: Sendable {
     private func startClosing(_ name: BoardName, _ board: RelayBoard, _ boards: inout Boards) {
         boards.open[name] = nil
         let reason = board.board.failure.map {
-            "board \(name.text): its journal failed (\($0)); it is being opened again: reconnect, and resend what was not acknowledged"
-        } ?? RelayError.closed.description
+            Refusal(.unavailable, "board \(name.text): its journal failed (\($0)); it is being opened again: reconnect, and resend what was not acknowledged")
+        } ?? RelayError.closed.refusal
         let why = board.board.failure.map { "its journal failed: \($0)" } ?? (board.idleSince == nil ? "closed" : "idle")
         boards.closing[name] = Task { [weak self] in
             await board.close(reason: reason)

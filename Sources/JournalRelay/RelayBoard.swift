@@ -54,7 +54,7 @@ public final class RelayBoard: Sendable {
     /// administers and that never named the key: granted `draw` as `token <id>`
     /// (`BoardFounding`), so the board's own files say who admitted it. The refusal, or nil
     /// (also when there is nothing to grant: the membership then decides).
-    func admitByToken(_ key: [UInt8], grant: Grant) async -> String? {
+    func admitByToken(_ key: [UInt8], grant: Grant) async -> Refusal? {
         guard let founding, let ownKey, let tokenID = grant.tokenID, grant.allows(.draw), let membership = board.membership,
               founding.isActiveAdmin(ownKey, in: membership), membership.member(key) == nil else { return nil }
         let (directory, limit) = (board.directory, maxAdmitted)
@@ -98,39 +98,42 @@ public final class RelayBoard: Sendable {
 
     /// Why the board's membership does not let `key` do what `role` allows; nil when it does,
     /// or when the board has no membership (then tokens alone decide, `Grant`).
-    func membershipRefusal(_ key: [UInt8], needs role: MembershipStatement.Role) -> String? {
+    func membershipRefusal(_ key: [UInt8], needs role: MembershipStatement.Role) -> Refusal? {
         guard let membership = board.membership, !membership.isOpen else { return nil }
         let hex = Hex.bytes(key)
         guard let member = membership.member(key), member.isActive else {
-            return "key \(hex) is not a member of board \(name.text), whose membership decides who draws (an admin grants it: `journal members grant \(hex) --role draw`)"
+            return Refusal(.notMember, "key \(hex) is not a member of board \(name.text), whose membership decides who draws (an admin grants it: `journal members grant \(hex) --role draw`)")
         }
         guard member.role >= role else {
-            return "key \(hex) may only \(member.role) board \(name.text); an admin grants it \(role) (`journal members grant \(hex) --role \(role)`)"
+            return Refusal(member.role == .view ? .viewOnly : .notMember,
+                           "key \(hex) may only \(member.role) board \(name.text); an admin grants it \(role) (`journal members grant \(hex) --role \(role)`)")
         }
         return nil
     }
 
     /// Why text-mode events (stored as this board's own replica) would not count under the
     /// board's membership; nil when they would.
-    var textModeRefusal: String? {
+    var textModeRefusal: Refusal? {
         guard let membership = board.membership, !membership.isOpen else { return nil }
-        guard let ownKey else { return "board \(name.text) has membership, and this relay's journal has no key to draw with: connect in native mode with a key of your own" }
+        guard let ownKey else {
+            return Refusal(.forbidden, "board \(name.text) has membership, and this relay's journal has no key to draw with: connect in native mode with a key of your own")
+        }
         return membershipRefusal(ownKey, needs: .draw).map {
-            "text-mode events are stored as this relay's replica, and its " + $0 + "; or connect in native mode with a key of your own"
+            Refusal(.forbidden, "text-mode events are stored as this relay's replica, and its " + $0.message + "; or connect in native mode with a key of your own")
         }
     }
 
     /// Why native clients' events stored here would not count under the board's membership:
     /// this relay seals them as their host, and only a relay (or admin) member's host seals
     /// count (docs/FORMAT.md §17.4). Nil when they would.
-    var hostingRefusal: String? {
+    var hostingRefusal: Refusal? {
         guard let membership = board.membership, !membership.isOpen else { return nil }
         guard let hostKey = board.directory.hostKey()?.publicKey else {
-            return "board \(name.text) has membership, and this relay's journal has no key to seal native clients' events with"
+            return Refusal(.notMember, "board \(name.text) has membership, and this relay's journal has no key to seal native clients' events with")
         }
         guard membership.mayHost(hostKey) else {
             let hex = Hex.bytes(hostKey)
-            return "this relay's key \(hex) is no relay member of board \(name.text), so what it stores for native clients would count nowhere (an admin grants it: `journal members grant \(hex) --role relay`)"
+            return Refusal(.notMember, "this relay's key \(hex) is no relay member of board \(name.text), so what it stores for native clients would count nowhere (an admin grants it: `journal members grant \(hex) --role relay`)")
         }
         return nil
     }
@@ -140,44 +143,44 @@ public final class RelayBoard: Sendable {
     /// clock for the expiry; then reads it into the board. The reason it was refused, or nil
     /// once `key` is a member (also when this key redeemed the invitation before: a page that
     /// lost its connection sends the redemption again).
-    func redeem(_ statement: MembershipStatement, for key: [UInt8]) async -> String? {
+    func redeem(_ statement: MembershipStatement, for key: [UInt8]) async -> Refusal? {
         // An invitation whose file arrived a moment ago (the board folds new files as its
         // watcher or its next sync sees them): read the files before saying it is unknown.
         if board.membership?.member(statement.signer)?.invitation == nil { _ = await board.refresh() }
         guard let membership = board.membership, let boardID = membership.board else {
-            return "board \(name.text) has no membership, so it takes no invitation"
+            return Refusal(.invitationRefused, "board \(name.text) has no membership, so it takes no invitation")
         }
         guard statement.action == .grant, statement.subject == key else {
-            return "a redemption is a grant to the hello's key, signed by the invitation's key"
+            return Refusal(.badRequest, "a redemption is a grant to the hello's key, signed by the invitation's key")
         }
         guard statement.board == boardID else {
-            return "the invitation is for board id \(statement.board.compactHex); board \(name.text) is \(boardID.compactHex)"
+            return Refusal(.invitationRefused, "the invitation is for board id \(statement.board.compactHex); board \(name.text) is \(boardID.compactHex)")
         }
         let replica = MembershipSigning.membershipReplica(forPublicKey: statement.signer, board: boardID)
         guard MembershipSigning.verify(statement, replica: replica, seq: 1) else {
-            return "the redemption's signature does not verify with the invitation's key (as seq 1 of its membership replica)"
+            return Refusal(.badRequest, "the redemption's signature does not verify with the invitation's key (as seq 1 of its membership replica)")
         }
         guard let invited = membership.member(statement.signer), let invitation = invited.invitation else {
-            return "key \(Hex.bytes(statement.signer)) is no invitation of board \(name.text) (or its invitation has not reached this relay yet)"
+            return Refusal(.invitationPending, "key \(Hex.bytes(statement.signer)) is no invitation of board \(name.text) (or its invitation has not reached this relay yet)")
         }
         if invited.rotatedTo == key { return nil }
         guard invited.isActive else {
-            return invited.revoked ? "this invitation was revoked by an admin" : "this invitation was redeemed already, by another key"
+            return Refusal(.invitationRefused, invited.revoked ? "this invitation was revoked by an admin" : "this invitation was redeemed already, by another key")
         }
-        guard statement.role == invitation.role else { return "this invitation admits \(invitation.role), not \(statement.role)" }
+        guard statement.role == invitation.role else { return Refusal(.badRequest, "this invitation admits \(invitation.role), not \(statement.role)") }
         let now = ProcessInfoLite.wallClockMilliseconds()
         guard now <= invitation.expires else {
-            return "this invitation expired at \(WallClock.localDescription(invitation.expires)): ask for a new one"
+            return Refusal(.invitationRefused, "this invitation expired at \(WallClock.localDescription(invitation.expires)): ask for a new one")
         }
         // Compared without subtracting: the wall time is the client's, any Int64.
         guard statement.wallTime >= now - 10 * 60_000, statement.wallTime <= now + 10 * 60_000, statement.wallTime <= invitation.expires else {
-            return "the redemption's time is more than 10 minutes from this relay's clock: the device's clock is wrong"
+            return Refusal(.badRequest, "the redemption's time is more than 10 minutes from this relay's clock: the device's clock is wrong")
         }
         let invitedAt = membership.applied.first { $0.statement.action == .invite && $0.statement.subject == statement.signer }
         guard let invitedAt, statement.lamport > invitedAt.statement.lamport, statement.lamport < FormatV1.maxLamport else {
-            return "the redemption's clock must follow its invitation's"
+            return Refusal(.badRequest, "the redemption's clock must follow its invitation's")
         }
-        guard membership.member(key) == nil else { return "key \(Hex.bytes(key)) is named in this board's membership already" }
+        guard membership.member(key) == nil else { return Refusal(.badRequest, "key \(Hex.bytes(key)) is named in this board's membership already") }
         let stored = await onReader { [board] in Self.store(statement, replica: replica, on: board) }
         _ = await board.refresh()
         if let stored {
@@ -187,23 +190,23 @@ public final class RelayBoard: Sendable {
             return stored
         }
         guard let member = board.membership?.member(key), member.isActive else {
-            return "the redemption was stored but does not count (another redemption of this invitation came first)"
+            return Refusal(.invitationRefused, "the redemption was stored but does not count (another redemption of this invitation came first)")
         }
         return nil
     }
 
     /// Writes the redemption as seq 1 of the invitation's membership replica, unless one is there.
-    private static func store(_ statement: MembershipStatement, replica: ReplicaID, on board: Board) -> String? {
+    private static func store(_ statement: MembershipStatement, replica: ReplicaID, on board: Board) -> Refusal? {
         let lock: SealedFilesLock?
-        do { lock = try SealedFilesLock.acquire(board.directory, waitingUpTo: 10) } catch { return error.description }
-        guard let lock else { return "the board's files are busy (a sync or compaction): try again" }
+        do { lock = try SealedFilesLock.acquire(board.directory, waitingUpTo: 10) } catch { return Refusal(.unavailable, error.description) }
+        guard let lock else { return Refusal(.unavailable, "the board's files are busy (a sync or compaction): try again") }
         defer { lock.release() }
         let folder = FileSystem.join(board.directory.replicasPath, replica.hex)
         if let taken = try? FileSystem.list(folder), !taken.isEmpty {
-            return "this invitation was redeemed already (its redemption came through the store)"
+            return Refusal(.invitationRefused, "this invitation was redeemed already (its redemption came through the store)")
         }
         do { try MembershipLog.store(statement, replica: replica, seq: 1, replicasPath: board.directory.replicasPath) } catch {
-            return "the redemption could not be stored: \(error)"
+            return Refusal(.unavailable, "the redemption could not be stored: \(error)")
         }
         return nil
     }
@@ -214,7 +217,7 @@ public final class RelayBoard: Sendable {
         guard let membership = board.membership, !membership.isOpen else { return }
         for connection in connections.withLock({ Array($0.values) }) {
             guard let key = connection.admittedNativeKey, let refusal = membershipRefusal(key, needs: .draw) else { continue }
-            connection.close(reason: refusal)
+            connection.close(refusal)
         }
     }
 
@@ -332,7 +335,7 @@ public final class RelayBoard: Sendable {
     func closeConnections(whose why: (Grant) -> AccessError?) {
         let all = connections.withLock { Array($0.values) }
         for connection in all {
-            if let error = why(connection.grant) { connection.close(reason: error.description) }
+            if let error = why(connection.grant) { connection.close(Refusal(error.code, error.description)) }
         }
     }
 
@@ -357,15 +360,15 @@ public final class RelayBoard: Sendable {
     /// `connection` (whose hello `proven` its key, or not) becomes its replica's one writer: the
     /// others are closed. Unless one of them proved the key and this one did not: then this one
     /// is refused (the reason), so a stranger who knows a public key cannot push its holder off.
-    func claim(_ replica: ReplicaID, by connection: Int, proven: Bool) -> String? {
+    func claim(_ replica: ReplicaID, by connection: Int, proven: Bool) -> Refusal? {
         let all = connections.withLock { Array($0.values) }
         let others = all.filter { $0.id != connection && $0.nativeReplica == replica }
         if !proven, others.contains(where: \.provedKey) {
-            return "replica \(replica.hex) is open on a connection that proved its key: prove yours (open the socket with ?\(HelloProof.query)) to take over"
+            return Refusal(.badRequest, "replica \(replica.hex) is open on a connection that proved its key: prove yours (open the socket with ?\(HelloProof.query)) to take over")
         }
         all.first { $0.id == connection }?.markProven(proven)
         for other in others {
-            other.close(reason: "a newer connection of replica \(replica.hex) opened: this one is closed (one writer per replica)")
+            other.close(.replaced, "a newer connection of replica \(replica.hex) opened: this one is closed (one writer per replica)")
         }
         return nil
     }
@@ -541,14 +544,14 @@ public final class RelayBoard: Sendable {
     }
 
     /// Closes the board; its connections are told `reason`.
-    func close(reason: String = RelayError.closed.description) async {
+    func close(reason: Refusal = RelayError.closed.refusal) async {
         closed.withLock { $0 = true }
         let all = connections.withLock { connections -> [RelayConnection] in
             let all = Array(connections.values)
             connections.removeAll()
             return all
         }
-        for connection in all { connection.close(reason: reason) }
+        for connection in all { connection.close(reason) }
         sharedAcks?.close()
         host.close()
         // Stores what was accepted and seals the hosted segments, then the board's own. What was

@@ -42,7 +42,7 @@ public final class RelayConnection: Sendable {
         var ackerRunning = false
         /// The reader waits here while too many frames are unacknowledged.
         var throttled: CheckedContinuation<Void, Never>?
-        var closeReason: String?
+        var closeRefusal: Refusal?
         /// What the operator's log says of the close, when it says more than the client is told
         /// (server paths, the operating system's error).
         var closeDetail: String?
@@ -88,10 +88,12 @@ public final class RelayConnection: Sendable {
         outbound = OutboundMessages(limit: WireLimits.maxQueuedMessages)
     }
 
-    /// Why the relay ended the connection (a last error for the client), or nil.
-    public var closeReason: String? { state.withLock { $0.closeReason } }
+    /// Why the relay ended the connection (a last error for the client, with its code), or nil.
+    public var closeRefusal: Refusal? { state.withLock { $0.closeRefusal } }
+    /// The words of `closeRefusal`.
+    public var closeReason: String? { closeRefusal?.message }
     /// The close as the operator's log tells it: `closeReason` and what the client is not told.
-    public var closeDetail: String? { state.withLock { $0.closeDetail ?? $0.closeReason } }
+    public var closeDetail: String? { state.withLock { $0.closeDetail ?? $0.closeRefusal?.message } }
 
     /// Since when this connection's catch-up holds one of the relay's places
     /// (`RelayLimits.maxConcurrentCatchUps`), while others wait for one; nil otherwise. A
@@ -128,7 +130,7 @@ public final class RelayConnection: Sendable {
                 ticked += 1
             }
             if self.helloPromised {
-                self.close(reason: "no hello within \(wait / 1000) s of opening the socket, though its address promised one (?\(WireLimits.helloQuery))")
+                self.close(.tooSlow, "no hello within \(wait / 1000) s of opening the socket, though its address promised one (?\(WireLimits.helloQuery))")
             } else {
                 self.decideHello(nil)
             }
@@ -241,11 +243,11 @@ public final class RelayConnection: Sendable {
             do throws(WireError) {
                 if let hello = try ClientFrame.hello(in: text) {
                     if hello.proof != nil, challenge == nil {
-                        close(reason: "hello: a \"proof\" answers a challenge: open the socket with ?\(HelloProof.query) to get one")
+                        close(.badRequest, "hello: a \"proof\" answers a challenge: open the socket with ?\(HelloProof.query) to get one")
                         return
                     }
                     if hello.replica == relayBoard.board.replica {
-                        close(reason: "hello: replica \(relayBoard.board.replica.hex) is the relay's own (its text-mode writer): a native client names a replica of its own")
+                        close(.badRequest, "hello: replica \(relayBoard.board.replica.hex) is the relay's own (its text-mode writer): a native client names a replica of its own")
                         return
                     }
                     decideHello(hello)
@@ -254,32 +256,32 @@ public final class RelayConnection: Sendable {
                     }
                     if let replica = hello.replica {
                         guard grant.allows(.draw) else {
-                            close(reason: viewOnly("native mode sends events"))
+                            close(.viewOnly, viewOnly("native mode sends events"))
                             return
                         }
                         // The key is proven before an invitation is spent on it.
                         var proven = false
                         if let nonce = challenge, let key = hello.key {
                             guard let proof = hello.proof, HelloProof.verify(proof, nonce: nonce, board: relayBoard.name.text, publicKey: key) else {
-                                close(reason: "hello: its \"proof\" is missing or does not verify: sign this socket's challenge nonce with the key of the hello (docs/PROTOCOL.md, \"Proving a key\")")
+                                close(.badRequest, "hello: its \"proof\" is missing or does not verify: sign this socket's challenge nonce with the key of the hello (docs/PROTOCOL.md, \"Proving a key\")")
                                 return
                             }
                             proven = true
                         }
                         if let redemption = hello.redeem, let key = hello.key, let refusal = await relayBoard.redeem(redemption, for: key) {
-                            close(reason: "hello: invitation not redeemed: " + refusal)
+                            close(refusal.code, "hello: invitation not redeemed: " + refusal.message)
                             return
                         }
                         if let key = hello.key, let refusal = await relayBoard.admitByToken(key, grant: grant) {
-                            close(reason: "hello: " + refusal)
+                            close(refusal.code, "hello: " + refusal.message)
                             return
                         }
                         if let refusal = relayBoard.hostingRefusal ?? hello.key.flatMap({ relayBoard.membershipRefusal($0, needs: .draw) }) {
-                            close(reason: "hello: " + refusal)
+                            close(refusal.code, "hello: " + refusal.message)
                             return
                         }
                         if let refusal = relayBoard.claim(replica, by: id, proven: proven) {
-                            close(reason: "hello: " + refusal)
+                            close(refusal.code, "hello: " + refusal.message)
                             return
                         }
                         state.withLock { $0.nativeAdmitted = true }
@@ -287,7 +289,7 @@ public final class RelayConnection: Sendable {
                     return
                 }
             } catch {
-                close(reason: error.reason)
+                close(.badRequest, error.reason)
                 return
             }
             decideHello(nil)
@@ -318,11 +320,11 @@ public final class RelayConnection: Sendable {
         guard let frame else { return }
         guard grant.allows(.draw) else {
             // Not even parsed: a viewer's frames cost the relay nothing but this answer.
-            refuse(frame: frame, viewOnly("frame \(frame) not recorded"))
+            refuse(frame: frame, .viewOnly, viewOnly("frame \(frame) not recorded"))
             return
         }
         if let refusal = relayBoard.textModeRefusal {
-            refuse(frame: frame, "frame \(frame) not recorded: " + refusal)
+            refuse(frame: frame, refusal.code, "frame \(frame) not recorded: " + refusal.message)
             return
         }
         let payloads: [Payload]
@@ -330,9 +332,9 @@ public final class RelayConnection: Sendable {
             payloads = try ClientFrame.payloads(of: text)
         } catch {
             if (try? ClientFrame.hello(in: text)) != nil {
-                refuse(frame: frame, "a hello must be the first frame, sent within \(WireLimits.helloWaitMilliseconds) ms of opening the socket; this connection was caught up with the whole board instead")
+                refuse(frame: frame, .badRequest, "a hello must be the first frame, sent within \(WireLimits.helloWaitMilliseconds) ms of opening the socket; this connection was caught up with the whole board instead")
             } else {
-                refuse(frame: frame, error.reason)
+                refuse(frame: frame, .badRequest, error.reason)
             }
             return
         }
@@ -347,12 +349,12 @@ public final class RelayConnection: Sendable {
                 let done = events.count
                 stage(events, through: frame - 1)
                 if case .invalidEvent = error {
-                    refuse(frame: frame, done == 0 ? "not recorded: \(error)" : "recorded \(done) of \(payloads.count) events, then: \(error)")
+                    refuse(frame: frame, .badRequest, done == 0 ? "not recorded: \(error)" : "recorded \(done) of \(payloads.count) events, then: \(error)")
                 } else {
                     // The board failed (a full disk, no descriptor left), not the frame: a
                     // refusal would make the client drop a good frame for good. Closed instead,
                     // the client keeps it and resends it to the board the relay reopens.
-                    close(reason: "board \(relayBoard.name.text): frame \(frame) not recorded, the journal failed: \(error); reconnect and resend what was not acknowledged")
+                    close(.unavailable, "board \(relayBoard.name.text): frame \(frame) not recorded, the journal failed: \(error); reconnect and resend what was not acknowledged")
                 }
                 return
             }
@@ -371,7 +373,7 @@ public final class RelayConnection: Sendable {
             guard let parsed = try Presence.parse(text) else { return }
             presence = parsed
         } catch {
-            close(reason: error.reason)
+            close(.badRequest, error.reason)
             return
         }
         let allowed = state.withLock { state -> Bool in
@@ -432,7 +434,7 @@ public final class RelayConnection: Sendable {
                 return state.framesReceived
             }
             if let frame {
-                refuse(frame: frame, "a binary frame is native mode's (events the client named itself): say \"replica\" in the hello, or send one JSON line per text frame")
+                refuse(frame: frame, .badRequest, "a binary frame is native mode's (events the client named itself): say \"replica\" in the hello, or send one JSON line per text frame")
             }
             return
         }
@@ -448,11 +450,11 @@ public final class RelayConnection: Sendable {
         guard let replica = nativeReplica else { return }
         if case .closed = state.withLock({ $0.phase }) { return }
         guard grant.allows(.draw) else {
-            close(reason: viewOnly("native frame not stored"))
+            close(.viewOnly, viewOnly("native frame not stored"))
             return
         }
         if let key = nativeKey, let refusal = relayBoard.membershipRefusal(key, needs: .draw) {
-            close(reason: "native frame not stored: " + refusal)
+            close(refusal.code, "native frame not stored: " + refusal.message)
             return
         }
         // Counted before the board's committer may store it (and settle it, on its own thread).
@@ -550,8 +552,8 @@ public final class RelayConnection: Sendable {
         }
     }
 
-    private func refuse(frame: UInt64, _ message: String) {
-        state.withLock { send(.error(frame: frame, message: message), answer: true, &$0) }
+    private func refuse(frame: UInt64, _ code: RefusalCode, _ message: String) {
+        state.withLock { send(.error(frame: frame, code: code, message: message), answer: true, &$0) }
     }
 
     /// Queues events for the acker and makes sure one runs.
@@ -616,7 +618,7 @@ public final class RelayConnection: Sendable {
             if case .failure(let error) = outcome {
                 // Nothing of this round is acknowledged: the client resends it to a relay
                 // whose journal works.
-                close(reason: "board \(relayBoard.name): the journal failed, nothing after frame \(state.withLock { $0.acknowledged }) is acknowledged: \(error)")
+                close(.unavailable, "board \(relayBoard.name): the journal failed, nothing after frame \(state.withLock { $0.acknowledged }) is acknowledged: \(error)")
                 state.withLock { $0.ackerRunning = false }
                 return
             }
@@ -661,7 +663,7 @@ public final class RelayConnection: Sendable {
         switch state.phase {
         case .catchingUp(var held):
             guard held.count + events.count <= WireLimits.maxQueuedMessages else {
-                closeLocked(reason: "the board moved faster than this connection could catch up; reconnect", &state)
+                closeLocked(Refusal(.tooSlow, "the board moved faster than this connection could catch up; reconnect"), &state)
                 return
             }
             held.append(contentsOf: events)
@@ -695,7 +697,7 @@ public final class RelayConnection: Sendable {
     ) {
         if case .closed = state.phase { return }
         if !outbound.push(text, answer: answer, ack: ack, barrier: barrier) {
-            closeLocked(reason: "this connection fell \(WireLimits.maxQueuedMessages) messages behind; reconnect to catch up", &state)
+            closeLocked(Refusal(.tooSlow, "this connection fell \(WireLimits.maxQueuedMessages) messages behind; reconnect to catch up"), &state)
         }
     }
 
@@ -703,24 +705,28 @@ public final class RelayConnection: Sendable {
 
     /// Ends the connection: no more messages; its unacknowledged frames are still acknowledged
     /// to nobody and broadcast to the others once durable. Called by the server when the
-    /// socket closes, and by the relay with a reason the client should read.
-    public func close(reason: String? = nil) {
-        state.withLock { closeLocked(reason: reason, &$0) }
+    /// socket closes (without a refusal), and by the relay with one the client should read.
+    public func close(_ refusal: Refusal? = nil) {
+        state.withLock { closeLocked(refusal, &$0) }
     }
 
-    /// Closes with `error`: the client is told `error.toClient`, the log the whole of it.
+    public func close(_ code: RefusalCode, _ message: String) {
+        close(Refusal(code, message))
+    }
+
+    /// Closes with `error`: the client is told `error.refusal`, the log the whole of it.
     public func close(error: RelayError) {
         state.withLock { state in
             if case .closed = state.phase { return }
             state.closeDetail = error.description
-            closeLocked(reason: error.toClient, &state)
+            closeLocked(error.refusal, &state)
         }
     }
 
-    private func closeLocked(reason: String?, _ state: inout State) {
+    private func closeLocked(_ refusal: Refusal?, _ state: inout State) {
         if case .closed = state.phase { return }
         state.phase = .closed
-        if state.closeReason == nil { state.closeReason = reason }
+        if state.closeRefusal == nil { state.closeRefusal = refusal }
         relayBoard.remove(id)
         outbound.finish()
         // A writer waiting for the hello goes on (and finds the connection closed).

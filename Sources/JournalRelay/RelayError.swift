@@ -10,18 +10,36 @@ public enum RelayError: Error, Equatable, Sendable, CustomStringConvertible {
     case journal(board: String, JournalError)
     /// The relay is shutting down.
     case closed
-    /// The connection fell too far behind or was closed while catching up.
+    /// The board is being opened or closed: connect again.
     case disconnected(String)
     /// The relay is at one of its limits (`RelayLimits`): which, and what to do.
     case atCapacity(String)
     /// A native frame the relay does not store (the reason); the connection is closed.
     case refusedFrame(String)
+    /// A refusal with a code of its own (a hello that breaks the protocol, an event that
+    /// differs from the one stored under its id, a board's limit of native replicas).
+    case refused(Refusal)
     /// The client may not do this (no token, a bad one, too small a scope: invariant 12).
     case forbidden(AccessError)
     /// The cluster's store could not be synced before the board opened (`BoardSharing`).
     case sharedStore(board: String, String)
     /// The membership of a board this relay founds could not be written (why).
     case membership(board: String, String)
+
+    /// What a client decides on (docs/PROTOCOL.md, "Error codes").
+    public var code: RefusalCode {
+        switch self {
+        case .invalidBoardName: return .invalidBoardName
+        case .journal, .closed, .disconnected, .sharedStore, .membership: return .unavailable
+        case .atCapacity: return .atCapacity
+        case .refusedFrame: return .refusedFrame
+        case .refused(let refusal): return refusal.code
+        case .forbidden(let error): return error.code
+        }
+    }
+
+    /// The connection's last error as the client gets it: the code, and `toClient`.
+    public var refusal: Refusal { Refusal(code, toClient) }
 
     /// What a client is told: the description, less what only the relay's operator may read
     /// (its folders, its store's commands, the operating system's error), which the relay
@@ -53,6 +71,8 @@ public enum RelayError: Error, Equatable, Sendable, CustomStringConvertible {
             return reason
         case .refusedFrame(let reason):
             return "native frame refused: " + reason
+        case .refused(let refusal):
+            return refusal.message
         case .forbidden(let error):
             return error.description
         case .sharedStore(let board, let why):

@@ -97,7 +97,7 @@ public struct RelayServer: Sendable {
                             // A malformed hello is refused for what is wrong with it, not as a
                             // missing token.
                             do throws(WireError) { token = try ClientFrame.hello(in: text)?.token } catch {
-                                throw .disconnected(error.reason)
+                                throw .refused(Refusal(.badRequest, error.reason))
                             }
                         }
                     }
@@ -111,7 +111,7 @@ public struct RelayServer: Sendable {
                 connection = try await relay.connect(to: board, grant: grant, helloPromised: promised, challenge: challenge)
             } catch {
                 logger.info("connection refused", metadata: ["board": "\(name)", "peer": "\(peer)", "why": "\(error.description)"])
-                try await Self.close(withError: error.toClient, messages: messages, outbound: outbound, waitForFirst: !waited)
+                try await Self.close(withError: error.refusal, messages: messages, outbound: outbound, waitForFirst: !waited)
                 return
             }
             logger.info("connection opened", metadata: [
@@ -221,7 +221,7 @@ public struct RelayServer: Sendable {
     /// message is lost now and then (in about 1 of 200 connections a test client sees neither
     /// the message nor the end; with the wait, none in thousands).
     private static func close(
-        withError message: String, messages: InboundMessages, outbound: WebSocketOutboundWriter, waitForFirst: Bool
+        withError refusal: Refusal, messages: InboundMessages, outbound: WebSocketOutboundWriter, waitForFirst: Bool
     ) async throws {
         let (frames, arrived) = AsyncStream<Void>.makeStream()
         if !waitForFirst { arrived.yield() }
@@ -239,8 +239,8 @@ public struct RelayServer: Sendable {
                     wait.cancelAll()
                 }
                 // A socket that failed meanwhile has nobody to tell.
-                try? await outbound.write(.text(ServerMessage.error(frame: nil, message: message).text))
-                try? await outbound.close(.normalClosure, reason: nil)
+                try? await outbound.write(.text(ServerMessage.error(frame: nil, refusal).text))
+                try? await outbound.close(.unknown(refusal.code.closeCode), reason: nil)
                 try? await Task.sleep(for: closeLinger)
             }
             await group.next()
@@ -270,10 +270,10 @@ public struct RelayServer: Sendable {
                     connection.close(error: error)
                 }
                 for await text in connection.outbound { try await writes.text(text, to: outbound) }
-                if let reason = connection.closeReason {
+                if let refusal = connection.closeRefusal {
                     try await writes.write(bytes: 0) {
-                        try await outbound.write(.text(ServerMessage.error(frame: nil, message: reason).text))
-                        try await outbound.close(.normalClosure, reason: nil)
+                        try await outbound.write(.text(ServerMessage.error(frame: nil, refusal).text))
+                        try await outbound.close(.unknown(refusal.code.closeCode), reason: nil)
                     }
                     // The reader task reads on until the client's close frame answers ours.
                     try await Task.sleep(for: closeLinger)

@@ -8,9 +8,10 @@ import JournalIngest
 /// - `{"type":"ack","upTo":N}`: the client's frames 1…N (counted from 1 on this connection,
 ///   refused ones included) are handled, and every event they held is fsynced in the board's
 ///   journal. Acks only grow.
-/// - `{"type":"error","frame":N,"message":"…"}`: frame N was refused and nothing of it was
-///   recorded; the connection stays open. Without `"frame"`: about the connection itself
-///   (sent just before the relay closes it).
+/// - `{"type":"error","frame":N,"code":"…","message":"…"}`: frame N was refused and nothing of
+///   it was recorded; the connection stays open. Without `"frame"`: about the connection itself
+///   (sent just before the relay closes it). `code` (`RefusalCode`) is what a client decides
+///   on; the message is for a person. A relay older than codes sends none (`unspecified`).
 /// - `{"type":"caughtUp","events":N,"have":{…}}`: the N events before it were what the
 ///   client lacked when it joined (all of the board, without a hello); `have` is what the
 ///   board held then (`Have`), so the client holds that after the catch-up. What follows is live.
@@ -23,9 +24,14 @@ public enum ServerMessage: Equatable, Sendable {
     /// Native mode: every event of `replica` with seq 1…`upTo` that the client sent is fsynced
     /// in the board's journal (`{"type":"ack","replica":"<32 hex>","upTo":N}`).
     case replicaAck(replica: ReplicaID, upTo: UInt64)
-    case error(frame: UInt64?, message: String)
+    case error(frame: UInt64?, code: RefusalCode, message: String)
     case caughtUp(events: UInt64, have: Have = Have())
     case event(line: String)
+
+    /// The error message of a refusal.
+    public static func error(frame: UInt64?, _ refusal: Refusal) -> ServerMessage {
+        .error(frame: frame, code: refusal.code, message: refusal.message)
+    }
 
     /// The message for one recorded event.
     public static func event(_ event: Event) -> ServerMessage { .event(line: CanonicalJSON.line(for: event)) }
@@ -37,10 +43,11 @@ public enum ServerMessage: Equatable, Sendable {
             return #"{"type":"ack","upTo":"# + String(upTo) + "}"
         case .replicaAck(let replica, let upTo):
             return #"{"type":"ack","replica":""# + replica.hex + #"","upTo":"# + String(upTo) + "}"
-        case .error(let frame, let message):
+        case .error(let frame, let code, let message):
             var object = JSONObject()
             object.add("type", "error")
             if let frame { object.add("frame", frame) }
+            if code != .unspecified { object.add("code", code.rawValue) }
             object.add("message", message)
             return object.text
         case .caughtUp(let events, let have):
@@ -95,6 +102,18 @@ public enum ServerMessage: Equatable, Sendable {
                 frame = number
                 cursor = end + 1
             }
+            var code = RefusalCode.unspecified
+            if let afterKey = Self.after(#""code":"#, in: utf8, from: cursor) {
+                let word: (value: String, end: Int)
+                do { word = try JSONStringLiteral.decode(text, at: afterKey) } catch {
+                    throw WireError("malformed error message: \(error.reason)")
+                }
+                guard word.end < utf8.count, utf8[word.end] == UInt8(ascii: ",") else {
+                    throw WireError("malformed error message: \(JSONText.quoted(text, limit: 80))")
+                }
+                code = RefusalCode(wire: word.value)
+                cursor = word.end + 1
+            }
             guard let afterKey = Self.after(#""message":"#, in: utf8, from: cursor) else {
                 throw WireError("malformed error message: \(JSONText.quoted(text, limit: 80))")
             }
@@ -105,7 +124,7 @@ public enum ServerMessage: Equatable, Sendable {
             guard decoded.end == utf8.count - 1, utf8[decoded.end] == UInt8(ascii: "}") else {
                 throw WireError("malformed error message: \(JSONText.quoted(text, limit: 80))")
             }
-            self = .error(frame: frame, message: decoded.value)
+            self = .error(frame: frame, code: code, message: decoded.value)
             return
         }
         do { _ = try LineParser.parse(text) } catch { throw WireError("not an event line: \(error.reason)") }

@@ -237,7 +237,7 @@ import Testing
         #expect(await iterator.next() == ServerMessage.caughtUp(events: 0).text)
         for frame in 1...UInt64(count) {
             let text = try #require(await iterator.next())
-            guard case .error(frame, let message) = try ServerMessage(parsing: text) else {
+            guard case .error(frame, .badRequest, let message) = try ServerMessage(parsing: text) else {
                 Issue.record("frame \(frame): got \(text)")
                 return
             }

@@ -11,8 +11,9 @@ import Testing
         let messages: [ServerMessage] = [
             .ack(upTo: 0), .ack(upTo: UInt64.max), .caughtUp(events: 42),
             .replicaAck(replica: ReplicaID(UUIDBits(high: 1, low: 2)), upTo: 77),
-            .error(frame: 3, message: "line 1: \"quoted\"\nand a tab\t, é"),
-            .error(frame: nil, message: "going away"),
+            .error(frame: 3, code: .badRequest, message: "line 1: \"quoted\"\nand a tab\t, é"),
+            .error(frame: nil, code: .unavailable, message: "going away"),
+            .error(frame: nil, code: .unspecified, message: "an older relay's error"),
             .event(line: CanonicalJSON.line(for: .end(stroke))),
         ]
         for message in messages {
@@ -23,9 +24,28 @@ import Testing
                 == #"{"type":"ack","replica":"000000000000000000000000000000ab","upTo":5}"#)
     }
 
+    /// Clients decide on the code: it is written where a client reads it, an older relay's
+    /// error without one reads as `unspecified`, and a code this client does not know (a newer
+    /// relay's) too, which is tried again, never taken for a refusal for good.
+    @Test func errorsCarryTheirCodeAndUnknownCodesAreTriedAgain() throws {
+        #expect(ServerMessage.error(frame: 2, code: .viewOnly, message: "m").text == #"{"type":"error","frame":2,"code":"view-only","message":"m"}"#)
+        #expect(ServerMessage.error(frame: nil, code: .unauthorized, message: "m").text == #"{"type":"error","code":"unauthorized","message":"m"}"#)
+        #expect(try ServerMessage(parsing: #"{"type":"error","message":"old"}"#) == .error(frame: nil, code: .unspecified, message: "old"))
+        #expect(try ServerMessage(parsing: #"{"type":"error","frame":4,"code":"from-the-future","message":"new"}"#)
+                == .error(frame: 4, code: .unspecified, message: "new"))
+        #expect(RefusalCode.unspecified.retry == .later)
+        // Every close code stands for one code, in the range RFC 6455 leaves to applications.
+        for code in RefusalCode.allCases where code != .unspecified {
+            #expect((4000...4999).contains(code.closeCode), "\(code)")
+            #expect(RefusalCode(closeCode: code.closeCode) == code, "\(code)")
+        }
+        #expect(RefusalCode(closeCode: 1000) == nil && RefusalCode(closeCode: 1006) == nil && RefusalCode(closeCode: 4999) == nil)
+    }
+
     @Test func malformedMessagesAreRefusedWithAReason() {
         for text in [#"{"type":"ack","upTo":-1}"#, #"{"type":"ack","upTo":01}"#, #"{"type":"ack","upTo":18446744073709551616}"#,
                      #"{"type":"error","message":"unterminated}"#, #"{"type":"nonsense"}"#, "not json",
+                     #"{"type":"error","code":"forbidden"}"#, #"{"type":"error","code":7,"message":"m"}"#,
                      #"{"type":"ack","replica":"000000000000000000000000000000AB","upTo":5}"#,
                      #"{"type":"ack","replica":"000000000000000000000000000000ab","upTo":5,"x":1}"#] {
             #expect(throws: WireError.self, "\(text)") { try ServerMessage(parsing: text) }

@@ -153,7 +153,7 @@ import Testing
         let bad = RelayTestClient(port: running.port, board: "b")
         bad.send(#"{"type":"hello","have":{"0123":[[1,2]]}}"#)
         let refusal = try #require(try await bad.next())
-        guard case .error(nil, let message) = refusal else {
+        guard case .error(nil, .badRequest, let message) = refusal else {
             Issue.record("got \(refusal), expected an error about the connection")
             return
         }
@@ -169,13 +169,13 @@ import Testing
         // the catch-up at once): what counts is that frame 2 is refused and the connection
         // goes on to `caughtUp`.
         var messages: [ServerMessage] = []
-        while !(messages.contains { if case .error(2, _) = $0 { true } else { false } }
+        while !(messages.contains { if case .error(2, _, _) = $0 { true } else { false } }
                 && messages.contains { if case .caughtUp = $0 { true } else { false } }),
               let message = try await late.next(within: 10) {
             messages.append(message)
         }
-        let lateError = messages.first { if case .error(2, _) = $0 { true } else { false } }
-        guard case .error(_, let lateMessage)? = lateError else {
+        let lateError = messages.first { if case .error(2, _, _) = $0 { true } else { false } }
+        guard case .error(_, _, let lateMessage)? = lateError else {
             Issue.record("no error for the late hello: \(messages)")
             return
         }

@@ -71,7 +71,7 @@ import Testing
         // A gap: refused, the connection closed with the reason; nothing of the frame stored.
         alice.send(binary: Self.frame(Self.events(replica, 14...15), on: "atlas"))
         let gap = try await alice.next()
-        guard case .error(nil, let reason)? = gap else {
+        guard case .error(nil, .refusedFrame, let reason)? = gap else {
             Issue.record("expected a connection error, got \(String(describing: gap))")
             return
         }
@@ -91,7 +91,7 @@ import Testing
         // Signed with this connection's key, but holding another replica's events.
         bob.send(binary: TestReplicaKeys.sign(SegmentMessage.encode(replica: ReplicaID.random(), events: Self.events(ReplicaID.random(), 1...2)[...]),
                                               on: "atlas", as: replica))
-        guard case .error(nil, let foreign)? = try await bob.next() else { Issue.record("no error for a foreign replica"); return }
+        guard case .error(nil, .refusedFrame, let foreign)? = try await bob.next() else { Issue.record("no error for a foreign replica"); return }
         #expect(foreign.contains("this connection's hello named \(replica.hex)"))
         let carol = RelayTestClient(port: running.port, board: "atlas")
         carol.send(hello(replica))
@@ -99,18 +99,18 @@ import Testing
         var damaged = SegmentMessage.encode(replica: replica, events: Self.events(replica, 13...14)[...])
         damaged[damaged.count - 3] ^= 0x40
         carol.send(binary: TestReplicaKeys.sign(damaged, on: "atlas", as: replica))
-        guard case .error(nil, let damage)? = try await carol.next() else { Issue.record("no error for a damaged frame"); return }
+        guard case .error(nil, _, let damage)? = try await carol.next() else { Issue.record("no error for a damaged frame"); return }
         #expect(damage.contains("segment message") && damage.contains("offset"))
 
         // A text-mode client's binary frame is refused as that frame; the connection stays.
         viewer.send(binary: Self.frame(Self.events(replica, 13...13), on: "atlas"))
-        guard case .error(1?, let textMode)? = try await viewer.next() else { Issue.record("no frame error in text mode"); return }
+        guard case .error(1?, _, let textMode)? = try await viewer.next() else { Issue.record("no frame error in text mode"); return }
         #expect(textMode.contains("native mode"))
         // The relay's own replica is no native client's: no key names it.
         let board = try JournalDirectory.open(at: data + "/atlas")
         let impostor = RelayTestClient(port: running.port, board: "atlas")
         impostor.send(hello(try board.identity()))
-        guard case .error(nil, let ownReplica)? = try await impostor.next() else { Issue.record("no error for the relay's replica"); return }
+        guard case .error(nil, .badRequest, let ownReplica)? = try await impostor.next() else { Issue.record("no error for the relay's replica"); return }
         #expect(ownReplica.contains("is not the replica its \"key\" names"))
 
         for client in [alice, viewer, bob, carol, impostor] { client.close() }
@@ -174,7 +174,7 @@ import Testing
             client.send(hello(replica))
             _ = try await client.collect { if case .caughtUp = $0 { true } else { false } }
             client.send(frame)
-            guard case .error(nil, let reason)? = try await client.next() else { return nil }
+            guard case .error(nil, _, let reason)? = try await client.next() else { return nil }
             #expect(try await client.nextOrEnd() == .ended)
             return reason
         }
@@ -217,7 +217,7 @@ import Testing
         newTab.send(hello(replica, have: Have([replica: SeqRanges([1...2])])))
         _ = try await newTab.collect { if case .caughtUp = $0 { true } else { false } }
         newTab.send(binary: Self.frame(Self.events(replica, 3...5, stroke: 2), on: "tabs"))
-        guard case .error(nil, let reason)? = try await newTab.next() else { Issue.record("the renamed seqs were not refused"); return }
+        guard case .error(nil, .replicaConflict, let reason)? = try await newTab.next() else { Issue.record("the renamed seqs were not refused"); return }
         #expect(reason.contains("differs from the event of that id"), "\(reason)")
         for client in [oldTab, newTab] { client.close() }
         await running.stop()
@@ -238,7 +238,7 @@ import Testing
             SegmentMessage.encode(replica: replica, version: FormatVersion.current,
                                   frames: [SegmentEncoder.block(many[0..<2500])[...], SegmentEncoder.block(many[2500...])[...]]),
             on: "bounds", as: replica))
-        guard case .error(nil, let tooMany)? = try await flood.next() else { Issue.record("no error for 5000 events"); return }
+        guard case .error(nil, _, let tooMany)? = try await flood.next() else { Issue.record("no error for 5000 events"); return }
         #expect(tooMany.contains("more than 4096 events"))
 
         // A Lamport clock far past what the board could have seen.
@@ -246,14 +246,14 @@ import Testing
         var far = Self.events(replica, 1...1)
         far[0].lamport = 1 << 40
         wild.send(binary: Self.frame(far, on: "bounds"))
-        guard case .error(nil, let clock)? = try await wild.next() else { Issue.record("no error for a wild clock"); return }
+        guard case .error(nil, .refusedFrame, let clock)? = try await wild.next() else { Issue.record("no error for a wild clock"); return }
         #expect(clock.contains("Lamport clock \(1 << 40)"))
 
         // The newer connection of a replica closes the older one; it goes on alone.
         let older = try await joined(running, "bounds", hello: hello(replica))
         let newer = RelayTestClient(port: running.port, board: "bounds")
         newer.send(hello(replica))
-        guard case .error(nil, let replaced)? = try await older.next() else { Issue.record("the older connection stayed open"); return }
+        guard case .error(nil, .replaced, let replaced)? = try await older.next() else { Issue.record("the older connection stayed open"); return }
         #expect(replaced.contains("newer connection of replica \(replica.hex)"))
         #expect(try await newer.next() == .caughtUp(events: 0))
         newer.send(binary: Self.frame(Self.events(replica, 1...3), on: "bounds"))
@@ -332,7 +332,7 @@ import Testing
 
         client.send(binary: Self.frame(Array(real[2..<6]), on: "p"))
         let (before, last) = try await client.collect(until: { if case .error = $0 { true } else { false } }, within: 30)
-        guard case .error(nil, let reason) = last else {
+        guard case .error(nil, _, let reason) = last else {
             Issue.record("expected the frame refused, got \(before) then \(String(describing: last))")
             return
         }
@@ -349,7 +349,7 @@ import Testing
         again.send(binary: Self.frame(Array(real[6..<8]), on: "p"))
         let refused = try await again.collect(until: { if case .error = $0 { true } else { false } })
         #expect(!refused.before.contains { if case .replicaAck(_, let upTo) = $0 { upTo > 2 } else { false } }, "\(refused.before)")
-        if case .error(nil, let reason) = refused.last { #expect(reason.contains("fork"), "\(reason)") } else { Issue.record("\(refused)") }
+        if case .error(nil, _, let reason) = refused.last { #expect(reason.contains("fork"), "\(reason)") } else { Issue.record("\(refused)") }
         client.close()
         again.close()
         await running.stop()

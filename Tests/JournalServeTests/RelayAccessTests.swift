@@ -116,7 +116,7 @@ import Testing
         #expect(await drawerMessages.next() == ServerMessage.caughtUp(events: 0, have: Have()).text)
         await viewer.receive(text: Self.pointLine(1))
         let refusal = await viewerMessages.next().map { try? ServerMessage(parsing: $0) }
-        guard case .error(1?, let reason)?? = refusal else { Issue.record("the viewer's frame was not refused: \(String(describing: refusal))"); return }
+        guard case .error(1?, .viewOnly, let reason)?? = refusal else { Issue.record("the viewer's frame was not refused: \(String(describing: refusal))"); return }
         #expect(reason.contains("may only view"))
         // A viewer cannot go native either.
         let sneaky = try await relay.connect(to: board, grant: view)
@@ -275,19 +275,19 @@ import Testing
         // No token: told why, and no board is made.
         let anonymous = RelayTestClient(port: running.port, board: "gallery")
         anonymous.send(ClientFrame.helloText(Hello()))
-        guard case .error(nil, let why)? = try await anonymous.next() else { Issue.record("an anonymous client was served"); return }
+        guard case .error(nil, .unauthorized, let why)? = try await anonymous.next() else { Issue.record("an anonymous client was served"); return }
         #expect(why.contains("needs a token"))
         #expect(!FileSystem.exists(temp.path + "/gallery"))
         // Silent for the whole token wait: still told why (the refusal is written before the
         // socket ends, whatever happens to the read that waited for its hello).
         let silent = RelayTestClient(port: running.port, board: "gallery")
-        guard case .error(nil, let silence)? = try await silent.next(within: 120) else { Issue.record("a silent client was not told why"); return }
+        guard case .error(nil, _, let silence)? = try await silent.next(within: 120) else { Issue.record("a silent client was not told why"); return }
         #expect(silence.contains("needs a token"))
         // A forged token: told why, and the token itself is not repeated.
         let forged = "sjt1.0123456789abcdef.admin.gallery.9999999999." + String(repeating: "ab", count: 64)
         let forger = RelayTestClient(port: running.port, board: "gallery")
         forger.send(ClientFrame.helloText(Hello(token: forged)))
-        guard case .error(nil, let forgery)? = try await forger.next() else { Issue.record("a forged token was served"); return }
+        guard case .error(nil, .unauthorized, let forgery)? = try await forger.next() else { Issue.record("a forged token was served"); return }
         #expect(forgery.contains("signature") && !forgery.contains(forged))
 
         // An admin's token in the hello: the board is made, and the admin draws.
@@ -304,7 +304,7 @@ import Testing
         while !(sawEvent && sawCaughtUp && refusal != nil), let message = try await viewer.next(within: 30) {
             switch message {
             case .caughtUp: sawCaughtUp = true
-            case .error(1?, let reason): refusal = reason
+            case .error(1?, _, let reason): refusal = reason
             default: if (try? message.event()) != nil { sawEvent = true }
             }
         }

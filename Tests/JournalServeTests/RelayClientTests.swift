@@ -124,6 +124,48 @@ import Testing
         return reason
     }
 
+    /// A refusal's code, not its words, decides: a board named `token` whose journal cannot be
+    /// opened for now ("board token could not be read or written …", code `unavailable`) is
+    /// tried again until it can, where a client matching the word "token" stopped for good.
+    @Test func aBoardNamedTokenThatFailsForNowIsTriedAgainUntilItOpens() async throws {
+        let temp = TemporaryDirectory("relay-client-token-board")
+        defer { temp.remove() }
+        let data = temp.path + "/boards"
+        try FileSystem.createDirectory(data)
+        // A file where the board's folder belongs: the board cannot be opened while it is there.
+        let blocker = data + "/token"
+        try FileSystem.writeAtomically(Array("not a journal".utf8), to: blocker)
+        let running = try await RunningRelay.start(data: data)
+        var options = RelayClient.Options()
+        options.minBackoff = 0.05
+        options.maxBackoff = 0.2
+        let client = RelayClient(port: running.port, board: "token", options: options)
+        let updates = client.updates
+        let run = Task { await client.run() }
+        var refusedBeforeCaughtUp = 0
+        var stopped: String?
+        var caughtUp = false
+        for await update in updates {
+            switch update {
+            case .disconnected(let reason, _):
+                if reason.contains("board token") {
+                    refusedBeforeCaughtUp += 1
+                    // Refused twice with the word "token" and still trying: the way out is cleared.
+                    if refusedBeforeCaughtUp == 2 { try FileSystem.remove(blocker) }
+                }
+            case .stopped(let reason): stopped = reason
+            case .caughtUp: caughtUp = true
+            default: break
+            }
+            if caughtUp || stopped != nil { break }
+        }
+        client.close()
+        await run.value
+        #expect(stopped == nil, "the client gave up: \(stopped ?? "")")
+        #expect(refusedBeforeCaughtUp >= 2 && caughtUp)
+        await running.stop()
+    }
+
     @Test func aClientRefusedForGoodStopsAtOnceAndSaysWhy() async throws {
         let temp = TemporaryDirectory("relay-client-refused")
         defer { temp.remove() }

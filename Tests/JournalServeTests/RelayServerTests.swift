@@ -99,7 +99,7 @@ import Testing
         // A bad frame: an error naming it, and the connection goes on.
         bob.send(#"{"type":"point","stroke":"nope","x":1,"y":2}"#)
         let error = try #require(try await bob.next())
-        guard case .error(let frame, let message) = error else {
+        guard case .error(let frame, _, let message) = error else {
             Issue.record("bob got \(error), expected an error")
             return
         }
@@ -162,7 +162,7 @@ import Testing
         _ client: RelayTestClient, saying reason: String, sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
         let refusal = try await client.next()
-        guard case .error(nil, let message) = refusal else {
+        guard case .error(nil, _, let message) = refusal else {
             Issue.record("got \(String(describing: refusal)), expected an error about the connection", sourceLocation: sourceLocation)
             return
         }

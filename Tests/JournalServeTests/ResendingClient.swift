@@ -175,7 +175,7 @@ final class ResendingClient: Sendable {
                 state.acknowledged = max(state.acknowledged, through)
             case .replicaAck:
                 state.problems.append("\(name): an ack by seq, on a text-mode connection")
-            case .error(let frame, let text):
+            case .error(let frame, _, let text):
                 state.problems.append("\(name): error (frame \(frame.map(String.init) ?? "none")): \(text)")
             case .caughtUp(_, let have):
                 state.caughtUp = have

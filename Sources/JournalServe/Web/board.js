@@ -988,6 +988,8 @@
   // how long the latest full redraw took (ms).
   const timing = { opened: 0, caughtUp: 0, drawn: 0, redraw: 0 };
   let problem = '';
+  // The code of the relay's last error on this connection, once one came.
+  let connectionRefused = '';
   let problemUntil = 0;
   // Set when the relay refused the token: the page stops reconnecting (it would be refused
   // again, forever) and says why, until it is reloaded.
@@ -1011,8 +1013,8 @@
     statusView.title = text;
     statusView.className = stopped ? 'bad stopped' : performance.now() < problemUntil || !socket ? 'bad' : '';
   }
-  function stop(reason) {
-    stopped = reason + ' · not reconnecting (open the page again with a valid #token=…)';
+  function stop(reason, code) {
+    stopped = reason + (code === 'unauthorized' ? ' · not reconnecting (open the page again with a valid #token=…)' : ' · not reconnecting');
     updateStatus();
   }
   // The relay refused a frame because this connection may only view: so will it refuse every
@@ -1075,7 +1077,10 @@
         updateStatus();
         return;
       }
-      case 'error':
+      case 'error': {
+        // The code decides (docs/PROTOCOL.md, "Error codes"); the words are for the person.
+        const code = typeof message.code === 'string' ? message.code : 'unspecified';
+        const said = String(message.message);
         if (message.frame !== undefined) {
           // Nothing of that frame was recorded: take it off the drawing and the queue.
           const entry = outbox.find((e) => e.frame === message.frame);
@@ -1085,47 +1090,17 @@
             forget(entry.content, entry.record);
             scheduleRedraw();
           }
-          const said = String(message.message);
-          if (/\bview\b/i.test(said)) {
-            becomeViewOnly();
-            report('frame refused: ' + said, 5);
-          } else {
-            report('frame refused: ' + said, 8);
-          }
-        } else {
-          // The relay closes the connection after this; the close handler reconnects, unless
-          // the token was refused (missing, invalid, expired: it would be again).
-          problem = 'relay: ' + message.message;
-          const said = String(message.message);
-          if (ownKey && /^(hello: |native mode sends events)/.test(said)) {
-            // This page's key was refused: not a member of a board with membership, an
-            // invitation refused, a token that only views, a relay that cannot host it. It
-            // reconnects as a viewer (text mode would draw as the relay, past the
-            // membership); the message names the key and the command that grants it.
-            // An invitation refused for good (used, expired, withdrawn, none) is forgotten;
-            // one refused for the moment (busy files) is tried again at the next visit.
-            // One that has not reached this relay yet (its node syncs every few seconds) is
-            // tried again by loading the page again, a few times, the code kept for the tab.
-            if (/has not reached this relay yet/.test(said) && invitationAttempts() < 5) {
-              report(problem + ': trying again in 3 s', 30);
-              setTimeout(() => location.reload(), 3000);
-              return;
-            }
-            if (/invitation not redeemed: .*(redeemed already|expired|revoked|no invitation|another board|no membership)/.test(said)) forgetInvitation();
-            becomeViewOnly();
-            leaveNativeMode();
-            report(problem, 30);
-            return;
-          }
-          // An event of this key's that another tab stored under the same id just before this
-          // page's catch-up: the next catch-up brings it, and the page names its own anew.
-          if (ownKey && /^native frame refused: /.test(said)) {
-            if (!/differs from the event of that id/.test(said)) leaveNativeMode();
-          }
-          else if (/\btoken\b/i.test(said)) stop(problem);
-          report(problem, 8);
+          if (code === 'view-only') becomeViewOnly();
+          report('frame refused: ' + said, code === 'view-only' ? 5 : 8);
+          return;
         }
+        // About the connection: the relay closes it after this, and the close handler
+        // reconnects unless this says otherwise.
+        problem = 'relay: ' + said;
+        connectionRefused = code;
+        refusedConnection(code);
         return;
+      }
       case 'presence':
         receivePresence(message);
         return;
@@ -1264,8 +1239,15 @@
     opened.onopen = () => { if (!ownKey) opened.send(helloText()); };
     const deliver = inbox(opened);
     opened.onmessage = (event) => deliver(event.data);
-    opened.onclose = () => {
+    connectionRefused = '';
+    opened.onclose = (event) => {
       if (socket !== opened) return;
+      const code = CLOSE_CODES[event.code];
+      if (code && !connectionRefused) {
+        problem = 'relay closed the connection (' + code + ')';
+        connectionRefused = code;
+        refusedConnection(code);
+      }
       socket = null;
       live = false;
       forgetOthers();
@@ -1274,6 +1256,71 @@
     };
     opened.onerror = () => { /* onclose follows */ };
   }
+  // A connection's last error, by its code: what the page does before the close handler
+  // reconnects (or does not: `stop`).
+  function refusedConnection(code) {
+    switch (code) {
+      case 'invitation-pending':
+        // Not on this relay yet (its node syncs every few seconds): the page loads again, a
+        // few times, the code kept for the tab; then it is refused for good.
+        if (ownKey && invitationAttempts() < 5) {
+          report(problem + ': trying again in 3 s', 30);
+          setTimeout(() => location.reload(), 3000);
+          return;
+        }
+        forgetInvitation();
+        break;
+      case 'invitation-refused':
+        // Used, expired, withdrawn, another board's: it never will be redeemed.
+        forgetInvitation();
+        break;
+      case 'view-only':
+      case 'not-a-member':
+        break;
+      case 'native-limit':
+        // Native replicas are full here: text mode still draws (stored as the relay's).
+        leaveNativeMode();
+        report(problem, 8);
+        return;
+      case 'refused-frame':
+        // This page's own frame was refused: text mode draws on; without a key, a page that
+        // sends the same again is refused again.
+        if (ownKey) { leaveNativeMode(); report(problem, 8); return; }
+        stop(problem, code);
+        report(problem, 8);
+        return;
+      case 'bad-request':
+        // A hello refused (a proof, a redemption's clock): draw as a viewer with the reason.
+        if (ownKey) break;
+        stop(problem, code);
+        report(problem, 8);
+        return;
+      case 'unauthorized':
+      case 'forbidden':
+      case 'invalid-board-name':
+        stop(problem, code);
+        report(problem, 8);
+        return;
+      default:
+        // Later (capacity, a relay restarting, a conflict the next catch-up settles): the
+        // close handler reconnects.
+        report(problem, 8);
+        return;
+    }
+    // The key may not draw here: the page reconnects as a viewer (text mode would draw as
+    // the relay, past the membership); the message names the key and the command that grants it.
+    becomeViewOnly();
+    leaveNativeMode();
+    report(problem, 30);
+  }
+  // The relay's close codes (docs/PROTOCOL.md, "Error codes"): what a close means when its last
+  // error message was lost on the way.
+  const CLOSE_CODES = {
+    4400: 'bad-request', 4401: 'unauthorized', 4403: 'forbidden', 4404: 'invalid-board-name',
+    4405: 'view-only', 4406: 'not-a-member', 4408: 'too-slow', 4409: 'replica-conflict',
+    4410: 'invitation-refused', 4412: 'replaced', 4413: 'native-limit', 4422: 'refused-frame',
+    4425: 'invitation-pending', 4429: 'at-capacity', 4503: 'unavailable',
+  };
   function retryLater() {
     const delay = backoff;
     backoff = Math.min(backoff * 2, 5000);

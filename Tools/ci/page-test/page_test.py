@@ -385,7 +385,9 @@ FAKE_RELAY = r"""
     const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
     fake.current().onmessage({ data: bytes.buffer });
   };
-  fake.drop = () => fake.current().onclose({});
+  // A close code as the relay sends one (docs/PROTOCOL.md, "Error codes"); 1006 (no close
+  // frame) when none is given.
+  fake.drop = (code) => fake.current().onclose({ code: code || 1006 });
   const lineTo = CanvasRenderingContext2D.prototype.lineTo;
   CanvasRenderingContext2D.prototype.lineTo = function (x, y) { fake.lines.push([x, y]); return lineTo.call(this, x, y); };
 })();
@@ -972,7 +974,8 @@ def check_token(browser, port):
     """Page K, opened as /boards/token-check#token=…, against a relay the test plays: the
     token leaves the address at once (and the tab's history), stays in sessionStorage, and
     goes in every hello (after a reconnection, after a reload); the page sends no referrer; a
-    connection error about the token stops the reconnecting (others do not); a frame refused
+    connection error whose code refuses the token stops the reconnecting (others do not, a
+    board named in words "token" that fails for now included); a frame refused
     as view-only makes the page a viewer: tools disabled, nothing more sent, "view only"."""
     base = "http://127.0.0.1:%d/boards/token-check" % port
     k, hello = with_fake_relay(browser, base + "#token=" + urllib.parse.quote(TOKEN, safe="") + "&keep=1&text", "K")
@@ -1012,13 +1015,13 @@ def check_token(browser, port):
     if frames != 3:
         fail("page K sent %d frames for a stroke of 2 samples, expected 3" % frames)
     refusal = "frame %d not recorded: this connection may only view board token-check (its token's scope is view); drawing needs a token of scope draw"
-    k.evaluate("__fake.deliver([{type: 'error', frame: 1, message: %s}])" % json.dumps(refusal % 1))
+    k.evaluate("__fake.deliver([{type: 'error', frame: 1, code: 'view-only', message: %s}])" % json.dumps(refusal % 1))
     state = k.wait_for("view only", lambda s: s.get("viewOnly"))
     disabled = k.evaluate("['color', 'width', 'undo', 'redo', 'eraser', 'clear'].map((id) => document.getElementById(id).disabled)")
     if "view only" not in state["status"] or disabled != [True] * 6:
         fail("page K after a frame refused as view-only: status %r, tools disabled %s; expected \"view only\" and all six disabled"
              % (state["status"], disabled))
-    k.evaluate("__fake.deliver(%s)" % json.dumps([{"type": "error", "frame": n, "message": refusal % n} for n in (2, 3)]))
+    k.evaluate("__fake.deliver(%s)" % json.dumps([{"type": "error", "frame": n, "code": "view-only", "message": refusal % n} for n in (2, 3)]))
     k.pen("mousePressed", 400, 200, 0.25, 1)
     k.pen("mouseMoved", 420, 210, 0.5, 1)
     k.pen("mouseReleased", 420, 210, 0, 0)
@@ -1041,17 +1044,28 @@ def check_token(browser, port):
     check_hello(json.loads(k.evaluate("__fake.current().sent[0]")), "after a reload")
     check_address("after a reload")
 
-    # A connection error about something else: the page reconnects.
-    k.evaluate("__fake.deliver([{type: 'error', message: 'the relay is shutting down'}]); __fake.drop()")
+    # The code decides, never the words. A connection error of a relay going away: the page
+    # reconnects.
+    k.evaluate("__fake.deliver([{type: 'error', code: 'unavailable', message: 'the relay is shutting down'}]); __fake.drop(4503)")
     k.wait_for("a socket after an error that is not the token's", lambda s: k.evaluate("__fake.sockets.length") == 2)
     time.sleep(0.3)
-    # About the token: it stops, and says so.
+    # A board named `token` that cannot be opened for now: the words say "token", the code
+    # says later; the page reconnects.
+    said = "board token could not be read or written on this relay (its operator's log says why); connect again later"
+    k.evaluate("__fake.deliver([{type: 'error', code: 'unavailable', message: %s}]); __fake.drop(4503)" % json.dumps(said))
+    k.wait_for("a socket after a transient refusal that names a board token", lambda s: k.evaluate("__fake.sockets.length") == 3)
+    time.sleep(0.3)
+    # The close code alone (its error message lost on the way): 4503 is tried again.
+    k.evaluate("__fake.drop(4503)")
+    k.wait_for("a socket after a close with code 4503 and no message", lambda s: k.evaluate("__fake.sockets.length") == 4)
+    time.sleep(0.3)
+    # About the token (`unauthorized`): it stops, and says so.
     said = "token 0123456789abcdef has expired: ask for a new one"
-    k.evaluate("__fake.deliver([{type: 'error', message: %s}]); __fake.drop()" % json.dumps(said))
+    k.evaluate("__fake.deliver([{type: 'error', code: 'unauthorized', message: %s}]); __fake.drop(4401)" % json.dumps(said))
     time.sleep(2.0)
     state = k.state()
     sockets = k.evaluate("__fake.sockets.length")
-    if sockets != 2 or not state.get("stopped") or said not in state["status"] or "not reconnecting" not in state["status"]:
+    if sockets != 4 or not state.get("stopped") or said not in state["status"] or "not reconnecting" not in state["status"]:
         fail("page K after the relay refused its token: %d sockets, state %s; expected no new socket and the status saying why and that it stopped"
              % (sockets, state))
     return k
