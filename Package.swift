@@ -134,6 +134,12 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict),
+        // A cluster's relays hand boards to one another through a shared store
+        // (`journal serve --share`): the relay's `BoardSharing`, done by `journal sync`'s engine.
+        .target(
+            name: "JournalCluster",
+            dependencies: ["JournalPlatform", "JournalRelay", "JournalStorage", "JournalSync"],
+            swiftSettings: strict),
         // A reconnecting client of the relay (hummingbird-websocket's client).
         .target(
             name: "JournalClient",
@@ -194,7 +200,7 @@ let package = Package(
                 "JournalCommandLine", "JournalFormat", "JournalIngest", "JournalKeys", "JournalPlatform", "JournalReplay", "JournalRelay",
                 "JournalServe", "JournalClient", "JournalWire",
                 // `journal serve --share`: boards synced with a cluster's store.
-                "JournalStorage", "JournalSync",
+                "JournalCluster", "JournalStorage", "JournalSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `journal serve --log-level`.
                 .product(name: "Logging", package: "swift-log"),
@@ -260,6 +266,15 @@ let package = Package(
             dependencies: [
                 "JournalRelay", "JournalWire", "JournalLive", "JournalReplay", "JournalStorage", "JournalFormat", "JournalIngest",
                 "JournalPlatform", "JournalTestSupport",
+            ],
+            swiftSettings: strict),
+        // The cluster adapter: `Relay` driven through a `BoardSharing` the test plays (rounds that
+        // fail, rounds that take their time, adoption), and `SyncedBoardSharing` on a folder store.
+        .testTarget(
+            name: "JournalClusterTests",
+            dependencies: [
+                "JournalCluster", "JournalRelay", "JournalWire", "JournalLive", "JournalReplay", "JournalStorage", "JournalSync",
+                "JournalFormat", "JournalPlatform", "JournalTestSupport",
             ],
             swiftSettings: strict),
         // Real sockets on 127.0.0.1: relays in this process or as `journal` child processes, and WebSocket clients.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import JournalCluster
 import JournalCommandLine
 import JournalFormat
 import JournalKeys

@@ -6,16 +6,16 @@ import JournalSync
 /// `journal serve --share STORE`: each board's journal is synced with `STORE/<board>` by the
 /// sync `journal sync` runs (a shared folder, an rsync remote, or an object store through
 /// rclone), so the relays of a cluster hand boards to one another through the store.
-struct SyncedBoardSharing: BoardSharing {
+public struct SyncedBoardSharing: BoardSharing {
     /// The store's root, as `journal sync` takes a target.
-    let store: String
-    let interval: Double
+    public let store: String
+    public let interval: Double
     /// One sync per board at a time in this relay: the periodic round, an ack round and a
     /// close queue here, awaiting, rather than in the journal's sync lock, whose wait sleeps
     /// a thread (two on this machine's pool would stall the whole relay).
     private let queue = BoardQueue()
 
-    init(store: String, interval: Double) {
+    public init(store: String, interval: Double) {
         self.store = store
         self.interval = interval
     }
@@ -27,7 +27,7 @@ struct SyncedBoardSharing: BoardSharing {
         return try SyncTarget(parsing: root + (root.hasSuffix(":") ? "" : "/") + board.text)
     }
 
-    func sync(_ board: BoardName, journal path: String, open: Bool) async -> String? {
+    public func sync(_ board: BoardName, journal path: String, open: Bool) async -> String? {
         await queue.serially(board.text) {
             do {
                 let journal = try JournalDirectory.openOrCreate(at: path)
@@ -52,7 +52,7 @@ struct SyncedBoardSharing: BoardSharing {
         }
     }
 
-    func adopt(_ board: BoardName, journal path: String) async -> Bool {
+    public func adopt(_ board: BoardName, journal path: String) async -> Bool {
         await queue.serially(board.text) {
             if FileSystem.exists(path) { return true }
             // Built beside, under a name no board can have, and renamed into place only once

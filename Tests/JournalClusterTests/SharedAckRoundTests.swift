@@ -1,0 +1,130 @@
+import JournalFormat
+import JournalLive
+import JournalPlatform
+@testable import JournalRelay
+import JournalStorage
+import JournalTestSupport
+import JournalWire
+import Testing
+
+/// `Relay` under `--ack shared` through a store the test plays, without sockets: an ack means
+/// the store holds the frame's events, whatever the store does meanwhile.
+@Suite struct SharedAckRoundTests {
+    /// What a connection was sent, collected as it comes (a negative check reads it after the
+    /// progress that would have produced the message, never after a fixed wait).
+    final class Received: Sendable {
+        let texts = Locked<[String]>([])
+        private let reader: Task<Void, Never>
+
+        init(_ connection: RelayConnection) {
+            let texts = texts
+            reader = Task {
+                for await text in connection.outbound { texts.withLock { $0.append(text) } }
+            }
+        }
+
+        var acks: [UInt64] {
+            texts.withLock { $0 }.compactMap { text in
+                if case .ack(let upTo)? = try? ServerMessage(parsing: text) { return upTo }
+                return nil
+            }
+        }
+
+        func stop() { reader.cancel() }
+    }
+
+    static func point(_ index: Int) -> String {
+        ##"{"type":"point","stroke":"0123456789abcdef0123456789abcdef","x":"## + String(index) + ##","y":1,"color":"#1E88E5FF","width":2}"##
+    }
+
+    /// A connection of `relay`'s board `name`, in text mode, live.
+    static func connect(_ relay: Relay, _ name: String) async throws -> RelayConnection {
+        let connection = try await relay.connect(to: BoardName(name))
+        await connection.receive(text: #"{"type":"hello"}"#)
+        connection.goLive(caughtUp: 0)
+        return connection
+    }
+
+    /// A store that fails every round holds every ack back (and says why, each round); once it
+    /// works, the next round acknowledges everything.
+    @Test func aFailingStoreHoldsAcksBackUntilARoundSucceeds() async throws {
+        let temp = TemporaryDirectory("cluster-failing-store")
+        defer { temp.remove() }
+        let store = PlayedStore()
+        store.state.withLock { $0.failing = "the store is down" }
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false),
+                              sharing: store, ackMode: .shared)
+        let failures = Locked(0)
+        relay.observe { activity in if case .shareFailed = activity { failures.withLock { $0 += 1 } } }
+        let connection = try await Self.connect(relay, "wall")
+        let received = Received(connection)
+        await connection.receive(text: Self.point(1))
+        await connection.receive(text: Self.point(2))
+        // Three failed rounds, each begun after the frames were durable: an ack would be out.
+        #expect(await eventually(within: 120) { store.state.withLock { $0.failedRounds } >= 3 })
+        #expect(received.acks.isEmpty, "acknowledged while the store failed: \(received.acks)")
+        #expect(failures.withLock { $0 } >= 3)
+
+        store.state.withLock { $0.failing = nil }
+        #expect(await eventually(within: 120) { received.acks.last == 2 }, "acks after the store came back: \(received.acks)")
+        received.stop()
+        await relay.close()
+    }
+
+    /// A round takes what had arrived when it began: frames that come while its store write is
+    /// in flight wait for the next round, which acknowledges them; none fails a round (a pen
+    /// that never pauses is acknowledged round after round).
+    @Test func framesArrivingDuringASlowRoundGoInTheNextAndFailNone() async throws {
+        let temp = TemporaryDirectory("cluster-slow-round")
+        defer { temp.remove() }
+        let store = PlayedStore()
+        store.state.withLock { $0.holding = true }
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false),
+                              sharing: store, ackMode: .shared)
+        let failures = Locked<[String]>([])
+        relay.observe { activity in if case .shareFailed(_, let why) = activity { failures.withLock { $0.append(why) } } }
+        let connection = try await Self.connect(relay, "pen")
+        let received = Received(connection)
+        await connection.receive(text: Self.point(1))
+        #expect(await eventually(within: 120) { store.heldRounds == 1 }, "no round began for frame 1")
+        // The pen goes on while the round's store write is in flight.
+        for index in 2...20 { await connection.receive(text: Self.point(index)) }
+        let board = try relay.board(BoardName("pen")).board
+        #expect(await eventually(within: 120) { board.durableSeq >= 20 }, "frames 2…20 never became durable")
+        #expect(received.acks.isEmpty, "acknowledged before the round's store write ended: \(received.acks)")
+
+        store.release()
+        #expect(await eventually(within: 120) { received.acks.last == 20 }, "acks: \(received.acks)")
+        // Frame 1's round acknowledged frame 1 alone: the others came after it began.
+        #expect(received.acks.first == 1, "acks: \(received.acks)")
+        #expect(failures.withLock { $0 }.isEmpty, "rounds failed: \(failures.withLock { $0 })")
+        received.stop()
+        await relay.close()
+    }
+
+    /// A board this relay never held, asked for with a token that may not create boards: it
+    /// is adopted from the store when the store has it, and refused with code `forbidden`
+    /// when it does not (nothing is left on disk).
+    @Test func aBoardIsAdoptedFromTheStoreOrRefusedWithItsCode() async throws {
+        let temp = TemporaryDirectory("cluster-adoption")
+        defer { temp.remove() }
+        let store = PlayedStore()
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false),
+                              sharing: store, ackMode: .shared)
+        let elsewhere = try BoardName("elsewhere")
+        let drawer = Grant(tokenID: "0123456789abcdef", scope: .draw, expiresAtMilliseconds: nil)
+        do {
+            _ = try await relay.connect(to: elsewhere, grant: drawer)
+            Issue.record("a board the store lacks was opened for a draw token")
+        } catch {
+            #expect(error.code == .forbidden && error.refusal.message.contains("does not exist"), "\(error)")
+        }
+        #expect(!FileSystem.exists(temp.path + "/elsewhere"))
+
+        store.state.withLock { $0.storeHasBoard = true }
+        let connection = try await relay.connect(to: elsewhere, grant: drawer)
+        #expect(connection.closeReason == nil)
+        #expect(store.state.withLock { $0.adoptions } == 2)
+        await relay.close()
+    }
+}
