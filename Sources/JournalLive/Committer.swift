@@ -25,9 +25,6 @@ package final class Committer: Sendable {
     private let thread = WorkerThread()
     private let state: Locked<State>
     private let report: @Sendable (JournalActivity) -> Void
-    /// A test's fault hook where the journal was opened: the writes and fsyncs run on the
-    /// committer's own thread, which the test's task-local hook does not reach.
-    private let faultHook = FaultInjection.current
 
     private struct State {
         var writer: JournalWriter?
@@ -137,7 +134,7 @@ package final class Committer: Sendable {
             thread.submit { [weak self] in
                 guard let self else { return continuation.resume(returning: .journal(.closed)) }
                 self.commit(seal: true)
-                let sealed = FaultInjection.withThreadHook(self.faultHook) { self.hosted.sealOpen() }
+                let sealed = self.hosted.sealOpen()
                 self.afterHostedSeals(sealed)
                 // A seal can be put off (the owner reading the files) or fail without stopping
                 // the journal (a full disk): then something durable is still unsealed, and
@@ -165,10 +162,6 @@ package final class Committer: Sendable {
     /// off), so that it knows which sealed files under its id are its own, and so that no seal
     /// renames the open segment while the owner reads the files.
     private func commit(seal requested: Bool) {
-        FaultInjection.withThreadHook(faultHook) { commitNow(seal: requested) }
-    }
-
-    private func commitNow(seal requested: Bool) {
         var failed = DueWaiters()
         let (ticket, sealing) = state.withLock { state -> (FlushTicket?, Bool) in
             if !requested { state.commitScheduled = false }
@@ -373,7 +366,7 @@ package final class Committer: Sendable {
                 return true
             }
             guard scheduled else { return }
-            let (sealed, next) = FaultInjection.withThreadHook(self.faultHook) { self.hosted.sealDue(now: now) }
+            let (sealed, next) = self.hosted.sealDue(now: now)
             self.afterHostedSeals(sealed)
             if let next { self.scheduleHostedCheck(at: next) }
         }
@@ -422,7 +415,7 @@ package final class Committer: Sendable {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, JournalError>, Never>) in
             thread.submit { [weak self] in
                 guard let self else { return continuation.resume(returning: .success(())) }
-                continuation.resume(returning: FaultInjection.withThreadHook(self.faultHook) { self.closeNow() })
+                continuation.resume(returning: self.closeNow())
             }
         }
         thread.stop()

@@ -40,7 +40,14 @@ public final class WorkerThread: @unchecked Sendable {
     private var exited = false
     private var thread: pthread_t?
 
-    public init() {
+    /// The fault hook in force where this worker was made (tests only: `FaultInjection`).
+    private let creationHook: FaultInjection.Hook?
+
+    /// `inheritingFaultHook`: jobs submitted without a test's fault hook run with the one in
+    /// force here, so that an object a test opened under a hook (a board, a writer) keeps it on
+    /// its own thread whoever submits to it. A worker shared by the whole process must not.
+    public init(inheritingFaultHook: Bool = true) {
+        creationHook = inheritingFaultHook ? FaultInjection.current : nil
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
@@ -60,10 +67,19 @@ public final class WorkerThread: @unchecked Sendable {
     }
 
     /// For short compute jobs that never wait on other jobs (so they cannot deadlock on it).
-    public static let shared = WorkerThread()
+    public static let shared = WorkerThread(inheritingFaultHook: false)
+
+    /// `job` with the test's fault hook bound (`FaultInjection`): the submitter's, else the one
+    /// where this worker was made. Bound here, once, so that no hop to a thread of the library
+    /// loses a test's coverage (a hook is task-local, and these threads run no task).
+    private func bound(_ job: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
+        guard let hook = FaultInjection.current ?? creationHook else { return job }
+        return { FaultInjection.withThreadHook(hook, job) }
+    }
 
     /// Queues `job`; it runs after every job submitted before it that is due.
     public func submit(_ job: @escaping @Sendable () -> Void) {
+        let job = bound(job)
         pthread_mutex_lock(mutex)
         if thread == nil && !closed { start() }
         let queued = thread != nil && !exited
@@ -83,6 +99,7 @@ public final class WorkerThread: @unchecked Sendable {
     /// the job) when the worker has no thread and may start none.
     @discardableResult
     public func submit(at deadline: Double, _ job: @escaping @Sendable () -> Void) -> Bool {
+        let job = bound(job)
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         if thread == nil && !closed { start() }

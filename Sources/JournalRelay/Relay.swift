@@ -221,8 +221,6 @@ public final class Relay: Sendable {
     private func startOpening(
         _ name: BoardName, _ boards: inout Boards, adoptingOrRefusing refusal: String? = nil
     ) -> Task<Result<Void, RelayError>, Never> {
-        // A test's fault hook where the connection came reaches the opener's thread too.
-        let hook = FaultInjection.current
         let task = Task { [self] () -> Result<Void, RelayError> in
             if let sharing {
                 let path = FileSystem.join(dataDirectory, name.text)
@@ -241,9 +239,9 @@ public final class Relay: Sendable {
             }
             let opened = await withCheckedContinuation { (continuation: CheckedContinuation<Result<RelayBoard, RelayError>, Never>) in
                 opener.submit { [self] in
-                    continuation.resume(returning: FaultInjection.withThreadHook(hook) { () -> Result<RelayBoard, RelayError> in
-                        do throws(RelayError) { return .success(try openJournal(name)) } catch { return .failure(error) }
-                    })
+                    do throws(RelayError) { continuation.resume(returning: .success(try openJournal(name))) } catch {
+                        continuation.resume(returning: .failure(error))
+                    }
                 }
             }
             let closedMeanwhile = self.boards.withLock { boards -> Bool in

@@ -77,6 +77,9 @@ final class SharedAcks: Sendable {
         }
     }
 
+    /// No ack held and no round running.
+    var isIdle: Bool { state.withLock { $0.held.isEmpty && !$0.running } }
+
     /// The board closes: acks still held are never sent (their clients resend those events).
     func close() {
         state.withLock { state in

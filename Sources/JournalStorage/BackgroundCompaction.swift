@@ -9,7 +9,7 @@ import JournalPlatform
 /// same replica coalesce while one is queued. A compaction that finds another process (or a
 /// sync of this one) holding `SealedFilesLock` is skipped: the next seal asks again.
 public enum BackgroundCompaction {
-    private static let worker = WorkerThread()
+    private static let worker = WorkerThread(inheritingFaultHook: false)
     /// Keys ("root\nreplica") of passes queued, and of the one running.
     private static let queued = Locked<Set<String>>([])
     private static let running = Locked<String?>(nil)

@@ -269,10 +269,7 @@ public final class JournalWriter {
         pending = []
         pending.reserveCapacity(min(options.flushEveryEvents, FormatV1.sealedBlockTargetEvents))
         let sink = self.sink
-        // Tests fail operations through a hook bound to their task; the background thread
-        // has no task, so it carries the caller's hook on the thread instead.
-        let hook = FaultInjection.current
-        let job = DurableJob { FaultInjection.withThreadHook(hook) { sink.makeDurable(batch, sealIfDue: true) } }
+        let job = DurableJob { sink.makeDurable(batch, sealIfDue: true) }
         inFlight = job
         // The writer's own thread (`WorkerThread` says why not Dispatch or the pool).
         background.submit { job.runUnlessClaimed() }
@@ -299,9 +296,8 @@ public final class JournalWriter {
         let batch = pending
         pending = []
         let sink = self.sink
-        let hook = FaultInjection.current
         // Whoever needs the sink first runs it: the ticket's thread, or this writer (`collect`).
-        let job = DurableJob { FaultInjection.withThreadHook(hook) { sink.makeDurable(batch, sealIfDue: sealWhenFull, sealNow: seal) } }
+        let job = DurableJob { sink.makeDurable(batch, sealIfDue: sealWhenFull, sealNow: seal) }
         inFlight = job
         return FlushTicket(job: job, throughSeq: nextSeq - 1)
     }

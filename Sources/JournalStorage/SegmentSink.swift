@@ -33,8 +33,11 @@ final class DurableJob: @unchecked Sendable {
     var outcome = DurableOutcome()
     private let work: Locked<(@Sendable () -> DurableOutcome)?>
 
+    /// The work runs with the test's fault hook in force where the job was made
+    /// (`FaultInjection`), on whichever thread claims it.
     init(_ work: @escaping @Sendable () -> DurableOutcome) {
-        self.work = Locked(work)
+        let hook = FaultInjection.current
+        self.work = Locked(hook == nil ? work : { FaultInjection.withThreadHook(hook, work) })
     }
 
     /// Runs the work on this thread unless another thread claimed it; returns at once then.

@@ -50,7 +50,8 @@ import Testing
         // Nothing waits: no round runs. A closed board's acks are never sent.
         acks.close()
         acks.hold { released.withLock { $0.append("c") } }
-        try await Task.sleep(for: .milliseconds(200))
+        // Decided within `hold`, so checked at once: nothing held, no round started.
+        #expect(acks.isIdle)
         #expect(rounds.begun.withLock { $0 } == 3)
         #expect(released.withLock { $0 } == ["a", "b"])
     }
