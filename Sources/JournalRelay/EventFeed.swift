@@ -22,10 +22,12 @@ final class EventFeed: Sendable {
         var byteCount: Int { frames.reduce(0) { $0 + $1.count } }
     }
 
-    /// Own events the feed passes over (not durable when it began): never reported covered.
+    /// Events the feed passes over, never reported covered: own events not durable when it
+    /// began, and, with shared acks, whatever the store did not hold (`onlyIn`, when given).
     struct Withheld: Sendable {
         var replica: ReplicaID
         var seqs: ClosedRange<UInt64>
+        var onlyIn: Have?
     }
 
     private let state: Locked<State>
@@ -106,7 +108,20 @@ final class EventFeed: Sendable {
                 range.lowerBound >= withheld.seqs.lowerBound ? nil : range.lowerBound...min(range.upperBound, withheld.seqs.lowerBound - 1)
             })
         }
+        if let inStore = withheld?.onlyIn {
+            for (replica, seqs) in covered { covered[replica] = Self.intersection(seqs, inStore[replica]) }
+        }
         return Have(covered)
+    }
+
+    private static func intersection(_ a: SeqRanges, _ b: SeqRanges) -> SeqRanges {
+        var result = SeqRanges()
+        for x in a.ranges {
+            for y in b.ranges where y.lowerBound <= x.upperBound && x.lowerBound <= y.upperBound {
+                result.insert(max(x.lowerBound, y.lowerBound)...min(x.upperBound, y.upperBound))
+            }
+        }
+        return result
     }
 
     /// Events handed out so far.

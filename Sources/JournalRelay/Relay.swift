@@ -193,14 +193,19 @@ public final class Relay: Sendable {
         do throws(JournalError) {
             let board = try Board(directory: directory, options: boardOptions)
             var sharedAcks: SharedAcks?
+            let coverage = StoreCoverage()
             if ackMode == .shared, let sharing {
                 sharedAcks = SharedAcks(round: {
+                    // Everything held now is sealed by the seal below and published by the sync.
+                    let held = RelayBoard.held(by: board)
                     if let failure = await board.sealNow() { return "the seal failed: \(failure)" }
-                    return await sharing.sync(name, journal: path, open: true)
+                    if let why = await sharing.sync(name, journal: path, open: true) { return why }
+                    coverage.record(held)
+                    return nil
                 }, failed: { [weak self] why in self?.report(.shareFailed(name, why: why)) })
             }
             let relayBoard = RelayBoard(name: name, board: board, catchUps: catchUps, maxNativeReplicas: limits.maxNativeReplicasPerBoard,
-                                        sharedAcks: sharedAcks, founding: founding)
+                                        sharedAcks: sharedAcks, storeCoverage: coverage, founding: founding)
             relayBoard.start()
             report(.opened(name))
             return relayBoard

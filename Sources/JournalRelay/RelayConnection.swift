@@ -23,7 +23,7 @@ public final class RelayConnection: Sendable {
     /// The client promised that its first frame is a hello (`WireLimits.helloQuery`).
     public let helloPromised: Bool
     public let outbound: OutboundMessages
-    private let state = Locked(State())
+    let state = Locked(State())
 
     enum Phase {
         /// Registered; live events wait here until the catch-up is sent.
@@ -147,7 +147,7 @@ public final class RelayConnection: Sendable {
     }
 
     /// The first decision stands; later ones (the timer after a hello) do nothing.
-    private func decideHello(_ hello: Hello?) {
+    func decideHello(_ hello: Hello?) {
         let waiter = state.withLock { state -> CheckedContinuation<Hello?, Never>? in
             guard state.hello == nil else { return nil }
             state.hello = .some(hello)
@@ -254,38 +254,7 @@ public final class RelayConnection: Sendable {
                     state.withLock { state in
                         if case .some(.none) = state.hello { state.hello = .some(hello) }
                     }
-                    if let replica = hello.replica {
-                        guard grant.allows(.draw) else {
-                            close(.viewOnly, viewOnly("native mode sends events"))
-                            return
-                        }
-                        // The key is proven before an invitation is spent on it.
-                        var proven = false
-                        if let nonce = challenge, let key = hello.key {
-                            guard let proof = hello.proof, HelloProof.verify(proof, nonce: nonce, board: relayBoard.name.text, publicKey: key) else {
-                                close(.badRequest, "hello: its \"proof\" is missing or does not verify: sign this socket's challenge nonce with the key of the hello (docs/PROTOCOL.md, \"Proving a key\")")
-                                return
-                            }
-                            proven = true
-                        }
-                        if let redemption = hello.redeem, let key = hello.key, let refusal = await relayBoard.redeem(redemption, for: key) {
-                            close(refusal.code, "hello: invitation not redeemed: " + refusal.message)
-                            return
-                        }
-                        if let key = hello.key, let refusal = await relayBoard.admitByToken(key, grant: grant) {
-                            close(refusal.code, "hello: " + refusal.message)
-                            return
-                        }
-                        if let refusal = relayBoard.hostingRefusal ?? hello.key.flatMap({ relayBoard.membershipRefusal($0, needs: .draw) }) {
-                            close(refusal.code, "hello: " + refusal.message)
-                            return
-                        }
-                        if let refusal = relayBoard.claim(replica, by: id, proven: proven) {
-                            close(refusal.code, "hello: " + refusal.message)
-                            return
-                        }
-                        state.withLock { $0.nativeAdmitted = true }
-                    }
+                    if let replica = hello.replica { await admitNative(hello, replica: replica) }
                     return
                 }
             } catch {
@@ -399,255 +368,12 @@ public final class RelayConnection: Sendable {
         }
     }
 
-    private func viewOnly(_ what: String) -> String {
+    func viewOnly(_ what: String) -> String {
         "\(what): this connection may only view board \(relayBoard.name.text) (its token's scope is \(grant.scope)); drawing needs a token of scope draw"
     }
 
-    /// The replica a native client owns (its hello said so), or nil for a text-mode client.
-    public var nativeReplica: ReplicaID? { state.withLock { $0.hello??.replica } }
-    /// Whether this native client proved its key at the hello (`HelloProof`).
-    public var provedKey: Bool { state.withLock { $0.provedKey } }
-    func markProven(_ proven: Bool) { state.withLock { $0.provedKey = proven } }
-    /// The key a native client's hello named (its frames are checked against it).
-    public var nativeKey: [UInt8]? { state.withLock { $0.hello??.key } }
-    /// The key of a native client whose hello was admitted; nil while its hello is being
-    /// decided (an invitation redeemed, a key admitted by token: the membership does not name
-    /// it yet, and a reload meanwhile must not close it for that).
-    var admittedNativeKey: [UInt8]? { state.withLock { $0.nativeAdmitted ? $0.hello??.key : nil } }
-
-    /// A binary frame: native mode's events (docs/PROTOCOL.md), a `SegmentMessage` of the
-    /// replica the hello named, events the client named itself. They are stored under that
-    /// replica and acknowledged by seq once durable; held ones are skipped (dedup by id).
-    /// Anything wrong with the frame closes the connection with the reason (a native client's
-    /// next events would follow the refused ones; nothing of the frame is stored). Not
-    /// numbered. Waits, as `receive(text:)` does, while too many frames are in flight.
-    public func receive(binary bytes: [UInt8]) async {
-        let first = state.withLock { state -> Bool in
-            defer { state.sawFirstFrame = true }
-            return !state.sawFirstFrame
-        }
-        if first { decideHello(nil) }
-        guard nativeReplica != nil else {
-            let frame = state.withLock { state -> UInt64? in
-                if case .closed = state.phase { return nil }
-                state.framesReceived += 1
-                return state.framesReceived
-            }
-            if let frame {
-                refuse(frame: frame, .badRequest, "a binary frame is native mode's (events the client named itself): say \"replica\" in the hello, or send one JSON line per text frame")
-            }
-            return
-        }
-        await receiveNative { replica, key, board throws(RelayError) in
-            try Self.nativeEvents(bytes, replica: replica, key: key, board: board)
-        }
-    }
-
-    /// Native mode's events, binary or text (`decode` opens the frame, given the hello's
-    /// replica and key and the board): checked, stored under the replica and acknowledged by
-    /// seq; anything wrong closes the connection.
-    private func receiveNative(_ decode: (ReplicaID, [UInt8], BoardName) throws(RelayError) -> [Event]) async {
-        guard let replica = nativeReplica else { return }
-        if case .closed = state.withLock({ $0.phase }) { return }
-        guard grant.allows(.draw) else {
-            close(.viewOnly, viewOnly("native frame not stored"))
-            return
-        }
-        if let key = nativeKey, let refusal = relayBoard.membershipRefusal(key, needs: .draw) {
-            close(refusal.code, "native frame not stored: " + refusal.message)
-            return
-        }
-        // Counted before the board's committer may store it (and settle it, on its own thread).
-        state.withLock { $0.nativeInFlight += 1 }
-        do throws(RelayError) {
-            let events = try decode(replica, state.withLock { $0.hello??.key } ?? [], relayBoard.name)
-            let elsewhere = relayBoard.host.heldFromElsewhere(events, replica: replica)
-            if !elsewhere.isEmpty, let seq = await relayBoard.firstDiffering(elsewhere) {
-                // Acknowledged as held, the client's event would never be stored, and its
-                // drawing would differ from the board's for good, silently.
-                let reason = "seq \(seq) of replica \(replica.hex): the board's journal holds a different event under this id (from a segment that came from elsewhere, through sync): a fork of this replica; nothing more of it is stored or acknowledged on this board"
-                relayBoard.host.recordFork(of: replica, reason)
-                throw .refusedFrame(reason)
-            }
-            // Counted before the board's committer may settle the frame (it commits on its own
-            // thread, possibly before `accept` returns).
-            let acceptance = try relayBoard.host.accept(events, replica: replica, from: id) { staged in
-                state.withLock { state in
-                    state.nativeFrameEvents.append(staged)
-                    state.nativeEventsInFlight += staged
-                }
-            }
-            if acceptance == .allHeld {
-                state.withLock { $0.nativeFrameEvents.append(0) }
-                nativeFramesSettled(1)
-                // Held is not yet shared: a relay killed and started again holds events its
-                // store may lack (`--ack shared` acknowledges those after a round too).
-                let upTo = relayBoard.host.durablePrefix(of: replica)
-                relayBoard.whenAcknowledgeable { [self] in acknowledge(replica: replica, upTo: upTo) }
-            }
-        } catch {
-            state.withLock { $0.nativeInFlight = max(0, $0.nativeInFlight - 1) }
-            close(error: error)
-            return
-        }
-        await waitWhileThrottled()
-    }
-
-    /// The events of a native frame, signed by the replica's key for this board (`NativeFrame`:
-    /// checked first, so a frame of someone else's replica costs one signature check), checked
-    /// as a journal reader checks a segment (bounded before inflating, checksums, inflate, body
-    /// rules: `SegmentMessage`) and as a writer checks an event (payload rules). Clocks are
-    /// checked by the host, against what is new.
-    static func nativeEvents(_ frame: [UInt8], replica: ReplicaID, key: [UInt8], board: BoardName) throws(RelayError) -> [Event] {
-        let message: SegmentMessage
-        do {
-            let bytes = try NativeFrame.open(frame, board: board.text, publicKey: key)
-            message = try SegmentMessage(decoding: bytes, limits: WireLimits.nativeFrame)
-        } catch { throw .refusedFrame(error.reason) }
-        guard message.replica == replica else {
-            throw .refusedFrame("it holds events of replica \(message.replica.hex); this connection's hello named \(replica.hex)")
-        }
-        return try checked(message.events(), replica: replica)
-    }
-
-    /// A native frame's events, each of the hello's replica and valid as `journal record`
-    /// checks a payload.
-    static func checked(_ events: [Event], replica: ReplicaID) throws(RelayError) -> [Event] {
-        for event in events {
-            guard event.id.replica == replica else {
-                throw .refusedFrame("seq \(event.id.seq): it names replica \(event.id.replica.hex); this connection's hello named \(replica.hex)")
-            }
-            do { try event.payload.validate() } catch { throw .refusedFrame("seq \(event.id.seq): \(error)") }
-        }
-        return events
-    }
-
-    /// Native frames of this connection are durable (or failed): no longer in flight.
-    func nativeFramesSettled(_ count: Int) {
-        let throttled = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            state.nativeInFlight = max(0, state.nativeInFlight - count)
-            // Rounds settle a connection's frames in the order they were accepted, but a frame
-            // all held settles at once: the sum may run ahead for a while, never past zero,
-            // and is exact once everything is settled.
-            for _ in 0..<min(count, state.nativeFrameEvents.count) {
-                state.nativeEventsInFlight -= state.nativeFrameEvents.removeFirst()
-            }
-            defer { state.throttled = nil }
-            return state.throttled
-        }
-        throttled?.resume()
-    }
-
-    /// Every event 1…`upTo` of the client's replica is durable: an ack by seq (after the
-    /// catch-up, if one is under way; acks only grow).
-    func acknowledge(replica: ReplicaID, upTo: UInt64) {
-        state.withLock { state in
-            guard upTo > state.replicaAcked else { return }
-            state.replicaAcked = upTo
-            if case .catchingUp = state.phase {
-                state.heldReplicaAck = upTo
-            } else {
-                send(.replicaAck(replica: replica, upTo: upTo), answer: true, &state)
-            }
-        }
-    }
-
-    private func refuse(frame: UInt64, _ code: RefusalCode, _ message: String) {
+    func refuse(frame: UInt64, _ code: RefusalCode, _ message: String) {
         state.withLock { send(.error(frame: frame, code: code, message: message), answer: true, &$0) }
-    }
-
-    /// Queues events for the acker and makes sure one runs.
-    private func stage(_ events: [Event], through frame: UInt64) {
-        let start = state.withLock { state -> Bool in
-            state.pending.append(contentsOf: events)
-            state.textEventsInFlight += events.count
-            state.appendedThrough = max(state.appendedThrough, frame)
-            guard !state.ackerRunning, state.appendedThrough > state.acknowledged else { return false }
-            state.ackerRunning = true
-            return true
-        }
-        if start { acknowledgeNextRound() }
-    }
-
-    /// Whether a frame's `receive` waits for acks (the client is at a limit of what it may
-    /// have unacknowledged).
-    var isThrottled: Bool { state.withLock { $0.throttled != nil } }
-
-    private func waitWhileThrottled() async {
-        // Checked again after each wake-up: an ack may cover only part of what is in flight.
-        while state.withLock({ Self.mustWait($0) }) {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let wait = state.withLock { state -> Bool in
-                    guard Self.mustWait(state) else { return false }
-                    state.throttled = continuation
-                    return true
-                }
-                if !wait { continuation.resume() }
-            }
-        }
-    }
-
-    /// Whether a client at a limit of what it may have unacknowledged waits (an open
-    /// connection; refused frames were answered at once, so only frames waiting for an ack
-    /// count).
-    private static func mustWait(_ state: State) -> Bool {
-        if case .closed = state.phase { return false }
-        let frames = state.appendedThrough - state.acknowledged + UInt64(state.nativeInFlight)
-        let events = state.textEventsInFlight + state.nativeEventsInFlight
-        return frames >= UInt64(WireLimits.maxUnacknowledgedFrames) || events >= WireLimits.maxUnacknowledgedEvents
-    }
-
-    /// Events this client sent that are not acknowledged yet.
-    var unacknowledgedEvents: Int { state.withLock { $0.textEventsInFlight + $0.nativeEventsInFlight } }
-
-    /// The acker: one round at a time, each covering every frame appended before it, acked
-    /// right after the board's fsync, on its committer thread (no task hop per commit: at a
-    /// pen's 240 Hz a relay acknowledges hundreds of commits a second per board).
-    private func acknowledgeNextRound() {
-        let round = state.withLock { state -> (events: [Event], through: UInt64)? in
-            guard state.appendedThrough > state.acknowledged else {
-                state.ackerRunning = false
-                return nil
-            }
-            let events = state.pending
-            state.pending.removeAll()
-            return (events, state.appendedThrough)
-        }
-        guard let round else { return }
-        relayBoard.whenAcknowledgeable(afterDurable: { [self] outcome in
-            if case .failure(let error) = outcome {
-                // Nothing of this round is acknowledged: the client resends it to a relay
-                // whose journal works.
-                close(.unavailable, "board \(relayBoard.name): the journal failed, nothing after frame \(state.withLock { $0.acknowledged }) is acknowledged: \(error)")
-                state.withLock { $0.ackerRunning = false }
-                return
-            }
-            let throttled = state.withLock { state -> CheckedContinuation<Void, Never>? in
-                state.acknowledged = round.through
-                state.textEventsInFlight -= round.events.count
-                // An echoing client gets its events before the ack that covers them: once a
-                // frame is acknowledged, its events are in the client's copy of the board.
-                // Both go ahead of the board's traffic queued before them (`OutboundMessages`).
-                if state.hello??.echo == true {
-                    deliverLocked(round.events, texts: nil, answer: true, &state)
-                    // Held events wait for the catch-up to end; so does the ack that covers them.
-                    if case .catchingUp = state.phase {
-                        state.heldAck = round.through
-                    } else {
-                        send(.ack(upTo: round.through), answer: true, &state)
-                    }
-                } else {
-                    send(.ack(upTo: round.through), answer: true, &state)
-                }
-                let throttled = state.throttled
-                state.throttled = nil
-                return throttled
-            }
-            throttled?.resume()
-            // Even when this client is gone: its events are durable and the others want them.
-            relayBoard.broadcast(round.events, from: id)
-            acknowledgeNextRound()
-        })
     }
 
     // MARK: Events for this client
@@ -659,7 +385,7 @@ public final class RelayConnection: Sendable {
     }
 
     /// `answer`: the events are this client's own, echoed with the ack that covers them.
-    private func deliverLocked(_ events: [Event], texts: [String]?, answer: Bool = false, _ state: inout State) {
+    func deliverLocked(_ events: [Event], texts: [String]?, answer: Bool = false, _ state: inout State) {
         switch state.phase {
         case .catchingUp(var held):
             guard held.count + events.count <= WireLimits.maxQueuedMessages else {
@@ -680,7 +406,7 @@ public final class RelayConnection: Sendable {
     }
 
     /// `answer`: it answers the client's own frames, and goes ahead of the board's traffic.
-    private func send(_ message: ServerMessage, answer: Bool = false, _ state: inout State) {
+    func send(_ message: ServerMessage, answer: Bool = false, _ state: inout State) {
         let ack: OutboundMessages.Ack?
         var barrier = false
         switch message {
@@ -692,7 +418,7 @@ public final class RelayConnection: Sendable {
         send(text: message.text, answer: answer, ack: ack, barrier: barrier || ack != nil, &state)
     }
 
-    private func send(
+    func send(
         text: String, answer: Bool = false, ack: OutboundMessages.Ack? = nil, barrier: Bool = false, _ state: inout State
     ) {
         if case .closed = state.phase { return }
@@ -723,7 +449,7 @@ public final class RelayConnection: Sendable {
         }
     }
 
-    private func closeLocked(_ refusal: Refusal?, _ state: inout State) {
+    func closeLocked(_ refusal: Refusal?, _ state: inout State) {
         if case .closed = state.phase { return }
         state.phase = .closed
         if state.closeRefusal == nil { state.closeRefusal = refusal }

@@ -1,4 +1,5 @@
 import JournalPlatform
+import JournalWire
 
 /// When a relay acknowledges: once the event is fsynced on its own disk (the default), or
 /// once it is in the cluster's shared store as well (`journal serve --ack shared`), so that
@@ -21,6 +22,9 @@ final class SharedAcks: Sendable {
         /// Rounds begun when the ack fell due: a round numbered above it began after.
         var round: Int
         var release: @Sendable () -> Void
+        /// Called instead of `release` when the board closes first (a catch-up waiting for a
+        /// round must not wait for ever).
+        var abandoned: (@Sendable () -> Void)?
     }
 
     private struct State {
@@ -40,15 +44,17 @@ final class SharedAcks: Sendable {
         self.failed = failed
     }
 
-    /// Calls `release` once a round that began after this call has put the board in the store.
-    func hold(_ release: @escaping @Sendable () -> Void) {
-        let start = state.withLock { state -> Bool in
-            guard !state.closed else { return false }
-            state.held.append(Held(round: state.begun, release: release))
-            guard !state.running else { return false }
+    /// Calls `release` once a round that began after this call has put the board in the store
+    /// (or `abandoned`, if given, when the board closes before).
+    func hold(_ release: @escaping @Sendable () -> Void, abandoned: (@Sendable () -> Void)? = nil) {
+        let (start, closed) = state.withLock { state -> (Bool, Bool) in
+            guard !state.closed else { return (false, true) }
+            state.held.append(Held(round: state.begun, release: release, abandoned: abandoned))
+            guard !state.running else { return (false, false) }
             state.running = true
-            return true
+            return (true, false)
         }
+        if closed { abandoned?() }
         if start { Task { await rounds() } }
     }
 
@@ -82,9 +88,26 @@ final class SharedAcks: Sendable {
 
     /// The board closes: acks still held are never sent (their clients resend those events).
     func close() {
-        state.withLock { state in
+        let held = state.withLock { state -> [Held] in
             state.closed = true
-            state.held.removeAll()
+            defer { state.held.removeAll() }
+            return state.held
         }
+        for entry in held { entry.abandoned?() }
+    }
+}
+
+/// What the cluster's store holds of a board, as far as its relay knows (`--ack shared`): what
+/// the board held when its last successful round began, every event of it then sealed and
+/// published. A catch-up sends only this; the rest reaches the client live, after its round
+/// (docs/PROTOCOL.md, "Acks a cluster shares").
+final class StoreCoverage: Sendable {
+    private let have = Locked(Have())
+
+    var current: Have { have.withLock { $0 } }
+
+    /// A round that began holding `held` succeeded.
+    func record(_ held: Have) {
+        have.withLock { $0.formUnion(held) }
     }
 }

@@ -144,33 +144,12 @@ public struct SVGRenderer {
         guard let first = points.first else { return }
 
         if points.count == 1 {
-            let style = stroke.style(ofPoint: 0)
-            out.text(#"<circle cx=""#)
-            out.number(first.x)
-            out.text(#"" cy=""#)
-            out.number(first.y)
-            out.text(#"" r=""#)
-            out.number(style.width / 2)
-            out.text("\"")
-            out.paint(.fill, style.color)
-            out.text("/>")
-            out.newline()
+            out.dot(first, style: stroke.style(ofPoint: 0))
             return
         }
-
         for run in runs(of: stroke) {
-            out.text(#"<polyline points=""#)
-            for index in run.first...run.last {
-                if index > run.first { out.text(" ") }
-                out.number(points[index].x)
-                out.text(",")
-                out.number(points[index].y)
-            }
-            out.text(#"" fill="none""#)
-            out.paint(.stroke, run.style.color)
-            out.text(#" stroke-width=""#)
-            out.number(run.width)
-            out.text(#"" stroke-linecap="round" stroke-linejoin="round"/>"#)
+            out.polyline(of: points, run)
+            out.text("/>")
             out.newline()
         }
     }
@@ -333,6 +312,38 @@ struct SVGWriter {
     }
 
     enum Paint { case fill, stroke }
+
+    /// A stroke of one point: a dot as wide as its pen, on a line of its own. Stills and
+    /// time-lapses draw strokes with this and `polyline`, so both paint them alike.
+    mutating func dot(_ point: Drawing.Point, style: Style) {
+        text(#"<circle cx=""#)
+        number(point.x)
+        text(#"" cy=""#)
+        number(point.y)
+        text(#"" r=""#)
+        number(style.width / 2)
+        text("\"")
+        paint(.fill, style.color)
+        text("/>")
+        newline()
+    }
+
+    /// A run of a stroke's points as a polyline element, left open after its last attribute:
+    /// the caller closes it (`/>`) or animates it.
+    mutating func polyline(of points: [Drawing.Point], _ run: SVGRenderer.Run) {
+        text(#"<polyline points=""#)
+        for index in run.first...run.last {
+            if index > run.first { text(" ") }
+            number(points[index].x)
+            text(",")
+            number(points[index].y)
+        }
+        text(#"" fill="none""#)
+        paint(.stroke, run.style.color)
+        text(#" stroke-width=""#)
+        number(run.width)
+        text(#"" stroke-linecap="round" stroke-linejoin="round""#)
+    }
 
     mutating func opacity(_ alpha: UInt8) {
         number(Double(alpha) / 255, decimals: 3)

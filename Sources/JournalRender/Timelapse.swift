@@ -130,35 +130,14 @@ public struct Timelapse {
             out.newline()
             let points = track.stroke.points
             if points.count == 1 {
-                let style = track.stroke.style(ofPoint: 0)
-                out.text(#"<circle cx=""#)
-                out.number(points[0].x)
-                out.text(#"" cy=""#)
-                out.number(points[0].y)
-                out.text(#"" r=""#)
-                out.number(style.width / 2)
-                out.text("\"")
-                out.paint(.fill, style.color)
-                out.text("/>")
-                out.newline()
+                out.dot(points[0], style: track.stroke.style(ofPoint: 0))
             } else {
                 for run in renderer.runs(of: track.stroke) {
                     // Drawn from its first point to its last while their events play:
                     // a dash of the whole length (pathLength 1) slides in.
                     let from = seconds(track.pointPositions[run.first]), to = seconds(track.pointPositions[run.last])
                     let already = track.pointPositions[run.last] < start
-                    out.text(#"<polyline points=""#)
-                    for index in run.first...run.last {
-                        if index > run.first { out.text(" ") }
-                        out.number(points[index].x)
-                        out.text(",")
-                        out.number(points[index].y)
-                    }
-                    out.text(#"" fill="none""#)
-                    out.paint(.stroke, run.style.color)
-                    out.text(#" stroke-width=""#)
-                    out.number(run.width)
-                    out.text(#"" stroke-linecap="round" stroke-linejoin="round""#)
+                    out.polyline(of: points, run)
                     if already {
                         out.text("/>")
                     } else {

@@ -102,6 +102,44 @@ import Testing
         await relay.close()
     }
 
+    /// Under shared acks a joiner is shown only what the store holds: an event durable on the
+    /// relay whose rounds keep failing is in no catch-up (were the relay lost with its disk, the
+    /// joiner would show a stroke no journal holds); once a round puts it in the store, the
+    /// catch-up sends it.
+    @Test func aCatchUpSendsOnlyWhatTheStoreHolds() async throws {
+        let temp = TemporaryDirectory("cluster-exact-catch-up")
+        defer { temp.remove() }
+        let store = PlayedStore()
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false),
+                              sharing: store, ackMode: .shared)
+        let writer = try await Self.connect(relay, "wall")
+        let writerReceived = Received(writer)
+        await writer.receive(text: Self.point(1))
+        #expect(await eventually(within: 120) { writerReceived.acks == [1] })
+        // The store goes down; the next event is durable here and in no store.
+        store.state.withLock { $0.failing = "the store is down" }
+        await writer.receive(text: Self.point(2))
+        let board = try relay.board(BoardName("wall")).board
+        #expect(await eventually(within: 120) { board.durableSeq >= 2 })
+
+        let joiner = try await relay.connect(to: BoardName("wall"))
+        let sent = Locked<[ServerMessage]>([])
+        let catchUp = Task { try await joiner.catchUp(lacking: Have(), write: { message in sent.withLock { $0.append(message) } }) }
+        let failedBefore = store.state.withLock { $0.failedRounds }
+        // Two rounds failed since the joiner asked: a catch-up that did not wait for the store
+        // would be done by now.
+        #expect(await eventually(within: 120) { store.state.withLock { $0.failedRounds } >= failedBefore + 2 })
+        #expect(sent.withLock { $0 }.isEmpty, "sent before the store held it: \(sent.withLock { $0 })")
+
+        store.state.withLock { $0.failing = nil }
+        try await catchUp.value
+        let events = sent.withLock { $0 }.compactMap { try? $0.event() }.compactMap { $0 }
+        #expect(events.map(\.id.seq) == [1, 2], "catch-up: \(sent.withLock { $0 })")
+        #expect(await eventually(within: 120) { writerReceived.acks.last == 2 })
+        writerReceived.stop()
+        await relay.close()
+    }
+
     /// A board this relay never held, asked for with a token that may not create boards: it
     /// is adopted from the store when the store has it, and refused with code `forbidden`
     /// when it does not (nothing is left on disk).
