@@ -100,6 +100,8 @@ public final class Relay: Sendable {
     }
 
     private let boards = Locked(Boards())
+    /// Counters an operator reads (`metricsText`).
+    public let metrics = RelayMetrics()
     /// Who hears of boards opened and closed (a server's log), called with no lock held.
     private let activityHandler = Locked<(@Sendable (RelayActivity) -> Void)?>(nil)
 
@@ -195,17 +197,15 @@ public final class Relay: Sendable {
             var sharedAcks: SharedAcks?
             let coverage = StoreCoverage()
             if ackMode == .shared, let sharing {
-                sharedAcks = SharedAcks(round: {
-                    // Everything held now is sealed by the seal below and published by the sync.
-                    let held = RelayBoard.held(by: board)
-                    if let failure = await board.sealNow() { return "the seal failed: \(failure)" }
-                    if let why = await sharing.sync(name, journal: path, open: true) { return why }
-                    coverage.record(held)
-                    return nil
+                sharedAcks = SharedAcks(round: { [metrics] in
+                    let started = ProcessInfoLite.monotonicSeconds()
+                    let why = await Self.shareRound(board, name, path: path, through: sharing, recordingIn: coverage)
+                    metrics.round(of: name.text, succeeded: why == nil, seconds: ProcessInfoLite.monotonicSeconds() - started)
+                    return why
                 }, failed: { [weak self] why in self?.report(.shareFailed(name, why: why)) })
             }
             let relayBoard = RelayBoard(name: name, board: board, catchUps: catchUps, maxNativeReplicas: limits.maxNativeReplicasPerBoard,
-                                        sharedAcks: sharedAcks, storeCoverage: coverage, founding: founding)
+                                        sharedAcks: sharedAcks, storeCoverage: coverage, founding: founding, metrics: metrics)
             relayBoard.start()
             report(.opened(name))
             return relayBoard
@@ -213,6 +213,32 @@ public final class Relay: Sendable {
             throw .journal(board: name.text, error)
         }
     }
+
+    /// One shared-ack round: seals what the board holds and publishes it; on success the store
+    /// holds all of it (`coverage`). Nil, or why it failed.
+    private static func shareRound(
+        _ board: Board, _ name: BoardName, path: String, through sharing: BoardSharing, recordingIn coverage: StoreCoverage
+    ) async -> String? {
+        // Everything held now is sealed by the seal below and published by the sync.
+        let held = RelayBoard.held(by: board)
+        if let failure = await board.sealNow() { return "the seal failed: \(failure)" }
+        if let why = await sharing.sync(name, journal: path, open: true) { return why }
+        coverage.record(held)
+        return nil
+    }
+
+    /// What an operator watches (`GET /metrics`): the counters, and the gauges as they are now.
+    public var metricsText: String {
+        let (open, connections) = boards.withLock { boards in
+            (boards.open.count, boards.open.values.reduce(0) { $0 + $1.connectionCount })
+        }
+        let catchUpCounts = catchUps.counts
+        return metrics.text(RelayMetrics.Gauges(
+            boardsOpen: open, connections: connections, catchUpsRunning: catchUpCounts.running, catchUpsWaiting: catchUpCounts.waiting))
+    }
+
+    /// Whether the relay serves (`GET /healthz`): not once it is shutting down.
+    public var isServing: Bool { boards.withLock { !$0.closed } }
 
     /// A symlink where board folder `path` or its `replicas/` belongs, if there is one.
     static func plantedSymlink(_ path: String) -> String? {
@@ -365,6 +391,7 @@ public final class Relay: Sendable {
             }
             _ = self?.boards.withLock { $0.closing.removeValue(forKey: name) }
             ProcessInfoLite.returnFreeMemory()
+            self?.metrics.boardClosed(name.text)
             self?.report(.closed(name, why: why))
         }
     }

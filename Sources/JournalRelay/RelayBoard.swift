@@ -22,6 +22,8 @@ public final class RelayBoard: Sendable {
     let sharedAcks: SharedAcks?
     /// With shared acks, what the store holds of the board: all a catch-up sends.
     let storeCoverage: StoreCoverage
+    /// The relay's counters (`RelayMetrics`).
+    let metrics: RelayMetrics
     /// The key this board's journal signs with: its text-mode clients' events are this key's.
     let ownKey: [UInt8]?
     /// The relay's host key, which founded the boards it administers (`BoardFounding`); nil: none.
@@ -33,8 +35,10 @@ public final class RelayBoard: Sendable {
     let revokingTokenKeys = Locked(false)
 
     init(name: BoardName, board: Board, catchUps: CatchUpGate, maxNativeReplicas: Int = RelayLimits().maxNativeReplicasPerBoard,
-         sharedAcks: SharedAcks? = nil, storeCoverage: StoreCoverage = StoreCoverage(), founding: BoardFounding? = nil) {
+         sharedAcks: SharedAcks? = nil, storeCoverage: StoreCoverage = StoreCoverage(), founding: BoardFounding? = nil,
+         metrics: RelayMetrics = RelayMetrics()) {
         self.storeCoverage = storeCoverage
+        self.metrics = metrics
         self.name = name
         self.board = board
         self.catchUps = catchUps
@@ -100,6 +104,7 @@ public final class RelayBoard: Sendable {
             return next
         }
         let connection = RelayConnection(id: id, board: self, grant: grant, helloPromised: helloPromised, challenge: challenge)
+        metrics.connectionOpened()
         connections.withLock { connections in
             connections[id] = connection
             idle.withLock { $0 = nil }
@@ -225,11 +230,16 @@ public final class RelayBoard: Sendable {
             guard sharedAcks != nil else {
                 Self.deliver(events, to: all.filter { $0.nativeReplica != replica })
                 for connection in owners { connection.acknowledge(replica: replica, upTo: upTo) }
+                metrics.acknowledged(events: events.count)
                 continue
             }
             whenAcknowledgeable { [self] in
-                Self.deliver(events, to: connections.withLock { Array($0.values) }.filter { $0.nativeReplica != replica })
+                // What the membership stopped counting meanwhile (a revocation that arrived
+                // during the round) is shown to nobody.
+                let counted = board.membership?.admitted(replica).map { admitted in events.filter { admitted.contains($0.id.seq) } } ?? events
+                Self.deliver(counted, to: connections.withLock { Array($0.values) }.filter { $0.nativeReplica != replica })
                 for connection in owners { connection.acknowledge(replica: replica, upTo: upTo) }
+                metrics.acknowledged(events: events.count)
             }
         }
     }

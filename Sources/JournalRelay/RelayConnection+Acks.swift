@@ -94,6 +94,7 @@ extension RelayConnection {
                 return throttled
             }
             throttled?.resume()
+            relayBoard.metrics.acknowledged(events: round.events.count)
             // Even when this client is gone: its events are durable and the others want them.
             relayBoard.broadcast(round.events, from: id)
             acknowledgeNextRound()

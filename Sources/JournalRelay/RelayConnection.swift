@@ -373,6 +373,7 @@ public final class RelayConnection: Sendable {
     }
 
     func refuse(frame: UInt64, _ code: RefusalCode, _ message: String) {
+        relayBoard.metrics.refused(code)
         state.withLock { send(.error(frame: frame, code: code, message: message), answer: true, &$0) }
     }
 
@@ -453,6 +454,7 @@ public final class RelayConnection: Sendable {
         if case .closed = state.phase { return }
         state.phase = .closed
         if state.closeRefusal == nil { state.closeRefusal = refusal }
+        if let refusal { relayBoard.metrics.refused(refusal.code) }
         relayBoard.remove(id)
         outbound.finish()
         // A writer waiting for the hello goes on (and finds the connection closed).

@@ -62,6 +62,8 @@ public struct RelayServer: Sendable {
         let router = Router(context: RelaySocketContext.self)
         router.get("/") { _, _ in Self.serve(DrawingPage.index) }
         router.get("/boards.json") { _, _ in Self.boardList(relay) }
+        router.get("/metrics") { _, _ in Self.metrics(relay) }
+        router.get("/healthz") { _, _ in Self.health(relay) }
         router.get("/boards/:board") { _, context in Self.drawingPage(board: context.parameters.get("board") ?? "") }
         router.get("/assets/:file") { _, context in Self.pageAsset(named: context.parameters.get("file") ?? "") }
 
@@ -111,6 +113,7 @@ public struct RelayServer: Sendable {
                 connection = try await relay.connect(to: board, grant: grant, helloPromised: promised, challenge: challenge)
             } catch {
                 logger.info("connection refused", metadata: ["board": "\(name)", "peer": "\(peer)", "why": "\(error.description)"])
+                relay.metrics.refused(error.code)
                 try await Self.close(withError: error.refusal, messages: messages, outbound: outbound, waitForFirst: !waited)
                 return
             }
@@ -184,6 +187,22 @@ public struct RelayServer: Sendable {
 
     /// The boards open now, for the front page: `{"listed":true,"boards":[…]}` on an open
     /// relay; on one that needs tokens, `{"listed":false,"boards":[]}` (names are not public).
+    /// Prometheus' text format (docs/DEPLOY.md, "Metrics").
+    static func metrics(_ relay: Relay) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-cache"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: relay.metricsText)))
+    }
+
+    /// 200 while the relay serves, 503 once it is shutting down: what a load balancer's health
+    /// check asks (docs/DEPLOY.md, "HAProxy").
+    static func health(_ relay: Relay) -> Response {
+        let serving = relay.isServing
+        return Response(
+            status: serving ? .ok : .serviceUnavailable, headers: [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-cache"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: serving ? "ok\n" : "shutting down\n")))
+    }
+
     static func boardList(_ relay: Relay) -> Response {
         let names = relay.access.isOpen ? relay.openBoards.map(\.text).sorted() : []
         let body = #"{"listed":"# + (relay.access.isOpen ? "true" : "false") + #","boards":["#

@@ -118,7 +118,27 @@ public struct SyncEngine {
         report.retired += compaction.retired.map { $0.retired.relativePath(in: $0.replica) }
     }
 
+    /// `exchangeOnce`, again while the target changed under it: a file that vanished from the
+    /// listing beside the cover that replaced it (another machine compacted meanwhile) is read
+    /// through that cover in the next pass, not left for the next sync. A sync that ends
+    /// holds every event the target held when it began: what a revocation's cut is taken from.
     private func exchange(with transport: Transport, key: String, publish: Bool, report: inout ReconcileReport) async throws(SyncError) {
+        var namedSeqMax: [ReplicaID: UInt64] = [:]
+        for _ in 0..<3 {
+            let pass = try await exchangeOnce(with: transport, key: key, publish: publish, report: &report)
+            namedSeqMax.merge(pass.namedSeqMax, uniquingKeysWith: max)
+            guard pass.coverAppeared else { break }
+        }
+        summarise(&report, namedSeqMax: namedSeqMax)
+    }
+
+    /// One listing, fetch, import and publish. Returns whether a file vanished beside a cover
+    /// this pass did not list (list again to read it), and the highest seq each replica's
+    /// file names reached.
+    private func exchangeOnce(
+        with transport: Transport, key: String, publish: Bool, report: inout ReconcileReport
+    ) async throws(SyncError) -> (coverAppeared: Bool, namedSeqMax: [ReplicaID: UInt64]) {
+        var coverAppeared = false
         removeOwnTemporaries()
         report.rejected += journal.upgradeLegacyNames()
         var index = LocalIndex.refresh(journal)
@@ -214,6 +234,7 @@ public struct SyncEngine {
                        JournalDirectory(root: FileSystem.parent(of: folder)).listSealed(file.replica)
                            .contains(where: { Covering.covers($0.name, name) }) {
                         report.replicas[report.state(file.replica)].coveredSegments += 1
+                        coverAppeared = true
                         continue
                     }
                     report.rejected.append(Problem(.unreadable, file: shown(file), replica: file.replica,
@@ -320,7 +341,7 @@ public struct SyncEngine {
             }
         }
 
-        summarise(&report, namedSeqMax: namedSeqMax)
+        return (coverAppeared, namedSeqMax)
     }
 
     /// Removes from a shared folder the files this journal retired whose cover is there too,

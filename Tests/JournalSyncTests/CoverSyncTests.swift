@@ -1,3 +1,4 @@
+import Dispatch
 import JournalFormat
 import JournalPlatform
 import JournalReplay
@@ -83,6 +84,42 @@ import Testing
         let fromD = try await SyncEngine(journal: d).sync(.directory(shared))
         #expect(fromD.imported.count == 1)
         #expect(Replay.load(d).drawing.digest == digest)
+    }
+
+    /// A machine compacts and cleans the shared folder while another's sync is between its
+    /// listing and its fetch: the files listed are gone, their cover is there. The sync lists
+    /// again and reads the cover, so it ends holding every event the folder held when it began
+    /// (a revocation's cut is taken from such a sync: left for the next sync, the files' events
+    /// were cut away as never seen).
+    @Test func aSyncWhoseFilesAreReplacedByTheirCoverMeanwhileStillHoldsTheirEvents() async throws {
+        let temp = TemporaryDirectory("cover-meanwhile")
+        defer { temp.remove() }
+        let shared = temp.path + "/shared"
+        let a = try Self.smallSegments(temp.path + "/a", files: 10)
+        // Published one by one (a relay's rounds seal a file each).
+        for file in a.listSealed().sealed {
+            try copyFile(file.path, shared + "/replicas/" + file.name.relativePath(in: file.replica))
+        }
+        let digest = Replay.load(a).drawing.digest
+        let b = try JournalDirectory.create(at: temp.path + "/b")
+        let cleaned = Locked(false)
+        var engine = SyncEngine(journal: b)
+        engine.progress = { step in
+            // B has listed the ten files and is about to fetch them: A compacts and cleans now.
+            guard step.hasPrefix("fetching"), !cleaned.withLock({ $0 }) else { return }
+            cleaned.withLock { $0 = true }
+                _ = Compactor(directory: a, policy: .everything).run()
+            let semaphore = DispatchSemaphore(value: 0)
+            Task {
+                _ = try? await SyncEngine(journal: a).sync(.directory(shared))
+                semaphore.signal()
+            }
+            semaphore.wait()
+        }
+        let fromB = try await engine.sync(.directory(shared))
+        #expect(cleaned.withLock { $0 } && Self.sealedCount(shared) == 1, "the folder was not cleaned during the sync")
+        #expect(Replay.load(b).drawing.digest == digest, "\(fromB.text)")
+        #expect(fromB.rejected.isEmpty, "\(fromB.rejected)")
     }
 
     @Test func twoCoversOfTheSameEventsSettleOnTheSmallerName() async throws {

@@ -131,7 +131,7 @@ backend relays
     # /boards/<board>/… and /boards/<board>: the first two path parts pick the node.
     balance uri depth 2
     hash-type consistent
-    option httpchk GET /boards/health-check
+    option httpchk GET /healthz
     http-check expect status 200
     default-server check inter 300 fall 2 rise 2
 %(servers)s
