@@ -56,6 +56,9 @@ let package = Package(
         // The relay tests' client sets an Authorization header (HTTPFields); Hummingbird
         // brings the package in any case.
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        // `journal serve` stops on SIGTERM through a service group of its own, whose first step
+        // closes the relay's connections; Hummingbird brings the package in any case.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.8.0"),
     ],
     targets: [
         // MARK: C interop (the only modules that call C)
@@ -162,6 +165,8 @@ let package = Package(
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             // The drawing page as files (HTML, CSS, JavaScript), compiled into the binary as byte
             // arrays: no bundle and no Foundation at run time.

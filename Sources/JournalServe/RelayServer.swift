@@ -7,6 +7,8 @@ import JournalWire
 import Logging
 import NIOCore
 import NIOWebSocket
+import ServiceLifecycle
+import UnixSignals
 
 /// `journal serve`: the relay on HTTP and WebSocket (Hummingbird on SwiftNIO).
 ///
@@ -157,7 +159,17 @@ public struct RelayServer: Sendable {
         let sharer = Task { await relay.shareOpenBoardsPeriodically() }
         defer { sharer.cancel() }
         do {
-            if handlingSignals { try await app.runService() } else { try await app.run() }
+            if handlingSignals {
+                // Stopped in reverse order: the relay's connections close first (each client
+                // told `unavailable`, and a client that does not answer the close frame given up
+                // after `closeLinger`), then the server, which waits for its connections to end.
+                let group = ServiceGroup(configuration: .init(
+                    services: [app, RelayStopper(relay: relay, logger: logger)], gracefulShutdownSignals: [.sigterm, .sigint],
+                    logger: logger))
+                try await group.run()
+            } else {
+                try await app.run()
+            }
         } catch {
             idleCloser.cancel()
             accessWatch.cancel()
@@ -167,7 +179,9 @@ public struct RelayServer: Sendable {
         }
         idleCloser.cancel()
         sharer.cancel()
-        logger.notice("stopping: sealing and closing every open board", metadata: ["boards": "\(relay.openBoards.count)"])
+        if relay.isServing {
+            logger.notice("stopping: sealing and closing every open board", metadata: ["boards": "\(relay.openBoards.count)"])
+        }
         await relay.close()
         logger.notice("stopped")
     }
@@ -364,5 +378,19 @@ struct RelaySocketContext: RequestContext, WebSocketRequestContext {
         coreContext = .init(source: source)
         webSocket = .init()
         channel = source.channel
+    }
+}
+
+/// The first step of a relay's graceful shutdown (SIGTERM, SIGINT): it closes the relay, which
+/// seals its boards and ends every connection with `unavailable`, so that the server's own
+/// shutdown, which waits for its connections, does not wait for clients that never leave.
+struct RelayStopper: Service {
+    let relay: Relay
+    let logger: Logger
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        logger.notice("stopping: sealing and closing every open board", metadata: ["boards": "\(relay.openBoards.count)"])
+        await relay.close()
     }
 }
