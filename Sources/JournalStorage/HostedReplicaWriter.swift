@@ -84,7 +84,7 @@ public final class HostedReplicaWriter {
                            openPath: directory.hostedSegmentPath(replica))
         // The relay checked every frame against the replica's own key; its journal's key
         // vouches for that when it seals (docs/FORMAT.md §15, role `host`).
-        sink.signer = directory.hostKey().map { SealSigner(key: $0, role: .host) }
+        sink.signer = try directory.hostKeyForSealing().map { SealSigner(key: $0, role: .host) }
         // Both folders this writer writes in are the journal's own, never a symlink to
         // elsewhere (a planted one would send the events, and the seal, outside the journal).
         for folder in [directory.hostedPath, directory.replicaPath(replica)]

@@ -29,6 +29,19 @@ extension JournalDirectory {
         (try? readKey(fileName: Self.hostKeyFileName)) ?? replicaKey()
     }
 
+    /// `hostKey()`, for a writer about to seal with it: a `local/host.key` that is there and
+    /// cannot be read throws, naming the file, instead of falling back to the journal's own key
+    /// (whose host seals a board's membership may not count: acknowledged strokes counted
+    /// nowhere).
+    public func hostKeyForSealing() throws(JournalError) -> ReplicaKey? {
+        guard FileSystem.linkStatus(hostKeyPath) != nil else { return replicaKey() }
+        do throws(JournalError) {
+            return try readKey(fileName: Self.hostKeyFileName)
+        } catch {
+            throw .badIdentity(path: hostKeyPath, reason: "the host key cannot be read (\(error)); nothing hosted is written until it can: restore it (journal serve --host-key installs it again)")
+        }
+    }
+
     static let hostKeyFileName = "host.key"
     public var hostKeyPath: String { localPath + "/" + Self.hostKeyFileName }
 

@@ -76,6 +76,28 @@ import Testing
         #expect(SegmentScanner.scan(path: path, sealed: true).seal == nil)
     }
 
+    /// The same for a relay's host key: a `local/host.key` that cannot be read stops the hosted
+    /// writer, naming it, instead of sealing as the journal's own key (which a board's
+    /// membership may not count as a host).
+    @Test func aHostKeyThatCannotBeReadStopsTheHostedWriter() throws {
+        let temp = TemporaryDirectory("signed-bad-host-key")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        let hosted = ReplicaID(UUIDBits(high: 0xB0, low: 0x57))
+        try journal.installHostKey(ReplicaKey())
+        #expect(try journal.hostKeyForSealing() != nil)
+        try FileSystem.writeAtomically(Array("strokejournal-key v1\nnot hex\n".utf8), to: journal.hostKeyPath)
+        #expect {
+            _ = try HostedReplicaWriter(directory: journal, replica: hosted, automaticCompaction: false)
+        } throws: { error in
+            "\(error)".contains("local/host.key") && "\(error)".contains("cannot be read")
+        }
+        // Without the file, the journal's own key seals as host, as before.
+        FileSystem.removeTree(journal.hostKeyPath)
+        #expect(try journal.hostKeyForSealing()?.publicKey == journal.replicaKey()?.publicKey)
+        #expect(throws: Never.self) { try HostedReplicaWriter(directory: journal, replica: hosted, automaticCompaction: false).close() }
+    }
+
     @Test func aNewJournalSignsWhatItSealsWithTheKeyItsReplicaIsNamedBy() throws {
         let temp = TemporaryDirectory("signed-new")
         defer { temp.remove() }

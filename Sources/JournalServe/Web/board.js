@@ -1015,6 +1015,8 @@
   }
   function stop(reason, code) {
     stopped = reason + (code === 'unauthorized' ? ' · not reconnecting (open the page again with a valid #token=…)' : ' · not reconnecting');
+    // Nothing drawn now would reach anyone: the tools go, as for a viewer.
+    becomeViewOnly();
     updateStatus();
   }
   // The relay refused a frame because this connection may only view: so will it refuse every

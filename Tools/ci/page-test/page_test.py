@@ -1120,6 +1120,10 @@ def check_tokens_with_relay(chromium, journal, work, artefacts):
             state = page.state()
             if words not in state["status"] or "not reconnecting" not in state["status"] or state["live"]:
                 fail("page %s (%s): %s, expected the relay's refusal (%r) and no reconnecting" % (name, suffix or "no token", state, words))
+            # Refused for good: nothing drawn would reach anyone, so the tools are off.
+            disabled = page.evaluate("['color', 'width', 'undo', 'redo', 'eraser', 'clear'].map((id) => document.getElementById(id).disabled)")
+            if disabled != [True] * 6:
+                fail("page %s, refused for good, keeps tools enabled: %s" % (name, disabled))
         t1.wait_for("still 1 stroke, nothing of T2's", lambda s: (s["strokes"], s["points"]) == (1, 4))
         for page in pages:
             page.screenshot(os.path.join(artefacts, "page-%s.png" % page.name))
@@ -1882,7 +1886,7 @@ def check(args, work, artefacts):
         say("page K takes its token from #token= (out of the address and history, into sessionStorage, into every hello), "
             "stops on a token refusal, becomes a viewer on a view-only refusal")
         if check_tokens_with_relay(args.chromium, args.journal_bin, work, artefacts):
-            say("a relay that needs tokens: page T1 (admin token) draws, T2 (view token) becomes a viewer, T3 (none) and T4 (forged) stop")
+            say("a relay that needs tokens: page T1 (admin token) draws, T2 (view token) becomes a viewer, T3 (none) and T4 (forged) stop, their tools off")
 
         for page in [a, b, c, d, e, f, g, h, i, k, u, v, x, y, crowded] + race_pages:
             path = os.path.join(artefacts, "page-%s.png" % page.name)
