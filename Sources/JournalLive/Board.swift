@@ -32,7 +32,7 @@ public final class Board: Sendable {
     private let watcher: FolderWatcher?
     private let observers = Locked<(next: Int, handlers: [Int: @Sendable (JournalActivity) -> Void])>((0, [:]))
     /// Where the committer's reports go once the board is made (it starts before the board is).
-    private let committed = Locked<(@Sendable (JournalActivity) -> Void)?>(nil)
+    private let committed = SharedHandler<JournalActivity>()
 
     struct Subscriber {
         var continuation: AsyncStream<BoardUpdate>.Continuation
@@ -64,7 +64,7 @@ public final class Board: Sendable {
         self.directory = directory
         self.options = options
         let committed = committed
-        committer = try Committer(directory: directory, options: options) { activity in committed.withLock { $0 }?(activity) }
+        committer = try Committer(directory: directory, options: options) { activity in committed(activity) }
         replica = committer.replica
         recovery = committer.recovery
         let (live, _) = LiveReplay.load(directory, hostedSegments: false, keepsDrawing: options.keepsDrawing)
@@ -76,7 +76,7 @@ public final class Board: Sendable {
         } else {
             watcher = nil
         }
-        committed.withLock { $0 = { [weak self] activity in self?.committerDid(activity) } }
+        committed.set { [weak self] activity in self?.committerDid(activity) }
         if options.watchForSegments { startWatching() }
         committer.requestCompaction(of: replica)
     }

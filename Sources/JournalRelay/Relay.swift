@@ -103,15 +103,15 @@ public final class Relay: Sendable {
     /// Counters an operator reads (`metricsText`).
     public let metrics = RelayMetrics()
     /// Who hears of boards opened and closed (a server's log), called with no lock held.
-    private let activityHandler = Locked<(@Sendable (RelayActivity) -> Void)?>(nil)
+    private let activityHandler = SharedHandler<RelayActivity>()
 
     /// Reports boards opened and closed to `handler` (one at a time; a later call replaces it).
     public func observe(_ handler: @escaping @Sendable (RelayActivity) -> Void) {
-        activityHandler.withLock { $0 = handler }
+        activityHandler.set(handler)
     }
 
     private func report(_ activity: RelayActivity) {
-        activityHandler.withLock { $0 }?(activity)
+        activityHandler(activity)
     }
     private let catchUps: CatchUpGate
     /// Opens boards' journals, one at a time: opening a big journal decodes every event, for
