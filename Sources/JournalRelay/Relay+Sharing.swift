@@ -1,0 +1,64 @@
+import JournalLive
+import JournalPlatform
+import JournalWire
+
+/// The cluster's side of a relay (`journal serve --share`): boards synced with the store once
+/// at start, periodically while open, in shared-ack rounds; and what an operator reads of it.
+extension Relay {
+    /// Syncs every board of the data folder that is not open with the cluster's store, once:
+    /// what a relay killed before its periodic sync acknowledged (and a crash left in open
+    /// segments, sealed here) reaches the store when it starts again, even if its boards are
+    /// served elsewhere by then.
+    public func shareClosedBoardsOnce() async {
+        guard let sharing else { return }
+        for entry in (try? FileSystem.list(dataDirectory)) ?? [] where entry.kind == .directory {
+            let path = FileSystem.join(dataDirectory, entry.name)
+            guard let name = try? BoardName(entry.name), !boards.withLock({ $0.open[name] != nil || $0.opening[name] != nil }),
+                  FileSystem.isDirectory(path + "/replicas"), Self.plantedSymlink(path) == nil else { continue }
+            if let why = await sharing.sync(name, journal: FileSystem.join(dataDirectory, name.text), open: false) {
+                report(.shareFailed(name, why: why))
+            }
+        }
+    }
+
+    /// Syncs every open board with the cluster's store every `sharing.interval` seconds until
+    /// the task is cancelled or the relay closes (nothing to do without a store). Boards are
+    /// synced one after the other; a failure is reported and the next round tries again.
+    public func shareOpenBoardsPeriodically() async {
+        guard let sharing else { return }
+        while !Task.isCancelled && !boards.withLock({ $0.closed }) {
+            do { try await Task.sleep(for: .milliseconds(Int(max(0.05, sharing.interval) * 1000))) } catch { return }
+            for name in openBoards {
+                if let why = await sharing.sync(name, journal: FileSystem.join(dataDirectory, name.text), open: true) {
+                    report(.shareFailed(name, why: why))
+                }
+            }
+        }
+    }
+
+    /// One shared-ack round: seals what the board holds and publishes it; on success the store
+    /// holds all of it (`coverage`). Nil, or why it failed.
+    static func shareRound(
+        _ board: Board, _ name: BoardName, path: String, through sharing: BoardSharing, recordingIn coverage: StoreCoverage
+    ) async -> String? {
+        // Everything held now is sealed by the seal below and published by the sync.
+        let held = RelayBoard.held(by: board)
+        if let failure = await board.sealNow() { return "the seal failed: \(failure)" }
+        if let why = await sharing.sync(name, journal: path, open: true) { return why }
+        coverage.record(held)
+        return nil
+    }
+
+    /// What an operator watches (`GET /metrics`): the counters, and the gauges as they are now.
+    public var metricsText: String {
+        let (open, connections) = boards.withLock { boards in
+            (boards.open.count, boards.open.values.reduce(0) { $0 + $1.connectionCount })
+        }
+        let catchUpCounts = catchUps.counts
+        return metrics.text(RelayMetrics.Gauges(
+            boardsOpen: open, connections: connections, catchUpsRunning: catchUpCounts.running, catchUpsWaiting: catchUpCounts.waiting))
+    }
+
+    /// Whether the relay serves (`GET /healthz`): not once it is shutting down.
+    public var isServing: Bool { boards.withLock { !$0.closed } }
+}
