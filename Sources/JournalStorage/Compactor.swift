@@ -101,8 +101,11 @@ public struct Compactor: Sendable {
     func writtenReplicas() -> [(ReplicaID, SealSigner?)] {
         guard let own = try? directory.identity() else { return [] }
         let key = directory.replicaKey()
-        let hostKey = directory.hostKey()
         var result: [(ReplicaID, SealSigner?)] = [(own, key.map { SealSigner(key: $0, role: .replica) })]
+        // A host key that is there and cannot be read seals no cover either (the hosted writer
+        // refuses it too): the hosted replicas wait, uncompacted, until it can be read.
+        let hostKey: ReplicaKey?
+        do { hostKey = try directory.hostKeyForSealing() } catch { return result }
         for (replica, _) in directory.hostedSegments() where replica != own {
             result.append((replica, hostKey.map { SealSigner(key: $0, role: .host) }))
         }
