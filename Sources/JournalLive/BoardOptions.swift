@@ -30,7 +30,7 @@ public struct BoardOptions: Sendable {
     /// boards, which send events and never read a drawing, keep none (invariant 13).
     public var keepsDrawing: Bool
     /// Compact the board's sealed segments in the background after each seal
-    /// (`BackgroundCompaction`, docs/FORMAT.md §16.5): a board seals a small file at every pause.
+    /// (the committer's `CompactionScheduler`, docs/FORMAT.md §16.5): a board seals a small file at every pause.
     public var automaticCompaction: Bool
 
     public init(commitDelayMilliseconds: Int = 5, sealAfterIdleMilliseconds: Int? = 300, sealAfterMilliseconds: Int = 500,

@@ -23,6 +23,8 @@ package final class Committer: Sendable {
     package let hosted: HostedReplicas
     private let options: BoardOptions
     private let thread = WorkerThread()
+    /// The journal's one compaction scheduler, stopped when the committer closes.
+    private let compaction: CompactionScheduler
     private let state: Locked<State>
     private let report: @Sendable (JournalActivity) -> Void
 
@@ -66,10 +68,11 @@ package final class Committer: Sendable {
         // on its own.
         let writer = try JournalWriter(directory: directory, options: WriterOptions(
             flushEveryEvents: Int.max, flushIntervalMilliseconds: nil, sealEveryEvents: options.sealEveryEvents,
-            sealOnClose: true, automaticCompaction: false))
+            sealOnClose: true))
         replica = writer.replica
         recovery = writer.recovery
         hosted = HostedReplicas(directory: directory, options: options)
+        compaction = CompactionScheduler(directory: directory)
         state = Locked(State(writer: writer, durableSeq: writer.durableSeq))
     }
 
@@ -399,7 +402,7 @@ package final class Committer: Sendable {
     package func requestCompaction(of replica: ReplicaID) {
         guard options.automaticCompaction else { return }
         state.withLock { $0.compactionRequested = true }
-        BackgroundCompaction.request(directory, replica: replica) { [report] compaction in
+        compaction.request(replica) { [report] compaction in
             guard !compaction.covers.isEmpty || !compaction.retired.isEmpty else { return }
             report(.compacted(compaction))
         }
@@ -453,7 +456,8 @@ package final class Committer: Sendable {
             report(.sealed(sealedAtClose.map { SealedSegment(replica: replica, name: $0) }))
             requestCompaction(of: replica)
         }
-        if state.withLock({ $0.compactionRequested }) { BackgroundCompaction.waitUntilIdle(directory) }
+        if state.withLock({ $0.compactionRequested }) { compaction.waitUntilIdle() }
+        compaction.stop()
         return outcome
     }
 }

@@ -57,7 +57,7 @@ package final class HostedReplicas: Sendable {
             var found: [ReplicaID: SeqRanges] = [:]
             var sealed: [ReplicaID] = []
             for (replica, _) in directory.hostedSegments() {
-                guard let writer = try? HostedReplicaWriter(directory: directory, replica: replica, automaticCompaction: false)
+                guard let writer = try? HostedReplicaWriter(directory: directory, replica: replica)
                 else { continue }
                 if let seqs = writer.openSeqs {
                     found[replica, default: SeqRanges()].insert(seqs)
@@ -109,7 +109,7 @@ package final class HostedReplicas: Sendable {
                         writer = open
                     } else {
                         writer = try HostedReplicaWriter(
-                            directory: directory, replica: replica, sealEveryEvents: options.sealEveryEvents, automaticCompaction: false)
+                            directory: directory, replica: replica, sealEveryEvents: options.sealEveryEvents)
                         files.writers[replica] = writer
                     }
                     // Accepted events may skip seqs the board got from elsewhere: one run each.

@@ -45,14 +45,18 @@ public struct CompactionReport: Sendable {
 public struct Compactor: Sendable {
     public let directory: JournalDirectory
     public var policy: CompactionPolicy
+    /// Pairs found not to cover, shared with earlier passes of the same journal
+    /// (`CompactionScheduler`); a new set by default.
+    public let notCovering: NotCoveringPairs
 
     /// A cover is never larger than this (inputs' bytes): well below the 1 GiB bound on a
     /// segment file (docs/FORMAT.md §12), and what one pass holds in memory.
     public static let maxCoverBytes: Int64 = 256 << 20
 
-    public init(directory: JournalDirectory, policy: CompactionPolicy = .standard) {
+    public init(directory: JournalDirectory, policy: CompactionPolicy = .standard, notCovering: NotCoveringPairs = NotCoveringPairs()) {
         self.directory = directory
         self.policy = policy
+        self.notCovering = notCovering
     }
 
     /// Plans and (unless `dryRun`) compacts every replica this journal writes. `only`: just
@@ -67,7 +71,7 @@ public struct Compactor: Sendable {
         let listing = directory.listSealed().sealed
         for (replica, signer) in writtenReplicas() where only?.contains(replica) ?? true {
             let files = listing.filter { $0.replica == replica }
-            var job = ReplicaJob(directory: directory, replica: replica, signer: signer, trust: trust, policy: policy, dryRun: dryRun)
+            var job = ReplicaJob(directory: directory, replica: replica, signer: signer, trust: trust, policy: policy, notCovering: notCovering, dryRun: dryRun)
             job.run(files: files, index: &index, log: &log, report: &report)
         }
         if !dryRun, !report.retired.isEmpty || !report.covers.isEmpty {
@@ -87,7 +91,7 @@ public struct Compactor: Sendable {
         let trust = TrustedSegments.of(directory)
         let listing = directory.listSealed().sealed
         for replica in replicas.sorted() {
-            var job = ReplicaJob(directory: directory, replica: replica, signer: nil, trust: trust, policy: policy, dryRun: false)
+            var job = ReplicaJob(directory: directory, replica: replica, signer: nil, trust: trust, policy: policy, notCovering: notCovering, dryRun: false)
             job.compactsRuns = false
             job.run(files: listing.filter { $0.replica == replica }, index: &index, log: &log, report: &report)
         }
@@ -120,6 +124,7 @@ private struct ReplicaJob {
     let signer: SealSigner?
     let trust: TrustedSegments?
     let policy: CompactionPolicy
+    let notCovering: NotCoveringPairs
     let dryRun: Bool
     /// False: only files already covered are retired; no cover is written.
     var compactsRuns = true
@@ -131,13 +136,13 @@ private struct ReplicaJob {
         // 1. Files another file covers: a cover whose inputs are still here (a run cut short),
         //    or one sync brought. The widest cover wins; of equal ranges the smaller name.
         //    A cover that fails the check (a fork, a forged or quarantined file) does not block
-        //    the next candidate, and is not checked again by this process.
+        //    the next candidate, and is not checked again by this journal's later passes.
         var redundant: [(file: JournalDirectory.SealedFile, covers: [JournalDirectory.SealedFile])] = []
         for file in files {
             let covers = files.filter { candidate in
                 Covering.covers(candidate.name, file.name)
                     && index.entries[candidate.name.relativePath(in: replica)]?.valid != false
-                    && !Covering.isKnownNotToCover(candidate.name, file.name, replica: replica)
+                    && !notCovering.contains(candidate.name, file.name, replica: replica)
             }
             if !covers.isEmpty { redundant.append((file, covers.sorted { Covering.widerFirst($0.name, $1.name) })) }
         }
@@ -307,7 +312,7 @@ private struct ReplicaJob {
         switch Covering.check(file, by: cover, trust: trust) {
         case .failure(let problem):
             report.problems.append(problem)
-            Covering.noteNotCovering(cover.name, file.name, replica: replica)
+            notCovering.insert(cover.name, file.name, replica: replica)
             return false
         case .success(let entry):
             do throws(IOError) {
@@ -328,19 +333,6 @@ private struct ReplicaJob {
 
 /// The rules of covering (docs/FORMAT.md §16.1), shared by compaction and sync.
 public enum Covering {
-    /// Pairs found not to cover ("replica/cover name|file name"), in this process: names are
-    /// content hashes, so the answer holds for those bytes (until the trust list changes,
-    /// which only delays a retirement to the next process).
-    private static let notCovering = Locked<Set<String>>([])
-
-    static func isKnownNotToCover(_ cover: SegmentName, _ file: SegmentName, replica: ReplicaID) -> Bool {
-        notCovering.withLock { $0.contains(cover.relativePath(in: replica) + "|" + file.fileName) }
-    }
-
-    static func noteNotCovering(_ cover: SegmentName, _ file: SegmentName, replica: ReplicaID) {
-        notCovering.withLock { _ = $0.insert(cover.relativePath(in: replica) + "|" + file.fileName) }
-    }
-
     /// Whether a file named `cover` may cover one named `file` of the same replica: its range
     /// contains the other's and is wider, or equal with a smaller name (a total order, so two
     /// machines holding two covers of the same events keep the same one).

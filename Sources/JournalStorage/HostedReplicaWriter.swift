@@ -66,13 +66,8 @@ public final class HostedReplicaWriter {
     public var openEvents: Int { sink.openSegmentEvents }
     public var openSegmentPath: String { sink.openPath }
 
-    /// After each seal, compact the replica's sealed files in the background (`BackgroundCompaction`).
-    private let automaticCompaction: Bool
-
     /// Opens (or creates) the open segment of `replica` in `directory`, recovering it.
-    public init(directory: JournalDirectory, replica: ReplicaID, sealEveryEvents: Int = 1 << 16,
-                automaticCompaction: Bool = true) throws(JournalError) {
-        self.automaticCompaction = automaticCompaction
+    public init(directory: JournalDirectory, replica: ReplicaID, sealEveryEvents: Int = 1 << 16) throws(JournalError) {
         guard (try? directory.identity()) != replica else {
             throw .notHostable("replica \(replica.hex) is this journal's own: only its writer writes it")
         }
@@ -130,10 +125,7 @@ public final class HostedReplicaWriter {
         if let last = lastOpenSeq, first.id.seq != last + 1, let name = try seal() { sealed.append(name) }
         let outcome = sink.makeDurable(events, sealIfDue: true)
         if let error = outcome.error { throw error }
-        if let name = outcome.sealedName {
-            sealed.append(name)
-            if automaticCompaction { BackgroundCompaction.request(directory, replica: replica) }
-        }
+        if let name = outcome.sealedName { sealed.append(name) }
         // The events are durable whether or not the seal that followed could be written.
         if let problem = outcome.sealProblem { sealProblem = problem.value }
         lastOpenSeq = sink.openSegmentEvents > 0 ? events[events.count - 1].id.seq : nil
@@ -145,10 +137,7 @@ public final class HostedReplicaWriter {
     public func seal() throws(JournalError) -> SegmentName? {
         do {
             let name = try sink.seal()
-            if name != nil {
-                lastOpenSeq = nil
-                if automaticCompaction { BackgroundCompaction.request(directory, replica: replica) }
-            }
+            if name != nil { lastOpenSeq = nil }
             sealProblem = nil
             return name
         } catch {

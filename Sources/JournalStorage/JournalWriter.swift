@@ -11,9 +11,6 @@ public struct WriterOptions: Sendable {
     public var flushIntervalMilliseconds: Int64?
     /// Seal the open segment once it holds this many events.
     public var sealEveryEvents: Int
-    /// After each seal, compact the replica's sealed files in the background
-    /// (`BackgroundCompaction`, docs/FORMAT.md §16.5).
-    public var automaticCompaction: Bool
     /// Seal what is open when the writer closes, so that it can be shared.
     public var sealOnClose: Bool
     /// zlib level for the small blocks of the open segment (sealing always uses level 6).
@@ -21,10 +18,8 @@ public struct WriterOptions: Sendable {
 
     public init(
         flushEveryEvents: Int = 32_768, flushIntervalMilliseconds: Int64? = 200,
-        sealEveryEvents: Int = 262_144, sealOnClose: Bool = true, openBlockCompressionLevel: Int32 = 1,
-        automaticCompaction: Bool = true
+        sealEveryEvents: Int = 262_144, sealOnClose: Bool = true, openBlockCompressionLevel: Int32 = 1
     ) {
-        self.automaticCompaction = automaticCompaction
         self.flushEveryEvents = max(1, flushEveryEvents)
         self.flushIntervalMilliseconds = flushIntervalMilliseconds
         self.sealEveryEvents = max(1, sealEveryEvents)
@@ -103,14 +98,13 @@ public final class JournalWriter {
     /// own seals from files someone else put under its replica id.
     private var sealedNames: [SegmentName] = []
 
-    /// Whether this writer asked for a compaction (at open, and after each seal): its close
-    /// then waits for it, so that a journal is left compacted, not half way.
-    private var compactionRequested = false
+    /// Called with each segment this writer sealed, once sealed (a seal in the background: once
+    /// its batch is collected): its owner schedules compaction (the committer).
+    public var onSealed: ((SegmentName) -> Void)?
 
     private func noteSealed(_ name: SegmentName) {
         sealedNames.append(name)
-        compactionRequested = true
-        if options.automaticCompaction { BackgroundCompaction.request(directory, replica: replica) }
+        onSealed?(name)
     }
 
     public func takeSealedNames() -> [SegmentName] {
@@ -197,12 +191,6 @@ public final class JournalWriter {
             openSegmentEvents = sink.openSegmentEvents
             sealDueAt = sink.sealDueAt
             sharedClock = try? SharedCounter(path: directory.localPath + "/clock")
-            // What a compaction killed mid-way left (a cover beside the files it covers) is
-            // finished by the next open (docs/FORMAT.md §16.2).
-            if options.automaticCompaction {
-                BackgroundCompaction.request(directory, replica: replica)
-                compactionRequested = true
-            }
         } catch {
             Self.release(lock, of: directory)
             self.lock = nil
@@ -254,9 +242,16 @@ public final class JournalWriter {
         return event
     }
 
+    /// Events appended and not yet handed to a flush.
+    public var pendingEvents: Int { pending.count }
+    /// The wall time (ms) the oldest pending event was appended at; meaningless while none is.
+    public var oldestPendingWallTime: Int64 { pendingSince }
+
     /// Hands the pending events to the background once the previous batch is durable, so
-    /// that at most one batch is ever unacknowledged in flight (memory stays bounded).
-    private func flushInBackground() throws(JournalError) {
+    /// that at most one batch is ever unacknowledged in flight (memory stays bounded); seals
+    /// first when the open segment would be full. For an owner that decides when to flush (the
+    /// committer's recording: its writer's options flush nothing on their own).
+    public func flushInBackground() throws(JournalError) {
         collect()
         try throwDeferred()
         if let failure { throw .writerFailed(failure) }
@@ -408,7 +403,6 @@ public final class JournalWriter {
             // the caller is told (`sealFailed`), and the next writer or sync seals it.
             try seal()
         }
-        if options.automaticCompaction && compactionRequested { BackgroundCompaction.waitUntilIdle(directory) }
     }
 
     // MARK: Opening and recovery

@@ -68,7 +68,7 @@ import Testing
         let other = try JournalDirectory.create(at: temp.path + "/b")
         var generator = EventGenerator(seed: 41)
         func record(_ payloads: [Event]) throws -> [Event] {
-            let writer = try JournalWriter(directory: other, options: WriterOptions(automaticCompaction: false))
+            let writer = try JournalWriter(directory: other, options: WriterOptions())
             let events = try payloads.map { event throws(JournalError) in try writer.appendEvent(event.payload) }
             try writer.close()
             return events

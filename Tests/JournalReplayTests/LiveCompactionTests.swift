@@ -11,7 +11,7 @@ import Testing
     /// Seals `files` small segments of `perFile` events each into `journal`'s own replica.
     func seal(_ journal: JournalDirectory, files: Int, perFile: Int = 12, from stroke: UInt64 = 0) throws {
         let writer = try JournalWriter(directory: journal, options: WriterOptions(
-            flushEveryEvents: perFile, sealEveryEvents: perFile, automaticCompaction: false))
+            flushEveryEvents: perFile, sealEveryEvents: perFile))
         for file in 0..<files {
             let id = StrokeID(UUIDBits(high: 21, low: stroke + UInt64(file)))
             for index in 0..<(perFile - 1) {

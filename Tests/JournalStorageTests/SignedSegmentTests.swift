@@ -88,14 +88,14 @@ import Testing
         #expect(try journal.hostKeyForSealing() != nil)
         try FileSystem.writeAtomically(Array("strokejournal-key v1\nnot hex\n".utf8), to: journal.hostKeyPath)
         #expect {
-            _ = try HostedReplicaWriter(directory: journal, replica: hosted, automaticCompaction: false)
+            _ = try HostedReplicaWriter(directory: journal, replica: hosted)
         } throws: { error in
             "\(error)".contains("local/host.key") && "\(error)".contains("cannot be read")
         }
         // Without the file, the journal's own key seals as host, as before.
         FileSystem.removeTree(journal.hostKeyPath)
         #expect(try journal.hostKeyForSealing()?.publicKey == journal.replicaKey()?.publicKey)
-        #expect(throws: Never.self) { try HostedReplicaWriter(directory: journal, replica: hosted, automaticCompaction: false).close() }
+        #expect(throws: Never.self) { try HostedReplicaWriter(directory: journal, replica: hosted).close() }
     }
 
     @Test func aNewJournalSignsWhatItSealsWithTheKeyItsReplicaIsNamedBy() throws {

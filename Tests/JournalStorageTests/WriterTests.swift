@@ -82,7 +82,7 @@ import Testing
         defer { temp.remove() }
         let journal = try JournalDirectory.create(at: temp.path + "/j")
         let stroke = StrokeID(UUIDBits(high: 3, low: 3))
-        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 5, sealEveryEvents: 20, automaticCompaction: false))
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 5, sealEveryEvents: 20))
         for index in 0..<20 { try writer.append(point(stroke, Double(index))) }
         let firstSealed = journal.listSealed().sealed
         #expect(firstSealed.count == 1)

@@ -14,7 +14,7 @@ import Testing
     /// A machine whose own replica holds `files` small sealed segments (no automatic compaction).
     static func smallSegments(_ path: String, files: Int, perFile: Int = 20, replica: ReplicaID? = nil) throws -> JournalDirectory {
         let journal = try JournalDirectory.create(at: path, replica: replica)
-        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: perFile, sealEveryEvents: perFile, automaticCompaction: false))
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: perFile, sealEveryEvents: perFile))
         for file in 0..<files {
             let stroke = StrokeID(UUIDBits(high: 3, low: UInt64(file)))
             for index in 0..<(perFile - 1) {

@@ -11,7 +11,7 @@ import JournalPlatform
 ///
 /// Rounds the loop skips (nothing changed since the last one) take no lock and are not seen.
 /// A compaction also takes the lock: mark after the writers' compactions are done
-/// (`BackgroundCompaction.waitUntilIdle`).
+/// (`CompactionScheduler.waitUntilIdle`, which a writer's close waits for).
 public struct SyncRoundWitness: Sendable {
     public let lockPath: String
     /// What no round writes: pid 0 is no process's.

@@ -2,6 +2,7 @@ import ArgumentParser
 import JournalCommandLine
 import JournalFormat
 import JournalIngest
+import JournalLive
 import JournalPlatform
 import JournalStorage
 
@@ -60,14 +61,12 @@ extension JournalCommand {
             try reportingErrors {
                 let journal = try options.open()
                 let started = ProcessInfoLite.monotonicSeconds()
-                let writer = try JournalWriter(directory: journal, options: WriterOptions(
-                    flushEveryEvents: flushEvery, flushIntervalMilliseconds: Int64(flushMs), sealOnClose: !noSeal, automaticCompaction: !noCompact))
-                if printDurable {
-                    writer.onDurable = { seq in
+                let writer = try Committer.Recording(directory: journal, options: RecordingOptions(
+                    flushEveryEvents: flushEvery, flushIntervalMilliseconds: Int64(flushMs), sealOnClose: !noSeal, automaticCompaction: !noCompact),
+                    durable: printDurable ? { seq in
                         Terminal.write("durable \(seq)\n")
                         Terminal.flush()
-                    }
-                }
+                    } : nil)
                 if let change = writer.recovery.identityChange {
                     Terminal.standardError("journal: \(change)\n")
                 }
@@ -92,9 +91,8 @@ extension JournalCommand {
                     if index == 0 && fromLine > 1 {
                         do throws(InputError) { try reader.skipLines(fromLine - 1) } catch { inputError = error; break inputs }
                     }
-                    // A quiet producer must not leave events waiting in memory: flush while
-                    // waiting for input. A failure here resurfaces on the next append.
-                    reader.whenIdle = { try? writer.flush() }
+                    // A quiet producer must not leave events waiting in memory.
+                    reader.whenIdle = { writer.inputIsIdle() }
                     // One buffer for every line's payloads: an array per line costs an
                     // allocation per pen point.
                     var payloads: [Payload] = []

@@ -1,0 +1,103 @@
+import JournalFormat
+import JournalPlatform
+import JournalStorage
+
+/// How a recording commits: a stream read as fast as it comes (`journal record`), not a pen.
+package struct RecordingOptions: Sendable {
+    /// Hand the pending events to a flush once this many are pending.
+    package var flushEveryEvents: Int
+    /// ...or once the oldest of them is this old (checked on each append, and while the
+    /// input is idle).
+    package var flushIntervalMilliseconds: Int64?
+    /// Seal the open segment once it holds this many events.
+    package var sealEveryEvents: Int
+    /// Seal what is open at close, so that sync can publish it.
+    package var sealOnClose: Bool
+    /// Compact after each seal (and once at open: a compaction killed mid-way is finished).
+    package var automaticCompaction: Bool
+
+    package init(flushEveryEvents: Int = 32_768, flushIntervalMilliseconds: Int64? = 200, sealEveryEvents: Int = 262_144,
+                 sealOnClose: Bool = true, automaticCompaction: Bool = true) {
+        self.flushEveryEvents = max(1, flushEveryEvents)
+        self.flushIntervalMilliseconds = flushIntervalMilliseconds
+        self.sealEveryEvents = max(1, sealEveryEvents)
+        self.sealOnClose = sealOnClose
+        self.automaticCompaction = automaticCompaction
+    }
+}
+
+extension Committer {
+    /// The committer of a journal that one thread records into at full speed (`journal
+    /// record`): the same ownership as a live board's (the writer, when to flush and seal,
+    /// compaction, durability notices) without its thread, its group-commit delay or its
+    /// locks. Each flush is encoded, written and fsynced on the writer's background thread
+    /// while the caller goes on appending; at most one is in flight.
+    package final class Recording {
+        package let options: RecordingOptions
+        private let writer: JournalWriter
+        private let compaction: CompactionScheduler
+        private var compactionRequested = false
+        private var closed = false
+
+        /// Opens (and recovers) the journal's writer, taking its lock. `durable` hears each new
+        /// durable seq, on the recording thread.
+        package init(directory: JournalDirectory, options: RecordingOptions,
+                     durable: ((UInt64) -> Void)? = nil) throws(JournalError) {
+            self.options = options
+            // The writer flushes and seals only when told: this type decides.
+            writer = try JournalWriter(directory: directory, options: WriterOptions(
+                flushEveryEvents: Int.max, flushIntervalMilliseconds: nil,
+                sealEveryEvents: options.sealEveryEvents, sealOnClose: options.sealOnClose))
+            compaction = CompactionScheduler(directory: directory)
+            writer.onDurable = durable
+            let replica = writer.replica
+            if options.automaticCompaction {
+                writer.onSealed = { [compaction, weak self] _ in
+                    self?.compactionRequested = true
+                    compaction.request(replica)
+                }
+                // What a compaction killed mid-way left (a cover beside the files it covers)
+                // is finished by the next open (docs/FORMAT.md §16.2).
+                compaction.request(replica)
+                compactionRequested = true
+            }
+        }
+
+        deinit { compaction.stop() }
+
+        package var replica: ReplicaID { writer.replica }
+        package var recovery: RecoveryReport { writer.recovery }
+        /// The seq the next event gets.
+        package var nextSeq: UInt64 { writer.nextSeq }
+        /// Why the last automatic seal failed (the events are durable in the open segment).
+        package var sealProblem: JournalError? { writer.sealProblem }
+
+        /// Appends one event; it is durable after a later flush (by count, by age, idle, close).
+        package func append(_ payload: Payload) throws(JournalError) {
+            let now = try writer.appendEvent(payload).wallTime
+            if writer.pendingEvents >= options.flushEveryEvents
+                || (options.flushIntervalMilliseconds.map { now - writer.oldestPendingWallTime >= $0 } ?? false) {
+                try writer.flushInBackground()
+            }
+        }
+
+        /// The input has nothing to give for now: what is pending must not wait in memory for
+        /// the next line, so it is made durable now. A failure resurfaces on the next append.
+        package func inputIsIdle() {
+            guard writer.pendingEvents > 0 else { return }
+            try? writer.flush()
+        }
+
+        /// Makes everything durable, seals if the options say so, releases the lock, and waits
+        /// for the compactions asked for: a journal recorded is left compacted, not half way.
+        package func close() throws(JournalError) {
+            guard !closed else { return }
+            closed = true
+            defer {
+                if compactionRequested { compaction.waitUntilIdle() }
+                compaction.stop()
+            }
+            try writer.close()
+        }
+    }
+}
