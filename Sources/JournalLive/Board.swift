@@ -27,6 +27,8 @@ public final class Board: Sendable {
     private let state: Locked<State>
     /// Group commits, seals and compactions of every writer of the folder.
     private let committer: Committer
+    /// Who the board's journal is (its replica, its keys), read once when it opened.
+    public var identity: JournalIdentity { committer.identity }
     private let integrator = WorkerThread()
     private let watcherThread = WorkerThread()
     private let watcher: FolderWatcher?

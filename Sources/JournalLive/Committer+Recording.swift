@@ -48,7 +48,7 @@ extension Committer {
             writer = try JournalWriter(directory: directory, options: WriterOptions(
                 flushEveryEvents: Int.max, flushIntervalMilliseconds: nil,
                 sealEveryEvents: options.sealEveryEvents, sealOnClose: options.sealOnClose))
-            compaction = CompactionScheduler(directory: directory)
+            compaction = CompactionScheduler(directory: directory, identity: writer.identity)
             writer.onDurable = durable
             let replica = writer.replica
             if options.automaticCompaction {

@@ -17,6 +17,9 @@ import JournalStorage
 package final class Committer: Sendable {
     package let directory: JournalDirectory
     package let replica: ReplicaID
+    /// Who the journal is, read once when it opened (`JournalIdentity`): every writer and
+    /// compaction of the journal seals with these keys.
+    package let identity: JournalIdentity
     /// What opening the journal found and repaired (a torn tail cut, a copied folder).
     package let recovery: RecoveryReport
     /// The replicas this journal stores for others, committed and sealed here.
@@ -71,8 +74,9 @@ package final class Committer: Sendable {
             sealOnClose: true))
         replica = writer.replica
         recovery = writer.recovery
-        hosted = HostedReplicas(directory: directory, options: options)
-        compaction = CompactionScheduler(directory: directory)
+        identity = writer.identity
+        hosted = HostedReplicas(directory: directory, identity: identity, options: options)
+        compaction = CompactionScheduler(directory: directory, identity: identity)
         state = Locked(State(writer: writer, durableSeq: writer.durableSeq))
     }
 

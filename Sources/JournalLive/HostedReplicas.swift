@@ -28,14 +28,17 @@ package final class HostedReplicas: Sendable {
     }
 
     let directory: JournalDirectory
+    /// The journal's identity as its committer loaded it: the host key seals every hosted file.
+    let identity: JournalIdentity
     private let options: BoardOptions
     /// Held while a hosted file is written or sealed, and while a reader of this process scans
     /// them (`scan`): such a reader sees fsynced bytes only, and `stored` as it matches them.
     private let files = Locked(Files())
     private let staged = Locked(Staged())
 
-    init(directory: JournalDirectory, options: BoardOptions) {
+    init(directory: JournalDirectory, identity: JournalIdentity, options: BoardOptions) {
         self.directory = directory
+        self.identity = identity
         self.options = options
     }
 
@@ -57,7 +60,7 @@ package final class HostedReplicas: Sendable {
             var found: [ReplicaID: SeqRanges] = [:]
             var sealed: [ReplicaID] = []
             for (replica, _) in directory.hostedSegments() {
-                guard let writer = try? HostedReplicaWriter(directory: directory, replica: replica)
+                guard let writer = try? HostedReplicaWriter(directory: directory, replica: replica, identity: identity)
                 else { continue }
                 if let seqs = writer.openSeqs {
                     found[replica, default: SeqRanges()].insert(seqs)
@@ -109,7 +112,7 @@ package final class HostedReplicas: Sendable {
                         writer = open
                     } else {
                         writer = try HostedReplicaWriter(
-                            directory: directory, replica: replica, sealEveryEvents: options.sealEveryEvents)
+                            directory: directory, replica: replica, identity: identity, sealEveryEvents: options.sealEveryEvents)
                         files.writers[replica] = writer
                     }
                     // Accepted events may skip seqs the board got from elsewhere: one run each.

@@ -36,7 +36,9 @@ struct BoardFounding: Sendable {
             try MembershipEditor(journal: directory, key: founder).create(
                 label: Self.founderLabel, board: MembershipSigning.relayBoardID(founder: founder.publicKey, name: name.text), wallTime: 0)
         }
-        try heal(directory)
+        // Before the board's writer opens: read here (the writer then refuses a key that is
+        // there and cannot be read).
+        try heal(directory, own: directory.replicaKey())
     }
 
     /// Whether this node has something to write on a board whose membership is `membership`:
@@ -52,8 +54,8 @@ struct BoardFounding: Sendable {
     /// node granted that the membership does not name (a grant made while this node's own
     /// grant had lost an equivocation, which counts nowhere). Whether it wrote anything.
     @discardableResult
-    func heal(_ directory: JournalDirectory) throws(MembershipError) -> Bool {
-        guard let own = directory.replicaKey() else { return false }
+    func heal(_ directory: JournalDirectory, own: ReplicaKey?) throws(MembershipError) -> Bool {
+        guard let own else { return false }
         let found = MembershipLog.found(replicasPath: directory.replicasPath)
         var membership = Membership.fold(found, pin: directory.boardPin())
         var wrote = false
@@ -78,8 +80,8 @@ struct BoardFounding: Sendable {
     /// the board, `key` was never named, and the board names fewer than `limit` keys (a
     /// token's holder could otherwise make keys without end, each a statement every reader
     /// folds). The refusal, or nil.
-    func admit(_ key: [UInt8], label: String, into directory: JournalDirectory, limit: Int) -> Refusal? {
-        guard let own = directory.replicaKey() else { return nil }
+    func admit(_ key: [UInt8], label: String, into directory: JournalDirectory, own: ReplicaKey?, limit: Int) -> Refusal? {
+        guard let own else { return nil }
         let membership = Self.membership(directory)
         guard isActiveAdmin(own.publicKey, in: membership), membership.member(key) == nil else { return nil }
         guard membership.members.count < limit else {
@@ -108,8 +110,8 @@ struct BoardFounding: Sendable {
     /// revocation travels with the board, so the token's keys stop drawing on every node, not
     /// only on those whose revocation list names it. Whether it wrote anything.
     @discardableResult
-    func revokeKeysOfRevokedTokens(_ revoked: Set<String>, in directory: JournalDirectory) -> Bool {
-        guard let own = directory.replicaKey() else { return false }
+    func revokeKeysOfRevokedTokens(_ revoked: Set<String>, in directory: JournalDirectory, own: ReplicaKey?) -> Bool {
+        guard let own else { return false }
         let membership = Self.membership(directory)
         guard isActiveAdmin(own.publicKey, in: membership) else { return false }
         var wrote = false

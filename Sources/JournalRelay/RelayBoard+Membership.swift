@@ -16,8 +16,8 @@ extension RelayBoard {
     func admitByToken(_ key: [UInt8], grant: Grant) async -> Refusal? {
         guard let founding, let ownKey, let tokenID = grant.tokenID, grant.allows(.draw), let membership = board.membership,
               founding.isActiveAdmin(ownKey, in: membership), membership.member(key) == nil else { return nil }
-        let (directory, limit) = (board.directory, maxAdmitted)
-        let refusal = await onReader { founding.admit(key, label: BoardFounding.tokenLabelPrefix + tokenID, into: directory, limit: limit) }
+        let (directory, own, limit) = (board.directory, board.identity.key, maxAdmitted)
+        let refusal = await onReader { founding.admit(key, label: BoardFounding.tokenLabelPrefix + tokenID, into: directory, own: own, limit: limit) }
         _ = await board.refresh()
         return refusal
     }
@@ -27,7 +27,7 @@ extension RelayBoard {
     func revokeKeys(ofRevokedTokens revoked: Set<String>) {
         guard let founding, let ownKey, let membership = board.membership, founding.isActiveAdmin(ownKey, in: membership),
               !founding.keysOfRevokedTokens(revoked, in: membership).isEmpty else { return }
-        writeMembership(unlessBusy: revokingTokenKeys) { [board] in founding.revokeKeysOfRevokedTokens(revoked, in: board.directory) }
+        writeMembership(unlessBusy: revokingTokenKeys) { [board] in founding.revokeKeysOfRevokedTokens(revoked, in: board.directory, own: board.identity.key) }
     }
 
     /// The node's own key granted again when the board's membership does not name it (its
@@ -35,7 +35,7 @@ extension RelayBoard {
     /// `BoardFounding.heal`.
     func healOwnKey() {
         guard let founding, let ownKey, let membership = board.membership, founding.needsHealing(membership, ownKey: ownKey) else { return }
-        writeMembership(unlessBusy: healingOwnKey) { [board] in (try? founding.heal(board.directory)) == true }
+        writeMembership(unlessBusy: healingOwnKey) { [board] in (try? founding.heal(board.directory, own: board.identity.key)) == true }
     }
 
     /// Runs `write` on the reader thread, unless the one `busy` marks is still running (the
@@ -87,7 +87,11 @@ extension RelayBoard {
     /// count (docs/FORMAT.md §17.4). Nil when they would.
     var hostingRefusal: Refusal? {
         guard let membership = board.membership, !membership.isOpen else { return nil }
-        guard let hostKey = board.directory.hostKey()?.publicKey else {
+        let sealingKey: ReplicaKey?
+        do { sealingKey = try board.identity.hostKey() } catch {
+            return Refusal(.unavailable, "board \(name.text): native clients' events cannot be stored here now: \(error)")
+        }
+        guard let hostKey = sealingKey?.publicKey else {
             return Refusal(.notMember, "board \(name.text) has membership, and this relay's journal has no key to seal native clients' events with")
         }
         guard membership.mayHost(hostKey) else {

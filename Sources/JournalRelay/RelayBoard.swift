@@ -46,7 +46,7 @@ public final class RelayBoard: Sendable {
         self.founding = founding
         maxAdmitted = maxNativeReplicas
         host = NativeHost(board: board, maxNewReplicas: maxNativeReplicas)
-        ownKey = board.directory.replicaKey()?.publicKey
+        ownKey = board.identity.key?.publicKey
     }
 
     /// Runs `job` on the board's reader thread (membership writes wait for the files' lock:

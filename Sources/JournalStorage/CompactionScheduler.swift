@@ -13,6 +13,8 @@ import JournalPlatform
 /// again.
 public final class CompactionScheduler: Sendable {
     public let directory: JournalDirectory
+    /// The journal's identity as its writer loaded it (the keys covers are sealed with).
+    public let identity: JournalIdentity?
     /// Process-wide, so that a relay with a thousand boards still compacts on one core.
     private static let worker = WorkerThread(inheritingFaultHook: false)
     private let state = Locked(State())
@@ -27,8 +29,9 @@ public final class CompactionScheduler: Sendable {
         var stopped = false
     }
 
-    public init(directory: JournalDirectory) {
+    public init(directory: JournalDirectory, identity: JournalIdentity? = nil) {
         self.directory = directory
+        self.identity = identity
     }
 
     /// Compacts `replica` soon, with the standard policy. `then` hears what the pass did, on
@@ -54,7 +57,7 @@ public final class CompactionScheduler: Sendable {
         guard let hearing else { return }
         defer { state.withLock { $0.running = nil } }
         guard let lock = (try? SealedFilesLock.tryAcquire(directory)) ?? nil else { return }
-        let report = Compactor(directory: directory, notCovering: notCovering).run(only: [replica])
+        let report = Compactor(directory: directory, identity: identity, notCovering: notCovering).run(only: [replica])
         lock.release()
         for listener in hearing { listener(report) }
     }

@@ -48,13 +48,17 @@ public struct Compactor: Sendable {
     /// Pairs found not to cover, shared with earlier passes of the same journal
     /// (`CompactionScheduler`); a new set by default.
     public let notCovering: NotCoveringPairs
+    /// The journal's identity as its writer loaded it; read from the folder if nil.
+    public let identity: JournalIdentity?
 
     /// A cover is never larger than this (inputs' bytes): well below the 1 GiB bound on a
     /// segment file (docs/FORMAT.md §12), and what one pass holds in memory.
     public static let maxCoverBytes: Int64 = 256 << 20
 
-    public init(directory: JournalDirectory, policy: CompactionPolicy = .standard, notCovering: NotCoveringPairs = NotCoveringPairs()) {
+    public init(directory: JournalDirectory, policy: CompactionPolicy = .standard,
+                identity: JournalIdentity? = nil, notCovering: NotCoveringPairs = NotCoveringPairs()) {
         self.directory = directory
+        self.identity = identity
         self.policy = policy
         self.notCovering = notCovering
     }
@@ -102,16 +106,14 @@ public struct Compactor: Sendable {
 
     /// The replicas whose sealed files this journal writes, with the signer of those files:
     /// its own (as itself) and those it hosts (as their host); unsigned without a key.
+    /// A key that is there and cannot be read seals no cover (the writers refuse it too): its
+    /// replicas wait, uncompacted, until it can be read.
     func writtenReplicas() -> [(ReplicaID, SealSigner?)] {
-        guard let own = try? directory.identity() else { return [] }
-        let key = directory.replicaKey()
-        var result: [(ReplicaID, SealSigner?)] = [(own, key.map { SealSigner(key: $0, role: .replica) })]
-        // A host key that is there and cannot be read seals no cover either (the hosted writer
-        // refuses it too): the hosted replicas wait, uncompacted, until it can be read.
-        let hostKey: ReplicaKey?
-        do { hostKey = try directory.hostKeyForSealing() } catch { return result }
-        for (replica, _) in directory.hostedSegments() where replica != own {
-            result.append((replica, hostKey.map { SealSigner(key: $0, role: .host) }))
+        guard let identity = identity ?? (try? directory.loadIdentity()) else { return [] }
+        var result: [(ReplicaID, SealSigner?)] = [(identity.replica, identity.replicaSigner)]
+        guard let hostSigner = try? identity.hostSigner() else { return result }
+        for (replica, _) in directory.hostedSegments() where replica != identity.replica {
+            result.append((replica, hostSigner))
         }
         return result
     }

@@ -67,8 +67,11 @@ public final class HostedReplicaWriter {
     public var openSegmentPath: String { sink.openPath }
 
     /// Opens (or creates) the open segment of `replica` in `directory`, recovering it.
-    public init(directory: JournalDirectory, replica: ReplicaID, sealEveryEvents: Int = 1 << 16) throws(JournalError) {
-        guard (try? directory.identity()) != replica else {
+    /// `identity`: the journal's, as its committer loaded it (read from the folder if nil).
+    public init(directory: JournalDirectory, replica: ReplicaID, identity: JournalIdentity? = nil,
+                sealEveryEvents: Int = 1 << 16) throws(JournalError) {
+        let identity = try Self.identity(identity, of: directory)
+        guard identity.replica != replica else {
             throw .notHostable("replica \(replica.hex) is this journal's own: only its writer writes it")
         }
         self.replica = replica
@@ -79,7 +82,7 @@ public final class HostedReplicaWriter {
                            openPath: directory.hostedSegmentPath(replica))
         // The relay checked every frame against the replica's own key; its journal's key
         // vouches for that when it seals (docs/FORMAT.md §15, role `host`).
-        sink.signer = try directory.hostKeyForSealing().map { SealSigner(key: $0, role: .host) }
+        sink.signer = try identity.hostSigner()
         // Both folders this writer writes in are the journal's own, never a symlink to
         // elsewhere (a planted one would send the events, and the seal, outside the journal).
         for folder in [directory.hostedPath, directory.replicaPath(replica)]
@@ -98,6 +101,11 @@ public final class HostedReplicaWriter {
     }
 
     deinit { sink.closeFiles() }
+
+    private static func identity(_ given: JournalIdentity?, of directory: JournalDirectory) throws(JournalError) -> JournalIdentity {
+        if let given { return given }
+        return try directory.loadIdentity()
+    }
 
     private func recover() throws(JournalError) {
         // A seal a crashed process did not finish (its temporary in the replica's folder).

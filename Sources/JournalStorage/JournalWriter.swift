@@ -80,7 +80,9 @@ public struct RecoveryReport: Sendable, Equatable {
 public final class JournalWriter {
     public let directory: JournalDirectory
     /// This writer's replica; a copied journal folder takes a new one when opened.
-    public private(set) var replica: ReplicaID
+    public var replica: ReplicaID { identity.replica }
+    /// Who the journal is (its replica, its keys), read once when the writer opened.
+    public private(set) var identity: JournalIdentity
     public let options: WriterOptions
     public private(set) var recovery = RecoveryReport()
 
@@ -169,17 +171,10 @@ public final class JournalWriter {
         // journal's own `local/` included, where this writer would take that journal's lock
         // and write under its identity.
         do { _ = try DirectoryHandle.open("local", beneath: directory.root) } catch { throw .io(error) }
-        replica = try directory.identity()
-        sink = SegmentSink(directory: directory, replica: replica, options: options)
-        // A key file that is there and cannot be read is not the absence of a key: sealing
-        // unsigned then would make segments that every trust list and membership quarantines,
-        // acknowledged strokes that count on no other machine. Refused, naming the file.
-        if FileSystem.linkStatus(directory.keyPath) != nil {
-            do { _ = try directory.readKeyFile() } catch {
-                throw .badIdentity(path: directory.keyPath, reason: "its signing key cannot be read (\(error)); nothing is written until it can: restore local/replica.key from a backup, or remove it to write unsigned (an open journal)")
-            }
-        }
-        sink.signer = directory.replicaKey().map { SealSigner(key: $0, role: .replica) }
+        // An unreadable key refuses to write, naming the file (`JournalIdentity`).
+        identity = try directory.loadIdentity()
+        sink = SegmentSink(directory: directory, replica: identity.replica, options: options)
+        sink.signer = identity.replicaSigner
         let lock = try Self.acquireLock(directory)
         self.lock = lock
         nextSeq = 1
@@ -510,7 +505,7 @@ public final class JournalWriter {
     /// events (anyone who saw them can make one) would be quarantined under a trust list, and
     /// the reset would have dropped their only applied copy.
     static func isSealed(
-        _ open: ScannedSegment, range: ClosedRange<UInt64>, replica: ReplicaID, index: LocalIndex, directory: JournalDirectory
+        _ open: ScannedSegment, range: ClosedRange<UInt64>, replica: ReplicaID, key: ReplicaKey?, index: LocalIndex, directory: JournalDirectory
     ) -> Bool {
         let candidates = index.entries.values.filter {
             $0.replica == replica && $0.valid && $0.name.firstSeq == range.lowerBound && $0.name.lastSeq == range.upperBound
@@ -518,7 +513,6 @@ public final class JournalWriter {
         guard !candidates.isEmpty else { return false }
         let (events, problems) = open.allEvents()
         guard problems.isEmpty else { return false }
-        let key = directory.replicaKey()
         for candidate in candidates {
             let sealed = SegmentScanner.scan(path: directory.segmentPath(replica, candidate.name), sealed: true)
             if let key {
@@ -543,7 +537,7 @@ public final class JournalWriter {
             let previous = replica
             let sealedFromCopy = sink.openSegmentEvents > 0 ? try seal() : nil
             // A copy gets a key of its own: the original's key signs the original's replica only.
-            let previousKey = directory.replicaKey()
+            let previousKey = identity.key
             let key = ReplicaKey()
             let fresh = key.replica
             do {
@@ -558,9 +552,9 @@ public final class JournalWriter {
                 }
                 try directory.writeKeyFile(key, replacing: true)
                 try FileSystem.writeAtomically(Array((fresh.hex + "\n").utf8), to: directory.identityPath)
-                replica = fresh
+                identity = identity.changed(to: key)
                 sink.replica = fresh
-                sink.signer = SealSigner(key: key, role: .replica)
+                sink.signer = identity.replicaSigner
                 try IdentityAnchor.record(directory)
                 try sink.resetOpenSegment()
             } catch {

@@ -14,32 +14,20 @@ extension JournalDirectory {
     static let keyFileName = "replica.key"
     static let keyFileHeader = "strokejournal-key v1"
 
-    /// This journal's key, if it has one that names its replica. A key that names another
-    /// replica (a creation or an identity change that died half way) signs nothing.
+    /// This journal's key, if it has one that names its replica and it can be read: for a
+    /// reader that only looks (a writer loads its `JournalIdentity`, which tells an unreadable
+    /// key from none).
     public func replicaKey() -> ReplicaKey? {
-        guard let key = try? readKeyFile(), let replica = try? identity(), key.replica == replica else { return nil }
-        return key
+        (try? loadIdentity())?.key
     }
 
     /// The key that seals, as host, the replicas this journal hosts for a relay's native
     /// clients: `local/host.key` when a relay installed one (`journal serve --host-key`: one
     /// key for a cluster, kept outside any data folder, so that a node that lost its disk seals
     /// as before and a board's membership needs to name it only once), else the journal's own.
+    /// For a reader; a writer asks its `JournalIdentity`.
     public func hostKey() -> ReplicaKey? {
-        (try? readKey(fileName: Self.hostKeyFileName)) ?? replicaKey()
-    }
-
-    /// `hostKey()`, for a writer about to seal with it: a `local/host.key` that is there and
-    /// cannot be read throws, naming the file, instead of falling back to the journal's own key
-    /// (whose host seals a board's membership may not count: acknowledged strokes counted
-    /// nowhere).
-    public func hostKeyForSealing() throws(JournalError) -> ReplicaKey? {
-        guard FileSystem.linkStatus(hostKeyPath) != nil else { return replicaKey() }
-        do throws(JournalError) {
-            return try readKey(fileName: Self.hostKeyFileName)
-        } catch {
-            throw .badIdentity(path: hostKeyPath, reason: "the host key cannot be read (\(error)); nothing hosted is written until it can: restore it (journal serve --host-key installs it again)")
-        }
+        (try? loadIdentity()).flatMap { try? $0.hostKey() }
     }
 
     static let hostKeyFileName = "host.key"
@@ -60,6 +48,11 @@ extension JournalDirectory {
     /// The key in `local/replica.key`, whatever replica it names; nil when there is none.
     func readKeyFile() throws(JournalError) -> ReplicaKey? {
         try readKey(fileName: Self.keyFileName)
+    }
+
+    /// The key in `local/host.key`; nil when there is none.
+    func readHostKeyFile() throws(JournalError) -> ReplicaKey? {
+        try readKey(fileName: Self.hostKeyFileName)
     }
 
     /// A key file under `local/`; nil when there is none.

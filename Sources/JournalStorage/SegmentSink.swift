@@ -302,7 +302,7 @@ final class SegmentSink: @unchecked Sendable {
             recovery.bytesCut = Int64(scan.bytes.count - scan.validPrefixLength)
             recovery.tailProblem = scan.problems.first
         }
-        if let range = scan.seqRange, JournalWriter.isSealed(scan, range: range, replica: replica, index: index(), directory: directory) {
+        if let range = scan.seqRange, JournalWriter.isSealed(scan, range: range, replica: replica, key: signer?.key, index: index(), directory: directory) {
             // Nothing else may reset it: names are only claims, and acknowledged events
             // outrank them.
             recovery.discardedSealedCopy = true

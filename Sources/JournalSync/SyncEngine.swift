@@ -132,223 +132,28 @@ public struct SyncEngine {
         summarise(&report, namedSeqMax: namedSeqMax)
     }
 
-    /// One listing, fetch, import and publish. Returns whether a file vanished beside a cover
-    /// this pass did not list (list again to read it), and the highest seq each replica's
-    /// file names reached.
+    /// One listing, then its three steps (`ExchangePass`): plan what to fetch, fetch and import
+    /// it, publish what the target lacks. Returns whether a file vanished beside a cover this
+    /// pass did not list (list again to read it), and the highest seq each replica's file
+    /// names reached.
     private func exchangeOnce(
         with transport: Transport, key: String, publish: Bool, report: inout ReconcileReport
     ) async throws(SyncError) -> (coverAppeared: Bool, namedSeqMax: [ReplicaID: UInt64]) {
-        var coverAppeared = false
         removeOwnTemporaries()
         report.rejected += journal.upgradeLegacyNames()
-        var index = LocalIndex.refresh(journal)
-        var cache = SyncCache(directory: journal)
-        defer { cache.save() }
-        let guardOwn = OwnReplicaGuard.current(journal, index: index)
-        let sharedClock = try? SharedCounter(path: journal.localPath + "/clock")
-        let trust = TrustedSegments.of(journal)
-        let local = TreeListing.scan(replicasPath: journal.replicasPath)
-        let localKeys = local.segmentKeys
-        let localSizes = Dictionary(local.files.map { ($0.relativePath, $0.size) }, uniquingKeysWith: { first, _ in first })
-        progress?("listing \(key)")
-        let remote = try await transport.list()
-        // Read only when the target holds files this journal lacks: a no-op sync parses nothing.
-        let coverLog = remote.files.contains { !localKeys.contains($0.relativePath) } ? CoverLog.load(journal) : CoverLog()
-        report.ignored += remote.ignored
-        var namedSeqMax: [ReplicaID: UInt64] = [:]
-        /// How a target file is named in the report.
-        func shown(_ file: TreeListing.File) -> String { key + "/replicas/" + file.relativePath }
-
-        /// What tells a target file's bytes apart, where the transport can see it.
-        func identity(_ file: TreeListing.File) -> FileIdentity? {
-            transport.localFolder.flatMap { FileIdentity.of(FileSystem.join($0, file.relativePath)) }
-        }
-        cache.prune(target: key, listed: Set(remote.files.map(\.relativePath)))
-
-        // 1. Decide what to fetch, from names, sizes and the cache alone.
-        var wanted: [TreeListing.File] = []
-        for file in remote.files {
-            // A merge source is read, never written, whatever it holds: only a sync target is
-            // cleaned of this machine's crashed copies.
-            if publish, let folder = transport.localFolder, AtomicCopy.isStale(file.name) {
-                // Left by a sync of this machine that crashed mid-copy: ours to clean up (through
-                // a handle, so that a folder swapped for a symlink is not followed).
-                try? DirectoryHandle.open(file.replica.hex, beneath: folder).removeFile(file.name)
-                continue
-            }
-            switch file.classification {
-            case .foreign(let reason):
-                report.ignored.append(Problem(.ignored, file: shown(file), replica: file.replica, reason: reason))
-            case .segment(let name):
-                if let guardOwn, let problem = guardOwn.refusal(replica: file.replica, name: name, path: shown(file)) {
-                    report.rejected.append(problem)
-                    continue
-                }
-                namedSeqMax[file.replica] = max(namedSeqMax[file.replica] ?? 0, name.lastSeq)
-                // A file this journal retired: a file it holds was verified to hold exactly its
-                // events (names are content hashes, so these are the bytes that were compared).
-                if name.identifiesContents, !localKeys.contains(file.relativePath),
-                   let cover = coverLog.finalCover(of: file.relativePath), localKeys.contains(cover) {
-                    report.replicas[report.state(file.replica)].coveredSegments += 1
-                    continue
-                }
-                // Only a version 2 name says which bytes a file holds; a version 1 name is
-                // read like a conflict copy (its CRC-32 could be forged to match ours).
-                if name.identifiesContents && localKeys.contains(file.relativePath) {
-                    // Same name means same bytes, unless the other copy is damaged or partial.
-                    if let held = localSizes[file.relativePath], held != file.size {
-                        report.rejected.append(Problem(.incomplete, file: shown(file), replica: file.replica,
-                                                       seqRange: name.firstSeq...name.lastSeq,
-                                                       reason: "\(file.size) bytes where the segment has \(held): an incomplete or altered copy, left untouched"))
-                    }
-                    continue
-                }
-                fallthrough
-            case .conflictCopy:
-                if file.size > SegmentScanner.maxSegmentFileSize {
-                    report.rejected.append(Problem(.ignored, file: shown(file), replica: file.replica,
-                                                   reason: "\(file.size) bytes exceeds the segment bound of \(SegmentScanner.maxSegmentFileSize)"))
-                    continue
-                }
-                switch cache.lookup(target: key, file: file, identity: identity(file)) {
-                case .held(let canonical)? where localKeys.contains(canonical):
-                    report.replicas[report.state(file.replica)].duplicateSegments += 1
-                case .rejected(let kind, let reason)?:
-                    report.rejected.append(Problem(kind, file: shown(file), replica: file.replica, reason: reason))
-                default:
-                    wanted.append(file)
-                }
-            }
-        }
-
-        // 2. Fetch and import, verifying every byte before it lands under a final name.
-        if !wanted.isEmpty {
-            progress?("fetching \(wanted.count) segment(s)")
-            let paths = try await transport.fetch(wanted)
-            for (number, file) in wanted.enumerated() {
-                progress?("importing \(number + 1)/\(wanted.count)")
-                guard let path = paths[file.relativePath], FileSystem.exists(path) else {
-                    // Another machine may have cleaned the folder beside a cover (docs/SYNC.md,
-                    // "Covers"): then the cover is there, and the next sync fetches it.
-                    if case .segment(let name) = file.classification, let folder = transport.localFolder,
-                       JournalDirectory(root: FileSystem.parent(of: folder)).listSealed(file.replica)
-                           .contains(where: { Covering.covers($0.name, name) }) {
-                        report.replicas[report.state(file.replica)].coveredSegments += 1
-                        coverAppeared = true
-                        continue
-                    }
-                    report.rejected.append(Problem(.unreadable, file: shown(file), replica: file.replica,
-                                                   reason: "vanished before it could be copied"))
-                    continue
-                }
-                var claimed: SegmentName? = nil
-                if case .segment(let name) = file.classification { claimed = name }
-                report.bytesRead += file.size
-                // Taken before reading: a verdict is cached for the bytes that were read.
-                let fileIdentity = identity(file)
-                let outcome = SegmentImporter.importSegment(at: path, replica: file.replica, claimedName: claimed,
-                                                            intoReplicas: journal.replicasPath, guardOwn: guardOwn,
-                                                            sharedClock: sharedClock, trust: trust)
-                switch outcome {
-                case .imported(let name, let entry):
-                    index.add(entry)
-                    let canonical = name.relativePath(in: file.replica)
-                    report.imported.append(canonical)
-                    report.importedEvents += entry.eventCount
-                    report.replicas[report.state(file.replica)].imported += 1
-                    if claimed?.identifiesContents != true { cache.store(.held(canonical), target: key, file: file, identity: fileIdentity) }
-                case .alreadyPresent(let name):
-                    report.replicas[report.state(file.replica)].duplicateSegments += 1
-                    cache.store(.held(name.relativePath(in: file.replica)), target: key, file: file, identity: fileIdentity)
-                case .rejected(var problem):
-                    problem.file = shown(file)
-                    if publish, let claimed, let folder = transport.localFolder,
-                       let aside = moveAsideDamagedCopy(file, name: claimed, problem: problem, folder: folder, readAs: fileIdentity) {
-                        problem.reason += "; moved aside to \(aside) so that a machine holding the right bytes publishes them again"
-                        report.rejected.append(problem)
-                        continue
-                    }
-                    report.rejected.append(problem)
-                    if problem.kind != .unreadable { cache.store(.rejected(problem.kind, problem.reason), target: key, file: file, identity: fileIdentity) }
-                }
-            }
-            do throws(IOError) { try index.save(journal) } catch { throw .io(error, doing: "cannot save the local index") }
-            // Files an imported cover holds are retired, and covers of equal range settle on
-            // one (the smaller name): machines converge, and nothing goes back and forth.
-            let touched = Set(report.imported.compactMap { ReplicaID(hex: $0.prefix(32)) })
-            if !touched.isEmpty {
-                let retirement = Compactor(directory: journal).retireCoveredFiles(of: touched)
-                report.retired += retirement.retired.map { $0.retired.relativePath(in: $0.replica) }
-            }
-        }
-
-        // 3. Publish what the target lacks, each file verified now, against its name (invariant
-        //    6: never spread a damaged file; a verdict cached earlier could be about bytes that
-        //    have changed since).
-        if publish {
-            let remoteKeys = remote.segmentKeys
-            var outgoing: [String] = []
-            var outgoingSizes: [String: Int64] = [:]
-            // Listed again: segments just imported from conflict copies go out under their
-            // canonical names too.
-            let localNow = report.imported.isEmpty ? local : TreeListing.scan(replicasPath: journal.replicasPath)
-            var refusedFolders = Set<String>()
-            for file in localNow.files {
-                guard case .segment(let name) = file.classification, name.identifiesContents,
-                      !remoteKeys.contains(file.relativePath) else { continue }
-                let folder = file.replica.hex
-                if remote.unwritableFolders.contains(folder) {
-                    // Invariant 8: a symlink where a replica folder belongs is never written through.
-                    if refusedFolders.insert(folder).inserted {
-                        report.notPublished.append(Problem(.ignored, file: key + "/replicas/" + folder, replica: file.replica,
-                                                           reason: "not a folder (a symbolic link is never followed); nothing published there"))
-                    }
-                    continue
-                }
-                let path = FileSystem.join(journal.replicasPath, file.relativePath)
-                report.bytesRead += file.size
-                if let problem = SegmentImporter.verifyFile(at: path, replica: file.replica, name: name) {
-                    report.rejected.append(Problem(problem.kind, file: path, offset: problem.offset, replica: file.replica,
-                                                   seqRange: name.firstSeq...name.lastSeq,
-                                                   reason: "this journal's copy does not verify (\(problem.reason)); not published"))
-                    continue
-                }
-                outgoing.append(file.relativePath)
-                outgoingSizes[file.relativePath] = file.size
-            }
-            if !outgoing.isEmpty {
-                progress?("publishing \(outgoing.count) segment(s)")
-                let outcome = try await transport.publish(outgoing, from: journal.replicasPath)
-                report.published += outcome.sent
-                report.notPublished += outcome.refused
-                for relative in outcome.sent {
-                    report.publishedBytes += outgoingSizes[relative] ?? 0
-                    if let replica = ReplicaID(hex: relative.prefix(32)) { report.replicas[report.state(replica)].published += 1 }
-                }
-            }
-            let remoteSizes = Dictionary(remote.files.map { ($0.relativePath, $0.size) }, uniquingKeysWith: { first, _ in first })
-            let sent = Set(report.published)
-            for file in localNow.files {
-                guard case .segment(let name) = file.classification, name.identifiesContents,
-                      !sent.contains(file.relativePath), remoteSizes[file.relativePath] != file.size else { continue }
-                report.lackingOnTarget.append(file.relativePath)
-            }
-            if let folder = transport.localFolder {
-                // Read again only if this sync retired files (it logged them).
-                let log = report.retired.isEmpty ? coverLog : CoverLog.load(journal)
-                removeCoveredFiles(remote, log: log, from: folder, alsoThere: Set(report.published), held: localNow.segmentKeys,
-                                   shown: shown, report: &report)
-            }
-        }
-
-        return (coverAppeared, namedSeqMax)
+        var pass = try await ExchangePass(engine: self, transport: transport, key: key, publish: publish, report: &report)
+        defer { pass.cache.save() }
+        let wanted = pass.plan(&report)
+        if !wanted.isEmpty { try await pass.fetchAndImport(wanted, &report) }
+        if publish { try await pass.publishWhatTheTargetLacks(&report) }
+        return (pass.coverAppeared, pass.namedSeqMax)
     }
 
     /// Removes from a shared folder the files this journal retired whose cover is there too,
     /// read and verified now (docs/SYNC.md, "Covers"). Whoever lacks the cover can still fetch
     /// it, and it holds every event of the file removed, sealed by the same key: nothing a
     /// machine could still need leaves the folder.
-    private func removeCoveredFiles(
+    func removeCoveredFiles(
         _ remote: TreeListing, log coverLog: CoverLog, from folder: String, alsoThere published: Set<String>, held: Set<String>,
         shown: (TreeListing.File) -> String, report: inout ReconcileReport
     ) {
@@ -421,7 +226,7 @@ public struct SyncEngine {
     /// deleted, so that holders publish the right bytes at their next sync. Only when the name
     /// proves the bytes are wrong (SHA-256, not a short copy still arriving), the file has not
     /// changed since it was read, and it has not been written for a minute.
-    private func moveAsideDamagedCopy(
+    func moveAsideDamagedCopy(
         _ file: TreeListing.File, name: SegmentName, problem: Problem, folder: String, readAs: FileIdentity?
     ) -> String? {
         guard name.identifiesContents, problem.kind == .corrupt, let readAs else { return nil }

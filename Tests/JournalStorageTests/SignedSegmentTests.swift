@@ -85,7 +85,7 @@ import Testing
         let journal = try JournalDirectory.create(at: temp.path + "/j")
         let hosted = ReplicaID(UUIDBits(high: 0xB0, low: 0x57))
         try journal.installHostKey(ReplicaKey())
-        #expect(try journal.hostKeyForSealing() != nil)
+        #expect(try journal.loadIdentity().hostKey() != nil)
         try FileSystem.writeAtomically(Array("strokejournal-key v1\nnot hex\n".utf8), to: journal.hostKeyPath)
         #expect {
             _ = try HostedReplicaWriter(directory: journal, replica: hosted)
@@ -94,8 +94,21 @@ import Testing
         }
         // Without the file, the journal's own key seals as host, as before.
         FileSystem.removeTree(journal.hostKeyPath)
-        #expect(try journal.hostKeyForSealing()?.publicKey == journal.replicaKey()?.publicKey)
+        #expect(try journal.loadIdentity().hostKey()?.publicKey == journal.replicaKey()?.publicKey)
         #expect(throws: Never.self) { try HostedReplicaWriter(directory: journal, replica: hosted).close() }
+    }
+
+    /// Compaction reads the key the same way: with a key file that cannot be read it writes no
+    /// cover (an unsigned cover of signed files would be quarantined, and retire them).
+    @Test func aKeyFileThatCannotBeReadSealsNoCover() throws {
+        let temp = TemporaryDirectory("signed-bad-key-compaction")
+        defer { temp.remove() }
+        let journal = try CompactionTests.journalOfSmallSegments(temp.path + "/j", files: 6, perFile: 10)
+        let before = journal.listSealed().sealed.map(\.name)
+        try FileSystem.writeAtomically(Array("strokejournal-key v1\nnot hex\n".utf8), to: journal.keyPath)
+        let report = Compactor(directory: journal, policy: .everything).run()
+        #expect(report.covers.isEmpty)
+        #expect(journal.listSealed().sealed.map(\.name) == before)
     }
 
     @Test func aNewJournalSignsWhatItSealsWithTheKeyItsReplicaIsNamedBy() throws {

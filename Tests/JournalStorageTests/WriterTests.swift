@@ -20,7 +20,7 @@ import Testing
         let journal = try JournalDirectory.create(at: temp.path + "/j")
         let stroke = StrokeID(UUIDBits(high: 1, low: 1))
         do {
-            let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 7))
+            let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 7, flushIntervalMilliseconds: nil))
             for index in 0..<100 { try writer.append(point(stroke, Double(index))) }
             #expect(writer.durableSeq == 98)     // 14 automatic flushes of 7
             try writer.close()

@@ -46,7 +46,7 @@ extension JournalCommand {
                 if let keyFile {
                     do throws(MembershipError) { return try KeyFile.read(keyFile) } catch { throw CLIError(error.description, code: 65) }
                 }
-                guard let key = journal.replicaKey() else {
+                guard let key = try journal.loadIdentity().key else {
                     throw CLIError("\(journal.root) has no key (made before keys, or with a given replica id): sign with --key FILE (`journal members keygen FILE` makes one)", code: 1)
                 }
                 return key

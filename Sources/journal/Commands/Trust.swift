@@ -44,8 +44,8 @@ extension JournalCommand {
             func run() throws {
                 try reportingErrors {
                     let journal = try options.open()
-                    let key = journal.replicaKey()
-                    let replica = try journal.identity()
+                    let identity = try journal.loadIdentity()
+                    let (key, replica) = (identity.key, identity.replica)
                     if json {
                         var object = JSONObject()
                         object.add("replica", replica.hex)
@@ -129,7 +129,7 @@ extension JournalCommand {
                     let journal = try options.open()
                     // Without a key its own sealed segments could not be told from forgeries of
                     // them, and a list would quarantine them.
-                    guard journal.replicaKey() != nil else {
+                    guard try journal.loadIdentity().key != nil else {
                         throw CLIError("\(journal.root) has no key (made before keys, or with a given replica id), so a trust list would quarantine its own sealed segments: record into a journal made by `journal init` (and merge this one into it) to use trust lists", code: 1)
                     }
                     var list = try TrustList.load(journal) ?? TrustList()

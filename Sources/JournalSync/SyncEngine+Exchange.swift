@@ -1,0 +1,245 @@
+import JournalFormat
+import JournalPlatform
+import JournalStorage
+
+/// One pass of a sync's exchange with its target (`SyncEngine.exchange`): what both sides
+/// hold, listed once, then three steps that each read it. `plan` decides what to fetch from
+/// names, sizes and the cache alone; `fetchAndImport` verifies every byte before it lands
+/// under a final name; `publishWhatTheTargetLacks` verifies each local file again just
+/// before it goes out.
+struct ExchangePass {
+    let engine: SyncEngine
+    let transport: Transport
+    /// How the target is named in the report.
+    let key: String
+    /// A sync target is written; a merge source only read.
+    let publish: Bool
+    var index: LocalIndex
+    var cache: SyncCache
+    let guardOwn: OwnReplicaGuard?
+    let sharedClock: SharedCounter?
+    let trust: TrustedSegments?
+    let local: TreeListing
+    let localKeys: Set<String>
+    let localSizes: [String: Int64]
+    let remote: TreeListing
+    let coverLog: CoverLog
+    /// The highest seq each replica's file names reached on the target.
+    var namedSeqMax: [ReplicaID: UInt64] = [:]
+    /// A listed file vanished beside a cover this pass did not list.
+    var coverAppeared = false
+
+    private var journal: JournalDirectory { engine.journal }
+
+    init(engine: SyncEngine, transport: Transport, key: String, publish: Bool, report: inout ReconcileReport) async throws(SyncError) {
+        self.engine = engine
+        self.transport = transport
+        self.key = key
+        self.publish = publish
+        let journal = engine.journal
+        index = LocalIndex.refresh(journal)
+        cache = SyncCache(directory: journal)
+        guardOwn = OwnReplicaGuard.current(journal, index: index)
+        sharedClock = try? SharedCounter(path: journal.localPath + "/clock")
+        trust = TrustedSegments.of(journal)
+        local = TreeListing.scan(replicasPath: journal.replicasPath)
+        let localKeys = local.segmentKeys
+        self.localKeys = localKeys
+        localSizes = Dictionary(local.files.map { ($0.relativePath, $0.size) }, uniquingKeysWith: { first, _ in first })
+        engine.progress?("listing \(key)")
+        let remote = try await transport.list()
+        self.remote = remote
+        // Read only when the target holds files this journal lacks: a no-op sync parses nothing.
+        coverLog = remote.files.contains { !localKeys.contains($0.relativePath) } ? CoverLog.load(journal) : CoverLog()
+        report.ignored += remote.ignored
+        cache.prune(target: key, listed: Set(remote.files.map(\.relativePath)))
+    }
+
+    /// How a target file is named in the report.
+    func shown(_ file: TreeListing.File) -> String { key + "/replicas/" + file.relativePath }
+
+    /// What tells a target file's bytes apart, where the transport can see it.
+    func identity(_ file: TreeListing.File) -> FileIdentity? {
+        transport.localFolder.flatMap { FileIdentity.of(FileSystem.join($0, file.relativePath)) }
+    }
+
+    /// Step 1: what to fetch, decided from names, sizes and the cache alone.
+    mutating func plan(_ report: inout ReconcileReport) -> [TreeListing.File] {
+        var wanted: [TreeListing.File] = []
+        for file in remote.files {
+            // A merge source is read, never written, whatever it holds: only a sync target is
+            // cleaned of this machine's crashed copies.
+            if publish, let folder = transport.localFolder, AtomicCopy.isStale(file.name) {
+                // Left by a sync of this machine that crashed mid-copy: ours to clean up (through
+                // a handle, so that a folder swapped for a symlink is not followed).
+                try? DirectoryHandle.open(file.replica.hex, beneath: folder).removeFile(file.name)
+                continue
+            }
+            switch file.classification {
+            case .foreign(let reason):
+                report.ignored.append(Problem(.ignored, file: shown(file), replica: file.replica, reason: reason))
+            case .segment(let name):
+                if let guardOwn, let problem = guardOwn.refusal(replica: file.replica, name: name, path: shown(file)) {
+                    report.rejected.append(problem)
+                    continue
+                }
+                namedSeqMax[file.replica] = max(namedSeqMax[file.replica] ?? 0, name.lastSeq)
+                // A file this journal retired: a file it holds was verified to hold exactly its
+                // events (names are content hashes, so these are the bytes that were compared).
+                if name.identifiesContents, !localKeys.contains(file.relativePath),
+                   let cover = coverLog.finalCover(of: file.relativePath), localKeys.contains(cover) {
+                    report.replicas[report.state(file.replica)].coveredSegments += 1
+                    continue
+                }
+                // Only a version 2 name says which bytes a file holds; a version 1 name is
+                // read like a conflict copy (its CRC-32 could be forged to match ours).
+                if name.identifiesContents && localKeys.contains(file.relativePath) {
+                    // Same name means same bytes, unless the other copy is damaged or partial.
+                    if let held = localSizes[file.relativePath], held != file.size {
+                        report.rejected.append(Problem(.incomplete, file: shown(file), replica: file.replica,
+                                                       seqRange: name.firstSeq...name.lastSeq,
+                                                       reason: "\(file.size) bytes where the segment has \(held): an incomplete or altered copy, left untouched"))
+                    }
+                    continue
+                }
+                fallthrough
+            case .conflictCopy:
+                if file.size > SegmentScanner.maxSegmentFileSize {
+                    report.rejected.append(Problem(.ignored, file: shown(file), replica: file.replica,
+                                                   reason: "\(file.size) bytes exceeds the segment bound of \(SegmentScanner.maxSegmentFileSize)"))
+                    continue
+                }
+                switch cache.lookup(target: key, file: file, identity: identity(file)) {
+                case .held(let canonical)? where localKeys.contains(canonical):
+                    report.replicas[report.state(file.replica)].duplicateSegments += 1
+                case .rejected(let kind, let reason)?:
+                    report.rejected.append(Problem(kind, file: shown(file), replica: file.replica, reason: reason))
+                default:
+                    wanted.append(file)
+                }
+            }
+        }
+        return wanted
+    }
+
+    /// Step 2: fetches `wanted` and imports it, verifying every byte before it lands under a
+    /// final name.
+    mutating func fetchAndImport(_ wanted: [TreeListing.File], _ report: inout ReconcileReport) async throws(SyncError) {
+        engine.progress?("fetching \(wanted.count) segment(s)")
+        let paths = try await transport.fetch(wanted)
+        for (number, file) in wanted.enumerated() {
+            engine.progress?("importing \(number + 1)/\(wanted.count)")
+            guard let path = paths[file.relativePath], FileSystem.exists(path) else {
+                // Another machine may have cleaned the folder beside a cover (docs/SYNC.md,
+                // "Covers"): then the cover is there, and the next sync fetches it.
+                if case .segment(let name) = file.classification, let folder = transport.localFolder,
+                   JournalDirectory(root: FileSystem.parent(of: folder)).listSealed(file.replica)
+                       .contains(where: { Covering.covers($0.name, name) }) {
+                    report.replicas[report.state(file.replica)].coveredSegments += 1
+                    coverAppeared = true
+                    continue
+                }
+                report.rejected.append(Problem(.unreadable, file: shown(file), replica: file.replica,
+                                               reason: "vanished before it could be copied"))
+                continue
+            }
+            var claimed: SegmentName? = nil
+            if case .segment(let name) = file.classification { claimed = name }
+            report.bytesRead += file.size
+            // Taken before reading: a verdict is cached for the bytes that were read.
+            let fileIdentity = identity(file)
+            let outcome = SegmentImporter.importSegment(at: path, replica: file.replica, claimedName: claimed,
+                                                        intoReplicas: journal.replicasPath, guardOwn: guardOwn,
+                                                        sharedClock: sharedClock, trust: trust)
+            switch outcome {
+            case .imported(let name, let entry):
+                index.add(entry)
+                let canonical = name.relativePath(in: file.replica)
+                report.imported.append(canonical)
+                report.importedEvents += entry.eventCount
+                report.replicas[report.state(file.replica)].imported += 1
+                if claimed?.identifiesContents != true { cache.store(.held(canonical), target: key, file: file, identity: fileIdentity) }
+            case .alreadyPresent(let name):
+                report.replicas[report.state(file.replica)].duplicateSegments += 1
+                cache.store(.held(name.relativePath(in: file.replica)), target: key, file: file, identity: fileIdentity)
+            case .rejected(var problem):
+                problem.file = shown(file)
+                if publish, let claimed, let folder = transport.localFolder,
+                   let aside = engine.moveAsideDamagedCopy(file, name: claimed, problem: problem, folder: folder, readAs: fileIdentity) {
+                    problem.reason += "; moved aside to \(aside) so that a machine holding the right bytes publishes them again"
+                    report.rejected.append(problem)
+                    continue
+                }
+                report.rejected.append(problem)
+                if problem.kind != .unreadable { cache.store(.rejected(problem.kind, problem.reason), target: key, file: file, identity: fileIdentity) }
+            }
+        }
+        do throws(IOError) { try index.save(journal) } catch { throw .io(error, doing: "cannot save the local index") }
+        // Files an imported cover holds are retired, and covers of equal range settle on
+        // one (the smaller name): machines converge, and nothing goes back and forth.
+        let touched = Set(report.imported.compactMap { ReplicaID(hex: $0.prefix(32)) })
+        if !touched.isEmpty {
+            let retirement = Compactor(directory: journal).retireCoveredFiles(of: touched)
+            report.retired += retirement.retired.map { $0.retired.relativePath(in: $0.replica) }
+        }
+    }
+
+    /// Step 3: publishes what the target lacks, each file verified now, against its name
+    /// (invariant 6: never spread a damaged file; a verdict cached earlier could be about bytes
+    /// that have changed since).
+    func publishWhatTheTargetLacks(_ report: inout ReconcileReport) async throws(SyncError) {
+        let remoteKeys = remote.segmentKeys
+        var outgoing: [String] = []
+        var outgoingSizes: [String: Int64] = [:]
+        // Listed again: segments just imported from conflict copies go out under their
+        // canonical names too.
+        let localNow = report.imported.isEmpty ? local : TreeListing.scan(replicasPath: journal.replicasPath)
+        var refusedFolders = Set<String>()
+        for file in localNow.files {
+            guard case .segment(let name) = file.classification, name.identifiesContents,
+                  !remoteKeys.contains(file.relativePath) else { continue }
+            let folder = file.replica.hex
+            if remote.unwritableFolders.contains(folder) {
+                // Invariant 8: a symlink where a replica folder belongs is never written through.
+                if refusedFolders.insert(folder).inserted {
+                    report.notPublished.append(Problem(.ignored, file: key + "/replicas/" + folder, replica: file.replica,
+                                                       reason: "not a folder (a symbolic link is never followed); nothing published there"))
+                }
+                continue
+            }
+            let path = FileSystem.join(journal.replicasPath, file.relativePath)
+            report.bytesRead += file.size
+            if let problem = SegmentImporter.verifyFile(at: path, replica: file.replica, name: name) {
+                report.rejected.append(Problem(problem.kind, file: path, offset: problem.offset, replica: file.replica,
+                                               seqRange: name.firstSeq...name.lastSeq,
+                                               reason: "this journal's copy does not verify (\(problem.reason)); not published"))
+                continue
+            }
+            outgoing.append(file.relativePath)
+            outgoingSizes[file.relativePath] = file.size
+        }
+        if !outgoing.isEmpty {
+            engine.progress?("publishing \(outgoing.count) segment(s)")
+            let outcome = try await transport.publish(outgoing, from: journal.replicasPath)
+            report.published += outcome.sent
+            report.notPublished += outcome.refused
+            for relative in outcome.sent {
+                report.publishedBytes += outgoingSizes[relative] ?? 0
+                if let replica = ReplicaID(hex: relative.prefix(32)) { report.replicas[report.state(replica)].published += 1 }
+            }
+        }
+        let remoteSizes = Dictionary(remote.files.map { ($0.relativePath, $0.size) }, uniquingKeysWith: { first, _ in first })
+        let sent = Set(report.published)
+        for file in localNow.files {
+            guard case .segment(let name) = file.classification, name.identifiesContents,
+                  !sent.contains(file.relativePath), remoteSizes[file.relativePath] != file.size else { continue }
+            report.lackingOnTarget.append(file.relativePath)
+        }
+        if let folder = transport.localFolder {
+            // Read again only if this sync retired files (it logged them).
+            let log = report.retired.isEmpty ? coverLog : CoverLog.load(journal)
+            engine.removeCoveredFiles(remote, log: log, from: folder, alsoThere: Set(report.published), held: localNow.segmentKeys,
+                               shown: shown, report: &report)
+        }
+    }
+}
