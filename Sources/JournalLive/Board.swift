@@ -294,26 +294,46 @@ public final class Board: Sendable {
 
     // MARK: Hosted replicas
 
-    /// The replicas this board stores for others (a relay's native clients), committed by its
-    /// committer.
-    package var hosted: HostedReplicas { committer.hosted }
+    // The replicas this board stores for others (a relay's native clients, docs/PROTOCOL.md
+    // "Native mode"), under their own ids, committed and sealed by the board's committer.
 
     /// Stores `events` of a hosted replica (checked by the caller: consecutive runs that follow
     /// what the journal holds) in the next group commit, as one batch of `submitter`'s; the
     /// round is published as `.hosted` once durable (or failed).
-    package func host(_ events: [Event], of replica: ReplicaID, from submitter: Int) throws(JournalError) {
+    public func host(_ events: [Event], of replica: ReplicaID, from submitter: Int) throws(JournalError) {
         try committer.host(events, of: replica, from: submitter)
     }
 
-    /// The second step of `host`, for a caller that stages (`hosted.stage`) under a lock of its
-    /// own: called after that lock is released, when staging returned true.
-    package func commitHostedSoon() {
+    /// The first step of `host`, for a caller that stages under a lock of its own (so that
+    /// what it accepted and what is staged never disagree). Returns true when the caller must
+    /// then call `commitHostedSoon()`, after releasing that lock (a commit may run on its
+    /// thread).
+    public func stageHosted(_ events: [Event], of replica: ReplicaID, from submitter: Int) throws(JournalError) -> Bool {
+        try committer.hosted.stage(events, of: replica, from: submitter)
+    }
+
+    /// The second step of `host`: asks the committer for the group commit of what is staged.
+    public func commitHostedSoon() {
         committer.commitHostedSoon()
+    }
+
+    /// Drops what is staged of `replica` (its batches still settle with the next round):
+    /// events accepted after a round of the replica failed would follow a hole.
+    public func unstageHosted(_ replica: ReplicaID) {
+        committer.hosted.unstage(replica)
+    }
+
+    /// Seqs durable in the hosted files, per replica.
+    public var hostedStored: [ReplicaID: SeqRanges] { committer.hosted.stored }
+
+    /// The hosted open segments as they are now, every byte of them fsynced.
+    public func scanHosted() -> (scans: [ScannedSegment], problems: [Problem]) {
+        committer.hosted.scan()
     }
 
     /// Takes over hosted open segments a previous run left, sealing them (before the board
     /// takes connections). Returns the seqs found in them: durable, so held.
-    package func recoverHostedLeftovers() -> [ReplicaID: SeqRanges] {
+    public func recoverHostedLeftovers() -> [ReplicaID: SeqRanges] {
         committer.recoverHostedLeftovers()
     }
 

@@ -23,7 +23,7 @@ package final class Committer: Sendable {
     /// What opening the journal found and repaired (a torn tail cut, a copied folder).
     package let recovery: RecoveryReport
     /// The replicas this journal stores for others, committed and sealed here.
-    package let hosted: HostedReplicas
+    let hosted: HostedReplicas
     private let options: BoardOptions
     private let thread = WorkerThread()
     /// The journal's one compaction scheduler, stopped when the committer closes.

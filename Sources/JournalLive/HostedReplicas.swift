@@ -9,7 +9,7 @@ import JournalStorage
 /// It holds no thread and no timer of its own: the board's committer commits its staged
 /// events in the same group commit as the board's own, and seals and closes its files by the
 /// board's seal policy (`Board`, "the committer"). One writer per folder, one failure path.
-package final class HostedReplicas: Sendable {
+final class HostedReplicas: Sendable {
     private struct Files {
         var writers: [ReplicaID: HostedReplicaWriter] = [:]
         /// Seqs made durable in the hosted files (or found there at start), per replica.
@@ -43,11 +43,11 @@ package final class HostedReplicas: Sendable {
     }
 
     /// Seqs durable in the hosted files, per replica.
-    package var stored: [ReplicaID: SeqRanges] { files.withLock { $0.stored } }
+    var stored: [ReplicaID: SeqRanges] { files.withLock { $0.stored } }
 
     /// The hosted open segments as they are now, every byte of them fsynced (their writer is
     /// excluded meanwhile).
-    package func scan() -> (scans: [ScannedSegment], problems: [Problem]) {
+    func scan() -> (scans: [ScannedSegment], problems: [Problem]) {
         files.withLock { [directory] _ in directory.scanHostedSegments() }
     }
 
@@ -76,7 +76,7 @@ package final class HostedReplicas: Sendable {
     /// Queues `events` (of `replica`, in seq order, checked by the caller) for the next group
     /// commit, as one batch of `submitter`'s. Returns true when nothing was staged before (the
     /// caller asks the board for a commit).
-    package func stage(_ events: [Event], of replica: ReplicaID, from submitter: Int) throws(JournalError) -> Bool {
+    func stage(_ events: [Event], of replica: ReplicaID, from submitter: Int) throws(JournalError) -> Bool {
         try staged.withLock { staged throws(JournalError) in
             guard !staged.closed else { throw .closed }
             let first = staged.events.isEmpty && staged.batches.isEmpty
@@ -88,7 +88,7 @@ package final class HostedReplicas: Sendable {
 
     /// Drops what is staged of `replica` (its batches still settle with the next round): events
     /// accepted after a round of the replica failed would follow a hole.
-    package func unstage(_ replica: ReplicaID) {
+    func unstage(_ replica: ReplicaID) {
         staged.withLock { _ = $0.events.removeValue(forKey: replica) }
     }
 

@@ -61,7 +61,7 @@ final class NativeHost: Sendable {
     /// held, and neither is what was accepted after them (it would follow a hole); their
     /// replica's connections are closed and the clients resend.
     func settle(_ round: HostedRound) {
-        let stored = round.failed.isEmpty ? Have() : Have(board.hosted.stored)
+        let stored = round.failed.isEmpty ? Have() : Have(board.hostedStored)
         state.withLock { state in
             for (replica, events) in round.stored {
                 state.recent[replica] = Dictionary(events.map { ($0.id.seq, $0) }, uniquingKeysWith: { first, _ in first })
@@ -75,7 +75,7 @@ final class NativeHost: Sendable {
                 // Staged after the failed events: they would follow a hole (and be broadcast,
                 // then stored and broadcast again when the client resends). Under this lock, so
                 // that nothing accepted meanwhile slips through.
-                board.hosted.unstage(replica)
+                board.unstageHosted(replica)
             }
         }
     }
@@ -149,7 +149,7 @@ final class NativeHost: Sendable {
             // what is staged never disagree. The commit is asked for after it (one may run on
             // this thread, and its round is settled here).
             do throws(JournalError) {
-                needsCommit = try board.hosted.stage(fresh, of: replica, from: connection)
+                needsCommit = try board.stageHosted(fresh, of: replica, from: connection)
             } catch {
                 throw .closed
             }
@@ -186,7 +186,7 @@ final class NativeHost: Sendable {
     /// journal (stored here, or in segments the board folded): what an ack says.
     func durablePrefix(of replica: ReplicaID) -> UInt64 {
         var held = board.covered[replica] ?? SeqRanges()
-        held.formUnion(board.hosted.stored[replica] ?? SeqRanges())
+        held.formUnion(board.hostedStored[replica] ?? SeqRanges())
         guard let first = held.ranges.first, first.lowerBound == 1 else { return 0 }
         return first.upperBound
     }
@@ -195,7 +195,7 @@ final class NativeHost: Sendable {
 
     /// The hosted open segments as they are now, every byte of them fsynced (their writer is
     /// excluded meanwhile).
-    func scan() -> (scans: [ScannedSegment], problems: [Problem]) { board.hosted.scan() }
+    func scan() -> (scans: [ScannedSegment], problems: [Problem]) { board.scanHosted() }
 
     /// Seqs accepted: stored, or to be stored and sent by this host (a superset of what any
     /// read of the journal finds of hosted events, taken after the read).

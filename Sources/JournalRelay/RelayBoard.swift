@@ -291,7 +291,7 @@ public final class RelayBoard: Sendable {
     /// Every event `board` holds: folded, or durable in a hosted file.
     static func held(by board: Board) -> Have {
         var held = Have(board.covered)
-        held.formUnion(Have(board.hosted.stored))
+        held.formUnion(Have(board.hostedStored))
         return held
     }
 

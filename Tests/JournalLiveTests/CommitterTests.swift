@@ -162,7 +162,7 @@ import Testing
         #expect(await eventually(within: 20) { recorder.hostedStored.count == events.count })
         #expect(recorder.hostedStored == events)
         #expect(recorder.hostedBatches == 2)
-        #expect(board.hosted.stored[client.replica] == SeqRanges([1...50]))
+        #expect(board.hostedStored[client.replica] == SeqRanges([1...50]))
         // Sealed by the board's policy after the pause: no poll, a deadline.
         #expect(await eventually(within: 20) { recorder.sealed.contains { $0.replica == client.replica } })
         let file = try #require(recorder.sealed.first { $0.replica == client.replica })

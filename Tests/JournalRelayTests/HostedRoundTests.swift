@@ -58,7 +58,7 @@ import Testing
         #expect(failed.withLock { $0 } == 1)
         #expect(stored.withLock { $0 }.isEmpty, "stored after the hole: \(stored.withLock { $0 }.map(\.id.seq))")
         #expect(board.host.accepted[client.replica].isEmpty)
-        #expect(board.board.hosted.stored[client.replica] == nil)
+        #expect(board.board.hostedStored[client.replica] == nil)
         // The client resends from seq 1: every event stored once, in order.
         #expect(try board.host.accept(events, replica: client.replica, from: 2) == .staged(20))
         #expect(await eventually(within: 30) { stored.withLock { $0.count } == 20 })
