@@ -66,6 +66,20 @@ public struct SeqRanges: Equatable, Sendable {
         self = SeqRanges(ranges + other.ranges)
     }
 
+    /// The seqs held by both: one walk over the two sorted lists.
+    public func intersection(_ other: SeqRanges) -> SeqRanges {
+        var result = SeqRanges()
+        var (i, j) = (0, 0)
+        while i < ranges.count && j < other.ranges.count {
+            let (a, b) = (ranges[i], other.ranges[j])
+            let low = max(a.lowerBound, b.lowerBound), high = min(a.upperBound, b.upperBound)
+            if low <= high { result.appendInOrder(low...high) }
+            // The range that ends first can meet nothing further in the other list.
+            if a.upperBound < b.upperBound { i += 1 } else { j += 1 }
+        }
+        return result
+    }
+
     /// The seqs from 1 through `through` (or through the highest held) that are not held.
     public func gaps(through: UInt64? = nil) -> [ClosedRange<UInt64>] {
         var result: [ClosedRange<UInt64>] = []

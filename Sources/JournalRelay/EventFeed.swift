@@ -109,19 +109,9 @@ final class EventFeed: Sendable {
             })
         }
         if let inStore = withheld?.onlyIn {
-            for (replica, seqs) in covered { covered[replica] = Self.intersection(seqs, inStore[replica]) }
+            for (replica, seqs) in covered { covered[replica] = seqs.intersection(inStore[replica]) }
         }
         return Have(covered)
-    }
-
-    private static func intersection(_ a: SeqRanges, _ b: SeqRanges) -> SeqRanges {
-        var result = SeqRanges()
-        for x in a.ranges {
-            for y in b.ranges where y.lowerBound <= x.upperBound && x.lowerBound <= y.upperBound {
-                result.insert(max(x.lowerBound, y.lowerBound)...min(x.upperBound, y.upperBound))
-            }
-        }
-        return result
     }
 
     /// Events handed out so far.

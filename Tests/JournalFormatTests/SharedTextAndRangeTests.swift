@@ -23,6 +23,18 @@ import Testing
             for seq in 0...70 { #expect(whole.contains(UInt64(seq)) == naive.contains(UInt64(seq)), "round \(round) seq \(seq)") }
             // Canonical: sorted, and neither overlapping nor touching.
             for (a, b) in zip(whole.ranges, whole.ranges.dropFirst()) { #expect(a.upperBound + 1 < b.lowerBound, "round \(round)") }
+            // Against a second random set: the intersection holds exactly the seqs both hold.
+            var other = Set<UInt64>()
+            var otherRanges: [ClosedRange<UInt64>] = []
+            for _ in 0..<Int(random.next() % 8) {
+                let low = 1 + random.next() % 60
+                let range = low...(low + random.next() % 9)
+                otherRanges.append(range)
+                other.formUnion(range)
+            }
+            let both = whole.intersection(SeqRanges(otherRanges))
+            #expect(both == SeqRanges(naive.intersection(other).map { $0...$0 }), "round \(round)")
+            #expect(both == SeqRanges(otherRanges).intersection(whole), "round \(round)")
             let through: UInt64 = 75
             let missing = Set((1...through).filter { !naive.contains($0) })
             #expect(Set(whole.gaps(through: through).flatMap { Array($0) }) == missing, "round \(round)")
