@@ -59,6 +59,45 @@ extension Relay {
             boardsOpen: open, connections: connections, catchUpsRunning: catchUpCounts.running, catchUpsWaiting: catchUpCounts.waiting))
     }
 
-    /// Whether the relay serves (`GET /healthz`): not once it is shutting down.
-    public var isServing: Bool { boards.withLock { !$0.closed } }
+    /// Whether the relay serves (`GET /healthz`): not once it is shutting down, nor while its
+    /// leases cannot be renewed (it could acknowledge nothing).
+    public var isServing: Bool { boards.withLock { !$0.closed } && (leases?.isLive ?? true) }
+
+    // MARK: Leases (one owner per board)
+
+    /// Claims board `name`'s lease for this node; nil once held, else the refusal a client gets.
+    func claimLease(_ name: BoardName) async -> Refusal? {
+        guard let leases else { return nil }
+        switch await leases.claim(name, wait: leases.claimWait) {
+        case .held:
+            return nil
+        case .heldElsewhere(let node):
+            metrics.leaseRefused(name.text)
+            return Refusal(.notOwner, "board \(name.text) is served by node \(node) of this cluster: connect again through the cluster's balancer")
+        case .unavailable(let why):
+            report(.leaseFailed(name, why: why))
+            return Refusal(.unavailable, "board \(name.text) is not served until this node holds its lease, and the lease service could not be asked (its operator's log says why); connect again")
+        }
+    }
+
+    /// A board whose lease lapsed (its connections were closed with `notOwner`) is closed
+    /// here: another node serves it now.
+    func leaseLapsed(_ name: BoardName, _ board: RelayBoard) {
+        metrics.leaseLost(name.text)
+        report(.leaseLost(name))
+        boards.withLock { boards in
+            guard boards.open[name] === board else { return }
+            startClosing(name, board, &boards)
+        }
+    }
+
+    /// Looks at every open board's lease every `interval` seconds until cancelled: a board
+    /// nobody draws on (its viewers only) must still learn that it lapsed.
+    public func watchLeasesPeriodically(interval: Double = 0.25) async {
+        guard leases != nil else { return }
+        while !Task.isCancelled && !boards.withLock({ $0.closed }) {
+            do { try await Task.sleep(for: .milliseconds(Int(interval * 1000))) } catch { return }
+            for board in boards.withLock({ Array($0.open.values) }) { _ = board.holdsLease() }
+        }
+    }
 }

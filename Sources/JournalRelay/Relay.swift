@@ -87,6 +87,8 @@ public final class Relay: Sendable {
     public let sharing: BoardSharing?
     /// When an event is acknowledged: fsynced here, or in the shared store too (needs `sharing`).
     public let ackMode: AckMode
+    /// One owner per board in a cluster: a board is served only under its lease; nil: none.
+    public let leases: BoardLeases?
 
     struct Boards {
         var open: [BoardName: RelayBoard] = [:]
@@ -130,8 +132,9 @@ public final class Relay: Sendable {
     public init(
         dataDirectory: String, access: RelayAccess, boardOptions: BoardOptions = .relay, idleBoardSeconds: Double? = 60,
         limits: RelayLimits = RelayLimits(), sharing: BoardSharing? = nil, ackMode: AckMode = .local, hostKey: ReplicaKey? = nil,
-        foundsBoards: Bool = false
+        foundsBoards: Bool = false, leases: BoardLeases? = nil
     ) throws(RelayError) {
+        self.leases = leases
         self.dataDirectory = dataDirectory
         self.hostKey = hostKey
         self.foundsBoards = foundsBoards && hostKey != nil
@@ -205,13 +208,23 @@ public final class Relay: Sendable {
                 }, failed: { [weak self] why in self?.report(.shareFailed(name, why: why)) })
             }
             let relayBoard = RelayBoard(name: name, board: board, catchUps: catchUps, maxNativeReplicas: limits.maxNativeReplicasPerBoard,
-                                        sharedAcks: sharedAcks, storeCoverage: coverage, founding: founding, metrics: metrics)
+                                        sharedAcks: sharedAcks, storeCoverage: coverage, founding: founding, metrics: metrics,
+                                        leaseHeld: Self.leaseCheck(leases, name))
+            relayBoard.onLeaseLost.set { [weak self, weak relayBoard] (name: BoardName) in
+                guard let self, let relayBoard else { return }
+                self.leaseLapsed(name, relayBoard)
+            }
             relayBoard.start()
             report(.opened(name))
             return relayBoard
         } catch {
             throw .journal(board: name.text, error)
         }
+    }
+
+    private static func leaseCheck(_ leases: BoardLeases?, _ name: BoardName) -> (@Sendable () -> Bool)? {
+        guard let leases else { return nil }
+        return { leases.holds(name) }
     }
 
     /// A symlink where board folder `path` or its `replicas/` belongs, if there is one.
@@ -227,10 +240,17 @@ public final class Relay: Sendable {
         _ name: BoardName, _ boards: inout Boards, adoptingOrRefusing refusal: String? = nil
     ) -> Task<Result<Void, RelayError>, Never> {
         let task = Task { [self] () -> Result<Void, RelayError> in
+            // The lease first: before this node reads or syncs anything of the board, the
+            // node that served it before has stopped acknowledging it.
+            if let refusal = await claimLease(name) {
+                self.boards.withLock { _ = $0.opening.removeValue(forKey: name) }
+                return .failure(.refused(refusal))
+            }
             if let sharing {
                 let path = FileSystem.join(dataDirectory, name.text)
                 func fail(_ error: RelayError) -> Result<Void, RelayError> {
                     self.boards.withLock { _ = $0.opening.removeValue(forKey: name) }
+                    if let leases = self.leases { Task { await leases.release(name) } }
                     return .failure(error)
                 }
                 // Checked before any sync touches the folder (`openJournal` says why).
@@ -255,6 +275,7 @@ public final class Relay: Sendable {
                 boards.open[name] = board
                 return false
             }
+            if case .failure = opened, let leases { await leases.release(name) }
             if closedMeanwhile, case .success(let board) = opened {
                 await board.close()
                 return .failure(.closed)
@@ -349,7 +370,7 @@ public final class Relay: Sendable {
         startClosing(name, board, &boards)
     }
 
-    private func startClosing(_ name: BoardName, _ board: RelayBoard, _ boards: inout Boards) {
+    func startClosing(_ name: BoardName, _ board: RelayBoard, _ boards: inout Boards) {
         boards.open[name] = nil
         let reason = board.board.failure.map {
             Refusal(.unavailable, "board \(name.text): its journal failed (\($0)); it is being opened again: reconnect, and resend what was not acknowledged")
@@ -363,6 +384,8 @@ public final class Relay: Sendable {
                let why = await sharing.sync(name, journal: FileSystem.join(self.dataDirectory, name.text), open: false) {
                 self.report(.shareFailed(name, why: why))
             }
+            // Given up once what it held is in the store: the next owner opens with all of it.
+            if let leases = self?.leases { await leases.release(name) }
             _ = self?.boards.withLock { $0.closing.removeValue(forKey: name) }
             ProcessInfoLite.returnFreeMemory()
             self?.metrics.boardClosed(name.text)
@@ -446,6 +469,7 @@ public final class Relay: Sendable {
             if let sharing, let why = await sharing.sync(board.name, journal: FileSystem.join(dataDirectory, board.name.text), open: false) {
                 report(.shareFailed(board.name, why: why))
             }
+            if let leases { await leases.release(board.name) }
         }
         for task in closing { await task.value }
         // A board opened meanwhile is closed by its own opening, which sees the relay closed.
@@ -462,4 +486,9 @@ public enum RelayActivity: Sendable, Equatable {
     case closed(BoardName, why: String)
     /// A sync of a board with the cluster's store failed (`why`); the next one tries again.
     case shareFailed(BoardName, why: String)
+    /// The lease service could not be asked for a board's lease (`why`); it was not opened.
+    case leaseFailed(BoardName, why: String)
+    /// A board's lease lapsed here (a renewal failed, the node was frozen): its connections
+    /// were closed with `notOwner` and the board is being closed.
+    case leaseLost(BoardName)
 }

@@ -30,14 +30,22 @@ public final class RelayBoard: Sendable {
     let founding: BoardFounding?
     /// How many keys a board's membership may name before the relay stops admitting by token.
     let maxAdmitted: Int
+    /// Whether this node still holds the board's lease (`BoardLeases.holds`); nil: no leases.
+    let leaseHeld: (@Sendable () -> Bool)?
+    /// Set once the lease was found lapsed: every connection was closed with `notOwner`, and
+    /// nothing more is taken or acknowledged here.
+    let leaseLost = Locked(false)
+    /// Who hears that the lease lapsed (the relay, which closes the board).
+    let onLeaseLost = SharedHandler<BoardName>()
     /// A membership write of each kind is running (`writeMembership`).
     let healingOwnKey = Locked(false)
     let revokingTokenKeys = Locked(false)
 
     init(name: BoardName, board: Board, catchUps: CatchUpGate, maxNativeReplicas: Int = RelayLimits().maxNativeReplicasPerBoard,
          sharedAcks: SharedAcks? = nil, storeCoverage: StoreCoverage = StoreCoverage(), founding: BoardFounding? = nil,
-         metrics: RelayMetrics = RelayMetrics()) {
+         metrics: RelayMetrics = RelayMetrics(), leaseHeld: (@Sendable () -> Bool)? = nil) {
         self.storeCoverage = storeCoverage
+        self.leaseHeld = leaseHeld
         self.metrics = metrics
         self.name = name
         self.board = board
@@ -228,6 +236,7 @@ public final class RelayBoard: Sendable {
             // With shared acks, others see the events once the store holds them too, as their
             // owner's ack says: never a stroke that a node lost with its disk takes back.
             guard sharedAcks != nil else {
+                guard holdsLease() else { continue }
                 Self.deliver(events, to: all.filter { $0.nativeReplica != replica })
                 for connection in owners { connection.acknowledge(replica: replica, upTo: upTo) }
                 metrics.acknowledged(events: events.count)
@@ -246,18 +255,43 @@ public final class RelayBoard: Sendable {
 
     /// Runs `acknowledge` once what is durable now may be acknowledged: at once, or, with
     /// shared acks, once a seal and a publish that began after this call put it in the store.
+    /// In a cluster with leases, only while this node holds the board's lease: an ack that
+    /// finds it lapsed is never sent (the client sends its frames again to the node that holds
+    /// it), and every connection is closed with `notOwner`.
     func whenAcknowledgeable(_ acknowledge: @escaping @Sendable () -> Void) {
-        guard let sharedAcks else { return acknowledge() }
-        sharedAcks.hold(acknowledge)
+        guard let sharedAcks else { return acknowledgeIfOwner(acknowledge) }
+        sharedAcks.hold { [self] in acknowledgeIfOwner(acknowledge) }
     }
 
     /// `Board.whenDurable`, then `whenAcknowledgeable`: what a text client's acks wait for.
     func whenAcknowledgeable(afterDurable notify: @escaping Board.DurableNotice) {
-        guard sharedAcks != nil else { return board.whenDurable(notify) }
         board.whenDurable { [self] outcome in
             guard case .success = outcome else { return notify(outcome) }
             whenAcknowledgeable { notify(outcome) }
         }
+    }
+
+    private func acknowledgeIfOwner(_ acknowledge: @Sendable () -> Void) {
+        guard holdsLease() else { return }
+        acknowledge()
+    }
+
+    /// Whether this node may take and acknowledge the board's frames: it holds the lease, or
+    /// the relay has none. The first time it does not, every connection is closed with
+    /// `notOwner` and the relay is told.
+    func holdsLease() -> Bool {
+        guard let leaseHeld else { return true }
+        if leaseHeld() && !leaseLost.withLock({ $0 }) { return true }
+        let first = leaseLost.withLock { lost -> Bool in
+            defer { lost = true }
+            return !lost
+        }
+        if first {
+            let refusal = Refusal(.notOwner, "board \(name.text): this node no longer holds the board's lease; nothing more is acknowledged here: connect again (through the cluster's balancer) and resend what was not acknowledged")
+            for connection in connections.withLock({ Array($0.values) }) { connection.close(refusal) }
+            onLeaseLost(name)
+        }
+        return false
     }
 
     // MARK: Reading the journal

@@ -88,6 +88,7 @@ extension RelayConnection {
     func receiveNative(_ decode: (ReplicaID, [UInt8], BoardName) throws(RelayError) -> [Event]) async {
         guard let replica = nativeReplica else { return }
         if case .closed = state.withLock({ $0.phase }) { return }
+        guard relayBoard.holdsLease() else { return }
         guard grant.allows(.draw) else {
             close(.viewOnly, viewOnly("native frame not stored"))
             return

@@ -287,6 +287,8 @@ public final class RelayConnection: Sendable {
             return state.framesReceived
         }
         guard let frame else { return }
+        // A node whose lease lapsed records nothing more (the client resends to the owner).
+        guard relayBoard.holdsLease() else { return }
         guard grant.allows(.draw) else {
             // Not even parsed: a viewer's frames cost the relay nothing but this answer.
             refuse(frame: frame, .viewOnly, viewOnly("frame \(frame) not recorded"))

@@ -14,6 +14,10 @@ public final class RelayMetrics: Sendable {
         var roundSeconds: Double = 0
         /// Boards whose last shared round failed, since when (monotonic seconds).
         var failingSince: [String: Double] = [:]
+        /// Openings refused because another node held the board's lease.
+        var leaseRefusals: UInt64 = 0
+        /// Boards closed here because their lease lapsed (a renewal failed, a freeze).
+        var leasesLost: UInt64 = 0
     }
 
     private let counters = Locked(Counters())
@@ -46,6 +50,16 @@ public final class RelayMetrics: Sendable {
                 if counters.failingSince[board] == nil { counters.failingSince[board] = ProcessInfoLite.monotonicSeconds() - seconds }
             }
         }
+    }
+
+    /// A board's opening was refused: another node holds its lease.
+    func leaseRefused(_ board: String) {
+        counters.withLock { $0.leaseRefusals += 1 }
+    }
+
+    /// A board's lease lapsed here: it was closed.
+    func leaseLost(_ board: String) {
+        counters.withLock { $0.leasesLost += 1 }
     }
 
     /// A board closed: its rounds no longer fail.
@@ -88,6 +102,10 @@ public final class RelayMetrics: Sendable {
         metric("share_rounds_total", "counter", "Shared-ack rounds (seal, publish to the store) by outcome (--ack shared).",
                [(#"{outcome="ok"}"#, String(counters.roundsSucceeded)), (#"{outcome="failed"}"#, String(counters.roundsFailed))])
         metric("share_round_seconds_total", "counter", "Time spent in shared-ack rounds.", [("", number(counters.roundSeconds))])
+        metric("lease_refusals_total", "counter", "Boards not opened here because another node held their lease (--lease).",
+               [("", String(counters.leaseRefusals))])
+        metric("leases_lost_total", "counter", "Boards closed here because their lease lapsed: a renewal failed or the node was frozen (--lease).",
+               [("", String(counters.leasesLost))])
         metric("share_failing_boards", "gauge", "Open boards whose last shared-ack round failed: their acks wait.",
                [("", String(counters.failingSince.count))])
         metric("share_failing_seconds", "gauge", "How long the board failing longest has failed its rounds (0: none).",

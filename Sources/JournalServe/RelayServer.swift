@@ -59,6 +59,10 @@ public struct RelayServer: Sendable {
             case .closed(let board, let why): logger.info("board closed", metadata: ["board": "\(board.text)", "why": "\(why)"])
             case .shareFailed(let board, let why):
                 logger.warning("sync with the shared store failed; trying again", metadata: ["board": "\(board.text)", "why": "\(why)"])
+            case .leaseFailed(let board, let why):
+                logger.warning("the lease service could not be asked; the board was not opened", metadata: ["board": "\(board.text)", "why": "\(why)"])
+            case .leaseLost(let board):
+                logger.warning("the board's lease lapsed: its connections were closed, the board is being closed", metadata: ["board": "\(board.text)"])
             }
         }
         let router = Router(context: RelaySocketContext.self)
@@ -158,6 +162,10 @@ public struct RelayServer: Sendable {
         // the others published (nothing without --share).
         let sharer = Task { await relay.shareOpenBoardsPeriodically() }
         defer { sharer.cancel() }
+        // A board whose lease lapsed (this node frozen, or cut off from the lease service) is
+        // closed within a quarter second even if nobody draws on it (nothing without --lease).
+        let leaseWatch = Task { await relay.watchLeasesPeriodically() }
+        defer { leaseWatch.cancel() }
         do {
             if handlingSignals {
                 // Stopped in reverse order: the relay's connections close first (each client
@@ -214,7 +222,7 @@ public struct RelayServer: Sendable {
         let serving = relay.isServing
         return Response(
             status: serving ? .ok : .serviceUnavailable, headers: [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-cache"],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: serving ? "ok\n" : "shutting down\n")))
+            body: ResponseBody(byteBuffer: ByteBuffer(string: serving ? "ok\n" : relay.leases?.isLive == false ? "no lease: this node cannot acknowledge now\n" : "shutting down\n")))
     }
 
     static func boardList(_ relay: Relay) -> Response {

@@ -38,6 +38,10 @@ public enum RefusalCode: String, Sendable, CaseIterable {
     /// The relay cannot serve the board now (shutting down, its journal or store failed, the
     /// board being opened or closed): the same request succeeds later.
     case unavailable
+    /// Another node of the cluster holds the board's lease (or this node lost it): this node
+    /// acknowledges nothing of the board. Connecting again (through the cluster's balancer)
+    /// reaches the node that holds it.
+    case notOwner = "not-owner"
     /// An error of a relay older than these codes: no code said.
     case unspecified
 
@@ -58,7 +62,7 @@ public enum RefusalCode: String, Sendable, CaseIterable {
         case .badRequest, .invalidBoardName, .unauthorized, .forbidden, .refusedFrame: return .never
         case .viewOnly, .notMember, .invitationRefused: return .asViewer
         case .nativeLimit: return .inTextMode
-        case .invitationPending, .replicaConflict, .replaced, .atCapacity, .tooSlow, .unavailable, .unspecified: return .later
+        case .invitationPending, .replicaConflict, .replaced, .atCapacity, .tooSlow, .unavailable, .notOwner, .unspecified: return .later
         }
     }
 
@@ -80,6 +84,7 @@ public enum RefusalCode: String, Sendable, CaseIterable {
         case .refusedFrame: return 4422
         case .invitationPending: return 4425
         case .atCapacity: return 4429
+        case .notOwner: return 4421
         case .unavailable: return 4503
         case .unspecified: return 1000
         }

@@ -42,6 +42,7 @@ import Testing
         #expect(RefusalCode(closeCode: 1000) == nil && RefusalCode(closeCode: 1006) == nil && RefusalCode(closeCode: 4999) == nil)
     }
 
+
     @Test func malformedMessagesAreRefusedWithAReason() {
         for text in [#"{"type":"ack","upTo":-1}"#, #"{"type":"ack","upTo":01}"#, #"{"type":"ack","upTo":18446744073709551616}"#,
                      #"{"type":"error","message":"unterminated}"#, #"{"type":"nonsense"}"#, "not json",

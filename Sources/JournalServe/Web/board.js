@@ -1320,8 +1320,8 @@
   const CLOSE_CODES = {
     4400: 'bad-request', 4401: 'unauthorized', 4403: 'forbidden', 4404: 'invalid-board-name',
     4405: 'view-only', 4406: 'not-a-member', 4408: 'too-slow', 4409: 'replica-conflict',
-    4410: 'invitation-refused', 4412: 'replaced', 4413: 'native-limit', 4422: 'refused-frame',
-    4425: 'invitation-pending', 4429: 'at-capacity', 4503: 'unavailable',
+    4410: 'invitation-refused', 4412: 'replaced', 4413: 'native-limit', 4421: 'not-owner',
+    4422: 'refused-frame', 4425: 'invitation-pending', 4429: 'at-capacity', 4503: 'unavailable',
   };
   function retryLater() {
     const delay = backoff;

@@ -66,7 +66,10 @@ extension RelayCommand {
                 on it), and is lost if its disk is lost. With --ack shared a relay
                 acknowledges an event only once its segment is in the store (it seals and
                 publishes first, a round at a time): losing the disk loses nothing
-                acknowledged, and acks wait for the store.
+                acknowledged, and acks wait for the store. With --lease etcd://HOST:PORT a
+                board has one owner at a time: a relay serves it only while it holds the
+                board's lease in etcd, refuses it (not-owner) while another does, and stops
+                acknowledging once its own lease may have lapsed (a freeze, a lost network).
 
                 Ctrl-C or SIGTERM stop it: boards are sealed and their locks released.
 
@@ -75,6 +78,7 @@ extension RelayCommand {
                   journal token --data boards --board sketch --scope draw --ttl 8h
                   journal serve --port 8080 --data boards --open     # no tokens: local use only
                   journal serve --port 8081 --data node1 --share s3://boards/cluster --ack shared
+                  journal serve --port 8081 --data node1 --share /mnt/boards --lease etcd://10.0.0.21:2379 --node node1
                 """)
 
         @Option(help: "The TCP port to listen on (0: any free port, printed at start).") var port: Int
@@ -118,6 +122,14 @@ extension RelayCommand {
             "Seal native clients' replicas, as their host, with the key in this file (`journal members keygen FILE`), on every board, and found new boards' membership with it (default without --open: DIR/.relay/host.key): one key for a cluster, kept outside --data, so that a node that lost its disk serves and seals as before.",
             valueName: "file"))
         var hostKey: String?
+        @Option(help: ArgumentHelp(
+            "With --share: one owner per board, through etcd's v3 JSON gateway at this address (etcd://HOST:PORT). A node serves a board only while it holds the board's lease, refuses it (code not-owner) while another node does, and stops acknowledging once its lease may have lapsed (docs/DEPLOY.md, \"One owner per board\").",
+            valueName: "etcd://host:port"))
+        var lease: String?
+        @Option(help: ArgumentHelp("With --lease: this node's name, as other nodes' refusals show it (default: HOSTNAME:PORT).", valueName: "name"))
+        var node: String?
+        @Option(help: ArgumentHelp("With --lease: seconds a lease lives without a renewal (renewed every quarter of it); a node stops acknowledging after three quarters.", valueName: "seconds"))
+        var leaseTtl: Int = 2
 
         func validate() throws {
             guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
@@ -133,6 +145,11 @@ extension RelayCommand {
             guard maxConnectionsPerToken >= 1 else { throw ValidationError("--max-connections-per-token must be 1 or more") }
             if ack == .shared && share == nil { throw ValidationError("--ack shared needs --share STORE: acknowledged means in that store") }
             guard shareInterval >= 0.1, shareInterval <= 3600 else { throw ValidationError("--share-interval must be between 0.1 and 3600 seconds") }
+            if lease != nil && share == nil { throw ValidationError("--lease needs --share STORE: a board's next owner opens it from the store") }
+            guard (2...60).contains(leaseTtl) else { throw ValidationError("--lease-ttl must be between 2 and 60 seconds") }
+            if let lease {
+                do throws(EtcdLeases.LeaseAddressError) { _ = try EtcdLeases(address: lease, node: "check") } catch { throw ValidationError("--lease \(error)") }
+            }
             if let share {
                 let target: SyncTarget
                 do throws(SyncError) { target = try SyncTarget(parsing: share) } catch { throw ValidationError("--share: \(error)") }
@@ -171,11 +188,19 @@ extension RelayCommand {
                         sealingKey = hostKey == nil && !FileSystem.exists(keyFile) ? try KeyFile.create(keyFile) : try KeyFile.read(keyFile)
                     } catch { throw CLIError(error.description, code: 65) }
                 }
+                var leases: EtcdLeases?
+                if let lease {
+                    do throws(EtcdLeases.LeaseAddressError) {
+                        leases = try EtcdLeases(address: lease, node: node ?? (ProcessInfoLite.hostName + ":" + String(port)), ttlSeconds: leaseTtl)
+                    } catch { throw ValidationError("--lease \(error)") }
+                }
+                leases?.start()
+                defer { leases?.stop() }
                 let relay: Relay
                 do throws(RelayError) { relay = try Relay(
                     dataDirectory: data, access: access, idleBoardSeconds: closeIdleAfter > 0 ? closeIdleAfter : nil,
                     limits: limits, sharing: share.map { SyncedBoardSharing(store: $0, interval: shareInterval) }, ackMode: ack,
-                    hostKey: sealingKey, foundsBoards: !open) } catch { throw CLIError(error.description, code: CLIError.ioError) }
+                    hostKey: sealingKey, foundsBoards: !open, leases: leases) } catch { throw CLIError(error.description, code: CLIError.ioError) }
                 var logger = Logger(label: "journal-serve")
                 if let level = Logger.Level(rawValue: logLevel) { logger.logLevel = level }
                 let server = RelayServer(relay: relay, host: bind, port: port, writeStallSeconds: writeTimeout, logger: logger)

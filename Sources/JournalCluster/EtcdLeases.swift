@@ -1,0 +1,251 @@
+import JournalPlatform
+import JournalRelay
+
+/// Board leases from etcd, through its v3 JSON gateway (`journal serve --lease
+/// etcd://HOST:PORT`, docs/DEPLOY.md "One owner per board").
+///
+/// The node holds one etcd lease of `ttlSeconds`, renewed every quarter of it on a thread of
+/// its own. A board is this node's while the key `<prefix><board>` exists with the node's
+/// name under that lease; it is created only where there is none (a transaction comparing its
+/// create revision with 0), so a second node reads the first one's name and waits or
+/// refuses. The revision that created the key is the claim's fence: a later claim of the
+/// board, by any node, has a larger one.
+///
+/// etcd lets the lease lapse `ttlSeconds` after the last renewal it received. This node
+/// stops counting itself the owner earlier, `ttlSeconds` × `validFraction` after it *sent*
+/// the last renewal that succeeded, by its own monotonic clock: a node that froze, or lost
+/// the network, stops acknowledging before another node can have claimed its boards. The
+/// margin covers a difference in clock rate, not a clock jump (monotonic clocks never jump).
+public final class EtcdLeases: BoardLeases, Sendable {
+    public let host: String
+    public let port: Int
+    /// This node's name, written as the owner of its boards (what another node's refusal names).
+    public let node: String
+    public let ttlSeconds: Int
+    /// Keys are `<prefix><board>`: one prefix per cluster sharing an etcd.
+    public let prefix: String
+    public let validFraction = 0.75
+    /// Each request to etcd gives up after this long.
+    public let requestTimeout: Double
+
+    private struct State {
+        var lease: Int64?
+        /// Monotonic second until which the lease is this node's by its own clock.
+        var validUntil = 0.0
+        /// Boards held, with their fences.
+        var claimed: [BoardName: UInt64] = [:]
+        /// Why the last request failed, for `/healthz` and the log.
+        var lastProblem: String?
+        var stopped = false
+    }
+
+    private let state = Locked(State())
+    /// Renewals, on a thread of their own: a claim waiting for another node never delays one.
+    private let renewer = WorkerThread()
+    /// Claims and releases (blocking requests), off the concurrency pool.
+    private let asker = WorkerThread()
+
+    public init(host: String, port: Int, node: String, ttlSeconds: Int = 2, prefix: String = "/strokejournal/boards/") {
+        self.host = host
+        self.port = port
+        self.node = node
+        self.ttlSeconds = max(2, ttlSeconds)
+        self.prefix = prefix
+        requestTimeout = max(0.2, Double(self.ttlSeconds) / 4)
+    }
+
+    /// `etcd://HOST:PORT` (or `http://HOST:PORT`).
+    public convenience init(address: String, node: String, ttlSeconds: Int = 2) throws(LeaseAddressError) {
+        var rest = Substring(address)
+        for scheme in ["etcd://", "http://"] where rest.hasPrefix(scheme) { rest = rest.dropFirst(scheme.count) }
+        if rest.hasSuffix("/") { rest = rest.dropLast() }
+        guard let colon = rest.lastIndex(of: ":"), let port = Int(rest[rest.index(after: colon)...]), (1...65535).contains(port),
+              !rest[..<colon].isEmpty else {
+            throw LeaseAddressError(address: address)
+        }
+        self.init(host: String(rest[..<colon]), port: port, node: node, ttlSeconds: ttlSeconds)
+    }
+
+    public struct LeaseAddressError: Error, CustomStringConvertible {
+        public var address: String
+        public var description: String { "\(address): expected etcd://HOST:PORT (etcd's client address, e.g. etcd://127.0.0.1:2379)" }
+    }
+
+    /// Takes the node's lease now (waiting for at most one request), then renews it every
+    /// quarter of its time to live until `stop()`. A node whose etcd is not reachable yet
+    /// starts anyway, unhealthy, and keeps trying.
+    public func start() {
+        renewer.submit { [self] in renew() }
+    }
+
+    /// Stops renewing and gives every claim up (the relay closed its boards first).
+    public func stop() {
+        state.withLock { $0.stopped = true }
+        renewer.close()
+        if let lease = state.withLock({ $0.lease }) {
+            // Revoking deletes every key under the lease at once: the boards are free now, not
+            // a time to live later.
+            _ = try? request("/v3/lease/revoke", #"{"ID":"\#(lease)"}"#)
+        }
+        asker.close()
+    }
+
+    /// Stops renewing and gives nothing up: what a frozen or vanished node looks like to etcd
+    /// (its claims lapse a time to live later).
+    package func stopRenewing() {
+        state.withLock { $0.stopped = true }
+    }
+
+    // MARK: BoardLeases
+
+    public var claimWait: Double { Double(ttlSeconds) + 1 }
+
+    public func holds(_ board: BoardName) -> Bool {
+        let now = ProcessInfoLite.monotonicSeconds()
+        return state.withLock { $0.claimed[board] != nil && now < $0.validUntil }
+    }
+
+    public var isLive: Bool {
+        let now = ProcessInfoLite.monotonicSeconds()
+        return state.withLock { $0.lease != nil && now < $0.validUntil }
+    }
+
+    /// Why the service could not be asked last, if the last request failed.
+    public var lastProblem: String? { state.withLock { $0.lastProblem } }
+
+    /// The fence of a board held here.
+    public func fence(of board: BoardName) -> UInt64? { state.withLock { $0.claimed[board] } }
+
+    public func claim(_ board: BoardName, wait: Double) async -> LeaseClaim {
+        let deadline = ProcessInfoLite.monotonicSeconds() + wait
+        while true {
+            let outcome = await onAsker { [self] in claimOnce(board) }
+            guard case .heldElsewhere = outcome, ProcessInfoLite.monotonicSeconds() < deadline else { return outcome }
+            // Another node's claim lapses at most a time to live after its last renewal.
+            do { try await Task.sleep(for: .milliseconds(200)) } catch { return outcome }
+        }
+    }
+
+    public func release(_ board: BoardName) async {
+        guard state.withLock({ $0.claimed.removeValue(forKey: board) }) != nil else { return }
+        await onAsker { [self] in
+            guard let lease = state.withLock({ $0.lease }) else { return }
+            let key = EtcdJSON.base64(Array((prefix + board.text).utf8))
+            // Deleted only while it is still under this node's lease: never another node's claim.
+            _ = try? request("/v3/kv/txn", #"{"compare":[{"key":"\#(key)","target":"LEASE","lease":"\#(lease)"}],"success":[{"requestDeleteRange":{"key":"\#(key)"}}]}"#)
+        }
+    }
+
+    // MARK: Requests
+
+    private func onAsker<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
+            // Without a thread (closed), `submit` runs the job on the caller.
+            asker.submit { continuation.resume(returning: body()) }
+        }
+    }
+
+    private func request(_ path: String, _ json: String) throws(LeaseRequestError) -> EtcdJSON.Value {
+        let response: HTTPExchange.Response
+        do {
+            response = try HTTPExchange.post(host: host, port: port, path: path, json: Array(json.utf8), timeoutSeconds: requestTimeout)
+        } catch {
+            throw LeaseRequestError(description: "etcd at \(host):\(port): \(error)")
+        }
+        let value: EtcdJSON.Value
+        do { value = try EtcdJSON.parse(response.body) } catch {
+            throw LeaseRequestError(description: "etcd at \(host):\(port)\(path): HTTP \(response.status), not JSON: \(error)")
+        }
+        guard response.status == 200 else {
+            let said = value["message"]?.text ?? value["error"]?.text ?? "HTTP \(response.status)"
+            throw LeaseRequestError(description: "etcd at \(host):\(port)\(path): \(said)", notFound: said.contains("not found"))
+        }
+        return value
+    }
+
+    struct LeaseRequestError: Error, CustomStringConvertible {
+        var description: String
+        /// etcd no longer knows the lease (it lapsed).
+        var notFound = false
+    }
+
+    /// A lease for this node: the current one, or a new one.
+    private func currentLease() throws(LeaseRequestError) -> Int64 {
+        if let lease = state.withLock({ $0.lease }) { return lease }
+        let sent = ProcessInfoLite.monotonicSeconds()
+        let granted = try request("/v3/lease/grant", #"{"TTL":"\#(ttlSeconds)"}"#)
+        guard let lease = granted.field("ID")?.integer, let ttl = granted.field("TTL")?.integer, ttl > 0 else {
+            throw LeaseRequestError(description: "etcd at \(host):\(port) granted no lease: \(granted)")
+        }
+        state.withLock { state in
+            state.lease = lease
+            state.validUntil = sent + Double(ttlSeconds) * validFraction
+            state.lastProblem = nil
+        }
+        return lease
+    }
+
+    private func claimOnce(_ board: BoardName) -> LeaseClaim {
+        do throws(LeaseRequestError) {
+            let lease = try currentLease()
+            let key = EtcdJSON.base64(Array((prefix + board.text).utf8))
+            let value = EtcdJSON.base64(Array(node.utf8))
+            let answer = try request("/v3/kv/txn", """
+                {"compare":[{"key":"\(key)","target":"CREATE","createRevision":"0"}],\
+                "success":[{"requestPut":{"key":"\(key)","value":"\(value)","lease":"\(lease)"}}],\
+                "failure":[{"requestRange":{"key":"\(key)"}}]}
+                """)
+            if answer.field("succeeded")?.isTrue == true {
+                let fence = UInt64(answer.field("header")?.field("revision")?.integer ?? 0)
+                state.withLock { $0.claimed[board] = fence }
+                return .held(fence: fence)
+            }
+            let held = answer.field("responses")?.elements.first?.field("response_range")?.field("kvs")?.elements.first
+            let owner = held?.field("value")?.text.flatMap(EtcdJSON.fromBase64).map { String(decoding: $0, as: UTF8.self) } ?? "?"
+            if held?.field("lease")?.integer == lease {
+                // Already this node's, under its current lease (a board opened again here).
+                let fence = UInt64(held?.field("create_revision")?.integer ?? 0)
+                state.withLock { $0.claimed[board] = fence }
+                return .held(fence: fence)
+            }
+            return .heldElsewhere(owner)
+        } catch {
+            state.withLock { $0.lastProblem = error.description }
+            return .unavailable(error.description)
+        }
+    }
+
+    /// One renewal, then the next one scheduled a quarter of the time to live later.
+    private func renew() {
+        guard !state.withLock({ $0.stopped }) else { return }
+        let sent = ProcessInfoLite.monotonicSeconds()
+        do throws(LeaseRequestError) {
+            if let lease = state.withLock({ $0.lease }) {
+                let answer = try request("/v3/lease/keepalive", #"{"ID":"\#(lease)"}"#)
+                // A stream of answers; the gateway sends the one for this request as "result".
+                let result = answer["result"] ?? answer
+                guard let ttl = result.field("TTL")?.integer, ttl > 0 else { throw LeaseRequestError(description: "lease \(lease) lapsed", notFound: true) }
+                state.withLock { state in
+                    state.validUntil = max(state.validUntil, sent + Double(ttlSeconds) * validFraction)
+                    state.lastProblem = nil
+                }
+            } else {
+                _ = try currentLease()
+            }
+        } catch {
+            state.withLock { state in
+                state.lastProblem = error.description
+                if error.notFound {
+                    // etcd let the lease lapse (this node was frozen or cut off longer than its
+                    // time to live): every claim went with it. A new lease is taken next time;
+                    // boards are claimed again when they open again.
+                    state.lease = nil
+                    state.validUntil = 0
+                    state.claimed.removeAll()
+                }
+            }
+        }
+        let next = sent + Double(ttlSeconds) / 4
+        if !renewer.submit(at: next, { [self] in renew() }) { return }
+    }
+}

@@ -1,0 +1,211 @@
+import Foundation
+import JournalCluster
+import JournalLive
+import JournalPlatform
+@testable import JournalRelay
+import JournalTestSupport
+import JournalWire
+import Testing
+
+/// Leases a test plays (`BoardLeases`): who holds each board, and whether this node's claims
+/// are still in force.
+final class PlayedLeases: BoardLeases {
+    struct State {
+        /// Boards another node holds (its name).
+        var elsewhere: [BoardName: String] = [:]
+        var held: Set<BoardName> = []
+        /// False: this node's renewals lapsed (it was frozen, or cut off).
+        var inForce = true
+        var released: [BoardName] = []
+    }
+
+    let state = Locked(State())
+    let claimWait = 0.0
+
+    func claim(_ board: BoardName, wait: Double) async -> LeaseClaim {
+        state.withLock { state in
+            if let other = state.elsewhere[board] { return .heldElsewhere(other) }
+            state.held.insert(board)
+            return .held(fence: UInt64(state.held.count))
+        }
+    }
+
+    func release(_ board: BoardName) async {
+        state.withLock { state in
+            state.held.remove(board)
+            state.released.append(board)
+        }
+    }
+
+    func holds(_ board: BoardName) -> Bool { state.withLock { $0.inForce && $0.held.contains(board) } }
+    var isLive: Bool { state.withLock { $0.inForce } }
+}
+
+/// One owner per board (`Relay` with `BoardLeases`): a board another node holds is refused with
+/// `notOwner` before anything of it is read or written here; once this node's lease lapses,
+/// nothing more is taken or acknowledged, every connection is closed with `notOwner`, and the
+/// board is closed and its claim given up.
+@Suite struct BoardLeaseTests {
+    @Test func aBoardAnotherNodeHoldsIsRefusedWithNotOwnerAndNothingIsWritten() async throws {
+        let temp = TemporaryDirectory("lease-elsewhere")
+        defer { temp.remove() }
+        let leases = PlayedLeases()
+        leases.state.withLock { $0.elsewhere[try! BoardName("wall")] = "node-b" }
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false),
+                              sharing: PlayedStore(), leases: leases)
+        await #expect {
+            _ = try await relay.connect(to: BoardName("wall"))
+        } throws: { error in
+            guard let error = error as? RelayError else { return false }
+            return error.code == .notOwner && error.description.contains("node-b")
+        }
+        #expect(!FileSystem.exists(temp.path + "/wall"), "the refused board's journal was created")
+        #expect(relay.metricsText.contains("strokejournal_lease_refusals_total 1"))
+        await relay.close()
+    }
+
+    @Test(arguments: [AckMode.local, .shared])
+    func aLapsedLeaseAcknowledgesNothingMoreClosesEveryConnectionAndGivesTheBoardUp(ack: AckMode) async throws {
+        let temp = TemporaryDirectory("lease-lapsed")
+        defer { temp.remove() }
+        let leases = PlayedLeases()
+        let store = PlayedStore()
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false),
+                              sharing: store, ackMode: ack, leases: leases)
+        let lost = Locked(0)
+        relay.observe { activity in if case .leaseLost = activity { lost.withLock { $0 += 1 } } }
+        let connection = try await SharedAckRoundTests.connect(relay, "wall")
+        let received = SharedAckRoundTests.Received(connection)
+        await connection.receive(text: SharedAckRoundTests.point(1))
+        #expect(await eventually(within: 120) { received.acks == [1] }, "the first frame was not acknowledged: \(received.acks)")
+
+        // Frame 2 is durable (and, shared, in a round the store holds back) when the lease lapses.
+        if ack == .shared { store.state.withLock { $0.holding = true } }
+        await connection.receive(text: SharedAckRoundTests.point(2))
+        if ack == .shared {
+            #expect(await eventually(within: 120) { store.heldRounds >= 1 })
+            leases.state.withLock { $0.inForce = false }
+            store.release()
+        } else {
+            leases.state.withLock { $0.inForce = false }
+            // The next frame meets the lapsed lease (the ack of frame 2 may have gone out before).
+            await connection.receive(text: SharedAckRoundTests.point(3))
+        }
+        #expect(await eventually(within: 120) { connection.closeRefusal?.code == .notOwner }, "no not-owner close: \(String(describing: connection.closeRefusal))")
+        // The close is the progress an ack would have come before: after it, none comes.
+        #expect(!received.acks.contains(3))
+        if ack == .shared { #expect(received.acks == [1], "acknowledged after the lease lapsed: \(received.acks)") }
+        #expect(await eventually(within: 120) { relay.openBoards.isEmpty && leases.state.withLock { $0.released.count } == 1 },
+                "the board was not closed and given up")
+        #expect(lost.withLock { $0 } == 1)
+        #expect(!relay.isServing, "a node without its lease says so to the balancer")
+        received.stop()
+        await relay.close()
+    }
+}
+
+/// `EtcdLeases` against a real etcd (Debian's etcd-server), started for the test on free ports.
+@Suite(.serialized, .enabled(if: EtcdServer.binary != nil, "etcd is not installed (Debian: apt-get install etcd-server)"))
+struct EtcdLeaseTests {
+    @Test func oneNodeHoldsABoardUntilItsLeaseLapsesAndTheNextClaimHasALargerFence() async throws {
+        let server = try await EtcdServer()
+        defer { server.stop() }
+        let a = EtcdLeases(host: "127.0.0.1", port: server.port, node: "node-a", ttlSeconds: 2, prefix: "/test/boards/")
+        let b = EtcdLeases(host: "127.0.0.1", port: server.port, node: "node-b", ttlSeconds: 2, prefix: "/test/boards/")
+        a.start()
+        b.start()
+        defer { a.stop(); b.stop() }
+        #expect(await eventually(within: 60) { a.isLive && b.isLive }, "\(a.lastProblem ?? "") \(b.lastProblem ?? "")")
+        let board = try BoardName("wall")
+
+        guard case .held(let first) = await a.claim(board, wait: 0) else { Issue.record("node-a could not claim a free board"); return }
+        #expect(a.holds(board))
+        #expect(await b.claim(board, wait: 0) == .heldElsewhere("node-a"))
+        // Claimed again by its holder: the same claim.
+        #expect(await a.claim(board, wait: 0) == .held(fence: first))
+
+        // node-a stops renewing, as a frozen node does: it stops counting itself the owner
+        // before etcd lets the lease lapse, so node-b's claim never overlaps its own.
+        a.stopRenewing()
+        let claimed = await b.claim(board, wait: 30)
+        let aHeldWhenBGotIt = a.holds(board)
+        guard case .held(let second) = claimed else { Issue.record("node-b never got the board: \(claimed)"); return }
+        #expect(!aHeldWhenBGotIt, "two nodes held the board at once")
+        #expect(second > first)
+        #expect(b.holds(board))
+
+        // Given up, it is free at once.
+        await b.release(board)
+        #expect(!b.holds(board))
+        let c = EtcdLeases(host: "127.0.0.1", port: server.port, node: "node-c", ttlSeconds: 2, prefix: "/test/boards/")
+        c.start()
+        defer { c.stop() }
+        #expect(await eventually(within: 60) { c.isLive })
+        guard case .held(let third) = await c.claim(board, wait: 0) else { Issue.record("a released board stayed taken"); return }
+        #expect(third > second)
+    }
+
+    @Test func anUnreachableServiceIsUnavailableAndTheNodeIsNotLive() async throws {
+        let leases = EtcdLeases(host: "127.0.0.1", port: try EtcdServer.freePort(), node: "lonely", ttlSeconds: 2)
+        leases.start()
+        defer { leases.stop() }
+        guard case .unavailable(let why) = await leases.claim(try BoardName("wall"), wait: 0) else {
+            Issue.record("a claim without etcd succeeded"); return
+        }
+        #expect(why.contains("127.0.0.1"))
+        #expect(!leases.isLive)
+    }
+}
+
+/// An etcd of the test's own, on free ports, its data in a temporary folder.
+final class EtcdServer {
+    static let binary: String? = ["/usr/bin/etcd", "/usr/local/bin/etcd"].first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    let port: Int
+    private let process = Process()
+    private let folder = TemporaryDirectory("etcd")
+
+    init() async throws {
+        port = try Self.freePort()
+        let peer = try Self.freePort()
+        process.executableURL = URL(fileURLWithPath: Self.binary ?? "/usr/bin/etcd")
+        process.arguments = [
+            "--data-dir", folder.path + "/data", "--name", "test",
+            "--listen-client-urls", "http://127.0.0.1:\(port)", "--advertise-client-urls", "http://127.0.0.1:\(port)",
+            "--listen-peer-urls", "http://127.0.0.1:\(peer)", "--initial-advertise-peer-urls", "http://127.0.0.1:\(peer)",
+            "--initial-cluster", "test=http://127.0.0.1:\(peer)",
+        ]
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        let port = port
+        let up = await eventually(within: 60) {
+            (try? HTTPExchange.post(host: "127.0.0.1", port: port, path: "/v3/maintenance/status", json: Array("{}".utf8), timeoutSeconds: 1))?.status == 200
+        }
+        if !up { stop() }
+        try #require(up, "etcd did not answer on port \(port)")
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        folder.remove()
+    }
+
+    /// A TCP port nothing listens on now (the system's pick for port 0).
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        try #require(bound, "no free port")
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
