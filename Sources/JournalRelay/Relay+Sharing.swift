@@ -60,8 +60,22 @@ extension Relay {
     }
 
     /// Whether the relay serves (`GET /healthz`): not once it is shutting down, nor while its
-    /// leases cannot be renewed (it could acknowledge nothing).
-    public var isServing: Bool { boards.withLock { !$0.closed } && (leases?.isLive ?? true) }
+    /// leases cannot be renewed, nor (under `--ack shared`) while a board's rounds have failed
+    /// for `RelayLimits.storeFailureSeconds`: it could acknowledge nothing, and a balancer should send its
+    /// clients to a node that can.
+    public var isServing: Bool { unhealthyBecause == nil }
+
+    /// Why `/healthz` says 503, in words; nil while the relay serves.
+    public var unhealthyBecause: String? {
+        if boards.withLock({ $0.closed }) { return "shutting down" }
+        if leases?.isLive == false { return "no lease: this node cannot acknowledge now" }
+        let failing = metrics.longestFailingSeconds
+        if ackMode == .shared, failing > 0, failing >= limits.storeFailureSeconds {
+            return "the shared store has failed a board's rounds for \(Int(failing)) s: nothing is acknowledged"
+        }
+        return nil
+    }
+
 
     // MARK: Leases (one owner per board)
 

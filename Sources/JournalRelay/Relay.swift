@@ -24,11 +24,15 @@ public struct RelayLimits: Sendable, Equatable {
     /// lists): 1,700 clients naming a fresh replica each held a relay at 95% CPU for minutes.
     /// Each drawing page is a replica (per browser, per tab open at once).
     public var maxNativeReplicasPerBoard: Int
+    /// Under `--ack shared`: how long a board's rounds may fail before `/healthz` says 503, so
+    /// that a balancer sends clients to a node whose store works.
+    public var storeFailureSeconds: Double
 
     public init(
         maxOpenBoards: Int = 256, maxConnections: Int = 4096, maxConcurrentCatchUps: Int = 8, maxConnectionsPerToken: Int = 64,
-        maxNativeReplicasPerBoard: Int = 1024
+        maxNativeReplicasPerBoard: Int = 1024, storeFailureSeconds: Double = 10
     ) {
+        self.storeFailureSeconds = max(0, storeFailureSeconds)
         self.maxOpenBoards = max(1, maxOpenBoards)
         self.maxConnections = max(1, maxConnections)
         self.maxConcurrentCatchUps = max(1, maxConcurrentCatchUps)

@@ -52,6 +52,12 @@ public final class RelayMetrics: Sendable {
         }
     }
 
+    /// How long the board failing its shared rounds longest has failed them (0: none fails).
+    var longestFailingSeconds: Double {
+        let now = ProcessInfoLite.monotonicSeconds()
+        return counters.withLock { $0.failingSince.values.min().map { now - $0 } ?? 0 }
+    }
+
     /// A board's opening was refused: another node holds its lease.
     func leaseRefused(_ board: String) {
         counters.withLock { $0.leaseRefusals += 1 }

@@ -219,10 +219,11 @@ public struct RelayServer: Sendable {
     /// 200 while the relay serves, 503 once it is shutting down: what a load balancer's health
     /// check asks (docs/DEPLOY.md, "HAProxy").
     static func health(_ relay: Relay) -> Response {
-        let serving = relay.isServing
+        let why = relay.unhealthyBecause
+        let serving = why == nil
         return Response(
             status: serving ? .ok : .serviceUnavailable, headers: [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-cache"],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: serving ? "ok\n" : relay.leases?.isLive == false ? "no lease: this node cannot acknowledge now\n" : "shutting down\n")))
+            body: ResponseBody(byteBuffer: ByteBuffer(string: (why ?? "ok") + "\n")))
     }
 
     static func boardList(_ relay: Relay) -> Response {

@@ -228,11 +228,20 @@ struct RcloneTransport: Transport {
     }
 
     func publish(_ relativePaths: [String], from localReplicas: String) async throws(SyncError) -> PublishOutcome {
+        try await push(relativePaths, from: localReplicas, replacing: false)
+    }
+
+    func replace(_ relativePaths: [String], from localReplicas: String) async throws(SyncError) -> PublishOutcome {
+        try await push(relativePaths, from: localReplicas, replacing: true)
+    }
+
+    private func push(_ relativePaths: [String], from localReplicas: String, replacing: Bool) async throws(SyncError) -> PublishOutcome {
         guard !relativePaths.isEmpty else { return PublishOutcome() }
         let list = try writeFileList(relativePaths, named: ".push-list", in: staging)
         // --ignore-existing: an object already there is never replaced (its name says its bytes);
+        // replacing a damaged one (another size), rclone's size check sends ours over it.
         // --no-traverse: each file is looked up by name rather than listing the whole board.
-        let arguments = ["copy", "--files-from-raw", list, "--ignore-existing", "--no-traverse"] + common
+        let arguments = ["copy", "--files-from-raw", list] + (replacing ? [] : ["--ignore-existing"]) + ["--no-traverse"] + common
             + [localReplicas, remoteReplicas]
         let result = try await run(arguments)
         guard result.status == 0 else { throw failure(arguments, result) }

@@ -49,6 +49,9 @@ public struct ReconcileReport: Sendable {
     /// written by the compaction that runs before publishing (docs/SYNC.md, "Covers").
     public var retired: [String] = []
     public var compacted: [String] = []
+    /// The target's damaged copies of segments this journal holds (another size, or the same
+    /// size and not their name's hash), replaced by this journal's verified copies.
+    public var replacedOnTarget: [String] = []
     /// Covered files removed from the target, each once its cover was there and verified.
     public var removedFromTarget: [String] = []
     /// The open segment sealed before publishing, if any.
@@ -63,6 +66,7 @@ public struct ReconcileReport: Sendable {
 
     public var nothingNew: Bool {
         imported.isEmpty && published.isEmpty && sealed == nil && retired.isEmpty && compacted.isEmpty && removedFromTarget.isEmpty
+            && replacedOnTarget.isEmpty
     }
     public var hasProblems: Bool { !rejected.isEmpty || !notPublished.isEmpty || replicas.contains { !$0.forks.isEmpty } }
 
@@ -84,6 +88,9 @@ extension ReconcileReport {
             + (nothingNew ? " (nothing new)" : ""))
         if !compacted.isEmpty { lines.append("compacted: wrote \(Wording.counted(compacted.count, "cover")) of runs of small segments") }
         if !retired.isEmpty { lines.append("retired \(Wording.counted(retired.count, "segment")) that a verified file covers") }
+        if !replacedOnTarget.isEmpty {
+            lines.append("replaced \(Wording.counted(replacedOnTarget.count, "damaged copy", plural: "damaged copies")) in \(target) with this journal's verified segments")
+        }
         if !removedFromTarget.isEmpty { lines.append("removed \(Wording.counted(removedFromTarget.count, "covered segment")) from \(target), each beside its verified cover") }
         for state in replicas.sorted(by: { $0.replica < $1.replica }) {
             var line = "  replica \(state.replica.hex.prefix(12))…  \(Wording.counted(state.segments, "segment")), seq \(SeqRanges.text(state.ranges))"
@@ -130,6 +137,7 @@ extension ReconcileReport {
         object.add("compacted", strings: compacted.sorted())
         object.add("retired", strings: retired.sorted())
         object.add("removedFromTarget", strings: removedFromTarget.sorted())
+        object.add("replacedOnTarget", strings: replacedOnTarget.sorted())
         object.add("rejected", objects: rejected.map(\.json))
         object.add("ignored", objects: ignored.map(\.json))
         object.add("notPublished", objects: notPublished.map(\.json))

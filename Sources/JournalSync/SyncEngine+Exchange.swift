@@ -28,6 +28,9 @@ struct ExchangePass {
     var namedSeqMax: [ReplicaID: UInt64] = [:]
     /// A listed file vanished beside a cover this pass did not list.
     var coverAppeared = false
+    /// The target's copies of segments this journal holds that are not their name's bytes:
+    /// replaced by this journal's (verified) copies in step 3.
+    var damagedThere: [TreeListing.File] = []
 
     private var journal: JournalDirectory { engine.journal }
 
@@ -94,11 +97,19 @@ struct ExchangePass {
                 // Only a version 2 name says which bytes a file holds; a version 1 name is
                 // read like a conflict copy (its CRC-32 could be forged to match ours).
                 if name.identifiesContents && localKeys.contains(file.relativePath) {
-                    // Same name means same bytes, unless the other copy is damaged or partial.
+                    // Same name means same bytes, unless the other copy is damaged or partial:
+                    // then a sync target gets this journal's copy over it (step 3), a merge
+                    // source is only told.
                     if let held = localSizes[file.relativePath], held != file.size {
-                        report.rejected.append(Problem(.incomplete, file: shown(file), replica: file.replica,
-                                                       seqRange: name.firstSeq...name.lastSeq,
-                                                       reason: "\(file.size) bytes where the segment has \(held): an incomplete or altered copy, left untouched"))
+                        if publish {
+                            damagedThere.append(file)
+                        } else {
+                            report.rejected.append(Problem(.incomplete, file: shown(file), replica: file.replica,
+                                                           seqRange: name.firstSeq...name.lastSeq,
+                                                           reason: "\(file.size) bytes where the segment has \(held): an incomplete or altered copy, left untouched"))
+                        }
+                    } else if publish, isDamagedSameSize(file, name: name, report: &report) {
+                        damagedThere.append(file)
                     }
                     continue
                 }
@@ -120,6 +131,21 @@ struct ExchangePass {
             }
         }
         return wanted
+    }
+
+    /// Whether the target's copy of a segment this journal holds, of the same size, is damaged:
+    /// read and hashed once per version of the file (`SyncCache`, by what identifies its
+    /// bytes), where the transport can see the file (a folder; an object store's copy is
+    /// compared by size only).
+    private mutating func isDamagedSameSize(_ file: TreeListing.File, name: SegmentName, report: inout ReconcileReport) -> Bool {
+        guard let folder = transport.localFolder, let fileIdentity = identity(file) else { return false }
+        if case .held? = cache.lookup(target: key, file: file, identity: fileIdentity) { return false }
+        report.bytesRead += file.size
+        guard SegmentImporter.verifyFile(at: FileSystem.join(folder, file.relativePath), replica: file.replica, name: name) != nil else {
+            cache.store(.held(file.relativePath), target: key, file: file, identity: fileIdentity)
+            return false
+        }
+        return true
     }
 
     /// Step 2: fetches `wanted` and imports it, verifying every byte before it lands under a
@@ -187,7 +213,7 @@ struct ExchangePass {
     /// Step 3: publishes what the target lacks, each file verified now, against its name
     /// (invariant 6: never spread a damaged file; a verdict cached earlier could be about bytes
     /// that have changed since).
-    func publishWhatTheTargetLacks(_ report: inout ReconcileReport) async throws(SyncError) {
+    mutating func publishWhatTheTargetLacks(_ report: inout ReconcileReport) async throws(SyncError) {
         let remoteKeys = remote.segmentKeys
         var outgoing: [String] = []
         var outgoingSizes: [String: Int64] = [:]
@@ -221,6 +247,7 @@ struct ExchangePass {
         if !outgoing.isEmpty {
             engine.progress?("publishing \(outgoing.count) segment(s)")
             let outcome = try await transport.publish(outgoing, from: journal.replicasPath)
+            rememberIntact(outcome.sent)
             report.published += outcome.sent
             report.notPublished += outcome.refused
             for relative in outcome.sent {
@@ -228,11 +255,13 @@ struct ExchangePass {
                 if let replica = ReplicaID(hex: relative.prefix(32)) { report.replicas[report.state(replica)].published += 1 }
             }
         }
+        try await replaceDamagedCopies(&report)
         let remoteSizes = Dictionary(remote.files.map { ($0.relativePath, $0.size) }, uniquingKeysWith: { first, _ in first })
-        let sent = Set(report.published)
+        let sent = Set(report.published).union(report.replacedOnTarget)
+        let stillDamaged = Set(damagedThere.map(\.relativePath)).subtracting(report.replacedOnTarget)
         for file in localNow.files {
-            guard case .segment(let name) = file.classification, name.identifiesContents,
-                  !sent.contains(file.relativePath), remoteSizes[file.relativePath] != file.size else { continue }
+            guard case .segment(let name) = file.classification, name.identifiesContents, !sent.contains(file.relativePath),
+                  remoteSizes[file.relativePath] != file.size || stillDamaged.contains(file.relativePath) else { continue }
             report.lackingOnTarget.append(file.relativePath)
         }
         if let folder = transport.localFolder {
@@ -240,6 +269,38 @@ struct ExchangePass {
             let log = report.retired.isEmpty ? coverLog : CoverLog.load(journal)
             engine.removeCoveredFiles(remote, log: log, from: folder, alsoThere: Set(report.published), held: localNow.segmentKeys,
                                shown: shown, report: &report)
+        }
+    }
+
+    /// This journal's copies, each verified now, over the target's damaged ones (`damagedThere`).
+    private mutating func replaceDamagedCopies(_ report: inout ReconcileReport) async throws(SyncError) {
+        var replacing: [String] = []
+        for file in damagedThere where !remote.unwritableFolders.contains(file.replica.hex) {
+            guard case .segment(let name) = file.classification else { continue }
+            let path = FileSystem.join(journal.replicasPath, file.relativePath)
+            report.bytesRead += localSizes[file.relativePath] ?? 0
+            guard SegmentImporter.verifyFile(at: path, replica: file.replica, name: name) == nil else { continue }
+            replacing.append(file.relativePath)
+        }
+        guard !replacing.isEmpty else { return }
+        engine.progress?("replacing \(replacing.count) damaged segment(s)")
+        let outcome = try await transport.replace(replacing, from: journal.replicasPath)
+        rememberIntact(outcome.sent)
+        report.replacedOnTarget += outcome.sent
+        report.notPublished += outcome.refused
+    }
+
+    /// Files just written to a folder target from verified copies: known intact as they are
+    /// now, so the next sync does not read them back to check them (`isDamagedSameSize`).
+    private mutating func rememberIntact(_ relativePaths: [String]) {
+        guard let folder = transport.localFolder else { return }
+        for relative in relativePaths {
+            let path = FileSystem.join(folder, relative)
+            guard let status = FileSystem.linkStatus(path), let replica = ReplicaID(hex: relative.prefix(32)) else { continue }
+            let name = String(relative.dropFirst(33))
+            let file = TreeListing.File(replica: replica, relativePath: relative, name: name, size: status.size, modified: status.modified,
+                                        classification: FileClassifier.classify(name))
+            cache.store(.held(relative), target: key, file: file, identity: FileIdentity.of(path))
         }
     }
 }

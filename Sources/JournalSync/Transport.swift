@@ -3,7 +3,7 @@ import JournalPlatform
 import JournalStorage
 
 /// Moves whole segment files between the local journal and a target. Implementations never
-/// overwrite a file on either side and never follow symlinks.
+/// overwrite a file on either side, but for `replace`, and never follow symlinks.
 protocol Transport {
     /// The target's `replicas/` tree, by name and size only.
     func list() async throws(SyncError) -> TreeListing
@@ -11,6 +11,10 @@ protocol Transport {
     func fetch(_ files: [TreeListing.File]) async throws(SyncError) -> [String: String]
     /// Sends local segment files (relative paths under the local `replicas/`) to the target.
     func publish(_ relativePaths: [String], from localReplicas: String) async throws(SyncError) -> PublishOutcome
+    /// Sends local segment files over the target's damaged copies of them: a copy whose bytes
+    /// are not the ones its name is the hash of (another size, or the same size and another
+    /// hash), never one that holds them. The local files were verified just before.
+    func replace(_ relativePaths: [String], from localReplicas: String) async throws(SyncError) -> PublishOutcome
     func finish()
     /// The target's `replicas/` folder when it is a local path this process may clean.
     var localFolder: String? { get }
@@ -74,6 +78,14 @@ struct DirectoryTransport: Transport {
     }
 
     func publish(_ relativePaths: [String], from localReplicas: String) async throws(SyncError) -> PublishOutcome {
+        try write(relativePaths, from: localReplicas, replacing: false)
+    }
+
+    func replace(_ relativePaths: [String], from localReplicas: String) async throws(SyncError) -> PublishOutcome {
+        try write(relativePaths, from: localReplicas, replacing: true)
+    }
+
+    private func write(_ relativePaths: [String], from localReplicas: String, replacing: Bool) throws(SyncError) -> PublishOutcome {
         var outcome = PublishOutcome()
         guard !relativePaths.isEmpty else { return outcome }
         let refusal = IOError.symbolicLinkReason + "; nothing published there"
@@ -108,7 +120,11 @@ struct DirectoryTransport: Transport {
                     folders[parts[0]] = folder
                 }
                 let bytes = try FileSystem.readFile(FileSystem.join(localReplicas, relative))
-                try folder.writeNewFileAtomically(name: parts[1], bytes: bytes)
+                if replacing {
+                    try folder.replaceFileAtomically(name: parts[1], bytes: bytes)
+                } else {
+                    try folder.writeNewFileAtomically(name: parts[1], bytes: bytes)
+                }
                 outcome.sent.append(relative)
             } catch {
                 // Someone published it meanwhile: same name, hence same bytes.
@@ -258,10 +274,20 @@ struct RsyncTransport: Transport {
     }
 
     func publish(_ relativePaths: [String], from localReplicas: String) async throws(SyncError) -> PublishOutcome {
+        try await push(relativePaths, from: localReplicas, replacing: false)
+    }
+
+    func replace(_ relativePaths: [String], from localReplicas: String) async throws(SyncError) -> PublishOutcome {
+        try await push(relativePaths, from: localReplicas, replacing: true)
+    }
+
+    private func push(_ relativePaths: [String], from localReplicas: String, replacing: Bool) async throws(SyncError) -> PublishOutcome {
         guard !relativePaths.isEmpty else { return PublishOutcome() }
         let list = try writeFileList(relativePaths, named: ".push-list", in: staging)
         // --ignore-existing: a segment already there is never replaced; no --inplace, no --delete.
-        var arguments = common + ["--ignore-existing", "--files-from=" + list]
+        // Replacing a damaged copy: --checksum, since a same-size damaged copy passes rsync's
+        // size-and-time check (the new file still arrives by temporary and rename).
+        var arguments = common + (replacing ? ["--checksum"] : ["--ignore-existing"]) + ["--files-from=" + list]
         if capabilities.fsync { arguments.append("--fsync") }
         if capabilities.mkpath { arguments.append("--mkpath") }
         arguments += [localReplicas + "/", remoteReplicas]

@@ -53,8 +53,9 @@ import Testing
         let store = PlayedStore()
         store.state.withLock { $0.failing = "the store is down" }
         let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false),
-                              sharing: store, ackMode: .shared)
+                              limits: RelayLimits(storeFailureSeconds: 0.001), sharing: store, ackMode: .shared)
         let failures = Locked(0)
+        #expect(relay.isServing)
         relay.observe { activity in if case .shareFailed = activity { failures.withLock { $0 += 1 } } }
         let connection = try await Self.connect(relay, "wall")
         let received = Received(connection)
@@ -64,9 +65,12 @@ import Testing
         #expect(await eventually(within: 120) { store.state.withLock { $0.failedRounds } >= 3 })
         #expect(received.acks.isEmpty, "acknowledged while the store failed: \(received.acks)")
         #expect(failures.withLock { $0 } >= 3)
+        // The balancer is told: this node acknowledges nothing while its store fails.
+        #expect(!relay.isServing && relay.unhealthyBecause?.contains("shared store") == true, "\(relay.unhealthyBecause ?? "serving")")
 
         store.state.withLock { $0.failing = nil }
         #expect(await eventually(within: 120) { received.acks.last == 2 }, "acks after the store came back: \(received.acks)")
+        #expect(relay.isServing)
         received.stop()
         await relay.close()
     }

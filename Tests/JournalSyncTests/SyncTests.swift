@@ -173,7 +173,7 @@ import JournalCompression
     }
 
     @Test(.enabled(if: hasRsync(), "rsync is not installed (apt-get install rsync)"))
-    func rsyncNeverOverwritesAnExistingSegment() async throws {
+    func rsyncReplacesADamagedCopyWithTheVerifiedSegmentAndLeavesAGoodOneAlone() async throws {
         let temp = TemporaryDirectory("rsync-keep")
         defer { temp.remove() }
         var alice = try Machine(temp.path + "/alice", seed: 10)
@@ -181,13 +181,19 @@ import JournalCompression
         let remote = temp.path + "/remote"
         try FileSystem.createDirectory(remote)
         let segment = alice.journal.listSealed().sealed[0]
-        // The remote already has a (damaged) file under that name: rsync must leave it alone.
+        // The remote already has a damaged file under that name (cut short): its name is the
+        // hash of other bytes, so alice's verified copy goes over it.
         let there = remote + "/replicas/" + segment.replica.hex + "/" + segment.name.fileName
         try copyFile(segment.path, there, truncatedTo: 40)
         let report = try await SyncEngine(journal: alice.journal).sync(.rsync(remote))
         #expect(report.published.isEmpty)
-        #expect(try FileSystem.readFile(there).count == 40)
-        #expect(report.rejected.first?.kind == .incomplete)
+        #expect(report.replacedOnTarget == [segment.name.relativePath(in: segment.replica)])
+        #expect(try FileSystem.readFile(there) == FileSystem.readFile(segment.path))
+        // Intact now: never written again.
+        let before = FileSystem.linkStatus(there)
+        let again = try await SyncEngine(journal: alice.journal).sync(.rsync(remote))
+        #expect(again.replacedOnTarget.isEmpty && again.rejected.isEmpty)
+        #expect(FileSystem.linkStatus(there)?.inode == before?.inode && FileSystem.linkStatus(there)?.modified == before?.modified)
     }
 
     @Test func mergeIntoANewJournalAndTheGapsItSees() async throws {
@@ -261,7 +267,11 @@ import JournalCompression
         }
     }
 
-    @Test func aSegmentTheTargetHoldsDamagedIsReportedAsLackingThere() async throws {
+    /// A store that heals (issue 40): the target's copy of a segment this journal holds that
+    /// is not its name's bytes (cut short, or the same size with a byte changed) is replaced
+    /// by this journal's verified copy; a merge source is only told; a target whose copy
+    /// this journal cannot replace (its own copy damaged too) still lacks the segment.
+    @Test func aDamagedCopyOnTheTargetIsReplacedByThisJournalsVerifiedSegment() async throws {
         let temp = TemporaryDirectory("lacking-on-target")
         defer { temp.remove() }
         var alice = try Machine(temp.path + "/alice", seed: 41)
@@ -269,13 +279,43 @@ import JournalCompression
         let shared = temp.path + "/shared"
         let first = try await SyncEngine(journal: alice.journal).sync(.directory(shared), create: true)
         #expect(first.published.count == 1 && first.lackingOnTarget.isEmpty)
-        // The target's copy cut short under the same name: sync never replaces it, does not
-        // fail either, and says the target lacks that segment (what `--ack shared` waits on).
         let relative = try #require(first.published.first)
-        try copyFile(alice.journal.replicasPath + "/" + relative, shared + "/replicas/" + relative, truncatedTo: 100)
-        let second = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
-        #expect(second.lackingOnTarget == [relative])
-        #expect(second.rejected.contains { $0.kind == .incomplete })
+        let (local, there) = (alice.journal.replicasPath + "/" + relative, shared + "/replicas/" + relative)
+        let good = try FileSystem.readFile(local)
+
+        // Cut short: another size.
+        try copyFile(local, there, truncatedTo: 100)
+        let cut = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
+        #expect(cut.replacedOnTarget == [relative] && cut.lackingOnTarget.isEmpty, "\(cut.text)")
+        #expect(try FileSystem.readFile(there) == good)
+
+        // The same size, one byte changed in the middle: found by its hash, replaced too.
+        var flipped = good
+        flipped[flipped.count / 2] ^= 0x40
+        try FileSystem.writeAtomically(flipped, to: there)
+        let same = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
+        #expect(same.replacedOnTarget == [relative] && same.lackingOnTarget.isEmpty, "\(same.text)")
+        #expect(try FileSystem.readFile(there) == good)
+        // Checked once per version of the file (the replaced one once more), then never read.
+        _ = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
+        let quiet = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
+        #expect(quiet.nothingNew && quiet.bytesRead == 0, "\(quiet.text)")
+
+        // A merge from the damaged folder does not write there: it says so.
+        try copyFile(local, there, truncatedTo: 100)
+        var bob = try Machine(temp.path + "/bob", seed: 42)
+        try bob.draw(strokes: 1)
+        _ = try await SyncEngine(journal: bob.journal).merge(from: [alice.journal.root])
+        let merged = try await SyncEngine(journal: bob.journal).merge(from: [shared])
+        #expect(merged.rejected.contains { $0.kind == .incomplete } && merged.replacedOnTarget.isEmpty)
+        #expect(try FileSystem.readFile(there).count == 100)
+
+        // Alice's own copy damaged too: nothing replaces the target's, which still lacks it.
+        var localDamaged = good
+        localDamaged[localDamaged.count / 2] ^= 0x40
+        try FileSystem.writeAtomically(localDamaged, to: local)
+        let stuck = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
+        #expect(stuck.replacedOnTarget.isEmpty && stuck.lackingOnTarget == [relative], "\(stuck.text)")
     }
 
     @Test func theAWSEnvironmentIsMappedOntoRclonesS3BackendWithoutOverridingIt() throws {
