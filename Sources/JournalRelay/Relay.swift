@@ -27,11 +27,17 @@ public struct RelayLimits: Sendable, Equatable {
     /// Under `--ack shared`: how long a board's rounds may fail before `/healthz` says 503, so
     /// that a balancer sends clients to a node whose store works.
     public var storeFailureSeconds: Double
+    /// Events a connection may send per second, after a burst of ten seconds' worth (nil: no
+    /// bound). A pen at 240 Hz sends 240; past the bound the relay reads the connection's
+    /// frames only as the budget allows (`EventBudget`), so one drawer cannot flood the
+    /// board's other clients.
+    public var maxEventsPerSecond: Int?
 
     public init(
         maxOpenBoards: Int = 256, maxConnections: Int = 4096, maxConcurrentCatchUps: Int = 8, maxConnectionsPerToken: Int = 64,
-        maxNativeReplicasPerBoard: Int = 1024, storeFailureSeconds: Double = 10
+        maxNativeReplicasPerBoard: Int = 1024, storeFailureSeconds: Double = 10, maxEventsPerSecond: Int? = 5_000
     ) {
+        self.maxEventsPerSecond = maxEventsPerSecond.map { max(1, $0) }
         self.storeFailureSeconds = max(0, storeFailureSeconds)
         self.maxOpenBoards = max(1, maxOpenBoards)
         self.maxConnections = max(1, maxConnections)
@@ -212,6 +218,7 @@ public final class Relay: Sendable {
                 }, failed: { [weak self] why in self?.report(.shareFailed(name, why: why)) })
             }
             let relayBoard = RelayBoard(name: name, board: board, catchUps: catchUps, maxNativeReplicas: limits.maxNativeReplicasPerBoard,
+                                        maxEventsPerSecond: limits.maxEventsPerSecond,
                                         sharedAcks: sharedAcks, storeCoverage: coverage, founding: founding, metrics: metrics,
                                         leaseHeld: Self.leaseCheck(leases, name))
             relayBoard.onLeaseLost.set { [weak self, weak relayBoard] (name: BoardName) in

@@ -125,12 +125,13 @@ extension RelayConnection {
                 let upTo = relayBoard.host.durablePrefix(of: replica)
                 relayBoard.whenAcknowledgeable { [self] in acknowledge(replica: replica, upTo: upTo) }
             }
+            await waitWhileThrottled()
+            await spend(events: events.count)
         } catch {
             state.withLock { $0.nativeInFlight = max(0, $0.nativeInFlight - 1) }
             close(error: error)
             return
         }
-        await waitWhileThrottled()
     }
 
     /// The events of a native frame, signed by the replica's key for this board (`NativeFrame`:

@@ -43,6 +43,8 @@ public final class RelayConnection: Sendable {
         /// The reader waits here while too many frames are unacknowledged.
         var throttled: CheckedContinuation<Void, Never>?
         var closeRefusal: Refusal?
+        /// Seconds the connection's reading was held back by its event budget.
+        var secondsHeldBack = 0.0
         /// What the operator's log says of the close, when it says more than the client is told
         /// (server paths, the operating system's error).
         var closeDetail: String?
@@ -86,6 +88,25 @@ public final class RelayConnection: Sendable {
         self.helloPromised = helloPromised
         self.challenge = challenge
         outbound = OutboundMessages(limit: WireLimits.maxQueuedMessages)
+        budget = board.maxEventsPerSecond.map { rate in
+            Locked(EventBudget(rate: Double(rate), burst: Double(rate) * 10, now: ProcessInfoLite.monotonicSeconds()))
+        }
+    }
+
+    /// What this connection may still send (`RelayLimits.maxEventsPerSecond`); nil: no bound.
+    private let budget: Locked<EventBudget>?
+
+    /// Seconds this connection's reading was held back by its budget, in all.
+    public var secondsHeldBack: Double { state.withLock { $0.secondsHeldBack } }
+
+    /// Holds the caller (the server's read loop for this connection) while the connection is
+    /// past its event budget: its next frames wait in TCP.
+    func spend(events count: Int) async {
+        guard let budget, count > 0 else { return }
+        let wait = budget.withLock { $0.take(count, now: ProcessInfoLite.monotonicSeconds()) }
+        guard wait > 0 else { return }
+        state.withLock { $0.secondsHeldBack += wait }
+        try? await Task.sleep(for: .milliseconds(Int((wait * 1000).rounded(.up))))
     }
 
     /// Why the relay ended the connection (a last error for the client, with its code), or nil.
@@ -332,6 +353,7 @@ public final class RelayConnection: Sendable {
         }
         stage(events, through: frame)
         await waitWhileThrottled()
+        await spend(events: events.count)
     }
 
     /// A presence goes to the board's other clients, at most `WireLimits.presencePerSecond`

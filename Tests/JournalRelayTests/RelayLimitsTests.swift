@@ -312,4 +312,44 @@ import Testing
         #expect(ids.count == 3000 - Int(kept.eventCount))
         await relay.close()
     }
+
+    /// The budget's arithmetic, on a clock the test gives: a burst at once, then the rate.
+    @Test func anEventBudgetLetsABurstThroughThenItsRate() {
+        var budget = EventBudget(rate: 100, burst: 1_000, now: 0)
+        #expect(budget.take(1_000, now: 0) == 0)
+        #expect(budget.take(50, now: 0) == 0.5, "50 past the burst: half a second at 100 a second")
+        // Half a second later the 50 are paid back; the next 100 cost a second.
+        #expect(budget.take(100, now: 0.5) == 1.0)
+        // A long pause fills the bucket up to its burst, never past it.
+        #expect(budget.take(1_000, now: 1_000) == 0)
+        #expect(budget.take(1, now: 1_000) == 0.01)
+    }
+
+    /// One drawer flooding the board is read only as fast as its budget: past its burst its
+    /// frames wait (nothing refused, everything acknowledged), while another connection of the
+    /// same board, within its budget, is never held back.
+    @Test func aFloodingDrawerIsHeldBackAndOthersAreNot() async throws {
+        let temp = TemporaryDirectory("relay-flood")
+        defer { temp.remove() }
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: Self.quiet,
+                              limits: RelayLimits(maxEventsPerSecond: 100))
+        let flooder = try await relay.connect(to: BoardName("wall"))
+        let pen = try await relay.connect(to: BoardName("wall"))
+        for connection in [flooder, pen] {
+            await connection.receive(text: #"{"type":"hello"}"#)
+            connection.goLive(caughtUp: 0)
+        }
+        func point(_ x: Int) -> String {
+            ##"{"type":"point","stroke":"0123456789abcdef0123456789abcdef","x":"## + String(x) + ##","y":1,"color":"#1E88E5FF","width":2}"##
+        }
+        // The burst (ten seconds' worth) goes through at once.
+        for x in 0..<1_000 { await flooder.receive(text: point(x)) }
+        #expect(flooder.secondsHeldBack == 0)
+        for x in 1_000..<1_150 { await flooder.receive(text: point(x)) }
+        #expect(flooder.secondsHeldBack > 0, "150 events past the burst were read at once")
+        for x in 0..<10 { await pen.receive(text: point(10_000 + x)) }
+        #expect(pen.secondsHeldBack == 0)
+        #expect(flooder.closeReason == nil && pen.closeReason == nil)
+        await relay.close()
+    }
 }

@@ -102,6 +102,8 @@ extension RelayCommand {
         var maxConnectionsPerToken = RelayLimits().maxConnectionsPerToken
         @Option(help: ArgumentHelp("Replicas a board may hold and still take on a new native client's (over its life); a new one past it is refused.", valueName: "n"))
         var maxNativeReplicas = RelayLimits().maxNativeReplicasPerBoard
+        @Option(help: ArgumentHelp("Events a connection may send per second, after a burst of ten seconds' worth; past it its frames are read only as fast (0: no bound). One drawer cannot flood a board's other clients.", valueName: "n"))
+        var maxEventsPerSecond = RelayLimits().maxEventsPerSecond ?? 0
         @Option(help: ArgumentHelp(
             "What the relay logs on stderr: trace, debug, info (connections and boards opened and closed), notice (start and stop), warning, error, critical.",
             valueName: "level"))
@@ -142,6 +144,7 @@ extension RelayCommand {
             guard maxBoards >= 1 else { throw ValidationError("--max-boards must be 1 or more") }
             guard maxConnections >= 1 else { throw ValidationError("--max-connections must be 1 or more") }
             guard maxNativeReplicas >= 1 else { throw ValidationError("--max-native-replicas must be 1 or more") }
+            guard maxEventsPerSecond >= 0 else { throw ValidationError("--max-events-per-second must be 0 (no bound) or more") }
             guard maxConnectionsPerToken >= 1 else { throw ValidationError("--max-connections-per-token must be 1 or more") }
             if ack == .shared && share == nil { throw ValidationError("--ack shared needs --share STORE: acknowledged means in that store") }
             guard shareInterval >= 0.1, shareInterval <= 3600 else { throw ValidationError("--share-interval must be between 0.1 and 3600 seconds") }
@@ -164,7 +167,7 @@ extension RelayCommand {
                 // A relay runs for days and opens and closes boards: what it frees must go back.
                 Allocator.returnFreedMemoryPromptly()
                 let asked = RelayLimits(maxOpenBoards: maxBoards, maxConnections: maxConnections, maxConnectionsPerToken: maxConnectionsPerToken,
-                                       maxNativeReplicasPerBoard: maxNativeReplicas)
+                                       maxNativeReplicasPerBoard: maxNativeReplicas, maxEventsPerSecond: maxEventsPerSecond > 0 ? maxEventsPerSecond : nil)
                 let descriptors = ProcessInfoLite.raiseDescriptorLimit()
                 let limits = asked.fitting(descriptorLimit: descriptors)
                 if limits != asked {

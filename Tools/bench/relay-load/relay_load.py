@@ -644,6 +644,10 @@ class Server:
         self.port = free_port()
         if kind == "ours":
             cmd = [args.journal, "serve", "--port", str(self.port), "--data", data]
+            # Throughput, not fairness, is measured here: the per-connection event budget (a
+            # policy against one flooding drawer) is lifted where the build has one.
+            if "--max-events-per-second" in subprocess.run([args.journal, "serve", "--help"], capture_output=True, text=True).stdout:
+                cmd += ["--max-events-per-second", "0"]
             if args.auth:
                 # Clients present an admin token for every board (workers inherit it).
                 os.environ["RELAY_LOAD_TOKEN"] = subprocess.run(
