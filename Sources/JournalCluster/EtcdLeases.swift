@@ -188,6 +188,9 @@ public final class EtcdLeases: BoardLeases, Sendable {
     private func claimOnce(_ board: BoardName) -> LeaseClaim {
         do throws(LeaseRequestError) {
             let lease = try currentLease()
+            // Renewals failing (etcd may still hold the lease): a claim now would be one this
+            // node may not use.
+            guard isLive else { return .unavailable(lastProblem ?? "the node's lease is not being renewed") }
             let key = EtcdJSON.base64(Array((prefix + board.text).utf8))
             let value = EtcdJSON.base64(Array(node.utf8))
             let answer = try request("/v3/kv/txn", """

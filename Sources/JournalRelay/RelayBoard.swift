@@ -270,6 +270,8 @@ public final class RelayBoard: Sendable {
 
     /// `Board.whenDurable`, then `whenAcknowledgeable`: what a text client's acks wait for.
     func whenAcknowledgeable(afterDurable notify: @escaping Board.DurableNotice) {
+        // Local acks without leases: durable is acknowledgeable, with no hop in between.
+        guard sharedAcks != nil || leaseHeld != nil else { return board.whenDurable(notify) }
         board.whenDurable { [self] outcome in
             guard case .success = outcome else { return notify(outcome) }
             whenAcknowledgeable { notify(outcome) }

@@ -126,7 +126,8 @@ extension RelayConnection {
                 relayBoard.whenAcknowledgeable { [self] in acknowledge(replica: replica, upTo: upTo) }
             }
             await waitWhileThrottled()
-            await spend(events: events.count)
+            let wait = spend(events: events.count)
+            if wait > 0 { await Self.holdBack(wait) }
         } catch {
             state.withLock { $0.nativeInFlight = max(0, $0.nativeInFlight - 1) }
             close(error: error)

@@ -99,14 +99,18 @@ public final class RelayConnection: Sendable {
     /// Seconds this connection's reading was held back by its budget, in all.
     public var secondsHeldBack: Double { state.withLock { $0.secondsHeldBack } }
 
-    /// Holds the caller (the server's read loop for this connection) while the connection is
-    /// past its event budget: its next frames wait in TCP.
-    func spend(events count: Int) async {
-        guard let budget, count > 0 else { return }
+    /// Spends `count` events of the connection's budget: how long the caller (the server's
+    /// read loop for this connection) must hold back before reading its next frame, which then
+    /// waits in TCP; 0 within the budget. Synchronous, so a frame within it costs no async call.
+    func spend(events count: Int) -> Double {
+        guard let budget, count > 0 else { return 0 }
         let wait = budget.withLock { $0.take(count, now: ProcessInfoLite.monotonicSeconds()) }
-        guard wait > 0 else { return }
-        state.withLock { $0.secondsHeldBack += wait }
-        try? await Task.sleep(for: .milliseconds(Int((wait * 1000).rounded(.up))))
+        if wait > 0 { state.withLock { $0.secondsHeldBack += wait } }
+        return wait
+    }
+
+    static func holdBack(_ seconds: Double) async {
+        try? await Task.sleep(for: .milliseconds(Int((seconds * 1000).rounded(.up))))
     }
 
     /// Why the relay ended the connection (a last error for the client, with its code), or nil.
@@ -353,7 +357,8 @@ public final class RelayConnection: Sendable {
         }
         stage(events, through: frame)
         await waitWhileThrottled()
-        await spend(events: events.count)
+        let wait = spend(events: events.count)
+        if wait > 0 { await Self.holdBack(wait) }
     }
 
     /// A presence goes to the board's other clients, at most `WireLimits.presencePerSecond`

@@ -1,0 +1,75 @@
+/// What one relay serves at most at once (`journal serve --max-boards`, `--max-connections`).
+public struct RelayLimits: Sendable, Equatable {
+    /// Boards open at once. A board costs about five threads and 100 KB while open, and a
+    /// closed board none: past this, the board idle the longest is closed to make room.
+    public var maxOpenBoards: Int
+    /// Connections at once, over all boards (about 43 KB each when idle, and a catch-up's
+    /// batch while joining).
+    public var maxConnections: Int
+    /// Catch-ups reading journals at once, over all boards (`CatchUpGate`): each holds its
+    /// board's files until it is sent.
+    public var maxConcurrentCatchUps: Int
+
+    /// Connections at once that present one token, over all boards: one leaked token cannot
+    /// take every connection of the relay.
+    public var maxConnectionsPerToken: Int
+    /// Replicas a board may hold (over its life, hosted or synced in) and still take on a new
+    /// native one (each costs a segment file, a writer and sealed files every reader then
+    /// lists): 1,700 clients naming a fresh replica each held a relay at 95% CPU for minutes.
+    /// Each drawing page is a replica (per browser, per tab open at once).
+    public var maxNativeReplicasPerBoard: Int
+    /// Under `--ack shared`: how long a board's rounds may fail before `/healthz` says 503, so
+    /// that a balancer sends clients to a node whose store works.
+    public var storeFailureSeconds: Double
+    /// Events a connection may send per second, after a burst of ten seconds' worth (nil: no
+    /// bound). A pen at 240 Hz sends 240; past the bound the relay reads the connection's
+    /// frames only as the budget allows (`EventBudget`), so one drawer cannot flood the
+    /// board's other clients.
+    public var maxEventsPerSecond: Int?
+
+    public init(
+        maxOpenBoards: Int = 256, maxConnections: Int = 4096, maxConcurrentCatchUps: Int = 8, maxConnectionsPerToken: Int = 64,
+        maxNativeReplicasPerBoard: Int = 1024, storeFailureSeconds: Double = 10, maxEventsPerSecond: Int? = 5_000
+    ) {
+        self.maxEventsPerSecond = maxEventsPerSecond.map { max(1, $0) }
+        self.storeFailureSeconds = max(0, storeFailureSeconds)
+        self.maxOpenBoards = max(1, maxOpenBoards)
+        self.maxConnections = max(1, maxConnections)
+        self.maxConcurrentCatchUps = max(1, maxConcurrentCatchUps)
+        self.maxConnectionsPerToken = max(1, maxConnectionsPerToken)
+        self.maxNativeReplicasPerBoard = max(1, maxNativeReplicasPerBoard)
+    }
+
+    /// Descriptors an open board holds (its lock, open segment, folder watches and their
+    /// wake-ups; measured: 6) and a connection (its socket).
+    public static let descriptorsPerBoard = 6
+    public static let descriptorsPerConnection = 1
+    /// Sockets accepted beyond `maxConnections`: requests for the drawing page, and sockets
+    /// that are told the relay is full. Past them the relay stops accepting (the system queues
+    /// further ones), so that sockets that never finish their request cannot take every
+    /// descriptor.
+    public static let extraSockets = 64
+    /// Descriptors kept for everything else: standard streams, the listening socket, the files
+    /// a catch-up or a seal opens, a hosted replica's open segment.
+    public static let reservedDescriptors = 256
+
+    /// Descriptors these limits can take at once.
+    public var descriptorsNeeded: Int {
+        maxOpenBoards * Self.descriptorsPerBoard + (maxConnections + Self.extraSockets) * Self.descriptorsPerConnection
+            + Self.reservedDescriptors
+    }
+
+    /// These limits, or, when they need more descriptors than `descriptorLimit` allows, boards
+    /// and connections lowered in proportion until they fit. A relay out of descriptors fails
+    /// to open journals and to accept, and the failures look like damage.
+    public func fitting(descriptorLimit: Int) -> RelayLimits {
+        guard descriptorsNeeded > descriptorLimit else { return self }
+        let available = descriptorLimit - Self.reservedDescriptors - Self.extraSockets * Self.descriptorsPerConnection
+        let wanted = maxOpenBoards * Self.descriptorsPerBoard + maxConnections * Self.descriptorsPerConnection
+        let share = max(0, Double(available) / Double(wanted))
+        var fitted = self
+        fitted.maxOpenBoards = max(1, Int(Double(maxOpenBoards) * share))
+        fitted.maxConnections = max(1, Int(Double(maxConnections) * share))
+        return fitted
+    }
+}
