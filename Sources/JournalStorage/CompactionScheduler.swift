@@ -9,8 +9,8 @@ import JournalPlatform
 /// journal's replicas: a request for a replica already queued joins that pass. The passes of
 /// every journal of the process run one at a time on one shared thread, so compaction costs
 /// at most one core and an append or an ack never waits for one. A pass that finds another
-/// process (or a sync of this one) holding `SealedFilesLock` is skipped: the next seal asks
-/// again.
+/// process (or a sync of this one) holding `SealedFilesLock` for more than a second is skipped:
+/// the next seal asks again.
 public final class CompactionScheduler: Sendable {
     public let directory: JournalDirectory
     /// The journal's identity as its writer loaded it (the keys covers are sealed with).
@@ -56,7 +56,10 @@ public final class CompactionScheduler: Sendable {
         }
         guard let hearing else { return }
         defer { state.withLock { $0.running = nil } }
-        guard let lock = (try? SealedFilesLock.tryAcquire(directory)) ?? nil else { return }
+        // Waited for a moment, not tried once: a child process this one forks (a sync's rsync,
+        // a test's CLI) holds a copy of the previous pass's lock until it runs its program, and
+        // a pass skipped then left a closing journal uncompacted (CommitterTests, under load).
+        guard let lock = (try? SealedFilesLock.acquire(directory, waitingUpTo: 1)) ?? nil else { return }
         let report = Compactor(directory: directory, identity: identity, notCovering: notCovering).run(only: [replica])
         lock.release()
         for listener in hearing { listener(report) }
