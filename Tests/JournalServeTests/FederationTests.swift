@@ -67,7 +67,12 @@ extension RelayProcessTests {
         #expect(try strokes(alice.frames).isSubset(of: strokes(bob.snapshot.events.values)))
         // Nothing else: on a loaded machine (the suite beside another build) a client was twice
         // sent 2 events of its own strokes as well (alice 94 of bob's 92, bob 124 of alice's
-        // 122), which a text client without echo never asked for. Cause not found yet.
+        // 122), which a text client without echo never asked for. Seen again (stop 47, the suite
+        // beside a release build): alice held events of her own stroke A1 beside bob's B1 and B2.
+        // Her events are relay A's replica's, which relay A never forwards (`forwardIntegrated`,
+        // `forwardLacking` skip the board's own replica), so they reached her under another
+        // replica id or through another path; not reproduced in 13 runs of this test alone
+        // under one or three CPU burners. Cause not found yet.
         let (aliceHas, bobSent) = (try strokes(alice.snapshot.events.values), try strokes(bob.frames))
         withKnownIssue("under load, federation sometimes sends a text client its own events", isIntermittent: true) {
             #expect(alice.snapshot.events.count == bob.frames.count && bob.snapshot.events.count == alice.frames.count)
