@@ -71,9 +71,9 @@ public final class EtcdLeases: BoardLeases, Sendable {
         public var description: String { "\(address): expected etcd://HOST:PORT (etcd's client address, e.g. etcd://127.0.0.1:2379)" }
     }
 
-    /// Takes the node's lease now (waiting for at most one request), then renews it every
-    /// quarter of its time to live until `stop()`. A node whose etcd is not reachable yet
-    /// starts anyway, unhealthy, and keeps trying.
+    /// Takes the node's lease on the renewing thread, then renews it every quarter of its time
+    /// to live until `stop()`. A node whose etcd is not reachable yet starts anyway, unhealthy
+    /// (`isLive` false), and keeps trying.
     public func start() {
         renewer.submit { [self] in renew() }
     }
