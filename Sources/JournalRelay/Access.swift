@@ -58,14 +58,18 @@ public struct Grant: Equatable, Sendable {
     public var scope: Scope
     /// When the token expires (milliseconds since 1970); nil: never (an open relay).
     public var expiresAtMilliseconds: Int64?
+    /// The one board the token names, when it names exactly one (not a prefix, not `*`): an
+    /// admin issued it for that board, which may then be created again for it (`Relay.connect`).
+    public var board: BoardName?
 
     /// Everything, on a relay started open on purpose (`journal serve --open`).
     public static let open = Grant(tokenID: nil, scope: .admin, expiresAtMilliseconds: nil)
 
-    public init(tokenID: String?, scope: Scope, expiresAtMilliseconds: Int64?) {
+    public init(tokenID: String?, scope: Scope, expiresAtMilliseconds: Int64?, board: BoardName? = nil) {
         self.tokenID = tokenID
         self.scope = scope
         self.expiresAtMilliseconds = expiresAtMilliseconds
+        self.board = board
     }
 
     public func allows(_ wanted: Scope) -> Bool { scope >= wanted }
@@ -137,7 +141,8 @@ public enum RelayAccess: Sendable {
             guard capability.boards.matches(board) else {
                 throw .notAllowed("token \(capability.id) is for board \(capability.boards), not \(board.text)")
             }
-            return Grant(tokenID: capability.id, scope: capability.scope, expiresAtMilliseconds: capability.expiresAtMilliseconds)
+            return Grant(tokenID: capability.id, scope: capability.scope, expiresAtMilliseconds: capability.expiresAtMilliseconds,
+                         board: capability.boards.isPrefix ? nil : board)
         }
     }
 

@@ -171,8 +171,10 @@ public final class Relay: Sendable {
     /// The task's result is the opening's: the board is in `open` once it succeeded.
     /// `adoptingOrRefusing`: the board is not here and the client may not create it: it is
     /// brought from the cluster's store first, or the opening fails with this refusal.
+    /// `orCreating`: when the store lacks it too, it is created (a draw token issued for
+    /// exactly this board, whose node died before publishing it).
     private func startOpening(
-        _ name: BoardName, _ boards: inout Boards, adoptingOrRefusing refusal: String? = nil
+        _ name: BoardName, _ boards: inout Boards, adoptingOrRefusing refusal: String? = nil, orCreating mayCreate: Bool = false
     ) -> Task<Result<Void, RelayError>, Never> {
         let task = Task { [self] () -> Result<Void, RelayError> in
             // The lease first: before this node reads or syncs anything of the board, the
@@ -192,7 +194,7 @@ public final class Relay: Sendable {
                 if let planted = Self.plantedSymlink(path) {
                     return fail(.journal(board: name.text, .io(IOError.symbolicLink("open board", path: planted))))
                 }
-                if let refusal, await !sharing.adopt(name, journal: path) { return fail(.forbidden(.notAllowed(refusal))) }
+                if let refusal, await !sharing.adopt(name, journal: path), !mayCreate { return fail(.forbidden(.notAllowed(refusal))) }
                 // A cluster's board opens with what the store holds: a relay taking it over from
                 // a lost one must not serve (and catch clients up from) less than was published.
                 if let why = await sharing.sync(name, journal: path, open: false) { return fail(.sharedStore(board: name.text, why)) }
@@ -267,6 +269,10 @@ public final class Relay: Sendable {
                 // Creating a board is an admin's (a name anyone may type would otherwise make
                 // a journal on the relay's disk).
                 var adopting: String?
+                // A draw token an admin issued for exactly this board: the board was promised to
+                // its holder. In a cluster whose node created it and died before publishing it,
+                // neither the disk nor the store has it: created again, never a token error.
+                let promised = grant.allows(.draw) && grant.board == name && sharing != nil
                 if boards.open[name] == nil && !grant.allows(.admin) && !FileSystem.exists(FileSystem.join(dataDirectory, name.text)) {
                     let refusal = "board \(name.text) does not exist; only a token of scope admin may create it (this one's scope is \(grant.scope))"
                     // In a cluster, a board another relay holds is no new board here: it is
@@ -279,7 +285,7 @@ public final class Relay: Sendable {
                     return .connected(board.connect(grant: grant, helloPromised: helloPromised, challenge: challenge))
                 }
                 try makeRoomIfFull(&boards)
-                return .opening(startOpening(name, &boards, adoptingOrRefusing: adopting))
+                return .opening(startOpening(name, &boards, adoptingOrRefusing: adopting, orCreating: promised))
             }
             switch step {
             case .connected(let connection): return connection

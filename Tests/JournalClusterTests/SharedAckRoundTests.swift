@@ -167,6 +167,16 @@ import Testing
         let connection = try await relay.connect(to: elsewhere, grant: drawer)
         #expect(connection.closeReason == nil)
         #expect(store.state.withLock { $0.adoptions } == 2)
+
+        // A draw token issued for exactly this board (its node created it and died before
+        // publishing it): the store lacks it, and it is created again for the token's holder.
+        let lost = try BoardName("lost")
+        store.state.withLock { $0.storeHasBoard = false }
+        let promised = Grant(tokenID: "0123456789abcdef", scope: .draw, expiresAtMilliseconds: nil, board: lost)
+        let recreated = try await relay.connect(to: lost, grant: promised)
+        #expect(recreated.closeReason == nil && FileSystem.isDirectory(temp.path + "/lost/replicas"))
+        // A token for many boards (a prefix, `*`) does not create one.
+        await #expect(throws: RelayError.self) { _ = try await relay.connect(to: BoardName("other"), grant: drawer) }
         await relay.close()
     }
 }

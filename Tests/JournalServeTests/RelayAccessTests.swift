@@ -39,11 +39,13 @@ import Testing
         let draw = try Self.token(keys, "sketch", .draw)
         let grant = try access.authorize(draw, board: sketch, nowMilliseconds: now)
         #expect(grant.scope == .draw && grant.allows(.view) && !grant.allows(.admin))
+        #expect(grant.board == sketch, "a token for exactly one board names it in its grant")
         #expect(throws: AccessError.self) { try access.authorize(draw, board: try BoardName("sketch2"), nowMilliseconds: now) }
 
         // A prefix covers the boards whose names start with it, and no others.
         let team = try Self.token(keys, "team-*", .view)
         #expect(try access.authorize(team, board: try BoardName("team-blue"), nowMilliseconds: now).scope == .view)
+        #expect(try access.authorize(team, board: try BoardName("team-blue"), nowMilliseconds: now).board == nil)
         #expect(throws: AccessError.self) { try access.authorize(team, board: try BoardName("teamblue"), nowMilliseconds: now) }
 
         // A token whose scope was raised by hand, or signed by another relay, does not verify.
