@@ -89,6 +89,16 @@ extension ProcessInfoLite {
     public static func sleep(milliseconds: Int) {
         usleep(useconds_t(milliseconds * 1000))
     }
+
+    /// Ends the process as signal `number`'s default action would (after a handler cleaned
+    /// up), so that a shell sees "killed by SIGTERM"; where every thread blocks the signal
+    /// (Dispatch's may), with the status a shell gives that: 128 + the signal's number.
+    public static func exitAsKilled(by number: Int32) -> Never {
+        _ = signal(number, SIG_DFL)
+        kill(getpid(), number)
+        usleep(100_000)
+        _exit(128 + number)
+    }
 }
 
 extension ProcessInfoLite {

@@ -186,6 +186,28 @@ import Testing
         #expect(refused.status == 74 && refused.stderr.contains("ffmpeg could not make") && refused.stderr.contains("nothing written"), "\(refused.stderr)")
     }
 
+    /// A time-lapse stopped with SIGTERM while ffmpeg encodes leaves neither the video nor its
+    /// temporary, and ends as killed by the signal (issue 41).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/ffmpeg"), "needs ffmpeg (apt-get install ffmpeg)"))
+    func aTimelapseStoppedWithSIGTERMLeavesNothing() async throws {
+        let temp = TemporaryDirectory("cli-video-stopped")
+        defer { temp.remove() }
+        let board = try cli.sampleBoard(temp)
+        // Long enough to be stopped while it encodes: 2,400 frames of 1,280 px.
+        let child = try JournalProcess.Child(["timelapse", temp.path + "/long.mp4", "-C", board, "--duration", "80", "--fps", "30",
+                                              "--width", "1280"], label: "timelapse-stopped")
+        let encoding = await eventually(within: 120) {
+            (try? FileManager.default.contentsOfDirectory(atPath: temp.path))?.contains { $0.hasPrefix(".long.mp4.partial-") } ?? false
+        }
+        #expect(encoding, "the encode never started: \(child.stderr)")
+        let status = await child.stop(with: SIGTERM, seconds: 60)
+        // Ended by the signal, or with the status a shell gives that (128 + 15).
+        #expect(!child.process.isRunning && (status == nil || status == 128 + SIGTERM), "it exited with \(String(describing: status))")
+        #expect(child.stderr.contains("not written"), "\(child.stderr)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: temp.path).filter { $0.contains("long.mp4") }
+        #expect(left.isEmpty, "left behind: \(left)")
+    }
+
     /// `--speed` plays the session as drawn: the animation lasts the drawing's time (pauses
     /// cut to --max-idle) over the speed. `--size` fits the picture in a box.
     @Test func aTimelapseAtASpeedLastsTheDrawingsTimeOverIt() throws {

@@ -42,6 +42,14 @@ enum FFmpeg {
         let arguments = ["-hide_banner", "-loglevel", "error", "-y",
                          "-f", "rawvideo", "-pix_fmt", "rgb24", "-video_size", "\(frames.width)x\(frames.height)",
                          "-framerate", "\(fps)", "-i", "pipe:0", "-an"] + encoding(container) + [partial]
+        // Stopped (Ctrl-C, SIGTERM) while encoding: the temporary goes too, and the command
+        // ends as the signal would have ended it (ffmpeg, its input closed, ends after it).
+        let trap = SignalTrap { number in
+            try? FileSystem.remove(partial)
+            Terminal.standardError("\njournal: stopped by signal \(number); \(path) not written\n")
+            ProcessInfoLite.exitAsKilled(by: number)
+        }
+        defer { trap.cancel() }
         let started = ProcessInfoLite.monotonicSeconds()
         var timing = Timing()
         var progress = Progress("time-lapse")
