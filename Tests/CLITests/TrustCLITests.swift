@@ -35,7 +35,8 @@ import Testing
         let events = lines(try cli.journal(["log", "-C", alice]).stdout)
         let verify = try cli.journal(["verify", "-C", bob])
         #expect(verify.status == 1 && verify.stdout.contains("quarantined") && verify.stdout.contains(carolKey))
-        #expect(lines(try cli.journal(["log", "-C", bob]).stdout) == events)
+        let log = try cli.journal(["log", "-C", bob])
+        #expect(lines(log.stdout) == events)
 
         let listed = try cli.journal(["trust", "list", "-C", bob, "--json"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [String: Any])
@@ -54,6 +55,15 @@ import Testing
         #expect(missing.status == 1 && missing.stderr.contains("not in the trust list"))
         #expect(try cli.journal(["trust", "remove", "-C", bob, "--all"]).status == 0)
         #expect(lines(try cli.journal(["log", "-C", bob]).stdout) == 2 * events)
+
+        // A read command says it once per key not trusted, however many files that key sealed.
+        #expect(try cli.journal(["trust", "add", "-C", bob, aliceKey]).status == 0)
+        #expect(try cli.journal(["record", "-C", carol], stdin: CLITests.sample).status == 0)
+        #expect(try cli.journal(["sync", "-C", carol, shared]).status == 0)
+        #expect(try cli.journal(["sync", "-C", bob, shared]).status == 0)
+        let warned = try cli.journal(["log", "-C", bob]).stderr.split(separator: "\n").filter { $0.contains("quarantined") }
+        #expect(warned.count == 1 && warned.first?.contains("segments quarantined (") == true && warned.first?.contains(carolKey) == true,
+                "\(warned)")
     }
 
     @Test func badKeysAndListsAreRefusedWithWhatIsWrong() throws {

@@ -180,10 +180,25 @@ private final class DigestTask: @unchecked Sendable {
     }
 }
 
-/// Problems go to stderr so that stdout stays machine-readable.
+/// Problems go to stderr so that stdout stays machine-readable. Quarantined files are one line
+/// per reason (per key not trusted, say), not one per file: every read command says it, and a
+/// board with a hundred files of one untrusted key printed a hundred long lines each time.
 func reportProblems(_ report: ReplayReport) {
+    var quarantined: [(reason: String, files: [String])] = []
     for problem in report.problems where problem.kind != .tornTail {
-        Terminal.standardError("journal: warning: \(problem)\n")
+        guard problem.kind == .quarantined else {
+            Terminal.standardError("journal: warning: \(problem)\n")
+            continue
+        }
+        if let index = quarantined.firstIndex(where: { $0.reason == problem.reason }) {
+            quarantined[index].files.append(problem.file)
+        } else {
+            quarantined.append((problem.reason, [problem.file]))
+        }
+    }
+    for (reason, files) in quarantined {
+        let which = files.count == 1 ? files[0] : "\(files[0]) and \(Wording.counted(files.count - 1, "other"))"
+        Terminal.standardError("journal: warning: \(Wording.counted(files.count, "segment")) quarantined (\(which)): \(reason); `journal verify` lists them\n")
     }
     if let snapshot = report.snapshotWritten {
         Terminal.standardError("journal: wrote a snapshot of \(Wording.counted(snapshot.events, "event")) (\(Wording.counted(snapshot.bytes, "byte"))) to \(snapshot.path), so that the next open replays less; delete it any time\n")
