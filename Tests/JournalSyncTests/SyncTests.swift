@@ -318,6 +318,32 @@ import JournalCompression
         #expect(stuck.replacedOnTarget.isEmpty && stuck.lackingOnTarget == [relative], "\(stuck.text)")
     }
 
+    /// A damaged object blocks nothing it does not hold (issue 40): a store copy of another
+    /// machine's segment that is damaged is refused and reported, and this journal's own new
+    /// segments are still published, none lacking (what a relay's shared-ack round waits on).
+    @Test func aDamagedCopyOfAnotherMachinesSegmentBlocksNothingElse() async throws {
+        let temp = TemporaryDirectory("damage-blocks-nothing")
+        defer { temp.remove() }
+        var alice = try Machine(temp.path + "/alice", seed: 51)
+        var bob = try Machine(temp.path + "/bob", seed: 52)
+        let shared = temp.path + "/shared"
+        try bob.draw(strokes: 2)
+        let bobs = try await SyncEngine(journal: bob.journal).sync(.directory(shared), create: true)
+        let relative = try #require(bobs.published.first)
+        var damaged = try FileSystem.readFile(shared + "/replicas/" + relative)
+        damaged[damaged.count / 2] ^= 0x40
+        try FileSystem.writeAtomically(damaged, to: shared + "/replicas/" + relative)
+
+        try alice.draw(strokes: 2)
+        let report = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
+        #expect(report.rejected.contains { $0.file.hasSuffix(relative) }, "\(report.text)")
+        #expect(report.published.count == 1 && report.lackingOnTarget.isEmpty, "\(report.text)")
+        // Bob, who holds the right bytes, heals the store at his next sync; alice then has it all.
+        #expect(try await SyncEngine(journal: bob.journal).sync(.directory(shared)).replacedOnTarget == [relative])
+        _ = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
+        #expect(alice.digest == bob.digest)
+    }
+
     @Test func theAWSEnvironmentIsMappedOntoRclonesS3BackendWithoutOverridingIt() throws {
         guard case .objectStore(let store) = try SyncTarget(parsing: "s3://boards/poster") else { Issue.record("not a store"); return }
         let aws = ["AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_REGION": "eu-west-3", "AWS_CA_BUNDLE": "/etc/ca.pem"]
