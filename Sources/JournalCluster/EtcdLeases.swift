@@ -113,9 +113,6 @@ public final class EtcdLeases: BoardLeases, Sendable {
     /// Why the service could not be asked last, if the last request failed.
     public var lastProblem: String? { state.withLock { $0.lastProblem } }
 
-    /// The fence of a board held here.
-    public func fence(of board: BoardName) -> UInt64? { state.withLock { $0.claimed[board] } }
-
     public func claim(_ board: BoardName, wait: Double) async -> LeaseClaim {
         let deadline = ProcessInfoLite.monotonicSeconds() + wait
         while true {
