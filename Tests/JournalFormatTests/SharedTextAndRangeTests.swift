@@ -6,15 +6,20 @@ import Testing
 @Suite(.ownThreads) struct SharedTextAndRangeTests {
     @Test func seqRangesAgreeWithASetOfSeqsOnRandomInput() {
         var random = SeededGenerator(seed: 99)
-        for round in 0..<300 {
-            var naive = Set<UInt64>()
+        /// Up to 7 random ranges of seqs 1...60 and up to `width` long, and the seqs they hold.
+        func randomRanges(width: UInt64) -> (ranges: [ClosedRange<UInt64>], seqs: Set<UInt64>) {
             var ranges: [ClosedRange<UInt64>] = []
+            var seqs = Set<UInt64>()
             for _ in 0..<Int(random.next() % 8) {
                 let low = 1 + random.next() % 60
-                let range = low...(low + random.next() % 6)
+                let range = low...(low + random.next() % width)
                 ranges.append(range)
-                naive.formUnion(range)
+                seqs.formUnion(range)
             }
+            return (ranges, seqs)
+        }
+        for round in 0..<300 {
+            let (ranges, naive) = randomRanges(width: 6)
             var built = SeqRanges()
             for range in ranges { built.insert(range) }
             let whole = SeqRanges(ranges)
@@ -24,14 +29,7 @@ import Testing
             // Canonical: sorted, and neither overlapping nor touching.
             for (a, b) in zip(whole.ranges, whole.ranges.dropFirst()) { #expect(a.upperBound + 1 < b.lowerBound, "round \(round)") }
             // Against a second random set: the intersection holds exactly the seqs both hold.
-            var other = Set<UInt64>()
-            var otherRanges: [ClosedRange<UInt64>] = []
-            for _ in 0..<Int(random.next() % 8) {
-                let low = 1 + random.next() % 60
-                let range = low...(low + random.next() % 9)
-                otherRanges.append(range)
-                other.formUnion(range)
-            }
+            let (otherRanges, other) = randomRanges(width: 9)
             let both = whole.intersection(SeqRanges(otherRanges))
             #expect(both == SeqRanges(naive.intersection(other).map { $0...$0 }), "round \(round)")
             #expect(both == SeqRanges(otherRanges).intersection(whole), "round \(round)")
