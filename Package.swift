@@ -101,16 +101,20 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict),
+        // The one writer of a live journal: when events become durable, sealed and compacted.
+        .target(
+            name: "JournalCommit", dependencies: ["JournalFormat", "JournalPlatform", "JournalStorage"],
+            swiftSettings: strict),
         .target(
             name: "JournalSync",
             dependencies: [
-                "JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay",
+                "JournalFormat", "JournalPlatform", "JournalStorage", "JournalCommit", "JournalReplay",
                 .product(name: "Atomics", package: "swift-atomics"),
             ],
             swiftSettings: strict),
         .target(
             name: "JournalLive",
-            dependencies: ["JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay"],
+            dependencies: ["JournalFormat", "JournalPlatform", "JournalStorage", "JournalCommit", "JournalReplay"],
             swiftSettings: strict),
         .target(name: "JournalIngest", dependencies: ["JournalFormat", "JournalPlatform"], swiftSettings: strict),
         .target(name: "JournalRender", dependencies: ["JournalFormat", "JournalReplay"], swiftSettings: strict),
@@ -122,8 +126,8 @@ let package = Package(
         .target(
             name: "StrokeJournal",
             dependencies: [
-                "JournalFormat", "JournalStorage", "JournalReplay", "JournalSync", "JournalIngest", "JournalRender",
-                "JournalLive", "JournalWire", "JournalKeys",
+                "JournalFormat", "JournalStorage", "JournalCommit", "JournalReplay", "JournalSync", "JournalIngest",
+                "JournalRender", "JournalLive", "JournalWire", "JournalKeys",
             ],
             swiftSettings: strict),
 
@@ -132,7 +136,8 @@ let package = Package(
         .target(
             name: "JournalRelay",
             dependencies: [
-                "JournalFormat", "JournalKeys", "JournalPlatform", "JournalStorage", "JournalReplay", "JournalLive", "JournalWire",
+                "JournalFormat", "JournalKeys", "JournalPlatform", "JournalStorage", "JournalCommit", "JournalReplay", "JournalLive",
+                "JournalWire",
                 // Ed25519: the relay's tokens (who may view, draw, create a board).
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -191,7 +196,7 @@ let package = Package(
         .executableTarget(
             name: "journal",
             dependencies: [
-                "JournalCommandLine", "JournalFormat", "JournalPlatform", "JournalStorage", "JournalReplay", "JournalSync",
+                "JournalCommandLine", "JournalFormat", "JournalPlatform", "JournalStorage", "JournalCommit", "JournalReplay", "JournalSync",
                 "JournalIngest", "JournalRender", "JournalSamples", "JournalLive", "JournalRelay", "JournalWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -216,7 +221,7 @@ let package = Package(
         // MARK: Tests
         // Event generators and byte-damage helpers shared by the test targets.
         .target(
-            name: "JournalTestSupport", dependencies: ["JournalFormat", "JournalKeys", "JournalPlatform", "JournalWire"],
+            name: "JournalTestSupport", dependencies: ["JournalFormat", "JournalKeys", "JournalPlatform", "JournalStorage", "JournalWire"],
             path: "Tests/Support",
             swiftSettings: strict),
         .testTarget(name: "JournalPlatformTests", dependencies: ["JournalPlatform", "JournalTestSupport"], swiftSettings: strict),
@@ -256,8 +261,8 @@ let package = Package(
         .testTarget(
             name: "JournalLiveTests",
             dependencies: [
-                "JournalLive", "JournalSync", "JournalStorage", "JournalReplay", "JournalFormat", "JournalPlatform",
-                "JournalTestSupport",
+                "JournalLive", "JournalCommit", "JournalSync", "JournalStorage", "JournalReplay", "JournalFormat",
+                "JournalPlatform", "JournalTestSupport",
             ],
             swiftSettings: strict),
         // The README's Swift snippets, verbatim, as one program (run by CLITests' ReadmeSnippetTests).
@@ -269,7 +274,7 @@ let package = Package(
         .testTarget(
             name: "JournalRelayTests",
             dependencies: [
-                "JournalRelay", "JournalWire", "JournalLive", "JournalReplay", "JournalStorage", "JournalFormat", "JournalIngest",
+                "JournalRelay", "JournalWire", "JournalLive", "JournalCommit", "JournalReplay", "JournalStorage", "JournalFormat", "JournalIngest",
                 "JournalPlatform", "JournalTestSupport",
             ],
             swiftSettings: strict),
@@ -278,7 +283,7 @@ let package = Package(
         .testTarget(
             name: "JournalClusterTests",
             dependencies: [
-                "JournalCluster", "JournalRelay", "JournalWire", "JournalLive", "JournalReplay", "JournalStorage", "JournalSync",
+                "JournalCluster", "JournalRelay", "JournalWire", "JournalLive", "JournalCommit", "JournalReplay", "JournalStorage", "JournalSync",
                 "JournalFormat", "JournalPlatform", "JournalTestSupport",
             ],
             swiftSettings: strict),

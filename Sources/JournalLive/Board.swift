@@ -1,3 +1,4 @@
+import JournalCommit
 import JournalFormat
 import JournalPlatform
 import JournalReplay
@@ -66,7 +67,7 @@ public final class Board: Sendable {
         self.directory = directory
         self.options = options
         let committed = committed
-        committer = try Committer(directory: directory, options: options) { activity in committed(activity) }
+        committer = try Committer(directory: directory, policy: options.commit) { activity in committed(activity) }
         replica = committer.replica
         recovery = committer.recovery
         let (live, _) = LiveReplay.load(directory, hostedSegments: false, keepsDrawing: options.keepsDrawing)
@@ -148,20 +149,7 @@ public final class Board: Sendable {
     }
 
     /// Why `sealNow` did not seal everything.
-    public enum SealNowFailure: Error, Sendable, CustomStringConvertible {
-        case journal(JournalError)
-        /// Events still unsealed after the seal: the board's own, and hosted ones (or hosted
-        /// files with events that this board does not write now).
-        case stillUnsealed(own: Int, hosted: Int)
-
-        public var description: String {
-            switch self {
-            case .journal(let error): return error.description
-            case .stillUnsealed(let own, let hosted):
-                return "\(own) event(s) of the board's own and \(hosted) hosted event(s) or file(s) are still unsealed (a seal was put off or failed); tried again"
-            }
-        }
-    }
+    public typealias SealNowFailure = SealFailure
 
     /// What `whenDurable` calls: every event appended before it was durable, or the journal failed.
     public typealias DurableNotice = @Sendable (Result<Void, JournalError>) -> Void
@@ -309,7 +297,7 @@ public final class Board: Sendable {
     /// then call `commitHostedSoon()`, after releasing that lock (a commit may run on its
     /// thread).
     public func stageHosted(_ events: [Event], of replica: ReplicaID, from submitter: Int) throws(JournalError) -> Bool {
-        try committer.hosted.stage(events, of: replica, from: submitter)
+        try committer.stageHosted(events, of: replica, from: submitter)
     }
 
     /// The second step of `host`: asks the committer for the group commit of what is staged.
@@ -320,15 +308,15 @@ public final class Board: Sendable {
     /// Drops what is staged of `replica` (its batches still settle with the next round):
     /// events accepted after a round of the replica failed would follow a hole.
     public func unstageHosted(_ replica: ReplicaID) {
-        committer.hosted.unstage(replica)
+        committer.unstageHosted(replica)
     }
 
     /// Seqs durable in the hosted files, per replica.
-    public var hostedStored: [ReplicaID: SeqRanges] { committer.hosted.stored }
+    public var hostedStored: [ReplicaID: SeqRanges] { committer.hostedStored }
 
     /// The hosted open segments as they are now, every byte of them fsynced.
     public func scanHosted() -> (scans: [ScannedSegment], problems: [Problem]) {
-        committer.hosted.scan()
+        committer.scanHosted()
     }
 
     /// Takes over hosted open segments a previous run left, sealing them (before the board

@@ -1,24 +1,10 @@
+import JournalCommit
 import JournalReplay
 
 /// How a live board commits, seals and looks for new segments.
 public struct BoardOptions: Sendable {
-    /// Group commit: pending events are made durable this long after the first of them
-    /// was appended (one fsync for every event of the window).
-    public var commitDelayMilliseconds: Int
-    /// Seal the open segment after this long without an append, so that `journal sync`
-    /// (which cannot seal while the board holds the writer lock) can publish the strokes.
-    /// Nil: seal only when the segment is full or the board closes.
-    public var sealAfterIdleMilliseconds: Int?
-    /// Seal at the latest this long after the first unsealed event, even while drawing goes
-    /// on without a pause: the bound on how late other machines see a stroke. Each seal is a
-    /// small file; sealing less often means fewer, larger ones.
-    public var sealAfterMilliseconds: Int
-    /// Each seal's `sealAfterMilliseconds` deadline is drawn at random between (1 - spread)
-    /// and 1 times it. Boards that start together (a relay's, after a restart) would otherwise
-    /// seal together every period, and their summed seals stall every board's acks at once.
-    public var sealSpread: Double
-    /// Seal the open segment once it holds this many events.
-    public var sealEveryEvents: Int
+    /// When the board's committer makes events durable, seals and compacts.
+    public var commit: CommitPolicy
     /// Look for new segments at least this often, notification or not (a shared folder on
     /// NFS notifies nobody; where inotify works this is only a safety net).
     public var rescanIntervalSeconds: Double
@@ -29,20 +15,16 @@ public struct BoardOptions: Sendable {
     /// journal, its drawing reads empty, and an update from sync carries no changes. A relay's
     /// boards, which send events and never read a drawing, keep none (invariant 13).
     public var keepsDrawing: Bool
-    /// Compact the board's sealed segments in the background after each seal
-    /// (the committer's `CompactionScheduler`, docs/FORMAT.md §16.5): a board seals a small file at every pause.
-    public var automaticCompaction: Bool
 
+    /// The commit parameters are `CommitPolicy`'s (see there).
     public init(commitDelayMilliseconds: Int = 5, sealAfterIdleMilliseconds: Int? = 300, sealAfterMilliseconds: Int = 500,
                 sealSpread: Double = 0, sealEveryEvents: Int = 262_144,
                 rescanIntervalSeconds: Double = 2, watchForSegments: Bool = true, keepsDrawing: Bool = true,
                 automaticCompaction: Bool = true) {
-        self.automaticCompaction = automaticCompaction
-        self.commitDelayMilliseconds = max(0, commitDelayMilliseconds)
-        self.sealAfterIdleMilliseconds = sealAfterIdleMilliseconds
-        self.sealAfterMilliseconds = max(0, sealAfterMilliseconds)
-        self.sealSpread = sealSpread.isFinite ? min(1, max(0, sealSpread)) : 0
-        self.sealEveryEvents = sealEveryEvents
+        commit = CommitPolicy(
+            commitDelayMilliseconds: commitDelayMilliseconds, sealAfterIdleMilliseconds: sealAfterIdleMilliseconds,
+            sealAfterMilliseconds: sealAfterMilliseconds, sealSpread: sealSpread, sealEveryEvents: sealEveryEvents,
+            automaticCompaction: automaticCompaction)
         self.rescanIntervalSeconds = max(0.05, rescanIntervalSeconds)
         self.watchForSegments = watchForSegments
         self.keepsDrawing = keepsDrawing
@@ -59,12 +41,6 @@ extension BoardOptions {
     /// up to 0.4 s (docs/history/PERFORMANCE-RUNS.md, "Fifth run").
     public static var relay: BoardOptions {
         BoardOptions(sealAfterIdleMilliseconds: 1000, sealAfterMilliseconds: 5000, sealSpread: 0.3, keepsDrawing: false)
-    }
-
-    /// One seal's `sealAfterMilliseconds`, in seconds, drawn within `sealSpread`.
-    public func drawSealAge() -> Double {
-        let age = Double(sealAfterMilliseconds) / 1000
-        return sealSpread > 0 ? age * Double.random(in: (1 - sealSpread)...1) : age
     }
 }
 

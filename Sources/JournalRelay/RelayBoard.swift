@@ -1,3 +1,4 @@
+import JournalCommit
 import JournalFormat
 import JournalLive
 import JournalPlatform

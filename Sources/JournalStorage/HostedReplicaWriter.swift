@@ -77,8 +77,7 @@ public final class HostedReplicaWriter {
         self.replica = replica
         self.directory = directory
         sink = SegmentSink(directory: directory, replica: replica,
-                           options: WriterOptions(flushEveryEvents: Int.max, flushIntervalMilliseconds: nil,
-                                                  sealEveryEvents: sealEveryEvents, sealOnClose: true),
+                           options: WriterOptions(sealEveryEvents: sealEveryEvents, sealOnClose: true),
                            openPath: directory.hostedSegmentPath(replica))
         // The relay checked every frame against the replica's own key; its journal's key
         // vouches for that when it seals (docs/FORMAT.md §15, role `host`).

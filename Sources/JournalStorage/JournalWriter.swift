@@ -3,25 +3,18 @@ import JournalFormat
 import JournalKeys
 import JournalPlatform
 
-/// When the writer makes pending events durable on its own, and when it seals.
+/// How the writer seals. When pending events are made durable is never the writer's own
+/// decision: its owner (`Committer`, `Committer.Recording`) calls `flush`, `flushInBackground`,
+/// `startFlush`, `seal` or `close`, by its policy of count, age and idle time.
 public struct WriterOptions: Sendable {
-    /// Flush when this many events are pending.
-    public var flushEveryEvents: Int
-    /// Flush when the oldest pending event is this old (checked on each append).
-    public var flushIntervalMilliseconds: Int64?
-    /// Seal the open segment once it holds this many events.
+    /// A flush seals the open segment once it would hold this many events.
     public var sealEveryEvents: Int
     /// Seal what is open when the writer closes, so that it can be shared.
     public var sealOnClose: Bool
     /// zlib level for the small blocks of the open segment (sealing always uses level 6).
     public var openBlockCompressionLevel: Int32
 
-    public init(
-        flushEveryEvents: Int = 32_768, flushIntervalMilliseconds: Int64? = 200,
-        sealEveryEvents: Int = 262_144, sealOnClose: Bool = true, openBlockCompressionLevel: Int32 = 1
-    ) {
-        self.flushEveryEvents = max(1, flushEveryEvents)
-        self.flushIntervalMilliseconds = flushIntervalMilliseconds
+    public init(sealEveryEvents: Int = 262_144, sealOnClose: Bool = true, openBlockCompressionLevel: Int32 = 1) {
         self.sealEveryEvents = max(1, sealEveryEvents)
         self.sealOnClose = sealOnClose
         self.openBlockCompressionLevel = openBlockCompressionLevel
@@ -70,11 +63,12 @@ public struct RecoveryReport: Sendable, Equatable {
 /// segment and fsyncs: when it returns, they survive `kill -9` and power loss (invariant 5).
 /// Sealing re-encodes the open segment into large blocks under its final immutable name.
 ///
-/// An automatic flush (by count or age, from `append`) runs on another core: encoding and
-/// deflating a block costs far more than building its events, so the caller goes on
-/// appending (or parsing) while the previous batch is encoded, written and fsynced. At most
-/// one batch is in flight; the next automatic flush, `flush()`, `seal()`, `close()` and
-/// reading `durableSeq` wait for it. Nothing is acknowledged before it is durable:
+/// The writer never flushes on its own (`WriterOptions`): its owner decides when. A flush
+/// started with `flushInBackground()` runs on another core: encoding and deflating a block
+/// costs far more than building its events, so the caller goes on appending (or parsing)
+/// while the previous batch is encoded, written and fsynced. At most one batch is in flight;
+/// the next flush, `seal()`, `close()` and reading `durableSeq` wait for it. Appending alone
+/// only buffers: an owner that never flushes holds every event in memory until `close()`. Nothing is acknowledged before it is durable:
 /// `durableSeq` and `onDurable` report a batch only once its blocks are fsynced, and an error
 /// of a batch written in the background is thrown by the next call.
 public final class JournalWriter {
@@ -230,10 +224,6 @@ public final class JournalWriter {
         let event = Event(id: EventID(replica: replica, seq: nextSeq), lamport: clock, wallTime: now, payload: payload)
         pending.append(event)
         nextSeq += 1
-        if pending.count >= options.flushEveryEvents
-            || (options.flushIntervalMilliseconds.map { now - pendingSince >= $0 } ?? false) {
-            try flushInBackground()
-        }
         return event
     }
 
@@ -257,7 +247,7 @@ public final class JournalWriter {
         }
         let batch = pending
         pending = []
-        pending.reserveCapacity(min(options.flushEveryEvents, FormatV1.sealedBlockTargetEvents))
+        pending.reserveCapacity(min(batch.count, FormatV1.sealedBlockTargetEvents))
         let sink = self.sink
         let job = DurableJob { sink.makeDurable(batch, sealIfDue: true) }
         inFlight = job

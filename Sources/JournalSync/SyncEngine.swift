@@ -1,3 +1,4 @@
+import JournalCommit
 import JournalFormat
 import JournalPlatform
 import JournalReplay
@@ -95,10 +96,11 @@ public struct SyncEngine {
         // must not touch a single file).
         guard let size = FileSystem.linkStatus(journal.openSegmentPath)?.size, size > Int64(FormatV1.fileHeaderSize) else { return }
         do {
-            let writer = try JournalWriter(directory: journal)
-            let name = try writer.seal()
-            try writer.close()
-            if let name { report.sealed = name.relativePath(in: writer.replica) }
+            // The seal is the committer's (one seal policy): a recording opened only to seal.
+            let recording = try Committer.Recording(directory: journal, options: RecordingOptions(automaticCompaction: false))
+            let name = try recording.seal()
+            try recording.close()
+            if let name { report.sealed = name.relativePath(in: recording.replica) }
         } catch {
             switch error {
             case .locked(_, let holder):

@@ -1,3 +1,4 @@
+import JournalCommit
 import JournalFormat
 import JournalKeys
 import JournalLive

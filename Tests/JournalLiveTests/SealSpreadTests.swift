@@ -1,3 +1,4 @@
+import JournalCommit
 import JournalLive
 import Testing
 
@@ -7,27 +8,27 @@ import Testing
 @Suite struct SealSpreadTests {
     @Test func withoutSpreadEverySealWaitsTheWholeAge() {
         let options = BoardOptions(sealAfterMilliseconds: 5000)
-        #expect(options.sealSpread == 0)
-        for _ in 0..<20 { #expect(options.drawSealAge() == 5) }
+        #expect(options.commit.sealSpread == 0)
+        for _ in 0..<20 { #expect(options.commit.drawSealAge() == 5) }
     }
 
     @Test func spreadAgesFallWithinTheSpreadAndDiffer() {
         let options = BoardOptions(sealAfterMilliseconds: 5000, sealSpread: 0.3)
-        let ages = (0..<200).map { _ in options.drawSealAge() }
+        let ages = (0..<200).map { _ in options.commit.drawSealAge() }
         #expect(ages.allSatisfy { $0 >= 3.5 && $0 <= 5 })
         // 200 uniform draws over 1.5 s that all land within 0.75 s of each other: about 2^-199.
         #expect(ages.max()! - ages.min()! > 0.75)
     }
 
     @Test func aRelaysBoardsSpreadTheirSeals() {
-        #expect(BoardOptions.relay.sealSpread > 0)
-        #expect(BoardOptions.relay.drawSealAge() <= Double(BoardOptions.relay.sealAfterMilliseconds) / 1000)
+        #expect(BoardOptions.relay.commit.sealSpread > 0)
+        #expect(BoardOptions.relay.commit.drawSealAge() <= Double(BoardOptions.relay.commit.sealAfterMilliseconds) / 1000)
     }
 
     @Test func spreadIsClampedToAFraction() {
-        #expect(BoardOptions(sealSpread: 5).sealSpread == 1)
-        #expect(BoardOptions(sealSpread: -1).sealSpread == 0)
-        #expect(BoardOptions(sealSpread: .nan).sealSpread == 0)
-        #expect(BoardOptions(sealAfterMilliseconds: 1000, sealSpread: 1).drawSealAge() >= 0)
+        #expect(BoardOptions(sealSpread: 5).commit.sealSpread == 1)
+        #expect(BoardOptions(sealSpread: -1).commit.sealSpread == 0)
+        #expect(BoardOptions(sealSpread: .nan).commit.sealSpread == 0)
+        #expect(BoardOptions(sealAfterMilliseconds: 1000, sealSpread: 1).commit.drawSealAge() >= 0)
     }
 }

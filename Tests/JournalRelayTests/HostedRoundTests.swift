@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Dispatch
+import JournalCommit
 import JournalFormat
 import JournalLive
 import JournalPlatform

@@ -11,8 +11,8 @@ import Testing
     func journalWithSnapshot(_ temp: TemporaryDirectory) throws -> JournalDirectory {
         let journal = try JournalDirectory.create(at: temp.path + "/j")
         var generator = EventGenerator(seed: 21)
-        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 64))
-        for _ in 0..<20 { for event in generator.stroke(points: 12) { try writer.append(event.payload) } }
+        let writer = try JournalWriter(directory: journal)
+        for _ in 0..<20 { for event in generator.stroke(points: 12) { try writer.append(event.payload, flushingEvery: 64) } }
         try writer.close()
         try SnapshotStore.create(journal)
         // More events after the snapshot, so that opening continues from it.

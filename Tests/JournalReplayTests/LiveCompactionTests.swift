@@ -10,14 +10,13 @@ import Testing
 @Suite(.ownThreads) struct LiveCompactionTests {
     /// Seals `files` small segments of `perFile` events each into `journal`'s own replica.
     func seal(_ journal: JournalDirectory, files: Int, perFile: Int = 12, from stroke: UInt64 = 0) throws {
-        let writer = try JournalWriter(directory: journal, options: WriterOptions(
-            flushEveryEvents: perFile, sealEveryEvents: perFile))
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(sealEveryEvents: perFile))
         for file in 0..<files {
             let id = StrokeID(UUIDBits(high: 21, low: stroke + UInt64(file)))
             for index in 0..<(perFile - 1) {
                 try writer.append(.point(PointSample(stroke: id, x: Double(index), y: Double(file), style: Style(color: RGBA(rawValue: 0x112233FF), width: 1))))
             }
-            try writer.append(.end(id))
+            try writer.append(.end(id), flushingEvery: perFile)
         }
         try writer.close()
     }

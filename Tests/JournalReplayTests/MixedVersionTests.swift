@@ -21,9 +21,9 @@ import Testing
         let journal = try JournalDirectory.create(at: temp.path + "/a")
         var strokes = (0..<4).map { StrokeID(UUIDBits(high: UInt64($0) + 1, low: 7)) }[...]
         var index = 0
-        func appendSome(_ writer: JournalWriter, _ count: Int) throws {
+        func appendSome(_ writer: JournalWriter, _ count: Int, flushingEvery flushCount: Int = .max) throws {
             for _ in 0..<count {
-                try writer.append(payload(index, stroke: strokes.first!))
+                try writer.append(payload(index, stroke: strokes.first!), flushingEvery: flushCount)
                 if index % 25 == 24 { strokes = strokes.dropFirst() }
                 index += 1
             }
@@ -45,8 +45,8 @@ import Testing
         // This build appends to it (v1 blocks) and seals it as version 1; the next seal is
         // version 3 (signed: the journal has a key), its bodies coded as version 2's.
         do {
-            let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 5))
-            try appendSome(writer, 35)
+            let writer = try JournalWriter(directory: journal)
+            try appendSome(writer, 35, flushingEvery: 5)
             try writer.close()
         }
         do {

@@ -241,13 +241,13 @@ import JournalCompression
     /// Records `count` strokes into the journal's own replica.
     func draw(_ journal: JournalDirectory, strokes count: Int, seed: UInt64, seal: Bool = true) throws {
         var generator = EventGenerator(seed: seed)
-        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 64, sealOnClose: seal))
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(sealOnClose: seal))
         for _ in 0..<count {
             for event in generator.stroke(points: Int.random(in: 1...30, using: &generator.random)) {
-                try writer.append(event.payload)
+                try writer.append(event.payload, flushingEvery: 64)
             }
             if Bool.random(using: &generator.random), let stroke = generator.strokes.randomElement(using: &generator.random) {
-                try writer.append(Bool.random(using: &generator.random) ? .undo(stroke) : .redo(stroke))
+                try writer.append(Bool.random(using: &generator.random) ? .undo(stroke) : .redo(stroke), flushingEvery: 64)
             }
         }
         try writer.close()

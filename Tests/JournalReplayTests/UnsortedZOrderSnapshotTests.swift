@@ -12,8 +12,8 @@ import Testing
     static func journalWithReversedSnapshot(_ root: String) throws -> JournalDirectory {
         let journal = try JournalDirectory.create(at: root + "/j")
         var generator = EventGenerator(seed: 21)
-        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 64))
-        for _ in 0..<20 { for event in generator.stroke(points: 12) { try writer.append(event.payload) } }
+        let writer = try JournalWriter(directory: journal)
+        for _ in 0..<20 { for event in generator.stroke(points: 12) { try writer.append(event.payload, flushingEvery: 64) } }
         try writer.close()
         try SnapshotStore.create(journal)
         let path = journal.localPath + "/snapshots/latest.sjsnap"

@@ -20,11 +20,11 @@ import Testing
     static func journalOfSmallSegments(_ path: String, files: Int, perFile: Int, keyed: Bool = true) throws -> JournalDirectory {
         let journal = keyed ? try JournalDirectory.create(at: path)
                             : try JournalDirectory.create(at: path, replica: ReplicaID(UUIDBits(high: 7, low: 7)))
-        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: perFile, sealEveryEvents: perFile))
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(sealEveryEvents: perFile))
         for file in 0..<files {
             let stroke = StrokeID(UUIDBits(high: 1, low: UInt64(file)))
-            for index in 0..<(perFile - 1) { try writer.append(point(stroke, Double(index))) }
-            try writer.append(.end(stroke))
+            for index in 0..<(perFile - 1) { try writer.append(point(stroke, Double(index)), flushingEvery: perFile) }
+            try writer.append(.end(stroke), flushingEvery: perFile)
         }
         try writer.close()
         return journal

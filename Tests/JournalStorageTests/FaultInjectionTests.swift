@@ -72,8 +72,8 @@ final class FaultLog: @unchecked Sendable {
             defer { temp.remove() }
             let journal = try JournalDirectory.create(at: temp.path + "/j")
             do {
-                let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 8, sealOnClose: false))
-                for index in 0..<20 { try writer.append(payload(index)) }
+                let writer = try JournalWriter(directory: journal, options: WriterOptions(sealOnClose: false))
+                for index in 0..<20 { try writer.append(payload(index), flushingEvery: 8) }
                 try writer.close()
             }
             var acknowledged = 20
@@ -83,9 +83,9 @@ final class FaultLog: @unchecked Sendable {
                                synced: [journal.openSegmentPath, journal.identityPath])
             do {
                 try FaultInjection.$hook.withValue(log.hook) {
-                    let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 8, sealEveryEvents: 40))
+                    let writer = try JournalWriter(directory: journal, options: WriterOptions(sealEveryEvents: 40))
                     for index in 20..<100 {
-                        try writer.append(payload(index))
+                        try writer.append(payload(index), flushingEvery: 8)
                         acknowledged = max(acknowledged, Int(writer.durableSeq))
                     }
                     try writer.close()
@@ -156,7 +156,7 @@ final class FaultLog: @unchecked Sendable {
         let temp = TemporaryDirectory("poison")
         defer { temp.remove() }
         let journal = try JournalDirectory.create(at: temp.path + "/j")
-        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 1000, sealOnClose: false))
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(sealOnClose: false))
         try writer.append(payload(0))
         let prefix = temp.path
         FaultInjection.$hook.withValue({ operation, path in operation == .write && path.hasPrefix(prefix) ? ENOSPC : nil }) {

@@ -27,8 +27,8 @@ import Testing
             try plant(journal.localPath + "/" + name)
         }
         for round in 0..<2 {
-            let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 5, sealEveryEvents: 20))
-            for index in 0..<50 { try writer.append(payload(round * 50 + index)) }
+            let writer = try JournalWriter(directory: journal, options: WriterOptions(sealEveryEvents: 20))
+            for index in 0..<50 { try writer.append(payload(round * 50 + index), flushingEvery: 5) }
             try writer.close()
         }
         #expect(LocalIndex.refresh(journal).entries.count == journal.listSealed().sealed.count)

@@ -14,14 +14,32 @@ import Testing
         return set.members.flatMap { $0.scan.allEvents().events }.sorted { $0.id.seq < $1.id.seq }
     }
 
+    /// When to flush is the committer's decision (`Committer`, `Committer.Recording`): a writer
+    /// alone buffers every append, past any count or age, until its owner flushes.
+    @Test func theWriterFlushesOnlyWhenItsOwnerSays() throws {
+        let temp = TemporaryDirectory("writer-owner-flushes")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        let writer = try JournalWriter(directory: journal)
+        let stroke = StrokeID(UUIDBits(high: 2, low: 2))
+        // Past the count at which writers used to flush on their own (32,768).
+        for index in 0..<40_000 { try writer.append(point(stroke, Double(index % 1000))) }
+        #expect(writer.durableSeq == 0)
+        #expect(writer.pendingEvents == 40_000)
+        try writer.flush()
+        #expect(writer.durableSeq == writer.nextSeq - 1)
+        #expect(writer.pendingEvents == 0)
+        try writer.close()
+    }
+
     @Test func appendFlushSealAndReopenContinuesSeqAndClock() throws {
         let temp = TemporaryDirectory("writer")
         defer { temp.remove() }
         let journal = try JournalDirectory.create(at: temp.path + "/j")
         let stroke = StrokeID(UUIDBits(high: 1, low: 1))
         do {
-            let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 7, flushIntervalMilliseconds: nil))
-            for index in 0..<100 { try writer.append(point(stroke, Double(index))) }
+            let writer = try JournalWriter(directory: journal)
+            for index in 0..<100 { try writer.append(point(stroke, Double(index)), flushingEvery: 7) }
             #expect(writer.durableSeq == 98)     // 14 automatic flushes of 7
             try writer.close()
         }
@@ -60,8 +78,8 @@ import Testing
         defer { temp.remove() }
         let journal = try JournalDirectory.create(at: temp.path + "/j")
         let stroke = StrokeID(UUIDBits(high: 2, low: 2))
-        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 10, sealOnClose: false))
-        for index in 0..<30 { try writer.append(point(stroke, Double(index))) }
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(sealOnClose: false))
+        for index in 0..<30 { try writer.append(point(stroke, Double(index)), flushingEvery: 10) }
         try writer.close()
         let full = try FileSystem.readFile(journal.openSegmentPath)
         let blocks = SegmentScanner.scan(bytes: full, path: "", sealed: false).blocks
@@ -82,12 +100,12 @@ import Testing
         defer { temp.remove() }
         let journal = try JournalDirectory.create(at: temp.path + "/j")
         let stroke = StrokeID(UUIDBits(high: 3, low: 3))
-        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 5, sealEveryEvents: 20))
-        for index in 0..<20 { try writer.append(point(stroke, Double(index))) }
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(sealEveryEvents: 20))
+        for index in 0..<20 { try writer.append(point(stroke, Double(index)), flushingEvery: 5) }
         let firstSealed = journal.listSealed().sealed
         #expect(firstSealed.count == 1)
         let before = try FileSystem.readFile(firstSealed[0].path)
-        for index in 20..<95 { try writer.append(point(stroke, Double(index))) }
+        for index in 20..<95 { try writer.append(point(stroke, Double(index)), flushingEvery: 5) }
         try writer.close()
         #expect(try FileSystem.readFile(firstSealed[0].path) == before)
         let names = journal.listSealed().sealed.map(\.name)
@@ -132,8 +150,8 @@ import Testing
         defer { temp.remove() }
         let journal = try JournalDirectory.create(at: temp.path + "/j")
         let stroke = StrokeID(UUIDBits(high: 6, low: 6))
-        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 5, sealOnClose: false))
-        for index in 0..<30 { try writer.append(point(stroke, Double(index))) }
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(sealOnClose: false))
+        for index in 0..<30 { try writer.append(point(stroke, Double(index)), flushingEvery: 5) }
         try writer.close()
         let original = try FileSystem.readFile(journal.openSegmentPath)
         let blocks = SegmentScanner.scan(bytes: original, path: "", sealed: false).blocks

@@ -14,13 +14,13 @@ import Testing
     /// A machine whose own replica holds `files` small sealed segments (no automatic compaction).
     static func smallSegments(_ path: String, files: Int, perFile: Int = 20, replica: ReplicaID? = nil) throws -> JournalDirectory {
         let journal = try JournalDirectory.create(at: path, replica: replica)
-        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: perFile, sealEveryEvents: perFile))
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(sealEveryEvents: perFile))
         for file in 0..<files {
             let stroke = StrokeID(UUIDBits(high: 3, low: UInt64(file)))
             for index in 0..<(perFile - 1) {
                 try writer.append(.point(PointSample(stroke: stroke, x: Double(index), y: Double(file), style: Style(color: RGBA(rawValue: 0x000000FF), width: 2))))
             }
-            try writer.append(.end(stroke))
+            try writer.append(.end(stroke), flushingEvery: perFile)
         }
         try writer.close()
         return journal

@@ -73,7 +73,7 @@ import JournalCompression
         try FileSystem.createDirectory(shared)
 
         // The original's recorder keeps running: 10 events flushed (acknowledged), unsealed.
-        var recorder: JournalWriter? = try JournalWriter(directory: original, options: WriterOptions(flushEveryEvents: 1_000, sealOnClose: false))
+        var recorder: JournalWriter? = try JournalWriter(directory: original, options: WriterOptions(sealOnClose: false))
         var pen = EventGenerator(seed: 5, replica: replica)
         for event in pen.stroke(points: 9) { try recorder!.append(event.payload) }
         try recorder!.flush()
@@ -455,13 +455,13 @@ import JournalCompression
         let mount = try LoopMount(megabytes: 8)
         defer { mount.remove() }
         let journal = try JournalDirectory.create(at: mount.path + "/j")
-        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 1_000, sealEveryEvents: 40_000))
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(sealEveryEvents: 40_000))
         var pen = EventGenerator(seed: 16, replica: writer.replica)
         var appended = 0
         func draw(_ events: Int) throws {
             let target = appended + events
             while appended < target {
-                for event in pen.stroke(points: 199) { try writer.append(event.payload) }
+                for event in pen.stroke(points: 199) { try writer.append(event.payload, flushingEvery: 1_000) }
                 appended += 200
             }
             try writer.flush()
@@ -503,11 +503,11 @@ import JournalCompression
 /// Records `strokes` strokes of `points` points and closes; returns the events written.
 @discardableResult
 private func record(_ journal: JournalDirectory, strokes: Int, points: Int, seal: Bool) throws -> Int {
-    let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 1, sealOnClose: seal))
+    let writer = try JournalWriter(directory: journal, options: WriterOptions(sealOnClose: seal))
     var pen = EventGenerator(seed: 77, replica: writer.replica)
     var count = 0
     for _ in 0..<strokes {
-        for event in pen.stroke(points: points) { try writer.append(event.payload); count += 1 }
+        for event in pen.stroke(points: points) { try writer.append(event.payload, flushingEvery: 1); count += 1 }
     }
     try writer.close()
     return count

@@ -17,7 +17,7 @@ struct Machine {
 
     /// Records `strokes` strokes (and now and then an undo or erase) and closes (seals).
     mutating func draw(strokes: Int, seal: Bool = true) throws {
-        let writer = try JournalWriter(directory: journal, options: WriterOptions(flushEveryEvents: 50, sealOnClose: seal))
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(sealOnClose: seal))
         for _ in 0..<strokes {
             let stroke = StrokeID(UUIDBits(high: random.next(), low: random.next()))
             let style = Style(color: RGBA(rawValue: UInt32.random(in: 0...UInt32.max, using: &random)), width: Double(Int.random(in: 1...9, using: &random)))
@@ -27,8 +27,8 @@ struct Machine {
                 try writer.append(.point(PointSample(stroke: stroke, x: (x * 100).rounded() / 100, y: Double(index),
                                                      pressure: 0.5, t: Double(index) / 100, style: style)))
             }
-            try writer.append(.end(stroke))
-            if Int.random(in: 0..<6, using: &random) == 0 { try writer.append(.undo(stroke)) }
+            try writer.append(.end(stroke), flushingEvery: 50)
+            if Int.random(in: 0..<6, using: &random) == 0 { try writer.append(.undo(stroke), flushingEvery: 50) }
         }
         try writer.close()
     }

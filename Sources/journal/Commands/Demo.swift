@@ -1,4 +1,5 @@
 import ArgumentParser
+import JournalCommit
 import JournalCommandLine
 import JournalFormat
 import JournalPlatform
@@ -51,7 +52,7 @@ extension JournalCommand {
                 for (index, payloads) in sessions.enumerated() {
                     let name = index < names.count ? names[index] : "machine-\(index + 1)"
                     let machine = try JournalDirectory.create(at: root + "/machines/" + name)
-                    let writer = try JournalWriter(directory: machine)
+                    let writer = try Committer.Recording(directory: machine, options: RecordingOptions())
                     for payload in payloads { try writer.append(payload) }
                     try writer.close()
                     totalEvents += payloads.count

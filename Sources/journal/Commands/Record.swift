@@ -1,4 +1,5 @@
 import ArgumentParser
+import JournalCommit
 import JournalCommandLine
 import JournalFormat
 import JournalIngest

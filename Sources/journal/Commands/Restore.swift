@@ -1,4 +1,5 @@
 import ArgumentParser
+import JournalCommit
 import JournalCommandLine
 import JournalFormat
 import JournalReplay
@@ -39,8 +40,8 @@ extension JournalCommand {
                 let before = history.events.count
                 let plan = RestorePlan(now: history.drawing(at: .end), then: history.drawing(at: moment))
                 if !dryRun && !plan.isEmpty {
-                    let writer = try JournalWriter(directory: journal)
-                    for payload in plan.payloads { _ = try writer.append(payload) }
+                    let writer = try Committer.Recording(directory: journal, options: RecordingOptions())
+                    for payload in plan.payloads { try writer.append(payload) }
                     try writer.close()
                 }
                 if json {

@@ -1,3 +1,4 @@
+import JournalCommit
 import JournalFormat
 import JournalIngest
 import JournalReplay
@@ -19,11 +20,11 @@ struct Counts {
     }
 }
 
-/// What a user of the library does to record a file: NDJSONReader into a JournalWriter with
-/// default options, then close(), which seals.
+/// What a user of the library does to record a file: NDJSONReader into a
+/// `Committer.Recording` with the default flush policy, then close(), which seals.
 @discardableResult
 func recordWithLibrary(_ input: String, into journal: JournalDirectory) throws -> Counts {
-    let writer = try JournalWriter(directory: journal)
+    let writer = try Committer.Recording(directory: journal, options: RecordingOptions(automaticCompaction: false))
     var reader = try NDJSONReader(path: input)
     var payloads: [Payload] = []
     var counts = Counts()

@@ -1,4 +1,5 @@
 import Dispatch
+import JournalCommit
 import JournalFormat
 import JournalIngest
 import JournalLive
@@ -20,8 +21,8 @@ import Darwin
 ///    session of a fifth replica (the `snapshotOpen` row's segment) on the merged journal.
 /// 2. Append latency on the caller's thread: every payload of the standard session through
 ///    `Board.append` (no watcher, default group commit) at full speed and paced at 240 Hz,
-///    each call timed with the monotonic clock; the same through a `JournalWriter` with
-///    default options as the baseline.
+///    each call timed with the monotonic clock; the same through a `JournalWriter` under
+///    `Committer.Recording`'s default flush policy (no compaction) as the baseline.
 extension RowRunner {
     func live() throws -> RowOutput {
         try fixtures.ensureMerged()
@@ -99,7 +100,7 @@ extension RowRunner {
                     run = try timedAppends(BoardTarget(try Board(directory: journal, options: BoardOptions(
                         watchForSegments: false, automaticCompaction: compacts))), input, hz: hz)
                 } else {
-                    run = try timedAppends(WriterTarget(try JournalWriter(directory: journal)), input, hz: hz)
+                    run = try timedAppends(WriterTarget(try Committer.Recording(directory: journal, options: RecordingOptions(automaticCompaction: false))), input, hz: hz)
                 }
                 series[key, default: []].append(run)
             }
@@ -332,8 +333,8 @@ struct BoardTarget: AppendTarget {
 }
 
 struct WriterTarget: AppendTarget {
-    let writer: JournalWriter
-    init(_ writer: JournalWriter) { self.writer = writer }
+    let writer: Committer.Recording
+    init(_ writer: Committer.Recording) { self.writer = writer }
     func append(_ payload: Payload) throws { try writer.append(payload) }
     func flush() throws { try writer.flush() }
     func close() throws { try writer.close() }

@@ -1,3 +1,4 @@
+import JournalCommit
 import JournalCompression
 import JournalFormat
 import JournalIngest
@@ -98,8 +99,8 @@ struct RowRunner {
 
     // MARK: This project
 
-    /// NDJSONReader + JournalWriter (default options) + close() for each file into a fresh
-    /// journal; the last run's journals become the fixture the other rows use.
+    /// NDJSONReader + `Committer.Recording` (default flush policy, no compaction) + close() for
+    /// each file into a fresh journal; the last run's journals become the fixture the other rows use.
     func recordLibrary() throws -> RowOutput {
         let inputs = workload.inputs
         let scratch = fixtures.scratch("record")
@@ -178,7 +179,8 @@ struct RowRunner {
         return output
     }
 
-    /// Payloads parsed beforehand; timed: JournalWriter (default options) append + close per
+    /// Payloads parsed beforehand; timed: `Committer.Recording` (default flush policy, no
+    /// compaction) append + close per
     /// replica into fresh journals.
     func append() throws -> RowOutput {
         var payloads: [[Payload]] = []
@@ -198,7 +200,7 @@ struct RowRunner {
             let journals = try payloads.indices.map { try JournalDirectory.create(at: scratch + "/m\($0)") }
             try output.time {
                 for (journal, events) in zip(journals, payloads) {
-                    let writer = try JournalWriter(directory: journal)
+                    let writer = try Committer.Recording(directory: journal, options: RecordingOptions(automaticCompaction: false))
                     for payload in events { try writer.append(payload) }
                     try writer.close()
                 }

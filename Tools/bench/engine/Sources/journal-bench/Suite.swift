@@ -479,12 +479,12 @@ final class Suite {
                     table.add(["  " + label, "", "", "", derived, "", text])
                 }
                 latency("board", "Board.append, full speed", target: target("boardAppendP99Micros"))
-                latency("writer", "JournalWriter.append, full speed (baseline)")
+                latency("writer", "Committer.Recording.append, full speed (baseline)")
                 latency("boardPaced", "Board.append, 240 Hz for 5 s", target: target("boardPacedAppendP99Micros"))
-                latency("writerPaced", "JournalWriter.append, 240 Hz (baseline)")
+                latency("writerPaced", "Committer.Recording.append, 240 Hz (baseline)")
                 series("Board: final `await flush()` (full speed)", .live, "boardFlushSeconds",
                        derived: "then close (seals): \(formatSeconds(live.median("boardCloseSeconds")))")
-                series("JournalWriter: final flush() (full speed)", .live, "writerFlushSeconds",
+                series("Committer.Recording: final flush() (full speed)", .live, "writerFlushSeconds",
                        derived: "then close (seals): \(formatSeconds(live.median("writerCloseSeconds")))")
             }
         }

@@ -5,7 +5,7 @@ import JournalStorage
 
 /// The one writer of a journal folder (docs/LIVE.md, "The committer and its stream"): the
 /// board's own replica and the replicas it hosts for others (`HostedReplicas`, a relay's native
-/// clients), made durable by one group commit (`BoardOptions.commitDelayMilliseconds`), sealed
+/// clients), made durable by one group commit (`CommitPolicy.commitDelayMilliseconds`), sealed
 /// by one policy (after a pause, at an age, at a size, or when asked: `sealNow`), compacted
 /// after each seal, with one failure path. Its thread is a deadline loop
 /// (`WorkerThread.submit(at:)`); what it did is reported once, as `JournalActivity` (durable
@@ -14,7 +14,7 @@ import JournalStorage
 /// Its owner (`Board`) appends through `append(_:fold:)`, whose `fold` runs under the
 /// committer's lock: events are folded in the order their seqs were given. So the owner may
 /// take its own lock inside `fold`, and must never call the committer while holding it.
-package final class Committer: Sendable {
+public final class Committer: Sendable {
     package let directory: JournalDirectory
     package let replica: ReplicaID
     /// Who the journal is, read once when it opened (`JournalIdentity`): every writer and
@@ -24,7 +24,7 @@ package final class Committer: Sendable {
     package let recovery: RecoveryReport
     /// The replicas this journal stores for others, committed and sealed here.
     let hosted: HostedReplicas
-    private let options: BoardOptions
+    private let options: CommitPolicy
     private let thread = WorkerThread()
     /// The journal's one compaction scheduler, stopped when the committer closes.
     private let compaction: CompactionScheduler
@@ -63,14 +63,13 @@ package final class Committer: Sendable {
 
     /// Opens the journal's writer (the writer lock of the folder) and its hosted replicas.
     /// `report` hears of everything the committer does, from its thread.
-    package init(directory: JournalDirectory, options: BoardOptions, report: @escaping @Sendable (JournalActivity) -> Void) throws(JournalError) {
+    package init(directory: JournalDirectory, policy options: CommitPolicy, report: @escaping @Sendable (JournalActivity) -> Void) throws(JournalError) {
         self.directory = directory
         self.options = options
         self.report = report
         // The committer decides when to commit and seal; the writer never flushes or compacts
         // on its own.
-        let writer = try JournalWriter(directory: directory, options: WriterOptions(
-            flushEveryEvents: Int.max, flushIntervalMilliseconds: nil, sealEveryEvents: options.sealEveryEvents,
+        let writer = try JournalWriter(directory: directory, options: WriterOptions(sealEveryEvents: options.sealEveryEvents,
             sealOnClose: true))
         replica = writer.replica
         recovery = writer.recovery
@@ -133,10 +132,10 @@ package final class Committer: Sendable {
     /// Seals every durable event recorded before the call, own and hosted (`Board.sealNow`).
     /// Events a pen adds meanwhile belong to the next seal: counted, they failed every round of
     /// a relay whose clients never paused.
-    package func sealNow() async -> Board.SealNowFailure? {
+    package func sealNow() async -> SealFailure? {
         if state.withLock({ $0.closed }) { return .journal(.closed) }
         let recorded = state.withLock { ($0.writer?.nextSeq ?? 1) - 1 }
-        return await withCheckedContinuation { (continuation: CheckedContinuation<Board.SealNowFailure?, Never>) in
+        return await withCheckedContinuation { (continuation: CheckedContinuation<SealFailure?, Never>) in
             // Behind the commits queued before: what they make durable is sealed too.
             thread.submit { [weak self] in
                 guard let self else { return continuation.resume(returning: .journal(.closed)) }
@@ -337,7 +336,22 @@ package final class Committer: Sendable {
         if try hosted.stage(events, of: replica, from: submitter) { commitHostedSoon() }
     }
 
-    /// The second step of `host`, for a caller that stages (`hosted.stage`) under a lock of
+    /// The first step of `host`, for a caller that stages under a lock of its own. Returns
+    /// true when the caller must then call `commitHostedSoon()`, after releasing that lock.
+    package func stageHosted(_ events: [Event], of replica: ReplicaID, from submitter: Int) throws(JournalError) -> Bool {
+        try hosted.stage(events, of: replica, from: submitter)
+    }
+
+    /// Drops what is staged of `replica` (its batches still settle with the next round).
+    package func unstageHosted(_ replica: ReplicaID) { hosted.unstage(replica) }
+
+    /// Seqs durable in the hosted files, per replica.
+    package var hostedStored: [ReplicaID: SeqRanges] { hosted.stored }
+
+    /// The hosted open segments as they are now, every byte of them fsynced.
+    package func scanHosted() -> (scans: [ScannedSegment], problems: [Problem]) { hosted.scan() }
+
+    /// The second step of `host`, for a caller that stages (`stageHosted`) under a lock of
     /// its own: called after that lock is released, when staging returned true.
     package func commitHostedSoon() {
         let schedule = state.withLock { state -> Bool in

@@ -3,20 +3,20 @@ import JournalPlatform
 import JournalStorage
 
 /// How a recording commits: a stream read as fast as it comes (`journal record`), not a pen.
-package struct RecordingOptions: Sendable {
+public struct RecordingOptions: Sendable {
     /// Hand the pending events to a flush once this many are pending.
-    package var flushEveryEvents: Int
+    public var flushEveryEvents: Int
     /// ...or once the oldest of them is this old (checked on each append, and while the
     /// input is idle).
-    package var flushIntervalMilliseconds: Int64?
+    public var flushIntervalMilliseconds: Int64?
     /// Seal the open segment once it holds this many events.
-    package var sealEveryEvents: Int
+    public var sealEveryEvents: Int
     /// Seal what is open at close, so that sync can publish it.
-    package var sealOnClose: Bool
+    public var sealOnClose: Bool
     /// Compact after each seal (and once at open: a compaction killed mid-way is finished).
-    package var automaticCompaction: Bool
+    public var automaticCompaction: Bool
 
-    package init(flushEveryEvents: Int = 32_768, flushIntervalMilliseconds: Int64? = 200, sealEveryEvents: Int = 262_144,
+    public init(flushEveryEvents: Int = 32_768, flushIntervalMilliseconds: Int64? = 200, sealEveryEvents: Int = 262_144,
                  sealOnClose: Bool = true, automaticCompaction: Bool = true) {
         self.flushEveryEvents = max(1, flushEveryEvents)
         self.flushIntervalMilliseconds = flushIntervalMilliseconds
@@ -28,12 +28,12 @@ package struct RecordingOptions: Sendable {
 
 extension Committer {
     /// The committer of a journal that one thread records into at full speed (`journal
-    /// record`): the same ownership as a live board's (the writer, when to flush and seal,
+    /// record`, an app importing a batch; a drawing app holds a `Board`): the same ownership as a live board's (the writer, when to flush and seal,
     /// compaction, durability notices) without its thread, its group-commit delay or its
     /// locks. Each flush is encoded, written and fsynced on the writer's background thread
     /// while the caller goes on appending; at most one is in flight.
-    package final class Recording {
-        package let options: RecordingOptions
+    public final class Recording {
+        public let options: RecordingOptions
         private let writer: JournalWriter
         private let compaction: CompactionScheduler
         private var compactionRequested = false
@@ -41,13 +41,12 @@ extension Committer {
 
         /// Opens (and recovers) the journal's writer, taking its lock. `durable` hears each new
         /// durable seq, on the recording thread.
-        package init(directory: JournalDirectory, options: RecordingOptions,
-                     durable: ((UInt64) -> Void)? = nil) throws(JournalError) {
+        public init(directory: JournalDirectory, options: RecordingOptions = RecordingOptions(),
+                    durable: ((UInt64) -> Void)? = nil) throws(JournalError) {
             self.options = options
             // The writer flushes and seals only when told: this type decides.
-            writer = try JournalWriter(directory: directory, options: WriterOptions(
-                flushEveryEvents: Int.max, flushIntervalMilliseconds: nil,
-                sealEveryEvents: options.sealEveryEvents, sealOnClose: options.sealOnClose))
+            writer = try JournalWriter(
+                directory: directory, options: WriterOptions(sealEveryEvents: options.sealEveryEvents, sealOnClose: options.sealOnClose))
             compaction = CompactionScheduler(directory: directory, identity: writer.identity)
             writer.onDurable = durable
             let replica = writer.replica
@@ -65,32 +64,47 @@ extension Committer {
 
         deinit { compaction.stop() }
 
-        package var replica: ReplicaID { writer.replica }
-        package var recovery: RecoveryReport { writer.recovery }
+        public var replica: ReplicaID { writer.replica }
+        public var recovery: RecoveryReport { writer.recovery }
         /// The seq the next event gets.
-        package var nextSeq: UInt64 { writer.nextSeq }
+        public var nextSeq: UInt64 { writer.nextSeq }
         /// Why the last automatic seal failed (the events are durable in the open segment).
-        package var sealProblem: JournalError? { writer.sealProblem }
+        public var sealProblem: JournalError? { writer.sealProblem }
 
         /// Appends one event; it is durable after a later flush (by count, by age, idle, close).
-        package func append(_ payload: Payload) throws(JournalError) {
-            let now = try writer.appendEvent(payload).wallTime
+        @discardableResult
+        public func append(_ payload: Payload) throws(JournalError) -> EventID {
+            let event = try writer.appendEvent(payload)
+            let now = event.wallTime
             if writer.pendingEvents >= options.flushEveryEvents
                 || (options.flushIntervalMilliseconds.map { now - writer.oldestPendingWallTime >= $0 } ?? false) {
                 try writer.flushInBackground()
             }
+            return event.id
         }
 
         /// The input has nothing to give for now: what is pending must not wait in memory for
         /// the next line, so it is made durable now. A failure resurfaces on the next append.
-        package func inputIsIdle() {
+        public func inputIsIdle() {
             guard writer.pendingEvents > 0 else { return }
             try? writer.flush()
         }
 
+        /// Makes every event appended so far durable before returning (fsynced).
+        public func flush() throws(JournalError) {
+            try writer.flush()
+        }
+
+        /// Makes everything durable and seals the open segment now (what sync does with the
+        /// open segment a recorder left): the new sealed segment's name, nil when nothing was
+        /// open.
+        public func seal() throws(JournalError) -> SegmentName? {
+            try writer.seal()
+        }
+
         /// Makes everything durable, seals if the options say so, releases the lock, and waits
         /// for the compactions asked for: a journal recorded is left compacted, not half way.
-        package func close() throws(JournalError) {
+        public func close() throws(JournalError) {
             guard !closed else { return }
             closed = true
             defer {

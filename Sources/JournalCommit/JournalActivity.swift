@@ -50,3 +50,19 @@ public struct SealedSegment: Sendable, Hashable {
         self.name = name
     }
 }
+
+/// Why `Committer.sealNow` (`Board.sealNow`) did not seal everything recorded before it.
+public enum SealFailure: Error, Sendable, CustomStringConvertible {
+    case journal(JournalError)
+    /// Events still unsealed after the seal: the board's own, and hosted ones (or hosted
+    /// files with events that this board does not write now).
+    case stillUnsealed(own: Int, hosted: Int)
+
+    public var description: String {
+        switch self {
+        case .journal(let error): return error.description
+        case .stillUnsealed(let own, let hosted):
+            return "\(own) event(s) of the board's own and \(hosted) hosted event(s) or file(s) are still unsealed (a seal was put off or failed); tried again"
+        }
+    }
+}

@@ -16,7 +16,7 @@ final class HostedReplicas: Sendable {
         var stored: [ReplicaID: SeqRanges] = [:]
         var lastAppend: [ReplicaID: Double] = [:]
         /// When the open segment is due to be sealed: its first unsealed event's time plus a
-        /// seal age drawn then (`BoardOptions.sealSpread`).
+        /// seal age drawn then (`CommitPolicy.sealSpread`).
         var sealDue: [ReplicaID: Double] = [:]
     }
 
@@ -30,13 +30,13 @@ final class HostedReplicas: Sendable {
     let directory: JournalDirectory
     /// The journal's identity as its committer loaded it: the host key seals every hosted file.
     let identity: JournalIdentity
-    private let options: BoardOptions
+    private let options: CommitPolicy
     /// Held while a hosted file is written or sealed, and while a reader of this process scans
     /// them (`scan`): such a reader sees fsynced bytes only, and `stored` as it matches them.
     private let files = Locked(Files())
     private let staged = Locked(Staged())
 
-    init(directory: JournalDirectory, identity: JournalIdentity, options: BoardOptions) {
+    init(directory: JournalDirectory, identity: JournalIdentity, options: CommitPolicy) {
         self.directory = directory
         self.identity = identity
         self.options = options
