@@ -23,13 +23,22 @@ public enum DrawingPage {
     /// The page as text.
     public static var html: String { page.text }
 
-    /// What `/assets/<name>` serves: the page's style, its script, the reader of catch-up
+    /// What `/assets/<name>` serves: the page's style, its script's modules, the reader of catch-up
     /// blocks (docs/PROTOCOL.md, "Catch-up in blocks") and the worker that runs it.
     public static let assets: [String: Asset] = {
         let javaScript = "text/javascript; charset=utf-8"
         let files = [
             Asset(name: "board.css", contentType: "text/css; charset=utf-8", bytes: PackageResources.board_css),
-            Asset(name: "board.js", contentType: javaScript, bytes: PackageResources.board_js),
+            // The page's script as ES modules, from board.mjs (which names the others).
+            Asset(name: "board.mjs", contentType: javaScript, bytes: PackageResources.board_mjs),
+            Asset(name: "page.mjs", contentType: javaScript, bytes: PackageResources.page_mjs),
+            Asset(name: "fold.mjs", contentType: javaScript, bytes: PackageResources.fold_mjs),
+            Asset(name: "identity.mjs", contentType: javaScript, bytes: PackageResources.identity_mjs),
+            Asset(name: "view.mjs", contentType: javaScript, bytes: PackageResources.view_mjs),
+            Asset(name: "connection.mjs", contentType: javaScript, bytes: PackageResources.connection_mjs),
+            Asset(name: "tools.mjs", contentType: javaScript, bytes: PackageResources.tools_mjs),
+            Asset(name: "history.mjs", contentType: javaScript, bytes: PackageResources.history_mjs),
+            Asset(name: "presence.mjs", contentType: javaScript, bytes: PackageResources.presence_mjs),
             Asset(name: "segment-reader.js", contentType: javaScript, bytes: PackageResources.segment_reader_js),
             Asset(name: "segment-worker.js", contentType: javaScript, bytes: PackageResources.segment_worker_js),
             Asset(name: "index.css", contentType: "text/css; charset=utf-8", bytes: PackageResources.index_css),

@@ -5,12 +5,12 @@ import Testing
 
 /// The drawing page and the relay agree on what each close code means.
 @Suite struct PageCloseCodesTests {
-    /// The page's own table of close codes (board.js `CLOSE_CODES`, read when a close's last
+    /// The page's own table of close codes (connection.mjs `CLOSE_CODES`, read when a close's last
     /// message was lost) names exactly the codes the relay closes with.
     @Test func thePagesCloseCodesAreTheRelaysCodes() throws {
         let file = #filePath
         let root = String(file[..<file.range(of: "/Tests/")!.lowerBound])
-        let script = String(decoding: try FileSystem.readFile(root + "/Sources/JournalServe/Web/board.js"), as: UTF8.self)
+        let script = String(decoding: try FileSystem.readFile(root + "/Sources/JournalServe/Web/connection.mjs"), as: UTF8.self)
         let start = try #require(script.range(of: "const CLOSE_CODES = {"))
         let table = script[start.upperBound..<(try #require(script[start.upperBound...].range(of: "};")).lowerBound)]
         var page: [UInt16: String] = [:]

@@ -19,15 +19,23 @@ import Testing
         // Offline machines and no build step: what the page loads comes from the relay itself,
         // by paths of its own origin; the only other addresses are the board's own socket.
         var loaded = Self.references(in: reply.text)
-        #expect(Set(loaded) == ["/assets/board.css", "/assets/segment-reader.js", "/assets/board.js"])
+        #expect(Set(loaded) == ["/assets/board.css", "/assets/segment-reader.js", "/assets/board.mjs"])
         var served = ""
+        var fetched: Set<String> = []
         while let path = loaded.popLast() {
+            guard fetched.insert(path).inserted else { continue }
             let asset = try await PlainHTTP.get(port: running.port, path: path)
             #expect(asset.status == 200, "GET \(path): \(asset.status)")
+            // A module is refused by a browser unless it is served as JavaScript.
             #expect(asset.headers["content-type"]?.hasPrefix(path.hasSuffix(".css") ? "text/css" : "text/javascript") == true)
             #expect(asset.text == DrawingPage.assets[String(path.dropFirst("/assets/".count))]?.text)
             served += asset.text
+            loaded += Self.moduleImports(in: asset.text)
         }
+        // Every module the relay serves is one the page loads, and the other way round.
+        let modules = Set(DrawingPage.assets.keys.filter { $0.hasSuffix(".mjs") }.map { "/assets/" + $0 })
+        #expect(modules.count == 9)
+        #expect(modules.isSubset(of: fetched))
         #expect(served.contains("window.strokeJournalState"))
         #expect(served.contains("new Worker('/assets/segment-worker.js')"))
         #expect(!served.contains("@import"))
@@ -53,6 +61,14 @@ import Testing
         #expect(reply.text.filter { $0 == "\n" }.count == 1, "one line: \(reply.text)")
         #expect(running.relay.openBoards.isEmpty)
         await running.stop()
+    }
+
+    /// The modules a module imports (`from './x.mjs'`), as paths under /assets/.
+    static func moduleImports(in script: String) -> [String] {
+        script.split(separator: "\n").compactMap { line in
+            guard line.hasPrefix("import "), line.hasSuffix("';"), let from = line.firstRange(of: "from './") else { return nil }
+            return "/assets/" + line[from.upperBound...].dropLast(2)
+        }
     }
 
     /// The `src` and `href` values of an HTML text.

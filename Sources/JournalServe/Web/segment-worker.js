@@ -1,4 +1,4 @@
-// A worker of the drawing page (board.js): decodes catch-up messages with the page's own
+// A worker of the drawing page (connection.mjs): decodes catch-up messages with the page's own
 // reader, so the page's main thread folds one message while the next ones are decoded. The
 // columns go back transferred, not copied.
 'use strict';

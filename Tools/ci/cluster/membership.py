@@ -36,7 +36,7 @@ Checks (each prints one line with its numbers; the exit status is 1 if any faile
      --host-key; A draws there and is acknowledged (its catch-up `have` holds all it was
      acknowledged before). An invitation (`journal members invite --json`, whose link must name
      the board, synced to the store) is redeemed on that node in a native hello's `redeem` (as
-     board.js makes it) as soon as the invitation's file is in the node's board folder: a
+     identity.mjs makes it) as soon as the invitation's file is in the node's board folder: a
      refusal then fails the check (the drawing page forgets an invitation refused as "no
      invitation"; the campaign tries again for up to 10 s, to go on). The new key draws there;
      a node that did not redeem it lists the new member after its sync, and takes its drawing
@@ -141,7 +141,7 @@ def statement_file(signer, seq, lamport, action, role, board_id, subject, label=
 
 
 def redemption(code, member, wall_ms=None):
-    """The hex of an invitation's redemption for `member` (FORMAT.md §17.6; as board.js's
+    """The hex of an invitation's redemption for `member` (FORMAT.md §17.6; as identity.mjs's
     makeRedemption): a grant of the invitation's role to `member`, signed by the invitation's
     key as seq 1 of its membership replica, its clock the invitation's + 1."""
     raw = bytes.fromhex(code)
@@ -934,7 +934,7 @@ class Campaign:
             problems.append("node %d refused E's redemption: %s" % (v.index, e_client.error))
         if refusals:
             # The node's files held the invitation, its relay did not yet: a drawing page refused
-            # so forgets its invitation for good (board.js: "no invitation" reads as final).
+            # so forgets its invitation for good (page.mjs: "no invitation" reads as final).
             problems.append("E's first redemption, %.0f ms after the invitation's file was in node %d's board folder, was "
                             "refused (\"%s…\"), as were %d more over %.2f s: a drawing page forgets its invitation on that "
                             "refusal" % (1000 * refusals[0][0], v.index, refusals[0][1][:150], len(refusals) - 1, redeem_delay))

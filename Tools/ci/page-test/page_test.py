@@ -215,7 +215,7 @@ class Browser:
         if name not in self.page_files:
             self._send("Fetch.continueRequest", {"requestId": params["requestId"]}, paused.get("sessionId"))
             return
-        kind = {"html": "text/html", "css": "text/css", "js": "text/javascript"}.get(name.rsplit(".", 1)[-1], "application/octet-stream")
+        kind = {"html": "text/html", "css": "text/css", "js": "text/javascript", "mjs": "text/javascript"}.get(name.rsplit(".", 1)[-1], "application/octet-stream")
         headers = [{"name": "Content-Type", "value": kind + "; charset=utf-8"}]
         self._send("Fetch.fulfillRequest", {"requestId": params["requestId"], "responseCode": 200,
                                             "responseHeaders": headers, "body": base64.b64encode(self.page_files[name]).decode()},
@@ -658,10 +658,10 @@ def web_folder_files(folder):
 
 def page_scripts(port):
     """(name, text) of every script the page runs: its own, those they load by address
-    (`src=`, `new Worker`, `importScripts`), once each."""
+    (`src=`, `new Worker`, `importScripts`, a module's `import … from './x.mjs'`), once each."""
     seen, scripts = set(), []
     html = served_page(port)
-    pending = re.findall(r'<script src="(/assets/[^"]+)"', html)
+    pending = re.findall(r'<script[^>]*\ssrc="(/assets/[^"]+)"', html)
     for index, inline in enumerate(re.findall(r"<script>(.*?)</script>", html, re.S)):
         scripts.append(("inline-%d.js" % index, inline))
     while pending:
@@ -672,6 +672,7 @@ def page_scripts(port):
         text = served_file(port, path)
         scripts.append((path.rsplit("/", 1)[-1], text))
         pending += re.findall(r"(?:new Worker|importScripts)\('(/assets/[^']+)'\)", text)
+        pending += ["/assets/" + name for name in re.findall(r"^import [^;]* from '\./([^']+)';$", text, re.M)]
     return scripts
 
 
