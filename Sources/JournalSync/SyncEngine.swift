@@ -96,11 +96,7 @@ public struct SyncEngine {
         // must not touch a single file).
         guard let size = FileSystem.linkStatus(journal.openSegmentPath)?.size, size > Int64(FormatV1.fileHeaderSize) else { return }
         do {
-            // The seal is the committer's (one seal policy): a recording opened only to seal.
-            let recording = try Committer.Recording(directory: journal, options: RecordingOptions(automaticCompaction: false))
-            let name = try recording.seal()
-            try recording.close()
-            if let name { report.sealed = name.relativePath(in: recording.replica) }
+            if let sealed = try Committer.sealLeftover(journal) { report.sealed = sealed.name.relativePath(in: sealed.replica) }
         } catch {
             switch error {
             case .locked(_, let holder):
@@ -115,7 +111,7 @@ public struct SyncEngine {
     /// that a target receives covers rather than runs of small files (docs/SYNC.md, "Covers").
     private func compact(_ report: inout ReconcileReport) {
         guard journal.isJournal else { return }
-        let compaction = Compactor(directory: journal).run()
+        let compaction = Committer.compact(journal)
         report.compacted += compaction.covers.compactMap { cover in cover.name.map { $0.relativePath(in: cover.replica) } }
         report.retired += compaction.retired.map { $0.retired.relativePath(in: $0.replica) }
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import JournalCommit
 import JournalCommandLine
 import JournalFormat
 import JournalPlatform
@@ -36,7 +37,7 @@ extension JournalCommand {
                                    code: CLIError.locked)
                 }
                 defer { lock.release() }
-                let report = Compactor(directory: journal, policy: .everything).run(dryRun: dryRun)
+                let report = Committer.compact(journal, policy: .everything, dryRun: dryRun)
                 Terminal.write(json ? Self.json(report) : Self.text(report))
                 Terminal.flush()
                 if report.problems.contains(where: { $0.kind != .ignored }) { throw ExitCode(CLIError.problemsFound) }
