@@ -178,7 +178,8 @@ let package = Package(
             resources: [
                 .embedInCode("Web/board.html"), .embedInCode("Web/board.css"),
                 .embedInCode("Web/board.mjs"), .embedInCode("Web/page.mjs"), .embedInCode("Web/fold.mjs"),
-                .embedInCode("Web/identity.mjs"), .embedInCode("Web/view.mjs"), .embedInCode("Web/connection.mjs"),
+                .embedInCode("Web/identity.mjs"), .embedInCode("Web/view.mjs"), .embedInCode("Web/picture.mjs"),
+                .embedInCode("Web/connection.mjs"),
                 .embedInCode("Web/tools.mjs"), .embedInCode("Web/history.mjs"), .embedInCode("Web/presence.mjs"),
                 .embedInCode("Web/segment-reader.js"), .embedInCode("Web/segment-worker.js"),
                 .embedInCode("Web/index.html"), .embedInCode("Web/index.css"), .embedInCode("Web/index.js"),

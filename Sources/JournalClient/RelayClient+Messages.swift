@@ -31,7 +31,7 @@ extension RelayClient {
             if let line { report(.refused(line: line, reason: reason)) }
         case .error(nil, _, _):
             break  // the relay closes the socket next; `connectOnce` reports the reason
-        case .caughtUp(let events, let have):
+        case .caughtUp(let events, let have, _):
             if let replica = options.replica {
                 // Exact by id: what the relay holds of this client's events is durable there.
                 let held = have[replica]

@@ -229,7 +229,7 @@ public final class RelayConnection: Sendable {
         let wantsPresence = state.withLock { state -> Bool in
             guard case .catchingUp(let held) = state.phase else { return false }
             state.phase = .live
-            send(.caughtUp(events: count, have: have), &state)
+            send(.caughtUp(events: count, have: have, viewOnly: !grant.allows(.draw)), &state)
             for event in held where !have.contains(event.id) && !clientHad.contains(event.id) {
                 send(.event(event), &state)
             }

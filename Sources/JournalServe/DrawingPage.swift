@@ -35,6 +35,7 @@ public enum DrawingPage {
             Asset(name: "fold.mjs", contentType: javaScript, bytes: PackageResources.fold_mjs),
             Asset(name: "identity.mjs", contentType: javaScript, bytes: PackageResources.identity_mjs),
             Asset(name: "view.mjs", contentType: javaScript, bytes: PackageResources.view_mjs),
+            Asset(name: "picture.mjs", contentType: javaScript, bytes: PackageResources.picture_mjs),
             Asset(name: "connection.mjs", contentType: javaScript, bytes: PackageResources.connection_mjs),
             Asset(name: "tools.mjs", contentType: javaScript, bytes: PackageResources.tools_mjs),
             Asset(name: "history.mjs", contentType: javaScript, bytes: PackageResources.history_mjs),

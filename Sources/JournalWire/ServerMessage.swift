@@ -15,6 +15,8 @@ import JournalIngest
 /// - `{"type":"caughtUp","events":N,"have":{…}}`: the N events before it were what the
 ///   client lacked when it joined (all of the board, without a hello); `have` is what the
 ///   board held then (`Have`), so the client holds that after the catch-up. What follows is live.
+///   `"viewOnly":true` after `events`: this connection may only view (its token's scope), so a
+///   client shows no drawing tools rather than finding out at its first frame.
 /// - `{"type":"presence",…}`: another client's presence (`Presence`), only to a client whose
 ///   hello asked for it; not an event, never recorded.
 /// - anything else is an event of the board, as its canonical line with its envelope: the
@@ -25,7 +27,7 @@ public enum ServerMessage: Equatable, Sendable {
     /// in the board's journal (`{"type":"ack","replica":"<32 hex>","upTo":N}`).
     case replicaAck(replica: ReplicaID, upTo: UInt64)
     case error(frame: UInt64?, code: RefusalCode, message: String)
-    case caughtUp(events: UInt64, have: Have = Have())
+    case caughtUp(events: UInt64, have: Have = Have(), viewOnly: Bool = false)
     case event(line: String)
 
     /// The error message of a refusal.
@@ -50,8 +52,9 @@ public enum ServerMessage: Equatable, Sendable {
             if code != .unspecified { object.add("code", code.rawValue) }
             object.add("message", message)
             return object.text
-        case .caughtUp(let events, let have):
-            return #"{"type":"caughtUp","events":"# + String(events) + #","have":"# + have.json + "}"
+        case .caughtUp(let events, let have, let viewOnly):
+            return #"{"type":"caughtUp","events":"# + String(events) + (viewOnly ? #","viewOnly":true"# : "")
+                + #","have":"# + have.json + "}"
         case .event(let line):
             return line
         }
@@ -80,7 +83,11 @@ public enum ServerMessage: Equatable, Sendable {
             return
         }
         if let rest = Self.after(#"{"type":"caughtUp","events":"#, in: utf8) {
-            guard let (events, end) = Self.integer(utf8, at: rest), let haveStart = Self.after(#","have":"#, in: utf8, from: end),
+            guard let (events, afterEvents) = Self.integer(utf8, at: rest) else {
+                throw WireError("malformed caughtUp: \(JSONText.quoted(text, limit: 80))")
+            }
+            let viewOnlyEnd = Self.after(#","viewOnly":true"#, in: utf8, from: afterEvents)
+            guard let haveStart = Self.after(#","have":"#, in: utf8, from: viewOnlyEnd ?? afterEvents),
                   utf8.last == UInt8(ascii: "}")
             else {
                 throw WireError("malformed caughtUp: \(JSONText.quoted(text, limit: 80))")
@@ -89,7 +96,7 @@ public enum ServerMessage: Equatable, Sendable {
             do { have = try Have(parsing: String(decoding: utf8[haveStart..<(utf8.count - 1)], as: UTF8.self)) } catch {
                 throw WireError("malformed caughtUp: \(error.reason)")
             }
-            self = .caughtUp(events: events, have: have)
+            self = .caughtUp(events: events, have: have, viewOnly: viewOnlyEnd != nil)
             return
         }
         if let rest = Self.after(#"{"type":"error","#, in: utf8) {

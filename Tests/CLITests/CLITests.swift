@@ -108,7 +108,7 @@ import Testing
         try journal(["init", board])
         let input = Self.sample + "{\"type\":\"point\",\"stroke\":\"nope\",\"x\":1,\"y\":2}\n" + Self.sample
         let file = temp.path + "/input.ndjson"
-        try input.write(toFile: file, atomically: true, encoding: .utf8)
+        try input.write(toFile: file, atomically: false, encoding: .utf8)
         let run = try journal(["record", "-C", board, file])
         #expect(run.status == 65)
         #expect(run.stderr.contains("input.ndjson:7:"), "\(run.stderr)")

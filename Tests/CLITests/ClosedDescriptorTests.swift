@@ -39,7 +39,7 @@ import Testing
         let board = temp.path + "/board"
         #expect(try cli.journal(["init", board]).status == 0)
         let input = temp.path + "/f.ndjson"
-        try session(points: 40).write(toFile: input, atomically: true, encoding: .utf8)
+        try session(points: 40).write(toFile: input, atomically: false, encoding: .utf8)
 
         // Flushing after every event prints 40 "durable N" lines to the closed stdout, and
         // --no-seal keeps the events in the open segment, where stray bytes would land.

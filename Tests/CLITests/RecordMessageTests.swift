@@ -41,14 +41,14 @@ import Testing
         let board = try board(temp)
         let first = temp.path + "/first.ndjson", second = temp.path + "/second.ndjson"
         let point = #"{"type":"point","stroke":"6F1C2B9A-0B6D-4D9A-9E41-2A7F3C1D5E88","x":1,"y":2}"#
-        try (point + "\n" + point + "\n").write(toFile: first, atomically: true, encoding: .utf8)
-        try (point + "\n\nnot json\n" + point + "\n").write(toFile: second, atomically: true, encoding: .utf8)
+        try (point + "\n" + point + "\n").write(toFile: first, atomically: false, encoding: .utf8)
+        try (point + "\n\nnot json\n" + point + "\n").write(toFile: second, atomically: false, encoding: .utf8)
         let run = try cli.journal(["record", "-C", board, first, second])
         #expect(run.status == 65)
         let hint = "journal record -C \(board) --from-line 3 \(second)"
         #expect(run.stderr.contains("second.ndjson:3: ") && run.stderr.contains(hint), "\(run.stderr)")
         // The line fixed, the printed command records the rest: 5 points in all, none twice.
-        try (point + "\n\n" + point + "\n" + point + "\n").write(toFile: second, atomically: true, encoding: .utf8)
+        try (point + "\n\n" + point + "\n" + point + "\n").write(toFile: second, atomically: false, encoding: .utf8)
         let resumed = try cli.journal(["record", "-C", board, "--from-line", "3", second])
         #expect(resumed.status == 0, "\(resumed.stderr)")
         #expect(resumed.stdout.hasPrefix("recorded 2 events"), "\(resumed.stdout)")

@@ -169,7 +169,7 @@ import Testing
         var messages = second.outbound.makeAsyncIterator()
         var liveEvents = 0
         let caughtUp = try #require(await messages.next())
-        guard case .caughtUp(let count, _) = try ServerMessage(parsing: caughtUp) else {
+        guard case .caughtUp(let count, _, _) = try ServerMessage(parsing: caughtUp) else {
             Issue.record("expected caughtUp first, got \(caughtUp)")
             return
         }

@@ -60,6 +60,12 @@ import Testing
         #expect(message.text == #"{"type":"caughtUp","events":7,"have":{"00000000000000010000000000000002":[[5,5]],"00000000000000030000000000000004":[[1,120],[130,200]]}}"#)
         #expect(try ServerMessage(parsing: message.text) == message)
         #expect(ServerMessage.caughtUp(events: 0).text == #"{"type":"caughtUp","events":0,"have":{}}"#)
+        // A viewer's connection is told at once; without the field, a client may draw.
+        let viewer = ServerMessage.caughtUp(events: 3, have: have, viewOnly: true)
+        #expect(viewer.text.hasPrefix(#"{"type":"caughtUp","events":3,"viewOnly":true,"have":{"#))
+        #expect(try ServerMessage(parsing: viewer.text) == viewer)
+        #expect(try ServerMessage(parsing: #"{"type":"caughtUp","events":3,"have":{}}"#) == .caughtUp(events: 3))
+        #expect(throws: WireError.self) { try ServerMessage(parsing: #"{"type":"caughtUp","events":3,"viewOnly":false,"have":{}}"#) }
 
         let event = Event(id: EventID(replica: b, seq: 42), lamport: 9, wallTime: 1, payload: .clear)
         #expect(ServerMessage.event(event).eventID == event.id)

@@ -39,7 +39,7 @@ import Testing
     /// The ids of the event messages before `caughtUp`, and `caughtUp` itself.
     func catchUp(_ client: RelayTestClient) async throws -> (ids: [EventID], count: UInt64, have: Have)? {
         let (before, last) = try await client.collect { if case .caughtUp = $0 { true } else { false } }
-        guard case .caughtUp(let count, let have) = last else { return nil }
+        guard case .caughtUp(let count, let have, _) = last else { return nil }
         let ids = try before.map { message in try #require(message.eventID, "not an event with an envelope: \(message)") }
         return (ids, count, have)
     }

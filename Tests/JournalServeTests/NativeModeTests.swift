@@ -86,7 +86,7 @@ import Testing
         let bobCatchUp = try await bob.collect { if case .caughtUp = $0 { true } else { false } }
         let lacked = bobCatchUp.before.compactMap { try? $0.event() }
         #expect(lacked.map(\.payload) == [.clear])
-        guard case .caughtUp(_, let relayHas)? = bobCatchUp.last else { Issue.record("no caughtUp for bob"); return }
+        guard case .caughtUp(_, let relayHas, _)? = bobCatchUp.last else { Issue.record("no caughtUp for bob"); return }
         #expect(relayHas[replica] == SeqRanges([1...12]))
         // Signed with this connection's key, but holding another replica's events.
         bob.send(binary: TestReplicaKeys.sign(SegmentMessage.encode(replica: ReplicaID.random(), events: Self.events(ReplicaID.random(), 1...2)[...]),
@@ -298,7 +298,7 @@ import Testing
         second.send(ClientFrame.helloText(have: Have()))
         let (before, last) = try await second.collect { if case .caughtUp = $0 { true } else { false } }
         #expect(before.count == 5)
-        guard case .caughtUp(5, let have)? = last else { Issue.record("no caughtUp after reopening: \(String(describing: last))"); return }
+        guard case .caughtUp(5, let have, _)? = last else { Issue.record("no caughtUp after reopening: \(String(describing: last))"); return }
         #expect(have[replica] == SeqRanges([1...4]))
         second.close()
         await running.stop()

@@ -113,8 +113,8 @@ import Testing
         var viewerMessages = viewer.outbound.makeAsyncIterator()
         var drawerMessages = drawer.outbound.makeAsyncIterator()
 
-        // Each connection's first message is its caughtUp.
-        #expect(await viewerMessages.next() == ServerMessage.caughtUp(events: 0, have: Have()).text)
+        // Each connection's first message is its caughtUp; a viewer's says it may only view.
+        #expect(await viewerMessages.next() == ServerMessage.caughtUp(events: 0, have: Have(), viewOnly: true).text)
         #expect(await drawerMessages.next() == ServerMessage.caughtUp(events: 0, have: Have()).text)
         await viewer.receive(text: Self.pointLine(1))
         let refusal = await viewerMessages.next().map { try? ServerMessage(parsing: $0) }

@@ -131,7 +131,7 @@ import Testing
         running = try await RunningRelay.start(data: data)
         let carol = RelayTestClient(port: running.port, board: "poster")
         let (caughtUp, last) = try await carol.collect { if case .caughtUp = $0 { true } else { false } }
-        guard case .caughtUp(let count, let have) = last else {
+        guard case .caughtUp(let count, let have, _) = last else {
             Issue.record("carol got \(String(describing: last)), expected caughtUp")
             return
         }

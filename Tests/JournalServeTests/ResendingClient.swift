@@ -177,7 +177,7 @@ final class ResendingClient: Sendable {
                 state.problems.append("\(name): an ack by seq, on a text-mode connection")
             case .error(let frame, _, let text):
                 state.problems.append("\(name): error (frame \(frame.map(String.init) ?? "none")): \(text)")
-            case .caughtUp(_, let have):
+            case .caughtUp(_, let have, _):
                 state.caughtUp = have
             case .event(let line):
                 guard let id = message.eventID else {

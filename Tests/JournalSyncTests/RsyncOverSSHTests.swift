@@ -57,7 +57,7 @@ final class LocalSSHServer {
                 PermitRootLogin prohibit-password
                 PidFile \(directory.path)/sshd.pid
                 """
-            try? config.write(toFile: directory.path + "/sshd_config", atomically: true, encoding: .utf8)
+            try? config.write(toFile: directory.path + "/sshd_config", atomically: false, encoding: .utf8)
             guard (try? shell(sshd, ["-f", directory.path + "/sshd_config", "-E", directory.path + "/sshd.log"])) != nil,
                   let pidText = try? String(contentsOfFile: directory.path + "/sshd.pid", encoding: .utf8),
                   let pid = Int32(pidText.trimmingCharacters(in: .whitespacesAndNewlines))

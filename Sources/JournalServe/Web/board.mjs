@@ -40,9 +40,10 @@
 //
 // The page is ES modules, each with one job, loaded by this one: page.mjs (the address, its
 // token, the elements), fold.mjs (what the page holds, folded), identity.mjs (the page's own
-// key), view.mjs (the canvas), connection.mjs (the relay), tools.mjs (drawing tools),
-// history.mjs (any moment) and presence.mjs (who else is here). A module owns the state it
-// changes; others read it through live bindings and change it only by calling its functions.
+// key), view.mjs (the canvas), picture.mjs (the whole board as SVG or PNG), connection.mjs
+// (the relay), tools.mjs (drawing tools), history.mjs (any moment) and presence.mjs (who else
+// is here). A module owns the state it changes; others read it through live bindings and
+// change it only by calling its functions.
 //
 // `window.strokeJournalState()` reports counts and `window.strokeJournalFold()` the fold, for
 // tests (Tools/ci/page-test/page_test.py).
@@ -50,12 +51,22 @@ import { invitation, statusView, token } from './page.mjs';
 import { held, isVisible, pointCount, pointsOf, refreshZOrder, strokes, zOrder } from './fold.mjs';
 import { findOwnKey } from './identity.mjs';
 import { resize, view } from './view.mjs';
+import { boardPNG, boardSVG } from './picture.mjs';
 import { challengesAnswered, decodeBlocks, live, nativeFramesSent, ownKey, received, report, start, stopped, timing, unackedCount, unconfirmed, useBlocks, viewOnly } from './connection.mjs';
-import { boardSVG } from './tools.mjs';
+import { shareLink } from './tools.mjs';
 import { others } from './presence.mjs';
 
-// For tests: the SVG the SVG button saves.
+// For tests: the SVG the SVG button saves; the PNG's size and its pixels that are not white;
+// the address Link copies.
 window.strokeJournalSVG = boardSVG;
+window.strokeJournalPNG = function () {
+  const picture = boardPNG();
+  const data = picture.getContext('2d').getImageData(0, 0, picture.width, picture.height).data;
+  let ink = 0;
+  for (let i = 0; i < data.length; i += 4) if (data[i] < 250 || data[i + 1] < 250 || data[i + 2] < 250) ink += 1;
+  return { width: picture.width, height: picture.height, inkPixels: ink };
+};
+window.strokeJournalShareLink = shareLink;
 
 // For tests: counts only, nothing that could change the board.
 window.strokeJournalState = function () {

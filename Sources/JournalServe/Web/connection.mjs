@@ -1,11 +1,11 @@
 // The relay: the socket, its hello and catch-up (in blocks, decoded in workers, or in text), own
 // events queued until echoed or acknowledged (named and signed in native mode), events from
 // others folded, refusals decided by their code (docs/PROTOCOL.md, "Error codes"), the status line.
-import { Segments, blocksReadable, board, canvas, forgetInvitation, invitation, invitationAttempts, plus, redemption, setRedemption, socketURL, statusView, token } from './page.mjs';
+import { Segments, blocksReadable, board, forgetInvitation, invitation, invitationAttempts, plus, redemption, setRedemption, socketURL, statusView, token } from './page.mjs';
 import { apply, compareKeys, contentOf, envelopeOf, held, hold, holdRange, isVisible, normaliseID, pointLine, pointsOf, setProvisionalKey, strokes, unapply, zOrder, zOrderStale } from './fold.mjs';
 import { bytesOfHex, concat, hexOf, makeRedemption } from './identity.mjs';
 import { drawLastSegment, redrawNow, scheduleRedraw, show } from './view.mjs';
-import { active } from './tools.mjs';
+import { disableDrawing } from './tools.mjs';
 import { historyCut } from './history.mjs';
 import { forgetOthers, receivePresence, sendPresence } from './presence.mjs';
 
@@ -389,9 +389,7 @@ function stop(reason, code) {
 function becomeViewOnly() {
   if (viewOnly) return;
   viewOnly = true;
-  for (const id of ['color', 'width', 'undo', 'redo', 'eraser', 'clear']) document.getElementById(id).disabled = true;
-  canvas.style.cursor = 'default';
-  active.clear();
+  disableDrawing();
   outbox = outbox.filter((entry) => {
     if (entry.frame !== 0) return true;
     unapply(entry.record);
@@ -477,6 +475,8 @@ function handleMessage(text) {
     case 'caughtUp':
       // A hello that carried a redemption was accepted: the invitation is used.
       if (redemption && ownKey) forgetInvitation();
+      // A connection that may only view says so now, not at the first stroke.
+      if (message.viewOnly === true) becomeViewOnly();
       catchingUp = false;
       live = true;
       backoff = 250;

@@ -180,6 +180,21 @@ export function refreshZOrder() {
   zOrder.sort((a, b) => compareKeys(a.first, b.first));
   zOrderStale = false;
 }
+// The box around every visible stroke's ink (each point widened by its width), or null when
+// nothing is visible: what a picture of the whole board and Fit frame.
+export function visibleBounds() {
+  refreshZOrder();
+  let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
+  for (const s of zOrder) {
+    if (!isVisible(s)) continue;
+    for (const record of pointsOf(s)) {
+      const p = record.point;
+      minX = Math.min(minX, p.x - p.width); minY = Math.min(minY, p.y - p.width);
+      maxX = Math.max(maxX, p.x + p.width); maxY = Math.max(maxY, p.y + p.width);
+    }
+  }
+  return minX <= maxX && minY <= maxY ? { minX: minX, minY: minY, maxX: maxX, maxY: maxY } : null;
+}
 // History built its timeline from every record applied so far.
 export function timelineBuilt() { historyStale = false; }
 

@@ -71,6 +71,7 @@ export let redemption = '';
 export function setRedemption(made) { redemption = made; }
 
 // The page's elements.
+export const bar = document.getElementById('bar');
 export const statusView = document.getElementById('status');
 export const canvas = document.getElementById('canvas');
 export const screen = canvas.getContext('2d');
@@ -88,3 +89,4 @@ export const speedSelect = document.getElementById('history-speed');
 export const nameInput = document.getElementById('name');
 export const peopleView = document.getElementById('people');
 export const cursorLayer = document.getElementById('cursors');
+export const swatchesView = document.getElementById('swatches');

@@ -77,16 +77,26 @@ function placeCursor(other) {
   }
 }
 export function placeCursors() { for (const other of others.values()) placeCursor(other); }
+const SHOWN_NAMES = 3;
 function showPeople() {
   peopleView.textContent = '';
   const names = [];
   for (const other of others.values()) {
-    const dot = document.createElement('span');
-    dot.className = 'person';
-    dot.style.setProperty('--person', other.color);
-    dot.title = other.name;
-    peopleView.appendChild(dot);
     names.push(other.name);
+    // Names as text (never markup), the first few in the bar, the rest counted.
+    if (names.length > SHOWN_NAMES) continue;
+    const chip = document.createElement('span');
+    chip.className = 'person';
+    chip.style.setProperty('--person', other.color);
+    chip.textContent = other.name;
+    chip.title = other.name;
+    peopleView.appendChild(chip);
+  }
+  if (names.length > SHOWN_NAMES) {
+    const more = document.createElement('span');
+    more.className = 'more';
+    more.textContent = '+' + (names.length - SHOWN_NAMES);
+    peopleView.appendChild(more);
   }
   peopleView.title = names.length ? 'also here: ' + names.join(', ') : 'nobody else is here';
   peopleView.dataset.count = String(others.size);

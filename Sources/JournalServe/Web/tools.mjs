@@ -1,14 +1,15 @@
 // The drawing tools: pointer input (pressure, coalesced samples), the eraser, panning and
 // pinching, undo and redo of this page's own actions, the keyboard, the board as a picture.
-import { board, canvas, colorInput, eraserButton, panButton, widthInput, widthValue, zoomValue } from './page.mjs';
-import { isVisible, pointsOf, refreshZOrder, strokes, zOrder } from './fold.mjs';
+import { board, canvas, colorInput, eraserButton, panButton, swatchesView, widthInput, widthValue, zoomValue } from './page.mjs';
+import { isVisible, pointsOf, refreshZOrder, strokes, visibleBounds, zOrder } from './fold.mjs';
 import { hexOf } from './identity.mjs';
-import { MAX_ZOOM, MIN_ZOOM, panBy, resetView, toBoard, view, viewChanged, zoomAt } from './view.mjs';
-import { recordOwn, viewOnly } from './connection.mjs';
+import { MAX_ZOOM, MIN_ZOOM, fitView, panBy, resetView, toBoard, view, viewChanged, zoomAt } from './view.mjs';
+import { boardPNG, boardSVG, download } from './picture.mjs';
+import { recordOwn, report, viewOnly } from './connection.mjs';
 import { historyCut } from './history.mjs';
 
 // ---- Pointer input ----
-export const active = new Map();       // pointerId -> {stroke, start}
+const active = new Map();       // pointerId -> {stroke, start}
 function newStrokeID() {
   const bytes = new Uint8Array(16);
   crypto.getRandomValues(bytes);
@@ -132,7 +133,11 @@ canvas.addEventListener('pointerdown', (e) => {
     e.preventDefault();
     return;
   }
-  if (viewOnly || historyCut !== null) return;
+  if (historyCut !== null) {
+    if (!viewOnly) report('the board is shown as it was: press Live to draw', 4);
+    return;
+  }
+  if (viewOnly) return;
   if (e.pointerType === 'mouse' && e.button !== 0) return;
   if (active.has(e.pointerId)) return;
   try { canvas.setPointerCapture(e.pointerId); } catch (err) { /* the pointer is gone already */ }
@@ -251,6 +256,7 @@ window.addEventListener('keydown', (e) => {
     if (e.key === '-') { zoomAt(middle[0], middle[1], 0.8); return; }
     if (e.key === '0') { resetView(); return; }
     if (e.key.toLowerCase() === 'h') { setHandTool(!handTool); return; }
+    if (e.key.toLowerCase() === 'f') { fitView(visibleBounds()); return; }
   }
   if (viewOnly || e.altKey || typing(e)) return;
   // E toggles the eraser (when no field takes the key).
@@ -266,62 +272,60 @@ window.addEventListener('keydown', (e) => {
   e.preventDefault();
 });
 
-// ---- The board as a picture ----
-// SVG: each visible stroke in z-order, one polyline per run of points of one colour and
-// width (pressure is left out: a picture to share, not the journal); PNG: the canvas.
-function escapeXML(text) {
-  return text.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' }[c]));
-}
-export function boardSVG() {
-  refreshZOrder();
-  let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
-  const body = [];
-  for (const s of zOrder) {
-    if (!isVisible(s)) continue;
-    const points = pointsOf(s).map((p) => p.point);
-    let run = [];
-    const flush = () => {
-      if (!run.length) return;
-      const first = run[0];
-      const color = first.color.slice(0, 7), opacity = parseInt(first.color.slice(7, 9) || 'FF', 16) / 255;
-      const coordinates = run.map((p) => p.x + ',' + p.y).join(' ');
-      body.push('<polyline points="' + coordinates + '" stroke="' + escapeXML(color) + '" stroke-opacity="' +
-        opacity.toFixed(3) + '" stroke-width="' + first.width + '"/>');
-      run = [];
-    };
-    for (const point of points) {
-      if (run.length && (point.color !== run[0].color || point.width !== run[0].width)) {
-        const last = run[run.length - 1];
-        flush();
-        run.push(last);
-      }
-      run.push(point);
-      minX = Math.min(minX, point.x - point.width); minY = Math.min(minY, point.y - point.width);
-      maxX = Math.max(maxX, point.x + point.width); maxY = Math.max(maxY, point.y + point.width);
-    }
-    if (run.length === 1) run.push(run[0]);
-    flush();
-  }
-  if (!body.length) { minX = 0; minY = 0; maxX = 100; maxY = 100; }
-  const viewBox = [minX, minY, maxX - minX, maxY - minY].map((v) => Math.round(v * 100) / 100).join(' ');
-  return '<svg xmlns="http://www.w3.org/2000/svg" viewBox="' + viewBox + '">\n<title>' + escapeXML(board) + '</title>\n' +
-    '<g fill="none" stroke-linecap="round" stroke-linejoin="round">\n' + body.join('\n') + '\n</g>\n</svg>\n';
-}
-function download(blob, extension) {
-  const link = document.createElement('a');
-  link.href = URL.createObjectURL(blob);
-  link.download = board + '.' + extension;
-  document.body.appendChild(link);
-  link.click();
-  link.remove();
-  setTimeout(() => URL.revokeObjectURL(link.href), 10000);
-}
+// ---- The board as a picture, and its address ----
 document.getElementById('export-svg').addEventListener('click', () => {
   download(new Blob([boardSVG()], { type: 'image/svg+xml' }), 'svg');
 });
 document.getElementById('export-png').addEventListener('click', () => {
-  canvas.toBlob((blob) => { if (blob) download(blob, 'png'); }, 'image/png');
+  boardPNG().toBlob((blob) => { if (blob) download(blob, 'png'); }, 'image/png');
 });
+// The board's address for others: never the token or invitation this page was opened with.
+export function shareLink() { return location.origin + location.pathname; }
+document.getElementById('share').addEventListener('click', async () => {
+  const link = shareLink();
+  try {
+    await navigator.clipboard.writeText(link);
+    report('copied ' + link + ' (without your token)', 5);
+  } catch (e) {
+    // No clipboard here (a page served without TLS, not from localhost): shown to copy by hand.
+    window.prompt('The board\'s address (without your token):', link);
+  }
+});
+document.getElementById('fit').addEventListener('click', () => fitView(visibleBounds()));
+
+// ---- Colours: a few at hand, any from the colour input ----
+const SWATCHES = [['#212121', 'black'], ['#1e88e5', 'blue'], ['#e53935', 'red'], ['#43a047', 'green'],
+  ['#fb8c00', 'orange'], ['#8e24aa', 'purple']];
+const swatchButtons = SWATCHES.map(([color, name]) => {
+  const button = document.createElement('button');
+  button.className = 'swatch';
+  button.style.setProperty('--swatch', color);
+  button.title = name;
+  button.setAttribute('aria-label', name);
+  button.addEventListener('click', () => {
+    colorInput.value = color;
+    colorInput.dispatchEvent(new Event('change'));
+  });
+  swatchesView.appendChild(button);
+  return button;
+});
+function markSwatch() {
+  for (let i = 0; i < SWATCHES.length; i++) {
+    swatchButtons[i].setAttribute('aria-pressed', SWATCHES[i][0] === colorInput.value.toLowerCase() ? 'true' : 'false');
+  }
+}
+colorInput.addEventListener('input', markSwatch);
+colorInput.addEventListener('change', markSwatch);
+markSwatch();
+
+// Nothing drawn now would reach anyone (a viewer, a refused connection): the tools go.
+export function disableDrawing() {
+  for (const id of ['color', 'width', 'undo', 'redo', 'eraser', 'clear']) document.getElementById(id).disabled = true;
+  for (const button of swatchButtons) button.disabled = true;
+  canvas.style.cursor = 'default';
+  active.clear();
+}
+
 document.getElementById('board-name').textContent = board;
 window.addEventListener('keyup', (e) => { if (e.key === ' ') spaceHeld = false; });
 widthInput.addEventListener('input', () => { widthValue.textContent = widthInput.value; });

@@ -1,6 +1,6 @@
 // The canvas: pan and zoom, drawing strokes (cut to what a 32-bit float canvas can draw), and
 // when to redraw (at once for live events, by a rule while a board streams in).
-import { canvas, screen, zoomValue } from './page.mjs';
+import { bar, canvas, screen, zoomValue } from './page.mjs';
 import { apply, isVisible, pointCount, pointsOf, refreshZOrder, strokes, zOrder } from './fold.mjs';
 import { catchUpStarted, catchingUp, timing } from './connection.mjs';
 import { drawMoment, historyCut } from './history.mjs';
@@ -42,6 +42,19 @@ export function resetView() {
   view.x = 0;
   view.y = 0;
   view.zoom = 1;
+  viewChanged();
+}
+// Frames `box` (board units) in the window below the toolbar, with a margin; 100% for an
+// empty board (null).
+export function fitView(box) {
+  if (!box) { resetView(); return; }
+  const top = bar.getBoundingClientRect().bottom + 8;
+  const width = Math.max(40, window.innerWidth - 32), height = Math.max(40, window.innerHeight - top - 16);
+  const boxWidth = Math.max(box.maxX - box.minX, 1e-9), boxHeight = Math.max(box.maxY - box.minY, 1e-9);
+  const zoom = Math.min(MAX_ZOOM, Math.max(MIN_ZOOM, Math.min(width / boxWidth, height / boxHeight)));
+  view.zoom = zoom;
+  view.x = 16 + (width - boxWidth * zoom) / 2 - box.minX * zoom;
+  view.y = top + (height - boxHeight * zoom) / 2 - box.minY * zoom;
   viewChanged();
 }
 export function viewChanged() {
@@ -103,7 +116,7 @@ function drawSegment(a, b) {
 // same colour and width (to a quarter of a unit), and a point nearer than half a device
 // pixel to the last one drawn skipped (never the stroke's last). Drawing segment by
 // segment, a 2 M-point board took seconds to redraw (docs/HISTORY.md, "The page").
-export function drawPoints(points, n) {
+export function drawPoints(points, n, pixelsPerUnit = scale * view.zoom) {
   if (n === 0) return;
   if (n === 1) { drawSegment(null, points[0].point); return; }
   for (let i = 0; i < n; i++) {
@@ -112,7 +125,7 @@ export function drawPoints(points, n) {
     for (let j = 1; j < n; j++) drawSegment(points[j - 1].point, points[j].point);
     return;
   }
-  const step = 0.5 / (scale * view.zoom), stepSquared = step * step;
+  const step = 0.5 / pixelsPerUnit, stepSquared = step * step;
   let color = null, width = -1, open = false, last = points[0].point;
   for (let i = 1; i < n; i++) {
     const b = points[i].point;

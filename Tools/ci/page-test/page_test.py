@@ -79,6 +79,7 @@ import base64
 import fcntl
 import hashlib
 import json
+import math
 import os
 import queue
 import random
@@ -1083,7 +1084,7 @@ def mint_token(journal, data, board, scope):
 def check_tokens_with_relay(chromium, journal, work, artefacts):
     """Against a relay that needs tokens (no --open), when this one has them: page T1 with an
     admin token in its address creates the board and draws (echoes included); T2 with a view
-    token shows the board and becomes a viewer when it draws; T3 without a token and T4 with a
+    token shows the board and is a viewer from its catch-up on (tools off, a stroke draws nothing); T3 without a token and T4 with a
     forged one show the relay's refusal and stop. Skipped (None) for a relay without access
     control. Its pages live in a browser of their own, stopped before the relay is: a graceful
     stop waits for every connection, a browser's idle keep-alive one too."""
@@ -1108,9 +1109,13 @@ def check_tokens_with_relay(chromium, journal, work, artefacts):
         t1.wait_for("its stroke echoed and acknowledged", lambda s: (s["strokes"], s["unacked"], s.get("provisional")) == (1, 0, 0))
         t2 = Page(browser, url + "#token=" + urllib.parse.quote(view, safe=""), "T2")
         pages.append(t2)
-        t2.wait_for("live with the board", lambda s: s["live"] and s["strokes"] == 1)
+        # Told at its catch-up (before drawing anything) that it may only view: its tools are off.
+        t2.wait_for("live with the board, view only at once", lambda s: s["live"] and s["strokes"] == 1 and s.get("viewOnly"))
+        if not t2.evaluate("['color', 'width', 'undo', 'redo', 'eraser', 'clear'].every((id) => document.getElementById(id).disabled)"
+                           " && Array.from(document.querySelectorAll('.swatch')).every((b) => b.disabled)"):
+            fail("page T2 with a view token keeps drawing tools enabled after its catch-up")
         pen_stroke(t2, 400, 300)
-        state = t2.wait_for("view only, its stroke taken off", lambda s: s.get("viewOnly") and s["points"] == 4 and s["unacked"] == 0)
+        state = t2.wait_for("view only, its stroke never drawn", lambda s: s.get("viewOnly") and s["points"] == 4 and s["unacked"] == 0)
         if "view only" not in state["status"]:
             fail("page T2 with a view token: status %r, expected it to say view only" % state["status"])
         for name, suffix, words in (("T3", "", "needs a token"), ("T4", "#token=sjt1.forged", "token")):
@@ -1403,6 +1408,40 @@ def check_tools(browser, port):
     title = root.find("{http://www.w3.org/2000/svg}title")
     if len(lines) != 2 or title is None or title.text != "tools-check":
         fail("the page's SVG holds %d polylines (2 visible strokes) and the title %r" % (len(lines), title.text if title is not None else None))
+    # The whole board as pictures, whatever the view: the SVG on white, the PNG its frame at 2
+    # pixels a board unit, the same size and ink zoomed in and panned, Fit frames it.
+    background = root.find("{http://www.w3.org/2000/svg}rect")
+    if background is None or background.get("fill") != "#FFFFFF":
+        fail("the page's SVG has no white background (render's default): %s" % svg[:300])
+    frame = [float(v) for v in root.get("viewBox").split()]
+    png = u.evaluate("window.strokeJournalPNG()")
+    expected = [math.ceil(frame[2] * 2), math.ceil(frame[3] * 2)]
+    if [png["width"], png["height"]] != expected or png["inkPixels"] < 100:
+        fail("the page's PNG is %s; the board's frame %s at 2 pixels a unit is %s, with ink" % (png, frame, expected))
+    u.call("Input.dispatchMouseEvent", {"type": "mouseWheel", "x": 400, "y": 300, "deltaX": 0, "deltaY": -200,
+                                        "modifiers": 2, "pointerType": "mouse"})
+    u.call("Input.dispatchMouseEvent", {"type": "mouseWheel", "x": 400, "y": 300, "deltaX": 300, "deltaY": 200, "pointerType": "mouse"})
+    zoomed = u.wait_for("zoomed in and panned", lambda s: s["view"]["zoom"] > 2)["view"]
+    again = u.evaluate("window.strokeJournalPNG()")
+    if again != png:
+        fail("the PNG changed with the view (%s): %s, then %s" % (zoomed, png, again))
+    click("fit")
+    fitted = u.wait_for("the board fitted", lambda s: s["view"] != zoomed)["view"]
+    window_size = u.evaluate("[window.innerWidth, window.innerHeight, document.getElementById('bar').getBoundingClientRect().bottom]")
+    left, top = frame[0] * fitted["zoom"] + fitted["x"], frame[1] * fitted["zoom"] + fitted["y"]
+    right, bottom = left + frame[2] * fitted["zoom"], top + frame[3] * fitted["zoom"]
+    if left < 0 or right > window_size[0] or top < window_size[2] or bottom > window_size[1] or fitted["zoom"] < 1:
+        fail("Fit shows the board's frame %s at (%.0f, %.0f)-(%.0f, %.0f) in a %s window below a toolbar ending at %.0f"
+             % (frame, left, top, right, bottom, window_size[:2], window_size[2]))
+    u.evaluate("window.dispatchEvent(new KeyboardEvent('keydown', {key: '0', cancelable: true}))")
+    u.wait_for("back to 100% on 0", lambda s: s["view"] == {"x": 0, "y": 0, "zoom": 1})
+    link = u.evaluate("window.strokeJournalShareLink()")
+    if link != url:
+        fail("Link copies %r, not the board's address %r" % (link, url))
+    picked = u.evaluate("(() => { document.querySelector('.swatch[title=red]').click(); return document.getElementById('color').value; })()")
+    if picked != "#e53935" or u.evaluate("document.getElementById('boards-link').getAttribute('href')") != "/":
+        fail("the red swatch set the colour to %r; the way back to the board list is missing" % picked)
+    u.evaluate("document.querySelector('.swatch[title=blue]').click()")
     # The eraser (its button, then E to put it away): a touch on the first stroke's first point
     # erases it, and Undo brings it back.
     click("eraser")
@@ -1421,7 +1460,9 @@ def check_tools(browser, port):
     if '<form id="open">' not in front or not listed.get("listed") or "tools-check" not in listed.get("boards", []):
         fail("the relay's front page or its board list lacks the board: %s" % listed)
     say("page U: board name, width value, Undo/Redo by button and Ctrl/Shift+Ctrl+Z/Ctrl+Y, Clear undone and redone, eraser, "
-        "an SVG of its 2 strokes; page V loaded afterwards agrees; the front page lists %d boards" % len(listed["boards"]))
+        "an SVG of its 2 strokes on white, a PNG of the whole board (%dx%d, the same zoomed and panned), Fit, Link without "
+        "the token, swatches; page V loaded afterwards agrees; the front page lists %d boards"
+        % (png["width"], png["height"], len(listed["boards"])))
     return u, v
 
 
@@ -1443,6 +1484,9 @@ def check_view_and_presence(browser, port, artefacts):
                        lambda s: len(ada(s)) == 1 and ada(s)[0]["x"] == 300 and ada(s)[0]["y"] == 200 and ada(s)[0]["shown"])
     if ada(state)[0]["color"].lower() != "#1e88e5":
         fail("page X shows W's colour as %s" % ada(state)[0]["color"])
+    listed_names = x.evaluate("Array.from(document.querySelectorAll('#people .person'), (e) => e.innerHTML)")
+    if listed_names != ["Ada &lt;b&gt;"]:
+        fail("page X lists %r in its bar, not W's name as text" % listed_names)
     label = x.evaluate("Array.from(document.querySelectorAll('.cursor span'), (e) => e.innerHTML)")
     if label != ["Ada &lt;b&gt;"]:
         fail("page X labels W's cursor %r (a name is text, never markup)" % label)
@@ -1887,7 +1931,7 @@ def check(args, work, artefacts):
         say("page K takes its token from #token= (out of the address and history, into sessionStorage, into every hello), "
             "stops on a token refusal, becomes a viewer on a view-only refusal")
         if check_tokens_with_relay(args.chromium, args.journal_bin, work, artefacts):
-            say("a relay that needs tokens: page T1 (admin token) draws, T2 (view token) becomes a viewer, T3 (none) and T4 (forged) stop, their tools off")
+            say("a relay that needs tokens: page T1 (admin token) draws, T2 (view token) is a viewer from its catch-up on, T3 (none) and T4 (forged) stop, their tools off")
 
         for page in [a, b, c, d, e, f, g, h, i, k, u, v, x, y, crowded] + race_pages:
             path = os.path.join(artefacts, "page-%s.png" % page.name)
