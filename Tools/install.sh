@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
-# Installs `journal` (and `journal-relay`, which it runs for `serve` and `join`) into PREFIX/bin.
-#   Tools/install.sh                 # into /usr/local/bin, reusing the build that exists
+# Installs a release build of `journal` (and `journal-relay`, which it runs for `serve` and
+# `join`) into PREFIX/bin.
+#   Tools/install.sh                 # into /usr/local/bin as root (or where it may write), else ~/.local/bin
 #   Tools/install.sh --prefix ~/.local
-#   Tools/install.sh --release       # a release build (fast on big journals; longer to build)
-#   Tools/install.sh --debug         # the debug build (what `swift run` and `swift test` make)
+#   Tools/install.sh --debug         # the debug build instead (what `swift run` and `swift test` make)
 #   Tools/install.sh --no-relay      # journal alone: no SwiftNIO to build; serve and join say how to add it
-# Without --release or --debug it installs the build already in .build (release if both exist),
-# else builds release.
+# The first release build takes minutes (SwiftNIO, swift-crypto); later ones only what changed.
 set -euo pipefail
-prefix=/usr/local
-configuration=
+prefix=
+configuration=release
 relay=yes
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -23,17 +22,18 @@ while [ $# -gt 0 ]; do
     esac
 done
 cd "$(dirname "$0")/.."
-if [ -z "$configuration" ]; then
-    if [ -x "$(swift build -c release --show-bin-path)/journal" ]; then configuration=release
-    elif [ -x "$(swift build -c debug --show-bin-path)/journal" ]; then
-        configuration=debug
-        echo "install.sh: installing the debug build that exists (Tools/install.sh --release builds a faster one)"
-    else configuration=release
+if [ -z "$prefix" ]; then
+    # /usr/local needs root on most machines: without it, the user's own ~/.local.
+    if [ -w /usr/local/bin ] || { [ ! -e /usr/local/bin ] && [ -w /usr/local ]; }; then prefix=/usr/local
+    else
+        prefix="$HOME/.local"
+        echo "install.sh: /usr/local/bin is not writable by $(id -un): installing into $prefix/bin (--prefix chooses; sudo for /usr/local)"
     fi
 fi
 products=(journal)
 [ "$relay" = yes ] && products+=(journal-relay)
 for product in "${products[@]}"; do
+    echo "install.sh: building $product ($configuration; the first release build takes several minutes)"
     swift build -c "$configuration" --product "$product"
 done
 bin=$(swift build -c "$configuration" --show-bin-path)

@@ -69,9 +69,19 @@ def admit(port, token):
     return hello, acked
 
 
+
+def journal_binary(path):
+    """--journal-bin: an executable `journal`, or a usage error that says how to build one."""
+    found = path if os.sep in path else shutil.which(path)
+    if not found or not (os.path.isfile(found) and os.access(found, os.X_OK)):
+        configuration = "debug" if "/debug/" in path else "release"
+        raise argparse.ArgumentTypeError(
+            "%s is no executable journal: build it first (swift build -c %s --product journal)" % (path, configuration))
+    return os.path.abspath(found)
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--journal-bin", default=".build-release/release/journal")
+    parser.add_argument("--journal-bin", type=journal_binary, default=".build-release/release/journal")
     parser.add_argument("--keys", type=int, default=40)
     parser.add_argument("--points", type=int, default=20_000)
     args = parser.parse_args()

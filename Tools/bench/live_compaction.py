@@ -104,9 +104,19 @@ def measure(j, journal, points, runs, work, sync_flags=()):
             "merge": statistics.median(merge)}
 
 
+
+def journal_binary(path):
+    """--journal-bin: an executable `journal`, or a usage error that says how to build one."""
+    found = path if os.sep in path else shutil.which(path)
+    if not found or not (os.path.isfile(found) and os.access(found, os.X_OK)):
+        configuration = "debug" if "/debug/" in path else "release"
+        raise argparse.ArgumentTypeError(
+            "%s is no executable journal: build it first (swift build -c %s --product journal)" % (path, configuration))
+    return os.path.abspath(found)
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--journal-bin", required=True)
+    ap.add_argument("--journal-bin", type=journal_binary, required=True)
     ap.add_argument("--workload", required=True)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--json")

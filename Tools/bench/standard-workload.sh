@@ -11,7 +11,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 
-(cd "$here" && swift build -c release --product journal >/dev/null)
+# Its progress on stderr: the first release build takes minutes, and silence looks like a hang.
+echo "$(basename "$0"): building the release journal (swift build -c release --product journal)" >&2
+(cd "$here" && swift build -c release --product journal >&2)
 J="$here/.build/release/journal"
 
 generate() {

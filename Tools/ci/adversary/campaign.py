@@ -1590,9 +1590,19 @@ class Campaign:
                            "tolerated": self.tolerated}, f, indent=2)
 
 
+
+def journal_binary(path):
+    """--journal-bin: an executable `journal`, or a usage error that says how to build one."""
+    found = path if os.sep in path else shutil.which(path)
+    if not found or not (os.path.isfile(found) and os.access(found, os.X_OK)):
+        configuration = "debug" if "/debug/" in path else "release"
+        raise argparse.ArgumentTypeError(
+            "%s is no executable journal: build it first (swift build -c %s --product journal)" % (path, configuration))
+    return os.path.abspath(found)
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--journal-bin", required=True, help="the `journal` executable to test")
+    ap.add_argument("--journal-bin", type=journal_binary, required=True, help="the `journal` executable to test")
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", action="store_true", help="keep the campaign folder when a check failed")

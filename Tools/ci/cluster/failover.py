@@ -333,9 +333,19 @@ class NativeDrawer:
         pass
 
 
+
+def journal_binary(path):
+    """--journal-bin: an executable `journal`, or a usage error that says how to build one."""
+    found = path if os.sep in path else shutil.which(path)
+    if not found or not (os.path.isfile(found) and os.access(found, os.X_OK)):
+        configuration = "debug" if "/debug/" in path else "release"
+        raise argparse.ArgumentTypeError(
+            "%s is no executable journal: build it first (swift build -c %s --product journal)" % (path, configuration))
+    return os.path.abspath(found)
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--journal-bin", required=True)
+    parser.add_argument("--journal-bin", type=journal_binary, required=True)
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--boards", type=int, default=4)
     parser.add_argument("--native-boards", type=int, default=1,

@@ -1074,9 +1074,19 @@ class Campaign:
             self.haproxy.wait()
 
 
+
+def journal_binary(path):
+    """--journal-bin: an executable `journal`, or a usage error that says how to build one."""
+    found = path if os.sep in path else shutil.which(path)
+    if not found or not (os.path.isfile(found) and os.access(found, os.X_OK)):
+        configuration = "debug" if "/debug/" in path else "release"
+        raise argparse.ArgumentTypeError(
+            "%s is no executable journal: build it first (swift build -c %s --product journal)" % (path, configuration))
+    return os.path.abspath(found)
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--journal-bin", default=".build/debug/journal")
+    parser.add_argument("--journal-bin", type=journal_binary, default=".build/debug/journal")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--share-interval", type=float, default=1.0,
                         help="the nodes' --share-interval (DEPLOY.md's default is 2)")

@@ -669,11 +669,21 @@ def os_uuid():
     return "%s-%s-%s-%s-%s" % (h[:8], h[8:12], h[12:16], h[16:20], h[20:])
 
 
+
+def journal_binary(path):
+    """--journal-bin: an executable `journal`, or a usage error that says how to build one."""
+    found = path if os.sep in path else shutil.which(path)
+    if not found or not (os.path.isfile(found) and os.access(found, os.X_OK)):
+        configuration = "debug" if "/debug/" in path else "release"
+        raise argparse.ArgumentTypeError(
+            "%s is no executable journal: build it first (swift build -c %s --product journal)" % (path, configuration))
+    return os.path.abspath(found)
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 epilog="example: python3 Tools/ci/relay-campaign/relay_campaign.py "
                                        "--journal-bin .build/debug/journal --steps 40 --seed 3")
-    p.add_argument("--journal-bin", required=True)
+    p.add_argument("--journal-bin", type=journal_binary, required=True)
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--max-ack-ms", type=int, default=5000,
