@@ -122,3 +122,18 @@ extension RelayClient {
         return pending
     }
 }
+
+/// What `RelayClient.waitUntilAcknowledged(within:)` throws: payloads not acknowledged, and why.
+public struct RelayClientWaitError: Error, Sendable, CustomStringConvertible {
+    /// Payloads sent and not acknowledged (nor refused).
+    public let pending: Int
+    /// The time given up after; nil when the client stopped first (closed, or refused for good).
+    public let seconds: Double?
+    /// The last reason a connection ended or was refused, if any did.
+    public let problem: String?
+
+    public var description: String {
+        let when = seconds.map { "within \($0) s" } ?? "before the client stopped"
+        return "\(pending) payload(s) not acknowledged \(when)" + (problem.map { ": \($0)" } ?? " (no connection got as far as an answer)")
+    }
+}

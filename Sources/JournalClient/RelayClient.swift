@@ -97,6 +97,8 @@ public final class RelayClient: Sendable {
         /// Wakes the current connection's writer when a frame is queued.
         var wake: AsyncStream<Void>.Continuation?
         var closed = false
+        /// Why the last connection ended or was refused: what a wait that gives up says.
+        var lastProblem: String?
         var acknowledgedWaiters: [CheckedContinuation<Void, Never>] = []
         /// The reader of `updates`, once there is one: nothing is buffered for nobody.
         var updates: AsyncStream<RelayClientUpdate>.Continuation?
@@ -198,6 +200,33 @@ public final class RelayClient: Sendable {
         }
     }
 
+    /// `waitUntilAcknowledged()`, giving up after `seconds`: throws what is still pending and
+    /// why (the last reason a connection ended or was refused), so that an app or a script can
+    /// tell a person rather than wait for ever on a relay that is not there.
+    public func waitUntilAcknowledged(within seconds: Double) async throws(RelayClientWaitError) {
+        let settledInTime = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let resumed = Locked(false)
+            let finish: @Sendable (Bool) -> Void = { settled in
+                let first = resumed.withLock { resumed -> Bool in
+                    defer { resumed = true }
+                    return !resumed
+                }
+                if first { continuation.resume(returning: settled) }
+            }
+            Task {
+                await self.waitUntilAcknowledged()
+                finish(true)
+            }
+            Task {
+                try? await Task.sleep(for: .milliseconds(Int(max(0, seconds) * 1000)))
+                finish(false)
+            }
+        }
+        let (pending, problem, closed) = state.withLock { ($0.pendingCount, $0.lastProblem, $0.closed) }
+        guard pending > 0 else { return }
+        throw RelayClientWaitError(pending: pending, seconds: settledInTime || closed ? nil : seconds, problem: problem)
+    }
+
     /// Stops `run` (what is pending stays unsent) and ends `updates`.
     public func close() {
         let (wake, waiters, updates) = state.withLock { state in
@@ -221,6 +250,7 @@ public final class RelayClient: Sendable {
             attempt += 1
             let (reason, caughtUp, permanent) = await connectOnce(attempt: attempt)
             if state.withLock({ $0.closed }) || Task.isCancelled { break }
+            state.withLock { $0.lastProblem = reason }
             if permanent {
                 report(.stopped(reason: reason))
                 close()

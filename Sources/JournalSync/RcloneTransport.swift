@@ -35,14 +35,16 @@ public struct ObjectStoreAddress: Equatable, Sendable {
         if text.hasPrefix("rclone:") {
             var rest = String(text.dropFirst("rclone:".count))
             while rest.hasSuffix("/") { rest.removeLast() }
+            // Refused without being repeated: settings in an address may hold a secret.
+            let shown = Self.withoutSettings(text)
             guard let colon = rest.firstIndex(of: ":"), colon != rest.startIndex else {
-                throw .badObjectStoreAddress(text, reason: "expected rclone:REMOTE:path, a remote of your rclone configuration")
+                throw .badObjectStoreAddress(shown, reason: "expected rclone:REMOTE:path, a remote of your rclone configuration")
             }
             // `:backend,key=value:` and `remote,key=value:` carry settings, secrets among them,
             // on the command line, where every user of the machine and every error message sees
             // them: a remote of the configuration (or s3:// and the environment) instead.
             if rest[..<colon].contains(",") {
-                throw .badObjectStoreAddress(text, reason: "settings in the address (a connection string) would put keys on the command line; name a remote of your rclone configuration, or use s3:// with the keys in the environment")
+                throw .badObjectStoreAddress(shown, reason: "settings in the address (a connection string) would put keys on the command line; name a remote of your rclone configuration, or use s3:// with the keys in the environment")
             }
             self.text = text
             remote = rest
@@ -50,6 +52,23 @@ public struct ObjectStoreAddress: Equatable, Sendable {
             return
         }
         return nil
+    }
+
+    /// `text` with every run of settings (`,key=value…` up to the next colon) shown as `,…`.
+    static func withoutSettings(_ text: String) -> String {
+        var shown = ""
+        var hiding = false
+        for character in text {
+            if hiding {
+                if character == ":" { hiding = false; shown.append(character) }
+            } else if character == "," {
+                hiding = true
+                shown += ",…"
+            } else {
+                shown.append(character)
+            }
+        }
+        return shown
     }
 
     /// Changes to rclone's environment: for `s3://`, the AWS variables mapped onto rclone's
@@ -253,13 +272,34 @@ struct RcloneTransport: Transport {
     }
 
     private func failure(_ arguments: [String], _ result: ChildProcess.Result) -> SyncError {
-        // rclone prefixes its messages with a date and time; the rest is what the user needs.
-        let lines = result.messages.split(separator: "\n").map { line -> Substring in
+        .rcloneFailed(command: "rclone " + arguments.joined(separator: " "), status: result.status,
+                      output: Self.explained(result.messages, address: address,
+                                             endpoint: (environment["RCLONE_S3_ENDPOINT"] ?? nil) ?? ProcessInfoLite.environment("RCLONE_S3_ENDPOINT")))
+    }
+
+    /// rclone's messages as a person needs them: without the date and time each starts with,
+    /// without its notice that no configuration file exists (s3:// needs none; every error
+    /// began with it), and after a first line that says in words what the known failures mean.
+    static func explained(_ messages: String, address: ObjectStoreAddress, endpoint: String?) -> String {
+        let lines = messages.split(separator: "\n").map { line -> Substring in
             let words = line.split(separator: " ", maxSplits: 2)
             return words.count == 3 && words[0].contains("/") && words[1].contains(":") ? words[2] : line
-        }
-        return .rcloneFailed(command: "rclone " + arguments.joined(separator: " "), status: result.status,
-                             output: lines.joined(separator: "\n"))
+        }.filter { !($0.contains("Config file") && $0.contains("not found")) }
+        let text = lines.joined(separator: "\n")
+        let store = endpoint.map { "the store at \($0)" } ?? "the store"
+        let hint: String? =
+            if text.contains("NoCredentialProviders") || text.contains("LoadCustomCABundleError") || text.contains("no valid providers") {
+                address.isS3URL
+                    ? "no credentials for \(address.text): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_ENDPOINT_URL for a store other than AWS)"
+                    : "no credentials for \(address.text): the rclone remote's configuration has none that work"
+            } else if text.contains("InvalidAccessKeyId") || text.contains("SignatureDoesNotMatch") || text.contains("AccessDenied") {
+                "\(store) refused the credentials (check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or the remote's keys)"
+            } else if text.contains("connection refused") || text.contains("no such host") || text.contains("i/o timeout") {
+                "nothing answers at \(store): is it running, and is the address (AWS_ENDPOINT_URL) right?"
+            } else {
+                nil
+            }
+        return hint.map { $0 + "\n" + text } ?? text
     }
 
     /// Runs rclone; no shell in between.

@@ -52,6 +52,9 @@ public struct ReconcileReport: Sendable {
     /// The target's damaged copies of segments this journal holds (another size, or the same
     /// size and not their name's hash), replaced by this journal's verified copies.
     public var replacedOnTarget: [String] = []
+    /// This journal's damaged copies of segments the target holds (another size, or the same
+    /// size and not their name's hash), replaced by the target's copies once they verified.
+    public var repairedHere: [String] = []
     /// Covered files removed from the target, each once its cover was there and verified.
     public var removedFromTarget: [String] = []
     /// The open segment sealed before publishing, if any.
@@ -66,7 +69,7 @@ public struct ReconcileReport: Sendable {
 
     public var nothingNew: Bool {
         imported.isEmpty && published.isEmpty && sealed == nil && retired.isEmpty && compacted.isEmpty && removedFromTarget.isEmpty
-            && replacedOnTarget.isEmpty
+            && replacedOnTarget.isEmpty && repairedHere.isEmpty
     }
     public var hasProblems: Bool { !rejected.isEmpty || !notPublished.isEmpty || replicas.contains { !$0.forks.isEmpty } }
 
@@ -90,6 +93,9 @@ extension ReconcileReport {
         if !retired.isEmpty { lines.append("retired \(Wording.counted(retired.count, "segment")) that a verified file covers") }
         if !replacedOnTarget.isEmpty {
             lines.append("replaced \(Wording.counted(replacedOnTarget.count, "damaged copy", plural: "damaged copies")) in \(target) with this journal's verified segments")
+        }
+        if !repairedHere.isEmpty {
+            lines.append("repaired \(Wording.counted(repairedHere.count, "damaged segment")) of this journal with \(target)'s verified copies")
         }
         if !removedFromTarget.isEmpty { lines.append("removed \(Wording.counted(removedFromTarget.count, "covered segment")) from \(target), each beside its verified cover") }
         for state in replicas.sorted(by: { $0.replica < $1.replica }) {
@@ -138,6 +144,7 @@ extension ReconcileReport {
         object.add("retired", strings: retired.sorted())
         object.add("removedFromTarget", strings: removedFromTarget.sorted())
         object.add("replacedOnTarget", strings: replacedOnTarget.sorted())
+        object.add("repairedHere", strings: repairedHere.sorted())
         object.add("rejected", objects: rejected.map(\.json))
         object.add("ignored", objects: ignored.map(\.json))
         object.add("notPublished", objects: notPublished.map(\.json))

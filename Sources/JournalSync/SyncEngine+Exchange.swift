@@ -31,6 +31,13 @@ struct ExchangePass {
     /// The target's copies of segments this journal holds that are not their name's bytes:
     /// replaced by this journal's (verified) copies in step 3.
     var damagedThere: [TreeListing.File] = []
+    /// This journal's copies of segments the target holds that are not their name's bytes (a
+    /// disk error, a copy cut short): the target's copies replace them once verified (step 2).
+    var damagedHere: [TreeListing.File] = []
+    /// This journal's own files, by `replica/name`.
+    private let localFiles: [String: TreeListing.File]
+    /// `SyncCache`'s key for verdicts about this journal's own files (no target is named so).
+    static let ownFilesKey = "(this journal)"
 
     private var journal: JournalDirectory { engine.journal }
 
@@ -49,6 +56,8 @@ struct ExchangePass {
         let localKeys = local.segmentKeys
         self.localKeys = localKeys
         localSizes = Dictionary(local.files.map { ($0.relativePath, $0.size) }, uniquingKeysWith: { first, _ in first })
+        localFiles = Dictionary(local.files.map { ($0.relativePath, $0) }, uniquingKeysWith: { first, _ in first })
+        cache.prune(target: Self.ownFilesKey, listed: localKeys)
         engine.progress?("listing \(key)")
         let remote = try await transport.list()
         self.remote = remote
@@ -97,9 +106,14 @@ struct ExchangePass {
                 // Only a version 2 name says which bytes a file holds; a version 1 name is
                 // read like a conflict copy (its CRC-32 could be forged to match ours).
                 if name.identifiesContents && localKeys.contains(file.relativePath) {
-                    // Same name means same bytes, unless the other copy is damaged or partial:
-                    // then a sync target gets this journal's copy over it (step 3), a merge
-                    // source is only told.
+                    // Same name means same bytes, unless one copy is damaged or partial. This
+                    // journal's, checked first: the target's copy replaces it (step 2).
+                    if isDamagedHere(file.relativePath, name: name, report: &report) {
+                        damagedHere.append(file)
+                        continue
+                    }
+                    // The target's: a sync target gets this journal's copy over it (step 3), a
+                    // merge source is only told.
                     if let held = localSizes[file.relativePath], held != file.size {
                         if publish {
                             damagedThere.append(file)
@@ -131,6 +145,48 @@ struct ExchangePass {
             }
         }
         return wanted
+    }
+
+    /// Whether this journal's copy of a segment is not its name's bytes: read and hashed once
+    /// per version of the file (`SyncCache` under `ownFilesKey`; files this journal sealed,
+    /// imported or published are checked then), so a sync reads each file once, not each time.
+    private mutating func isDamagedHere(_ relativePath: String, name: SegmentName, report: inout ReconcileReport) -> Bool {
+        guard let file = localFiles[relativePath] else { return false }
+        let path = FileSystem.join(journal.replicasPath, relativePath)
+        let fileIdentity = FileIdentity.of(path)
+        if case .held? = cache.lookup(target: Self.ownFilesKey, file: file, identity: fileIdentity) { return false }
+        report.bytesRead += file.size
+        guard SegmentImporter.verifyFile(at: path, replica: file.replica, name: name) != nil else {
+            cache.store(.held(relativePath), target: Self.ownFilesKey, file: file, identity: fileIdentity)
+            return false
+        }
+        return true
+    }
+
+    /// Step 2 for `damagedHere`: the target's copies, fetched, verified against their names,
+    /// and put in place of this journal's damaged ones (temporary, fsync, rename). One that
+    /// does not verify changes nothing (it is damaged too: `journal verify` still names ours).
+    mutating func repairDamagedHere(_ report: inout ReconcileReport) async throws(SyncError) {
+        guard !damagedHere.isEmpty else { return }
+        engine.progress?("repairing \(damagedHere.count) damaged segment(s) of this journal")
+        let paths = try await transport.fetch(damagedHere)
+        for file in damagedHere {
+            guard case .segment(let name) = file.classification, let path = paths[file.relativePath] else { continue }
+            report.bytesRead += file.size
+            if let problem = SegmentImporter.verifyFile(at: path, replica: file.replica, name: name) {
+                report.rejected.append(Problem(problem.kind, file: shown(file), replica: file.replica, seqRange: name.firstSeq...name.lastSeq,
+                                               reason: "this journal's copy is damaged and so is the target's (\(problem.reason)): not repaired"))
+                continue
+            }
+            do throws(IOError) {
+                let bytes = try FileSystem.readFile(path)
+                try DirectoryHandle.open(file.replica.hex, beneath: journal.replicasPath).replaceFileAtomically(name: name.fileName, bytes: bytes)
+            } catch {
+                throw .io(error, doing: "cannot repair \(file.relativePath) with the target's copy")
+            }
+            report.repairedHere.append(file.relativePath)
+            rememberOwnIntact([file.relativePath])
+        }
     }
 
     /// Whether the target's copy of a segment this journal holds, of the same size, is damaged:
@@ -182,6 +238,7 @@ struct ExchangePass {
                 index.add(entry)
                 let canonical = name.relativePath(in: file.replica)
                 report.imported.append(canonical)
+                rememberOwnIntact([canonical])
                 report.importedEvents += entry.eventCount
                 report.replicas[report.state(file.replica)].imported += 1
                 if claimed?.identifiesContents != true { cache.store(.held(canonical), target: key, file: file, identity: fileIdentity) }
@@ -219,7 +276,7 @@ struct ExchangePass {
         var outgoingSizes: [String: Int64] = [:]
         // Listed again: segments just imported from conflict copies go out under their
         // canonical names too.
-        let localNow = report.imported.isEmpty ? local : TreeListing.scan(replicasPath: journal.replicasPath)
+        let localNow = report.imported.isEmpty && report.repairedHere.isEmpty ? local : TreeListing.scan(replicasPath: journal.replicasPath)
         var refusedFolders = Set<String>()
         for file in localNow.files {
             guard case .segment(let name) = file.classification, name.identifiesContents,
@@ -243,6 +300,7 @@ struct ExchangePass {
             }
             outgoing.append(file.relativePath)
             outgoingSizes[file.relativePath] = file.size
+            rememberOwnIntact([file.relativePath])
         }
         if !outgoing.isEmpty {
             engine.progress?("publishing \(outgoing.count) segment(s)")
@@ -294,13 +352,23 @@ struct ExchangePass {
     /// now, so the next sync does not read them back to check them (`isDamagedSameSize`).
     private mutating func rememberIntact(_ relativePaths: [String]) {
         guard let folder = transport.localFolder else { return }
+        remember(relativePaths, in: folder, as: key)
+    }
+
+    /// This journal's files just verified (imported, repaired, about to be published): known
+    /// intact as they are now, so `isDamagedHere` does not read them again.
+    private mutating func rememberOwnIntact(_ relativePaths: [String]) {
+        remember(relativePaths, in: journal.replicasPath, as: Self.ownFilesKey)
+    }
+
+    private mutating func remember(_ relativePaths: [String], in folder: String, as cacheKey: String) {
         for relative in relativePaths {
             let path = FileSystem.join(folder, relative)
             guard let status = FileSystem.linkStatus(path), let replica = ReplicaID(hex: relative.prefix(32)) else { continue }
             let name = String(relative.dropFirst(33))
             let file = TreeListing.File(replica: replica, relativePath: relative, name: name, size: status.size, modified: status.modified,
                                         classification: FileClassifier.classify(name))
-            cache.store(.held(relative), target: key, file: file, identity: FileIdentity.of(path))
+            cache.store(.held(relative), target: cacheKey, file: file, identity: FileIdentity.of(path))
         }
     }
 }

@@ -143,6 +143,7 @@ public struct SyncEngine {
         defer { pass.cache.save() }
         let wanted = pass.plan(&report)
         if !wanted.isEmpty { try await pass.fetchAndImport(wanted, &report) }
+        try await pass.repairDamagedHere(&report)
         if publish { try await pass.publishWhatTheTargetLacks(&report) }
         return (pass.coverAppeared, pass.namedSeqMax)
     }

@@ -183,6 +183,7 @@ import Testing
         let run = try journal(["verify", "-C", board])
         #expect(run.status == 1)
         #expect(run.stdout.contains(name) && run.stdout.contains("@32") && run.stdout.contains("checksum"))
+        #expect(run.stdout.contains("to repair: `journal sync -C"), "\(run.stdout)")
         let json = try journal(["verify", "-C", board, "--json"])
         #expect(json.stdout.contains("\"clean\":false"))
     }

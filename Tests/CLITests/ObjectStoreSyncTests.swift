@@ -186,6 +186,20 @@ struct RunFailure: Error, CustomStringConvertible {
         #expect(try cli.journal(["digest", "-C", board]).stdout == before)
     }
 
+    /// A store that is not running (nothing listens at its endpoint): the message says so in
+    /// words first, without rclone's notice about its configuration file.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/rclone"), "needs rclone (apt-get install rclone)"))
+    func aStoreThatIsNotRunningIsNamed() throws {
+        let temp = TemporaryDirectory("s3-stopped")
+        defer { temp.remove() }
+        let board = try cli.sampleBoard(temp)
+        let run = try cli.journal(["sync", "-C", board, "s3://boards/poster"], environment: [
+            "AWS_ACCESS_KEY_ID": "key", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_ENDPOINT_URL": "http://127.0.0.1:1",
+        ])
+        #expect(run.status == 74 && run.stderr.contains("nothing answers at the store at http://127.0.0.1:1"), "\(run.stderr)")
+        #expect(!run.stderr.contains("Config file"), "\(run.stderr)")
+    }
+
     @Test func anObjectStoreAddressIsCheckedBeforeAnythingRuns() throws {
         let temp = TemporaryDirectory("s3-address")
         defer { temp.remove() }

@@ -10,7 +10,7 @@ import Testing
 /// Every Swift snippet of README.md, as written: each is the text of a function of the
 /// `readme-snippets` program (but for its imports, which head that function's file), and the
 /// program runs it in a folder of its own, as an app would.
-@Suite(.ownThreads) struct ReadmeSnippetTests {
+@Suite(.ownThreads, .serialized) struct ReadmeSnippetTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
@@ -59,18 +59,21 @@ import Testing
     /// The built `readme-snippets` program, next to the test bundle.
     static let program = JournalProcess.builtExecutable("readme-snippets")
 
-    /// Runs `readme-snippets name` in `folder`; its status and standard output.
-    static func run(_ name: String, in folder: String) throws -> (status: Int32, output: String) {
+    /// Runs `readme-snippets name` in `folder`; its status, standard output and standard error.
+    static func run(_ name: String, in folder: String) throws -> (status: Int32, output: String, errors: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = [name]
         process.currentDirectoryURL = URL(fileURLWithPath: folder)
-        let output = folder + "/.out"
+        let output = folder + "/.out", errors = folder + "/.err"
         _ = FileManager.default.createFile(atPath: output, contents: nil)
+        _ = FileManager.default.createFile(atPath: errors, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
         try process.run()
         process.waitUntilExit()
-        return (process.terminationStatus, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
+        return (process.terminationStatus, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "",
+                (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")
     }
 
     @Test func everySnippetIsTheTextOfTheProgram() throws {
@@ -91,6 +94,31 @@ import Testing
         #expect(manifest.contains(#".library(name: "StrokeJournal", targets: ["StrokeJournal"])"#))
     }
 
+    /// The manifest lines, in a package of their own whose dependency is this clone (in a folder
+    /// of any name, as `main` is on CI): SwiftPM finds the product by the package name they give.
+    @Test func theManifestSnippetResolvesFromAFolderOfAnyName() throws {
+        let temp = TemporaryDirectory("readme-manifest")
+        defer { temp.remove() }
+        let lines = try #require(try Self.readmeSnippets()["manifest"]).map {
+            $0.replacingOccurrences(of: "path: \"../StrokeJournal\"", with: "path: \"\(Self.root.path)\"")
+        }
+        try FileManager.default.createDirectory(atPath: temp.path + "/Sources/MyApp", withIntermediateDirectories: true)
+        try "print(1)\n".write(toFile: temp.path + "/Sources/MyApp/main.swift", atomically: false, encoding: .utf8)
+        let manifest = "// swift-tools-version:6.0\nimport PackageDescription\nlet package = Package(\n    name: \"MyApp\",\n"
+            + lines.joined(separator: "\n").replacingOccurrences(of: ".target(name:", with: ".executableTarget(name:") + "\n)\n"
+        try manifest.write(toFile: temp.path + "/Package.swift", atomically: false, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["swift", "package", "--package-path", temp.path, "show-dependencies"]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0 && !said.contains("unknown package"), "\(manifest)\n\(said)")
+    }
+
     @Test func theLibrarySnippetRunsTwiceInOneFolder() throws {
         let temp = TemporaryDirectory("readme-library")
         defer { temp.remove() }
@@ -107,8 +135,9 @@ import Testing
         defer { temp.remove() }
         let run = try Self.run("live-board", in: temp.path)
         #expect(run.status == 0)
-        // First the drawing as it was, then whatever the reader saw of the stroke.
+        // First the drawing as it was, then the stroke as it changed, the change it promises.
         #expect(run.output.hasPrefix("current [JournalReplay.DrawingChange.reset]"), "\(run.output)")
+        #expect(run.output.contains("\nlocal ["), "\(run.output)")
         let drawn = try JournalProcess.run(["strokes", "-C", temp.path + "/board"])
         #expect(drawn.status == 0 && drawn.stdout.contains("\"ended\":true"), "\(drawn.stdout)")
     }
@@ -125,6 +154,18 @@ import Testing
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
+    }
+
+    /// Without a relay the snippet does not wait for ever: it gives up after its 10 s with the
+    /// reason, on stderr, and a status that says it failed.
+    @Test(.enabled(if: portIsFree(8080), "port 8080, which the snippet names, is taken"))
+    func theRelayClientSnippetSaysWhyWhenNoRelayAnswers() throws {
+        let temp = TemporaryDirectory("readme-no-relay")
+        defer { temp.remove() }
+        let run = try Self.run("relay-client", in: temp.path)
+        #expect(run.status == 1, "\(run.output) \(run.errors)")
+        #expect(run.errors.contains("1 payload(s) not acknowledged within 10.0 s") && run.errors.contains("nothing accepts connections"),
+                "\(run.errors)")
     }
 
     @Test(.enabled(if: portIsFree(8080), "port 8080, which the snippet names, is taken"))

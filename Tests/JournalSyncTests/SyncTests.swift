@@ -318,6 +318,44 @@ import JournalCompression
         #expect(stuck.replacedOnTarget.isEmpty && stuck.lackingOnTarget == [relative], "\(stuck.text)")
     }
 
+    /// This journal heals too (issue 41): its own copy of a segment the target holds intact, cut
+    /// short or with one byte changed (a disk error), is replaced by the target's copy once that
+    /// verifies, by a sync and by a merge alike; the drawing is what it was.
+    @Test func aDamagedLocalCopyIsRepairedFromTheTargetsVerifiedOne() async throws {
+        let temp = TemporaryDirectory("repaired-here")
+        defer { temp.remove() }
+        var alice = try Machine(temp.path + "/alice", seed: 61)
+        try alice.draw(strokes: 3)
+        let shared = temp.path + "/shared"
+        let first = try await SyncEngine(journal: alice.journal).sync(.directory(shared), create: true)
+        let relative = try #require(first.published.first)
+        let local = alice.journal.replicasPath + "/" + relative
+        let good = try FileSystem.readFile(local)
+        let before = alice.digest
+
+        try FileSystem.writeAtomically(Array(good.prefix(100)), to: local)
+        let cut = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
+        #expect(cut.repairedHere == [relative] && cut.replacedOnTarget.isEmpty && cut.lackingOnTarget.isEmpty, "\(cut.text)")
+        #expect(cut.text.contains("repaired 1 damaged segment of this journal"), "\(cut.text)")
+        #expect(try FileSystem.readFile(local) == good)
+
+        var flipped = good
+        flipped[flipped.count / 2] ^= 0x40
+        try FileSystem.writeAtomically(flipped, to: local)
+        let same = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
+        #expect(same.repairedHere == [relative] && same.replacedOnTarget.isEmpty, "\(same.text)")
+        #expect(try FileSystem.readFile(local) == good)
+
+        try FileSystem.writeAtomically(flipped, to: local)
+        let merged = try await SyncEngine(journal: alice.journal).merge(from: [shared])
+        #expect(merged.repairedHere == [relative], "\(merged.text)")
+        #expect(try FileSystem.readFile(local) == good)
+        #expect(alice.digest == before)
+        // Once repaired, a sync reads nothing again.
+        let quiet = try await SyncEngine(journal: alice.journal).sync(.directory(shared))
+        #expect(quiet.nothingNew && quiet.bytesRead == 0, "\(quiet.text)")
+    }
+
     /// A damaged object blocks nothing it does not hold (issue 40): a store copy of another
     /// machine's segment that is damaged is refused and reported, and this journal's own new
     /// segments are still published, none lacking (what a relay's shared-ack round waits on).

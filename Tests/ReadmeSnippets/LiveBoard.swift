@@ -5,10 +5,11 @@ func readmeLiveBoard() async throws {
     let board = try Board(path: "board", create: true)
     let style = Style(color: RGBA(red: 30, green: 136, blue: 229), width: 4)
     let stroke = StrokeID()
+    let updates = board.updates()                           // the drawing as it is, then each change
     let redrawing = Task {                                  // in a task of its own
-        for await update in board.updates() {               // the drawing as it is, then each change
+        for await update in updates {
             print(update.origin, update.changes)            // redraw what changed
-            if board.stroke(stroke)?.ended == true { break }
+            if update.origin == .local, board.stroke(stroke)?.ended == true { break }
         }
     }
     try board.append(.point(PointSample(stroke: stroke, x: 10, y: 20, style: style)))   // on the pen thread

@@ -9,12 +9,12 @@ func readmeRelayClient() async throws {
     Task { await client.run() }
     let strokeID = StrokeID()
     client.send(.end(strokeID))             // any Payload; resent until acknowledged
-    await client.waitUntilAcknowledged()    // durable at the relay
+    try await client.waitUntilAcknowledged(within: 10)   // durable at the relay, or throws why not
     print(client.drawing.strokes.count)     // the board, as the relay recorded it
 
     options.replicaKey = ReplicaKey()       // native mode: events signed as this key's replica
     let native = RelayClient(port: 8080, board: "poster", options: options)
     Task { await native.run() }
     native.send(.end(StrokeID()))
-    await native.waitUntilAcknowledged()
+    try await native.waitUntilAcknowledged(within: 10)
 }

@@ -56,7 +56,8 @@ import { challengesAnswered, decodeBlocks, live, nativeFramesSent, ownKey, recei
 import { shareLink } from './tools.mjs';
 import { others } from './presence.mjs';
 
-// For tests: the SVG the SVG button saves; the PNG's size and its pixels that are not white;
+// For tests: the SVG the SVG button saves; the PNG's size, its pixels that are not white and
+// its bytes;
 // the address Link copies.
 window.strokeJournalSVG = boardSVG;
 window.strokeJournalPNG = function () {
@@ -64,7 +65,7 @@ window.strokeJournalPNG = function () {
   const data = picture.getContext('2d').getImageData(0, 0, picture.width, picture.height).data;
   let ink = 0;
   for (let i = 0; i < data.length; i += 4) if (data[i] < 250 || data[i + 1] < 250 || data[i + 2] < 250) ink += 1;
-  return { width: picture.width, height: picture.height, inkPixels: ink };
+  return { width: picture.width, height: picture.height, inkPixels: ink, dataURL: picture.toDataURL('image/png') };
 };
 window.strokeJournalShareLink = shareLink;
 

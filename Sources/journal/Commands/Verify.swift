@@ -52,6 +52,12 @@ extension JournalCommand {
                         Terminal.write("note: this machine's local/trust decides what counts (not synced: `journal members import` moves it into the board)\n")
                     }
                     for note in notes { Terminal.write("note: \(note) (cut on next open)\n") }
+                    // What to do next: a machine or store that holds the segment whole has it under
+                    // the same name, and a sync puts its verified copy in place of this one.
+                    if problems.contains(where: { $0.kind == .corrupt || $0.kind == .incomplete }) {
+                        let root = Terminal.shellQuoted(journal.root)
+                        Terminal.write("to repair: `journal sync -C \(root) TARGET` (or `journal merge SOURCE --into \(root)`) puts the verified copy of a shared folder, store or machine that holds a damaged segment in its place\n")
+                    }
                     Terminal.write(problems.isEmpty
                         ? "clean: \(segments), \(Wording.counted(report.eventCount, "event"))\n"
                         : "\(Wording.counted(problems.count, "problem")) in \(segments)\n")

@@ -1370,7 +1370,7 @@ def prepare_device_board(journal, data, work):
     return board, summary
 
 
-def check_tools(browser, port):
+def check_tools(browser, port, artefacts):
     """Page U's toolbar on a board of its own: the board's name, the width's value, Undo and
     Redo by button and by Ctrl/Shift+Ctrl+Z, Clear undone and redone, the SVG it saves; page
     V, loaded afterwards, shows what U shows; and the relay's front page lists the board."""
@@ -1415,6 +1415,9 @@ def check_tools(browser, port):
         fail("the page's SVG has no white background (render's default): %s" % svg[:300])
     frame = [float(v) for v in root.get("viewBox").split()]
     png = u.evaluate("window.strokeJournalPNG()")
+    exported = base64.b64decode(png.pop("dataURL").split(",", 1)[1])
+    with open(os.path.join(artefacts, "page-U-export.png"), "wb") as out:
+        out.write(exported)
     expected = [math.ceil(frame[2] * 2), math.ceil(frame[3] * 2)]
     if [png["width"], png["height"]] != expected or png["inkPixels"] < 100:
         fail("the page's PNG is %s; the board's frame %s at 2 pixels a unit is %s, with ink" % (png, frame, expected))
@@ -1423,6 +1426,7 @@ def check_tools(browser, port):
     u.call("Input.dispatchMouseEvent", {"type": "mouseWheel", "x": 400, "y": 300, "deltaX": 300, "deltaY": 200, "pointerType": "mouse"})
     zoomed = u.wait_for("zoomed in and panned", lambda s: s["view"]["zoom"] > 2)["view"]
     again = u.evaluate("window.strokeJournalPNG()")
+    again.pop("dataURL")
     if again != png:
         fail("the PNG changed with the view (%s): %s, then %s" % (zoomed, png, again))
     click("fit")
@@ -1918,7 +1922,7 @@ def check(args, work, artefacts):
         say("page G, in a browser without DecompressionStream, asks for no blocks and catches up in text")
         e, f = check_late_joiner(browser, port, device)
         y = check_history(browser, port, args.journal_bin, device_board, artefacts)
-        u, v = check_tools(browser, port)
+        u, v = check_tools(browser, port, artefacts)
         w, x = check_view_and_presence(browser, port, artefacts)
         check_timelapse(browser, args.journal_bin, device_board, work, artefacts)
         race_pages, race_visible = check_clear_race(browser, port)
