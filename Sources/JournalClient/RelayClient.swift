@@ -204,24 +204,7 @@ public final class RelayClient: Sendable {
     /// why (the last reason a connection ended or was refused), so that an app or a script can
     /// tell a person rather than wait for ever on a relay that is not there.
     public func waitUntilAcknowledged(within seconds: Double) async throws(RelayClientWaitError) {
-        let settledInTime = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let resumed = Locked(false)
-            let finish: @Sendable (Bool) -> Void = { settled in
-                let first = resumed.withLock { resumed -> Bool in
-                    defer { resumed = true }
-                    return !resumed
-                }
-                if first { continuation.resume(returning: settled) }
-            }
-            Task {
-                await self.waitUntilAcknowledged()
-                finish(true)
-            }
-            Task {
-                try? await Task.sleep(for: .milliseconds(Int(max(0, seconds) * 1000)))
-                finish(false)
-            }
-        }
+        let settledInTime = await Self.finishes(within: seconds) { await self.waitUntilAcknowledged() }
         let (pending, problem, closed) = state.withLock { ($0.pendingCount, $0.lastProblem, $0.closed) }
         guard pending > 0 else { return }
         throw RelayClientWaitError(pending: pending, seconds: settledInTime || closed ? nil : seconds, problem: problem)
@@ -294,14 +277,11 @@ public final class RelayClient: Sendable {
         return (said, false)
     }
 
-    /// One connection; returns why it ended and whether it was caught up. Gives up when the
-    /// socket has not opened within `Options.connectTimeout` (the attempt runs on, unheeded).
-    private func connectOnce(attempt: Int) async -> (reason: String, caughtUp: Bool, permanent: Bool) {
-        let progress = Locked(Progress())
-        state.withLock { $0.attempt = attempt }
-        let connection = Task { await self.connect(attempt: attempt, progress: progress) }
-        let timeout = options.connectTimeout
-        let ended = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+    /// Whether `work` ends before `seconds` pass (false: it runs on, unheeded). At the deadline,
+    /// `unlessThen` may say to wait for it after all.
+    static func finishes(within seconds: Double, unlessThen keepWaiting: @escaping @Sendable () -> Bool = { false },
+                         _ work: @escaping @Sendable () async -> Void) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             let resumed = Locked(false)
             let finish: @Sendable (Bool) -> Void = { ended in
                 let first = resumed.withLock { resumed -> Bool in
@@ -311,14 +291,25 @@ public final class RelayClient: Sendable {
                 if first { continuation.resume(returning: ended) }
             }
             Task {
-                await connection.value
+                await work()
                 finish(true)
             }
             Task {
-                try? await Task.sleep(for: .milliseconds(Int(timeout * 1000)))
-                if !progress.withLock({ $0.opened }) { finish(false) }
+                try? await Task.sleep(for: .milliseconds(Int(max(0, seconds) * 1000)))
+                if !keepWaiting() { finish(false) }
             }
         }
+    }
+
+    /// One connection; returns why it ended and whether it was caught up. Gives up when the
+    /// socket has not opened within `Options.connectTimeout` (the attempt runs on, unheeded).
+    private func connectOnce(attempt: Int) async -> (reason: String, caughtUp: Bool, permanent: Bool) {
+        let progress = Locked(Progress())
+        state.withLock { $0.attempt = attempt }
+        let connection = Task { await self.connect(attempt: attempt, progress: progress) }
+        let timeout = options.connectTimeout
+        // A socket that opened in time has all the time it needs.
+        let ended = await Self.finishes(within: timeout, unlessThen: { progress.withLock { $0.opened } }) { await connection.value }
         guard ended else {
             connection.cancel()
             state.withLock { if $0.attempt == attempt { $0.attempt = 0 } }
