@@ -20,4 +20,10 @@ extension Committer {
     public static func compact(_ journal: JournalDirectory, policy: CompactionPolicy = .standard, dryRun: Bool = false) -> CompactionReport {
         Compactor(directory: journal, policy: policy).run(dryRun: dryRun)
     }
+
+    /// The files of `replicas` that a cover sync just imported holds, retired (under the
+    /// sealed-files lock the sync holds): machines converge on the cover.
+    public static func retireCovered(_ journal: JournalDirectory, of replicas: Set<ReplicaID>) -> CompactionReport {
+        Compactor(directory: journal).retireCoveredFiles(of: replicas)
+    }
 }

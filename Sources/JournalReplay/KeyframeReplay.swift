@@ -103,10 +103,11 @@ extension Replay {
         guard let snapshot = fullSnapshot(set, report: &report), snapshot.forks.isEmpty, report.quarantinedEvents == 0,
               let keyframes = snapshot.keyframes
         else { return nil }
-        // A cache: a journal on a read-only disk still gets its answer.
-        _ = try? SnapshotStore.write(snapshot, to: directory)
+        // A cache: a journal on a read-only disk still gets its answer (and is told why it
+        // will be built again).
         var fresh = ReplayReport()
         fresh.problems = set.problems
+        do { _ = try SnapshotStore.write(snapshot, to: directory) } catch { fresh.snapshotNotWritten = error }
         return drawing(ofFirst: min(count, snapshot.eventCount), set, snapshot: snapshot, keyframes: keyframes, report: fresh)
     }
 }

@@ -26,7 +26,9 @@ public enum Replay {
                 var next = next
                 next.digest = drawing.digest
                 report.digest = next.digest
-                report.snapshotWritten = try? SnapshotStore.write(next, to: directory, atMost: SnapshotStore.automaticSizeLimit(set))
+                do { report.snapshotWritten = try SnapshotStore.write(next, to: directory, atMost: SnapshotStore.automaticSizeLimit(set)) } catch {
+                    report.snapshotNotWritten = error
+                }
             }
             return (drawing, report)
         }
@@ -39,7 +41,9 @@ public enum Replay {
                 // The snapshot stores the digest; the caller most likely prints it too.
                 snapshot.digest = drawing.digest
                 report.digest = snapshot.digest
-                report.snapshotWritten = try? SnapshotStore.write(snapshot, to: directory, atMost: SnapshotStore.automaticSizeLimit(set))
+                do { report.snapshotWritten = try SnapshotStore.write(snapshot, to: directory, atMost: SnapshotStore.automaticSizeLimit(set)) } catch {
+                    report.snapshotNotWritten = error
+                }
             }
             return (drawing, report)
         }

@@ -1,4 +1,5 @@
 import JournalFormat
+import JournalPlatform
 import JournalStorage
 
 /// What replay saw besides the drawing: per-replica coverage, duplicates, forks, problems.
@@ -30,6 +31,9 @@ public struct ReplayReport: Sendable {
     public var digest: String?
     /// The snapshot this load wrote automatically, if it wrote one (callers say so).
     public var snapshotWritten: SnapshotStore.Info?
+    /// Why a snapshot this load meant to write could not be (a read-only journal, a full
+    /// disk): the drawing is the same; the next load replays as much again.
+    public var snapshotNotWritten: IOError?
     /// Events left out because their seq or clock exceeds the plausibility bound
     /// (`ClockBound`, docs/FORMAT.md §8.9): reported as problems, never applied.
     public var quarantinedEvents = 0

@@ -1,3 +1,4 @@
+import JournalCommit
 import JournalFormat
 import JournalPlatform
 import JournalStorage
@@ -262,7 +263,7 @@ struct ExchangePass {
         // one (the smaller name): machines converge, and nothing goes back and forth.
         let touched = Set(report.imported.compactMap { ReplicaID(hex: $0.prefix(32)) })
         if !touched.isEmpty {
-            let retirement = Compactor(directory: journal).retireCoveredFiles(of: touched)
+            let retirement = Committer.retireCovered(journal, of: touched)
             report.retired += retirement.retired.map { $0.retired.relativePath(in: $0.replica) }
         }
     }

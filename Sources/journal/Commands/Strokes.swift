@@ -200,6 +200,9 @@ func reportProblems(_ report: ReplayReport) {
         let which = files.count == 1 ? files[0] : "\(files[0]) and \(Wording.counted(files.count - 1, "other"))"
         Terminal.standardError("journal: warning: \(Wording.counted(files.count, "segment")) quarantined (\(which)): \(reason); `journal verify` lists them\n")
     }
+    if let failure = report.snapshotNotWritten {
+        Terminal.standardError("journal: note: no snapshot written (\(failure)): the answer is the same, and the next read of this journal replays as much again\n")
+    }
     if let snapshot = report.snapshotWritten {
         Terminal.standardError("journal: wrote a snapshot of \(Wording.counted(snapshot.events, "event")) (\(Wording.counted(snapshot.bytes, "byte"))) to \(snapshot.path), so that the next open replays less; delete it any time\n")
     }
