@@ -166,17 +166,20 @@ public struct RelayServer: Sendable {
         // closed within a quarter second even if nobody draws on it (nothing without --lease).
         let leaseWatch = Task { await relay.watchLeasesPeriodically() }
         defer { leaseWatch.cancel() }
+        // Stopped gracefully, in reverse order, by SIGTERM or SIGINT (with `handlingSignals`) and
+        // by cancelling the task that serves alike: the relay's connections close first (each
+        // client told `unavailable`, and a client that does not answer the close frame given up
+        // after `closeLinger`), then the server, which waits for its connections to end.
+        // (Cancelled outright, Hummingbird reports every connection still open as an error.)
+        let group = ServiceGroup(configuration: .init(
+            services: [app, RelayStopper(relay: relay, logger: logger)],
+            gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [], logger: logger))
+        let serving = Task { try await group.run() }
         do {
-            if handlingSignals {
-                // Stopped in reverse order: the relay's connections close first (each client
-                // told `unavailable`, and a client that does not answer the close frame given up
-                // after `closeLinger`), then the server, which waits for its connections to end.
-                let group = ServiceGroup(configuration: .init(
-                    services: [app, RelayStopper(relay: relay, logger: logger)], gracefulShutdownSignals: [.sigterm, .sigint],
-                    logger: logger))
-                try await group.run()
-            } else {
-                try await app.run()
+            try await withTaskCancellationHandler {
+                try await serving.value
+            } onCancel: {
+                Task { await group.triggerGracefulShutdown() }
             }
         } catch {
             idleCloser.cancel()
