@@ -20,6 +20,10 @@ public struct TimelapseFrames {
     public let count: Int
     /// The longest side a frame may have (8K), whatever the drawing's shape.
     public static let maximumSide = 7680
+    /// The most pixels a frame may have: 3840×2160 (UHD). Measured on the demo board at 240 fps:
+    /// this process holds about 18 bytes a pixel, ffmpeg's x264 about 105 (4.6 GB at
+    /// 7680×6128), so a frame this size keeps both near 1 GB.
+    public static let pixelBudget = 3840 * 2160
     private let timelapse: Timelapse
     private let background: RGBA
     private let clock: TimelapseClock
@@ -35,15 +39,7 @@ public struct TimelapseFrames {
         precondition(frames > 0 && width > 0, "a video needs a frame and a pixel")
         let area = timelapse.area
         self.clock = clock ?? .evenly(events: timelapse.end - timelapse.start)
-        var evenWidth = max(2, width + width % 2)
-        var height = Int(min(Double(evenWidth) * area.height / area.width, 1e9).rounded())
-        if height > Self.maximumSide {
-            // A tall, thin drawing: the height is capped and the width follows.
-            height = Self.maximumSide
-            evenWidth = Int((Double(height) * area.width / area.height).rounded())
-            evenWidth = max(2, evenWidth + evenWidth % 2)
-        }
-        height = max(2, height + height % 2)
+        let (evenWidth, height) = Self.frameSize(timelapse, width: width)
         let scale = min(Double(evenWidth) / area.width, Double(height) / area.height)
         let renderer = SVGRenderer(width: Double(evenWidth), height: Double(height), background: background, area: area)
         self.timelapse = timelapse
@@ -53,6 +49,21 @@ public struct TimelapseFrames {
         self.background = background
         tracks = timelapse.tracks.map { TrackState($0, clears: timelapse.clears, area: area, scale: scale, renderer: renderer) }
         base = RasterImage(width: evenWidth, height: height, background: background)
+    }
+
+    /// The frame size for `width`: the drawing's shape, both sides even (as video encoders
+    /// need), the height capped at `maximumSide` (then the width follows).
+    public static func frameSize(_ timelapse: Timelapse, width: Int) -> (width: Int, height: Int) {
+        let area = timelapse.area
+        var evenWidth = max(2, width + width % 2)
+        var height = Int(min(Double(evenWidth) * area.height / area.width, 1e9).rounded())
+        if height > Self.maximumSide {
+            // A tall, thin drawing: the height is capped and the width follows.
+            height = Self.maximumSide
+            evenWidth = Int((Double(height) * area.width / area.height).rounded())
+            evenWidth = max(2, evenWidth + evenWidth % 2)
+        }
+        return (evenWidth, max(2, height + height % 2))
     }
 
     /// How many events of the total order frame `index` shows.

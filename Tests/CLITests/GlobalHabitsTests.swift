@@ -186,6 +186,26 @@ import Testing
         #expect(refused.status == 74 && refused.stderr.contains("ffmpeg could not make") && refused.stderr.contains("nothing written"), "\(refused.stderr)")
     }
 
+    /// A video frame past the pixel budget (3840×2160: ffmpeg's encoder alone took 4.6 GB at
+    /// 7680×6128) is refused before anything is drawn or started, with the sizes and what to
+    /// do; an animated SVG has no such bound (issue 41).
+    @Test func aVideoFramePastThePixelBudgetIsRefusedBeforeAnythingRuns() throws {
+        let temp = TemporaryDirectory("cli-video-budget")
+        defer { temp.remove() }
+        let board = temp.path + "/board"
+        #expect(try cli.journal(["init", board]).status == 0)
+        // A square drawing: at 7680 wide, 7680 high.
+        let square = [#"{"type":"point","stroke":"00000000-0000-4000-8000-000000000001","x":0,"y":0,"color":"#000000FF","width":2}"#,
+                      #"{"type":"point","stroke":"00000000-0000-4000-8000-000000000001","x":100,"y":100,"color":"#000000FF","width":2}"#]
+        #expect(try cli.journal(["record", "-C", board], stdin: square.joined(separator: "\n") + "\n").status == 0)
+        let refused = try cli.journal(["timelapse", temp.path + "/big.mp4", "-C", board, "--duration", "1", "--width", "7680"])
+        #expect(refused.status == 64, "\(refused.stderr)")
+        #expect(refused.stderr.contains("7680×7680 pixels") && refused.stderr.contains("past the budget of 8294400"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: temp.path + "/big.mp4"))
+        let svg = try cli.journal(["timelapse", temp.path + "/big.svg", "-C", board, "--duration", "1", "--width", "7680"])
+        #expect(svg.status == 0, "\(svg.stderr)")
+    }
+
     /// A time-lapse stopped with SIGTERM while ffmpeg encodes leaves neither the video nor its
     /// temporary, and ends as killed by the signal (issue 41).
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/ffmpeg"), "needs ffmpeg (apt-get install ffmpeg)"))

@@ -122,6 +122,15 @@ extension JournalCommand {
                 }
                 if isVideo {
                     let count = max(1, Int((duration * Double(fps)).rounded()))
+                    let (frameWidth, frameHeight) = TimelapseFrames.frameSize(timelapse, width: Int(width ?? 1280))
+                    guard frameWidth * frameHeight <= TimelapseFrames.pixelBudget else {
+                        let megapixels = (Double(frameWidth * frameHeight) / 1e6 * 10).rounded() / 10
+                        throw CLIError("""
+                            a video frame of \(frameWidth)×\(frameHeight) pixels (\(megapixels) M) is past the budget of \(TimelapseFrames.pixelBudget) \
+                            pixels a frame (3840×2160), which keeps this command and ffmpeg near 1 GB of memory: lower --width or --size, \
+                            or write an animated .svg (any size)
+                            """, code: 64)
+                    }
                     var frames = TimelapseFrames(timelapse, frames: count, width: Int(width ?? 1280), clock: clock)
                     let timing = try await FFmpeg.encode(&frames, fps: fps, to: output)
                     let size = FileSystem.linkStatus(output)?.size ?? 0
