@@ -195,8 +195,8 @@ import Testing
         let board = temp.path + "/board"
         #expect(try cli.journal(["init", board]).status == 0)
         // A square drawing: at 7680 wide, 7680 high.
-        let square = [#"{"type":"point","stroke":"00000000-0000-4000-8000-000000000001","x":0,"y":0,"color":"#000000FF","width":2}"#,
-                      #"{"type":"point","stroke":"00000000-0000-4000-8000-000000000001","x":100,"y":100,"color":"#000000FF","width":2}"#]
+        let square = [##"{"type":"point","stroke":"00000000-0000-4000-8000-000000000001","x":0,"y":0,"color":"#000000FF","width":2}"##,
+                      ##"{"type":"point","stroke":"00000000-0000-4000-8000-000000000001","x":100,"y":100,"color":"#000000FF","width":2}"##]
         #expect(try cli.journal(["record", "-C", board], stdin: square.joined(separator: "\n") + "\n").status == 0)
         let refused = try cli.journal(["timelapse", temp.path + "/big.mp4", "-C", board, "--duration", "1", "--width", "7680"])
         #expect(refused.status == 64, "\(refused.stderr)")
