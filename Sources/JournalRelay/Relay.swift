@@ -50,6 +50,8 @@ public final class Relay: Sendable {
         activityHandler(activity)
     }
     let catchUps: CatchUpGate
+    /// Events each token's connections may send (nil: no bound), on every board alike.
+    let eventBudgets: EventBudgets?
     /// Opens boards' journals, one at a time: opening a big journal decodes every event, for
     /// seconds. Under the relay's lock, on a task-pool thread, that held up every connection
     /// of every board (each takes the lock) and half the pool; here it holds up only the
@@ -83,6 +85,7 @@ public final class Relay: Sendable {
         self.idleBoardSeconds = idleBoardSeconds
         self.limits = limits
         catchUps = CatchUpGate(limit: limits.maxConcurrentCatchUps)
+        eventBudgets = limits.maxEventsPerSecond.map(EventBudgets.init(rate:))
         do {
             if !FileSystem.exists(dataDirectory) { try FileSystem.createDirectory(dataDirectory) }
         } catch {
@@ -142,7 +145,7 @@ public final class Relay: Sendable {
                 }, failed: { [weak self] why in self?.report(.shareFailed(name, why: why)) })
             }
             let relayBoard = RelayBoard(name: name, board: board, catchUps: catchUps, maxNativeReplicas: limits.maxNativeReplicasPerBoard,
-                                        maxEventsPerSecond: limits.maxEventsPerSecond,
+                                        eventBudgets: eventBudgets,
                                         sharedAcks: sharedAcks, storeCoverage: coverage, founding: founding, metrics: metrics,
                                         leaseHeld: Self.leaseCheck(leases, name))
             relayBoard.onLeaseLost.set { [weak self, weak relayBoard] (name: BoardName) in

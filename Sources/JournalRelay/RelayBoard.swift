@@ -42,16 +42,16 @@ public final class RelayBoard: Sendable {
     let healingOwnKey = Locked(false)
     let revokingTokenKeys = Locked(false)
 
-    /// Events a connection may send per second (`RelayLimits.maxEventsPerSecond`); nil: no bound.
-    let maxEventsPerSecond: Int?
+    /// What a connection may send, by its token (`RelayLimits.maxEventsPerSecond`); nil: no bound.
+    let eventBudgets: EventBudgets?
 
     init(name: BoardName, board: Board, catchUps: CatchUpGate, maxNativeReplicas: Int = RelayLimits().maxNativeReplicasPerBoard,
-         maxEventsPerSecond: Int? = nil,
+         eventBudgets: EventBudgets? = nil,
          sharedAcks: SharedAcks? = nil, storeCoverage: StoreCoverage = StoreCoverage(), founding: BoardFounding? = nil,
          metrics: RelayMetrics = RelayMetrics(), leaseHeld: (@Sendable () -> Bool)? = nil) {
         self.storeCoverage = storeCoverage
         self.leaseHeld = leaseHeld
-        self.maxEventsPerSecond = maxEventsPerSecond
+        self.eventBudgets = eventBudgets
         self.metrics = metrics
         self.name = name
         self.board = board

@@ -88,12 +88,11 @@ public final class RelayConnection: Sendable {
         self.helloPromised = helloPromised
         self.challenge = challenge
         outbound = OutboundMessages(limit: WireLimits.maxQueuedMessages)
-        budget = board.maxEventsPerSecond.map { rate in
-            Locked(EventBudget(rate: Double(rate), burst: Double(rate) * 10, now: ProcessInfoLite.monotonicSeconds()))
-        }
+        budget = board.eventBudgets?.budget(for: grant)
     }
 
-    /// What this connection may still send (`RelayLimits.maxEventsPerSecond`); nil: no bound.
+    /// What this connection (with the others of its token) may still send
+    /// (`RelayLimits.maxEventsPerSecond`); nil: no bound.
     private let budget: Locked<EventBudget>?
 
     /// Seconds this connection's reading was held back by its budget, in all.

@@ -21,9 +21,10 @@ public struct RelayLimits: Sendable, Equatable {
     /// Under `--ack shared`: how long a board's rounds may fail before `/healthz` says 503, so
     /// that a balancer sends clients to a node whose store works.
     public var storeFailureSeconds: Double
-    /// Events a connection may send per second, after a burst of ten seconds' worth (nil: no
-    /// bound). A pen at 240 Hz sends 240; past the bound the relay reads the connection's
-    /// frames only as the budget allows (`EventBudget`), so one drawer cannot flood the
+    /// Events a token's connections may send per second, together (a connection without a
+    /// token: alone), after a burst of ten seconds' worth (nil: no bound). A pen at 240 Hz
+    /// sends 240; past the bound the relay reads those connections' frames only as the budget
+    /// allows (`EventBudgets`), so one drawer, or one token's 64 connections, cannot flood the
     /// board's other clients.
     public var maxEventsPerSecond: Int?
 

@@ -352,4 +352,31 @@ import Testing
         #expect(flooder.closeReason == nil && pen.closeReason == nil)
         await relay.close()
     }
+
+    /// A token's connections share one budget (a token may open 64): two of one token, each
+    /// within the burst alone, are held back together past it; another token's is not.
+    @Test func aTokensConnectionsShareOneBudget() async throws {
+        let temp = TemporaryDirectory("relay-flood-token")
+        defer { temp.remove() }
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: Self.quiet,
+                              limits: RelayLimits(maxEventsPerSecond: 100))
+        let mine = Grant(tokenID: "token-a", scope: .admin, expiresAtMilliseconds: nil)
+        let first = try await relay.connect(to: BoardName("wall"), grant: mine)
+        let second = try await relay.connect(to: BoardName("other-wall"), grant: mine)
+        let theirs = try await relay.connect(to: BoardName("wall"), grant: Grant(tokenID: "token-b", scope: .admin, expiresAtMilliseconds: nil))
+        for connection in [first, second, theirs] {
+            await connection.receive(text: #"{"type":"hello"}"#)
+            connection.goLive(caughtUp: 0)
+        }
+        func point(_ x: Int) -> String {
+            ##"{"type":"point","stroke":"0123456789abcdef0123456789abcdef","x":"## + String(x) + ##","y":1,"color":"#1E88E5FF","width":2}"##
+        }
+        for x in 0..<600 { await first.receive(text: point(x)) }
+        #expect(first.secondsHeldBack == 0)
+        for x in 600..<1_200 { await second.receive(text: point(x)) }
+        #expect(second.secondsHeldBack > 0, "a token's two connections sent 1,200 events past a burst of 1,000 unheld")
+        for x in 0..<600 { await theirs.receive(text: point(x)) }
+        #expect(theirs.secondsHeldBack == 0)
+        await relay.close()
+    }
 }

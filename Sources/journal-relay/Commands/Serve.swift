@@ -102,7 +102,7 @@ extension RelayCommand {
         var maxConnectionsPerToken = RelayLimits().maxConnectionsPerToken
         @Option(help: ArgumentHelp("Replicas a board may hold and still take on a new native client's (over its life); a new one past it is refused.", valueName: "n"))
         var maxNativeReplicas = RelayLimits().maxNativeReplicasPerBoard
-        @Option(help: ArgumentHelp("Events a connection may send per second, after a burst of ten seconds' worth; past it its frames are read only as fast (0: no bound). One drawer cannot flood a board's other clients.", valueName: "n"))
+        @Option(help: ArgumentHelp("Events a token's connections may send per second, together (a connection without a token: alone), after a burst of ten seconds' worth; past it their frames are read only as fast (0: no bound). One drawer cannot flood a board's other clients.", valueName: "n"))
         var maxEventsPerSecond = RelayLimits().maxEventsPerSecond ?? 0
         @Option(help: ArgumentHelp(
             "What the relay logs on stderr: trace, debug, info (connections and boards opened and closed), notice (start and stop), warning, error, critical.",
