@@ -179,7 +179,13 @@ public struct RelayServer: Sendable {
             try await withTaskCancellationHandler {
                 try await serving.value
             } onCancel: {
-                Task { await group.triggerGracefulShutdown() }
+                Task {
+                    await group.triggerGracefulShutdown()
+                    // A connection that will not end (a request never finished) holds a graceful
+                    // stop for ever: given up on after this, as before, by cancelling.
+                    try? await Task.sleep(for: Self.gracefulStopLimit)
+                    serving.cancel()
+                }
             }
         } catch {
             idleCloser.cancel()
@@ -258,6 +264,8 @@ public struct RelayServer: Sendable {
 
     /// How long a connection the relay ends waits for the client to answer its close frame.
     static let closeLinger: Duration = .seconds(1)
+    /// How long a cancelled server waits for its connections to end before it cancels them.
+    static let gracefulStopLimit: Duration = .seconds(10)
 
     /// Ends a connection with a last error the client must be able to read. The relay waits for
     /// the client's first frame (its hello), at most `WireLimits.helloWaitMilliseconds`, then
