@@ -8,6 +8,15 @@ import Testing
     let cli = CLITests()
     let relay = JournalProcess.builtExecutable("journal-relay")
 
+    /// `binary` at `path`, alone in its folder: a hard link where the file system allows one
+    /// (nothing is written, so nothing can be busy), else a copy (`runCopy` then waits out
+    /// ETXTBSY).
+    static func place(_ binary: String, at path: String) throws {
+        do { try FileManager.default.linkItem(atPath: binary, toPath: path) } catch {
+            try FileManager.default.copyItem(atPath: binary, toPath: path)
+        }
+    }
+
     /// Runs `copy`, a journal binary this test just wrote. A child another test forks while
     /// the copy is open for writing holds that descriptor until it execs, and meanwhile
     /// starting the copy fails with ETXTBSY ("text file busy"): tried again until that child
@@ -48,7 +57,7 @@ import Testing
         let temp = TemporaryDirectory("cli-relay-missing")
         defer { temp.remove() }
         let alone = temp.path + "/journal"
-        try FileManager.default.copyItem(atPath: CLITests.binary, toPath: alone)
+        try Self.place(CLITests.binary, at: alone)
         let run = try runCopy(alone, ["serve", "--port", "0", "--data", temp.path + "/boards"], path: "/usr/bin:/bin")
         #expect(run.status == 74)
         #expect(run.stderr.contains("journal-relay") && run.stderr.contains("swift build --product journal-relay"), "\(run.stderr)")
@@ -61,7 +70,7 @@ import Testing
         let temp = TemporaryDirectory("cli-relay-path")
         defer { temp.remove() }
         let alone = temp.path + "/journal"
-        try FileManager.default.copyItem(atPath: CLITests.binary, toPath: alone)
+        try Self.place(CLITests.binary, at: alone)
         let folder = URL(fileURLWithPath: relay).deletingLastPathComponent().path
         let run = try runCopy(alone, ["join", "--help"], path: folder + ":/usr/bin:/bin")
         #expect(run.status == 0, "\(run.stderr)")
