@@ -40,14 +40,8 @@ def digest_at(journal, board, k):
 
 
 
-def journal_binary(path):
-    """--journal-bin: an executable `journal`, or a usage error that says how to build one."""
-    found = path if os.sep in path else shutil.which(path)
-    if not found or not (os.path.isfile(found) and os.access(found, os.X_OK)):
-        configuration = "debug" if "/debug/" in path else "release"
-        raise argparse.ArgumentTypeError(
-            "%s is no executable journal: build it first (swift build -c %s --product journal)" % (path, configuration))
-    return os.path.abspath(found)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ci"))
+from journal_bin import journal_binary  # noqa: E402  (Tools/ci/journal_bin.py)
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
