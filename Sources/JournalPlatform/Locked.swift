@@ -7,8 +7,6 @@ import Darwin
 /// A value that threads share, touched only while its mutex is held. (The standard
 /// library's `Mutex` needs macOS 15; the package supports macOS 13.) The mutex lives in memory
 /// of its own: pthread needs an address that never moves, and Swift promises none for a
-/// stored property passed with `&`. The mutex lives in memory
-/// of its own: pthread needs an address that never moves, and Swift promises none for a
 /// stored property passed with `&`.
 ///
 /// Thread safety: `value` is read and written only inside `withLock`, between

@@ -27,11 +27,24 @@ public struct RelayLimits: Sendable, Equatable {
     /// allows (`EventBudgets`), so one drawer, or one token's 64 connections, cannot flood the
     /// board's other clients.
     public var maxEventsPerSecond: Int?
+    /// Seconds a socket has, from its opening, to send its request's head (the request line and
+    /// headers); past them it is closed. Before its head nothing is known of a socket, not even
+    /// which board it wants, yet it holds one of the `maxConnections + extraSockets` places:
+    /// 4,300 sockets that never finished a request made every honest join wait out its
+    /// timeout.
+    public var requestHeadSeconds: Double
+    /// Sockets from one address whose request head has not arrived yet; past them a new one is
+    /// answered 503 and closed at once. Behind a proxy that forwards only whole requests
+    /// (HAProxy, docs/DEPLOY.md) the proxy's address never has many.
+    public var maxUnfinishedRequestsPerAddress: Int
 
     public init(
         maxOpenBoards: Int = 256, maxConnections: Int = 4096, maxConcurrentCatchUps: Int = 8, maxConnectionsPerToken: Int = 64,
-        maxNativeReplicasPerBoard: Int = 1024, storeFailureSeconds: Double = 10, maxEventsPerSecond: Int? = 5_000
+        maxNativeReplicasPerBoard: Int = 1024, storeFailureSeconds: Double = 10, maxEventsPerSecond: Int? = 5_000,
+        requestHeadSeconds: Double = 10, maxUnfinishedRequestsPerAddress: Int = 32
     ) {
+        self.requestHeadSeconds = requestHeadSeconds.isFinite ? min(3600, max(0.05, requestHeadSeconds)) : 10
+        self.maxUnfinishedRequestsPerAddress = max(1, maxUnfinishedRequestsPerAddress)
         self.maxEventsPerSecond = maxEventsPerSecond.map { max(1, $0) }
         self.storeFailureSeconds = max(0, storeFailureSeconds)
         self.maxOpenBoards = max(1, maxOpenBoards)

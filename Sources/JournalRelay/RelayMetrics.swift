@@ -18,6 +18,14 @@ public final class RelayMetrics: Sendable {
         var leaseRefusals: UInt64 = 0
         /// Boards closed here because their lease lapsed (a renewal failed, a freeze).
         var leasesLost: UInt64 = 0
+        var socketsTurnedAway: [SocketTurnedAway: UInt64] = [:]
+    }
+
+    /// Why a socket was closed before its request was known (`RelayLimits.requestHeadSeconds`,
+    /// `maxUnfinishedRequestsPerAddress`).
+    public enum SocketTurnedAway: String, CaseIterable, Sendable {
+        case requestHeadTimeout = "request-head-timeout"
+        case tooManyUnfinishedFromAddress = "unfinished-per-address"
     }
 
     private let counters = Locked(Counters())
@@ -68,6 +76,11 @@ public final class RelayMetrics: Sendable {
         counters.withLock { $0.leasesLost += 1 }
     }
 
+    /// A socket closed before its request head arrived.
+    public func turnedAway(_ reason: SocketTurnedAway) {
+        counters.withLock { $0.socketsTurnedAway[reason, default: 0] += 1 }
+    }
+
     /// A board closed: its rounds no longer fail.
     func boardClosed(_ board: String) {
         counters.withLock { _ = $0.failingSince.removeValue(forKey: board) }
@@ -102,6 +115,11 @@ public final class RelayMetrics: Sendable {
         metric("refusals_total", "counter", "Connections refused or ended by the relay, and frames refused, by error code (docs/PROTOCOL.md).",
                RefusalCode.allCases.compactMap { code in
                    counters.refusals[code].map { (#"{code=""# + code.rawValue + #""}"#, String($0)) }
+               })
+        metric("sockets_turned_away_total", "counter",
+               "Sockets closed before their request was known: its head took too long, or its address had too many unfinished (--request-head-timeout, --max-unfinished-per-address).",
+               SocketTurnedAway.allCases.map { reason in
+                   (#"{reason=""# + reason.rawValue + #""}"#, String(counters.socketsTurnedAway[reason] ?? 0))
                })
         metric("events_acknowledged_total", "counter", "Events acknowledged to their clients (durable, and in the store under --ack shared).",
                [("", String(counters.eventsAcknowledged))])

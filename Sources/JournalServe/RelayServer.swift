@@ -138,9 +138,7 @@ public struct RelayServer: Sendable {
 
         let app = Application(
             router: router,
-            server: .http1WebSocketUpgrade(
-                webSocketRouter: sockets,
-                configuration: .init(ws: .init(maxFrameSize: WireLimits.maxFrameBytes, validateUTF8: true))),
+            server: Self.admittingServer(sockets: sockets, relay: relay),
             configuration: .init(
                 address: .hostname(host, port: port), serverName: "journal-serve",
                 availableConnectionsDelegate: MaximumAvailableConnections(relay.limits.maxConnections + RelayLimits.extraSockets)),
@@ -373,6 +371,27 @@ public struct RelayServer: Sendable {
 }
 
 extension RelayServer {
+    /// HTTP/1.1 with the WebSocket upgrade, as `.http1WebSocketUpgrade(webSocketRouter:)`
+    /// builds it, behind the relay's admission (`AdmittingChildChannel`): a request head within
+    /// `requestHeadSeconds`, a bounded number of unfinished sockets per address, and after a
+    /// request, `keepAliveIdle` for the next one.
+    static func admittingServer(sockets: Router<RelaySocketContext>, relay: Relay) -> HTTPServerBuilder {
+        let webSocketResponder = sockets.buildResponder()
+        let unfinished = UnfinishedRequests(limitPerAddress: relay.limits.maxUnfinishedRequestsPerAddress)
+        let headDeadline = TimeAmount.nanoseconds(Int64(relay.limits.requestHeadSeconds * 1e9))
+        let configuration = HTTP1WebSocketUpgradeChannel.Configuration(
+            http1: .init(idleTimeout: keepAliveIdle),
+            ws: .init(maxFrameSize: WireLimits.maxFrameBytes, validateUTF8: true))
+        return HTTPServerBuilder { responder in
+            AdmittingChildChannel(
+                inner: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: configuration),
+                unfinished: unfinished, headDeadline: headDeadline, metrics: relay.metrics)
+        }
+    }
+
+    /// How long a plain HTTP connection (the page and its files) may wait between requests.
+    static let keepAliveIdle: TimeAmount = .seconds(60)
+
     /// How long a relay that needs tokens waits for a client's hello (its token) before it
     /// refuses the connection.
     static let tokenWait: Duration = .seconds(10)

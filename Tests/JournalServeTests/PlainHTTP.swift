@@ -1,4 +1,5 @@
 import Foundation  // Thread: the blocking socket stays off Swift's cooperative pool.
+import JournalTestSupport
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -21,10 +22,13 @@ enum PlainHTTP {
         let description: String
     }
 
-    static func get(port: Int, path: String, timeoutSeconds: Int = 60) async throws -> Reply {
+    static func get(port: Int, path: String, timeoutSeconds: Int = 60, sourceHost: UInt8? = nil) async throws -> Reply {
         let raw = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8], any Error>) in
             Thread.detachNewThread {
-                continuation.resume(with: Result { try exchange(port: port, request: "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n", timeoutSeconds: timeoutSeconds) })
+                continuation.resume(with: Result {
+                    try exchange(port: port, request: "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n",
+                                 timeoutSeconds: timeoutSeconds, sourceHost: sourceHost)
+                })
             }
         }
         return try parse(raw)
@@ -79,28 +83,53 @@ enum PlainHTTP {
         }
     }
 
-    /// A TCP socket connected to 127.0.0.1:`port` (a `receiveBuffer` set before connecting).
-    private static func connectedSocket(port: Int, receiveBuffer: Int32? = nil) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
-        if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            let code = errno
+    /// Opens a socket to 127.0.0.1:`port` from 127.0.0.`sourceHost` (any loopback address is this
+    /// machine's, so a test can be two hosts) and sends the start of a request head it never
+    /// finishes. The caller closes it.
+    static func openUnfinishedRequest(port: Int, sourceHost: UInt8) throws -> Int32 {
+        let fd = try connectedSocket(port: port, sourceHost: sourceHost)
+        let start = Array("GET /boards/wall/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n".utf8)
+        guard start.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == start.count else {
             close(fd)
-            throw Failure(description: "connect to 127.0.0.1:\(port): errno \(code)")
+            throw Failure(description: "send: errno \(errno)")
         }
         return fd
     }
 
-    private static func exchange(port: Int, request: String, timeoutSeconds: Int) throws -> [UInt8] {
-        let fd = try connectedSocket(port: port)
+    /// Everything `fd` receives until its peer closes it; nil if it is still open after
+    /// `timeoutSeconds` (a bound for a test that would otherwise hang, not a measurement).
+    static func readUntilClosed(_ fd: Int32, timeoutSeconds: Int = 60) async -> [UInt8]? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<[UInt8]?, Never>) in
+            Thread.detachNewThread {
+                var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                var received: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                    if n > 0 {
+                        received += buffer[0..<n]
+                    } else {
+                        // 0: closed; a reset is a close too; a timeout is not.
+                        let closed = n == 0 || errno == ECONNRESET
+                        return continuation.resume(returning: closed ? received : nil)
+                    }
+                }
+            }
+        }
+    }
+
+    /// A TCP socket connected to 127.0.0.1:`port` (`LoopbackSocket`).
+    private static func connectedSocket(port: Int, receiveBuffer: Int32? = nil, sourceHost: UInt8? = nil) throws -> Int32 {
+        do throws(LoopbackSocket.Failure) {
+            return try LoopbackSocket.open(port: port, receiveBuffer: receiveBuffer, sourceHost: sourceHost)
+        } catch {
+            throw Failure(description: error.description)
+        }
+    }
+
+    private static func exchange(port: Int, request: String, timeoutSeconds: Int, sourceHost: UInt8? = nil) throws -> [UInt8] {
+        let fd = try connectedSocket(port: port, sourceHost: sourceHost)
         defer { close(fd) }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))

@@ -104,6 +104,10 @@ extension RelayCommand {
         var maxNativeReplicas = RelayLimits().maxNativeReplicasPerBoard
         @Option(help: ArgumentHelp("Events a token's connections may send per second, together (a connection without a token: alone), after a burst of ten seconds' worth; past it their frames are read only as fast (0: no bound). One drawer cannot flood a board's other clients.", valueName: "n"))
         var maxEventsPerSecond = RelayLimits().maxEventsPerSecond ?? 0
+        @Option(help: ArgumentHelp("Seconds a socket has to send its whole request head (request line and headers) before it is closed: sockets that never finish a request cannot keep honest clients out.", valueName: "seconds"))
+        var requestHeadTimeout = RelayLimits().requestHeadSeconds
+        @Option(help: ArgumentHelp("Sockets from one address still sending their request head; a further one is answered 503 and closed (a proxy that forwards whole requests, as HAProxy does, never reaches it).", valueName: "n"))
+        var maxUnfinishedPerAddress = RelayLimits().maxUnfinishedRequestsPerAddress
         @Option(help: ArgumentHelp(
             "What the relay logs on stderr: trace, debug, info (connections and boards opened and closed), notice (start and stop), warning, error, critical.",
             valueName: "level"))
@@ -145,6 +149,8 @@ extension RelayCommand {
             guard maxConnections >= 1 else { throw ValidationError("--max-connections must be 1 or more") }
             guard maxNativeReplicas >= 1 else { throw ValidationError("--max-native-replicas must be 1 or more") }
             guard maxEventsPerSecond >= 0 else { throw ValidationError("--max-events-per-second must be 0 (no bound) or more") }
+            guard requestHeadTimeout >= 0.05, requestHeadTimeout <= 3600 else { throw ValidationError("--request-head-timeout must be between 0.05 and 3600 seconds") }
+            guard maxUnfinishedPerAddress >= 1 else { throw ValidationError("--max-unfinished-per-address must be 1 or more") }
             guard maxConnectionsPerToken >= 1 else { throw ValidationError("--max-connections-per-token must be 1 or more") }
             if ack == .shared && share == nil { throw ValidationError("--ack shared needs --share STORE: acknowledged means in that store") }
             guard shareInterval >= 0.1, shareInterval <= 3600 else { throw ValidationError("--share-interval must be between 0.1 and 3600 seconds") }
@@ -167,7 +173,8 @@ extension RelayCommand {
                 // A relay runs for days and opens and closes boards: what it frees must go back.
                 Allocator.returnFreedMemoryPromptly()
                 let asked = RelayLimits(maxOpenBoards: maxBoards, maxConnections: maxConnections, maxConnectionsPerToken: maxConnectionsPerToken,
-                                       maxNativeReplicasPerBoard: maxNativeReplicas, maxEventsPerSecond: maxEventsPerSecond > 0 ? maxEventsPerSecond : nil)
+                                       maxNativeReplicasPerBoard: maxNativeReplicas, maxEventsPerSecond: maxEventsPerSecond > 0 ? maxEventsPerSecond : nil,
+                                       requestHeadSeconds: requestHeadTimeout, maxUnfinishedRequestsPerAddress: maxUnfinishedPerAddress)
                 let descriptors = ProcessInfoLite.raiseDescriptorLimit()
                 let limits = asked.fitting(descriptorLimit: descriptors)
                 if limits != asked {
