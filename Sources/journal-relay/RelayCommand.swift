@@ -23,6 +23,7 @@ struct RelayCommand: AsyncParsableCommand {
 
     static func main() async {
         guard ProcessInfoLite.guardStandardDescriptors() else { Self.exit(withError: ExitCode(71)) }
+        ParentWatch.startIfAsked()
         await main(nil)
     }
 }

@@ -30,6 +30,7 @@ struct JournalCommand: AsyncParsableCommand {
     /// (`GlobalArguments`).
     static func main() async {
         guard ProcessInfoLite.guardStandardDescriptors() else { Self.exit(withError: ExitCode(71)) }
+        ParentWatch.startIfAsked()
         let commands = configuration.subcommands.map { $0._commandName }
         switch GlobalArguments.rewrite(Array(CommandLine.arguments.dropFirst()), commands: commands) {
         case .unknownCommand(let word, let suggestion):

@@ -1,4 +1,5 @@
 import Foundation
+import JournalPlatform
 
 /// The built `journal` binary, run as a child process: what a person or a service manager runs.
 /// Shared by the test targets that run it (CLI, sync --watch, relay processes).
@@ -42,6 +43,8 @@ public enum JournalProcess {
             process.arguments = arguments
             var environment = ProcessInfo.processInfo.environment
             environment.removeValue(forKey: "JOURNAL_DIR")
+            // A test process killed halfway leaves no relay running (and holding its port).
+            environment[ParentWatch.variable] = "1"
             process.environment = environment
             _ = FileManager.default.createFile(atPath: scratch.path + "/out", contents: nil)
             _ = FileManager.default.createFile(atPath: scratch.path + "/err", contents: nil)
