@@ -13,8 +13,10 @@ import JournalPlatform
 public struct JournalDirectory: Sendable {
     public let root: String
 
+    /// `root` "" is the current folder (as `-C ""` is for git): never "/", which `"" + "/local"`
+    /// would otherwise name.
     public init(root: String) {
-        var trimmed = root
+        var trimmed = root.isEmpty ? "." : root
         while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
         self.root = trimmed
     }

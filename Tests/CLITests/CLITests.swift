@@ -139,6 +139,20 @@ import Testing
         #expect(unwritable.status == 74, "\(unwritable.stderr)")
     }
 
+    /// An empty path (an unset shell variable) names no folder: `journal init ""` made a journal
+    /// in "/" (`"" + "/local"`), found by the hostile-input campaign.
+    @Test func anEmptyPathIsRefusedNeverTakenForTheRoot() throws {
+        let temp = TemporaryDirectory("cli-empty-path")
+        defer { temp.remove() }
+        for arguments in [["init", ""], ["token", "--data", "", "--board", "wall"], ["sync", "-C", temp.path, ""]] {
+            let run = try journal(arguments)
+            #expect(run.status == 64, "journal \(arguments): \(run.stderr)")
+            #expect(run.stderr.contains("empty path") || run.stderr.contains("must name a folder"), "\(run.stderr)")
+        }
+        // And nothing was made where the test runs (a relative "" is this folder).
+        #expect(!FileManager.default.fileExists(atPath: ".relay") && !FileManager.default.fileExists(atPath: "local/replica"))
+    }
+
     @Test func everyCommandHasHelpWithAnExample() throws {
         for command in ["demo", "init", "record", "sync", "merge", "status", "snapshot", "log", "strokes", "render", "stats", "verify", "digest"] {
             let help = try journal([command, "--help"])

@@ -147,4 +147,10 @@ import Testing
         }
         #expect(try FileSystem.list(temp.path + "/elsewhere").isEmpty)
     }
+
+    /// "" is the current folder, never the root that `"" + "/local"` names.
+    @Test func anEmptyRootIsTheCurrentFolder() {
+        #expect(JournalDirectory(root: "").localPath == "./local")
+        #expect(JournalDirectory(root: "").replicasPath == "./replicas")
+    }
 }

@@ -15,6 +15,11 @@ extension JournalCommand {
         @Argument(help: "Where to create the journal.")
         var directory: String = "."
 
+        func validate() throws {
+            // An unset variable (`journal init "$DIR"`) names no folder: not this one, not "/".
+            if directory.isEmpty { throw ValidationError("the journal's folder is an empty path; name one (`.` for this folder)") }
+        }
+
         func run() throws {
             try reportingErrors {
                 let journal = try JournalDirectory.create(at: directory)

@@ -57,6 +57,7 @@ extension JournalCommand {
         var interval: Double?
 
         func validate() throws {
+            if target.isEmpty { throw ValidationError("the target is an empty path: name a folder, HOST:PATH or s3://BUCKET/PATH") }
             guard let interval else { return }
             guard watch else { throw ValidationError("--interval goes with --watch") }
             guard interval >= 0.1 && interval <= 86_400 else {

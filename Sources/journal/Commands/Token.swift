@@ -49,6 +49,7 @@ extension JournalCommand {
         var json = false
 
         func validate() throws {
+            if data?.isEmpty == true { throw ValidationError("--data must name a folder") }
             let actions = [board != nil, revoke != nil, rotateKey, inspect != nil].filter { $0 }.count
             guard actions == 1 else {
                 throw ValidationError("say one of --board (mint a token), --revoke ID, --rotate-key or --inspect TOKEN")
