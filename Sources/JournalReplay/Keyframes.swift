@@ -152,7 +152,8 @@ struct KeyframeCapture {
 extension Keyframes {
     /// `local/snapshots/latest.sjkeys`: a cache like the snapshot, never synced, ignored when
     /// damaged or when it was not made with the snapshot beside it (docs/SYNC.md, "Keyframes").
-    static let magic: [UInt8] = Array("SJKEYS01".utf8)
+    /// Version 2: version 1 sealed (`CacheSeal`, by `SnapshotStore`).
+    static let magic: [UInt8] = Array("SJKEYS02".utf8)
 
     /// `snapshotCheck` names the snapshot the keyframes cut back: its header's CRC-32, which
     /// covers every chunk's CRC, so a different snapshot is a different number.

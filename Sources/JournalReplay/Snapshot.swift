@@ -6,16 +6,18 @@ import JournalFormat
 /// so that opening replays only the events it does not (docs/SYNC.md, "Snapshots").
 ///
 /// A local cache under `local/snapshots/`: never synced, ignored if damaged (CRC-32 of the
-/// header and of every chunk), rebuilt by a full replay. It is used only when every event it
+/// header and of every chunk) or not sealed by this journal (`CacheSeal`), rebuilt by a full
+/// replay. It is used only when every event it
 /// lacks comes after every event it holds in the total order; a late event (older than the
 /// snapshot) or a new copy of covered seqs (a re-cut segment, a conflict copy, a fork) means a
 /// full replay, so a snapshot can never make the drawing differ from a full replay.
 struct Snapshot {
-    /// Version 3: columnar, in chunks decoded in parallel, each column coded as a block codes
-    /// it (`SnapshotChunks`). A file of any other version is ignored and rebuilt: version 1
-    /// held raw Doubles (15× the journal), version 2 decimal-grid columns (1.8× the journal's
-    /// segments for device values, whose every point was an exception).
-    static let magic: [UInt8] = Array("SJSNAP03".utf8)
+    /// Version 4: version 3's columns, in chunks decoded in parallel, each column coded as a
+    /// block codes it (`SnapshotChunks`), and the file sealed (`CacheSeal`, by `SnapshotStore`).
+    /// A file of any other version is ignored and rebuilt: version 1 held raw Doubles (15× the
+    /// journal), version 2 decimal-grid columns (1.8× the journal's segments for device values,
+    /// whose every point was an exception), version 3 had no seal.
+    static let magic: [UInt8] = Array("SJSNAP04".utf8)
 
     /// Replicas in id order; keys in `state` use indexes into this list.
     var replicas: [ReplicaID]

@@ -58,13 +58,14 @@ public enum SnapshotStore {
     private static func write(bytes: [UInt8], of snapshot: Snapshot, to directory: JournalDirectory) throws(IOError) -> Info {
         let folder = Self.folder(directory)
         try FileSystem.createDirectory(folder)
+        let seal = try CacheSeal.loadOrCreate(directory)
         let path = folder + "/latest.sjsnap"
-        try FileSystem.writeAtomically(bytes, to: path)
+        try FileSystem.writeAtomically(seal.sealed(bytes, context: snapshot.membershipFingerprint ?? []), to: path)
         try writeMembership(snapshot.membershipFingerprint, check: Snapshot.headerCheck(of: bytes), to: directory)
         let keyframesPath = Self.keyframesPath(directory)
         if let keyframes = snapshot.keyframes, let check = Snapshot.headerCheck(of: bytes) {
             try FileSystem.writeAtomically(
-                keyframes.encoded(snapshotCheck: check, replicaCount: snapshot.replicas.count), to: keyframesPath)
+                seal.sealed(keyframes.encoded(snapshotCheck: check, replicaCount: snapshot.replicas.count)), to: keyframesPath)
         } else if FileSystem.linkStatus(keyframesPath) != nil {
             try? FileSystem.remove(keyframesPath)
         }
@@ -75,7 +76,8 @@ public enum SnapshotStore {
 
     /// The keyframes made with `snapshot` (its header is enough), if they are beside it.
     static func keyframes(_ directory: JournalDirectory, for snapshot: Snapshot) -> Keyframes? {
-        guard let bytes = try? FileSystem.readFile(keyframesPath(directory)) else { return nil }
+        guard let file = try? FileSystem.readFile(keyframesPath(directory)),
+              let bytes = CacheSeal.load(directory)?.opened(file) else { return nil }
         return Keyframes.decode(bytes, snapshotCheck: snapshot.headerCheck, replicaCount: snapshot.replicas.count,
                                 strokes: snapshot.strokeCount, created: snapshot.state.creationOrder.count,
                                 events: snapshot.eventCount)
@@ -90,9 +92,11 @@ public enum SnapshotStore {
         // quarantines, under names that still match (a version 1 name is only a claim).
         if let trust = FileSystem.linkStatus(directory.trustPath),
            trust.modified >= (FileSystem.linkStatus(path)?.modified ?? .max) { return nil }
-        guard let bytes = try? FileSystem.readFile(path) else { return nil }
-        // Folded under another membership (or under one, for a board that now has none), it
-        // may count events this one does not, or miss some it does.
+        // Sealed with the fingerprint of the membership it was folded under: folded under
+        // another (or under one, for a board that now has none), it may count events this one
+        // does not, or miss some it does, and its seal does not open with this one's.
+        guard let file = try? FileSystem.readFile(path),
+              let bytes = CacheSeal.load(directory)?.opened(file, context: set.membership?.fingerprint ?? []) else { return nil }
         guard membership(directory, check: Snapshot.headerCheck(of: bytes)) == set.membership?.fingerprint else { return nil }
         return Snapshot.decode(bytes, maxPoints: set.blockEventCount, headerOnly: headerOnly, columns: columns)
     }

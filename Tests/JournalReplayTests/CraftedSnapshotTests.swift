@@ -34,7 +34,11 @@ import Testing
         defer { temp.remove() }
         let journal = try journalWithSnapshot(temp)
         let path = journal.localPath + "/snapshots/latest.sjsnap"
-        let honest = try #require(Snapshot.decode(try FileSystem.readFile(path)))
+        // Crafted by someone holding the journal's cache key: sealed, so only the checks of
+        // what the snapshot says can refuse it.
+        let seal = try #require(CacheSeal.load(journal))
+        let opened = try #require(seal.opened(try FileSystem.readFile(path)))
+        let honest = try #require(Snapshot.decode(opened))
         let full = Replay.load(journal, useSnapshots: false).drawing.digest
         #expect(Replay.load(journal).drawing.digest == full)
 
@@ -51,7 +55,7 @@ import Testing
         for snapshot in crafted {
             let bytes = snapshot.encoded()
             #expect(Snapshot.decode(bytes) == nil)
-            try replace(path, with: bytes)
+            try replace(path, with: seal.sealed(bytes))
             let (drawing, report) = Replay.load(journal)
             #expect(drawing.digest == full)
             #expect(report.eventsFromSnapshot == 0)

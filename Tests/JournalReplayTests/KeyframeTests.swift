@@ -145,6 +145,71 @@ import Testing
         #expect(SnapshotStore.keyframes(journal, for: snapshot) == nil)
     }
 
+    /// A keyframe file whose content was changed on purpose and its CRC recomputed (an outside
+    /// check got a wrong drawing at 1 moment of 60 this way): whatever field changed, it is
+    /// ignored unless sealed with this journal's key, and every moment is the history's.
+    @Test func aCraftedKeyframeFileIsIgnoredWhateverFieldItChanges() throws {
+        let temp = TemporaryDirectory("keyframes-crafted")
+        defer { temp.remove() }
+        let journal = try HistoryTests.journal(at: temp.path + "/j", Self.events(count: 300, seed: 8), perSegment: 50)
+        let set = SegmentSet.load(journal)
+        let history = History(set)
+        var report = ReplayReport()
+        try SnapshotStore.write(try #require(Replay.fullSnapshot(set, report: &report, keyframeInterval: 20)), to: journal)
+        let snapshot = try #require(SnapshotStore.newest(journal, for: set))
+        let honest = try #require(SnapshotStore.keyframes(journal, for: snapshot))
+        let frame = try #require(honest.frames.first { !$0.changes.isEmpty && $0.created > 0 && $0.latestClear != nil }
+            ?? honest.frames.first { !$0.changes.isEmpty && $0.created > 0 })
+        let index = try #require(honest.frames.firstIndex { $0.events == frame.events })
+        // An attacker's key: another journal's.
+        let stranger = try JournalDirectory.create(at: temp.path + "/stranger")
+        let forger = try CacheSeal.loadOrCreate(stranger)
+        let own = try #require(CacheSeal.load(journal))
+
+        var crafts: [(field: String, frame: Keyframes.Frame)] = []
+        func craft(_ field: String, _ change: (inout Keyframes.Frame) -> Void) {
+            var crafted = frame
+            change(&crafted)
+            crafts.append((field, crafted))
+        }
+        craft("events") { $0.events -= 1 }
+        craft("lastKey") { $0.lastKey.seq += 1 }
+        craft("cursors") { $0.cursors[0] = $0.cursors[0] == 0 ? 1 : $0.cursors[0] - 1 }
+        craft("created") { $0.created -= 1 }
+        craft("latestClear") { $0.latestClear = $0.latestClear == nil ? $0.lastKey : nil }
+        craft("change slot") { frame in
+            // Another slot, still in slot order (the file's gaps are unsigned).
+            let last = frame.changes.count - 1, slot = frame.changes[last].slot
+            let previous = last > 0 ? frame.changes[last - 1].slot : -1
+            frame.changes[last].slot = Int(slot) + 1 < snapshot.strokeCount ? slot + 1 : (slot - 1 > previous ? slot - 1 : slot)
+        }
+        craft("change points") { $0.changes[0].points = max(0, $0.changes[0].points - 1) }
+        craft("change ended") { $0.changes[0].ended.toggle() }
+        craft("change visibility") { $0.changes[0].visibility = $0.changes[0].visibility == nil ? ($0.lastKey, false) : nil }
+        craft("a change dropped") { $0.changes.removeFirst() }
+
+        let path = SnapshotStore.keyframesPath(journal)
+        for (field, crafted) in crafts {
+            var keyframes = honest
+            keyframes.frames[index] = crafted
+            let bytes = keyframes.encoded(snapshotCheck: snapshot.headerCheck, replicaCount: snapshot.replicas.count)
+            // Structurally whole: only the seal can refuse it.
+            #expect(Keyframes.decode(bytes, snapshotCheck: snapshot.headerCheck, replicaCount: snapshot.replicas.count,
+                                     strokes: snapshot.strokeCount, created: snapshot.state.creationOrder.count,
+                                     events: snapshot.eventCount) != nil, "\(field)")
+            for sealed in [bytes, forger.sealed(bytes)] {
+                try FileSystem.writeAtomically(sealed, to: path)
+                #expect(SnapshotStore.keyframes(journal, for: snapshot) == nil, "crafted \(field) was read")
+                for count in [frame.events, frame.events + 1] {
+                    #expect(Replay.drawing(at: .events(count), in: journal).drawing == history.drawing(ofFirst: count), "crafted \(field), at \(count)")
+                }
+            }
+            // The same bytes sealed with the journal's own key are read: the seal is what refused them.
+            try FileSystem.writeAtomically(own.sealed(bytes), to: path)
+            #expect(SnapshotStore.keyframes(journal, for: snapshot) != nil, "\(field)")
+        }
+    }
+
     /// A journal with no snapshot gets one, with keyframes, at its first moment (above the
     /// size where that pays; the test lowers it).
     @Test func theFirstMomentOfALargeJournalBuildsTheKeyframes() throws {

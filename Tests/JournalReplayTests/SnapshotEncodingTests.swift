@@ -99,7 +99,7 @@ import Testing
             let digest = state.finish().digest
             let original = snapshot(state, digest: digest)
             let bytes = original.encoded()
-            #expect(Array(bytes.prefix(8)) == Array("SJSNAP03".utf8))
+            #expect(Array(bytes.prefix(8)) == Array("SJSNAP04".utf8))
             let decoded = try #require(Snapshot.decode(bytes), "seed \(seed)")
             expectSame(decoded.state, state, "seed \(seed)")
             #expect(decoded.digest == digest)
@@ -146,7 +146,7 @@ import Testing
         let again = Replay.load(journal)
         #expect(again.report.eventsFromSnapshot == 0 && again.drawing == full.drawing)
         #expect(again.report.snapshotWritten != nil)
-        #expect(Array(try FileSystem.readFile(path).prefix(8)) == Array("SJSNAP03".utf8))
+        #expect(Array(try FileSystem.readFile(path).prefix(8)) == Array("SJSNAP04".utf8))
         let fast = Replay.load(journal)
         #expect(fast.report.eventsFromSnapshot == full.report.eventCount && fast.drawing == full.drawing)
         #expect(fast.report.digest == full.drawing.digest && fast.report.snapshotWritten == nil)

@@ -5,8 +5,8 @@ import JournalStorage
 import JournalTestSupport
 import Testing
 
-/// `LiveReplay` loading a snapshot whose z-order is not sorted by creation key (its CRC valid:
-/// `Snapshot.decode` checks indexes, not that order): the live drawing is still the fold of the
+/// `LiveReplay` loading a snapshot whose z-order is not sorted by creation key (its CRC valid and
+/// sealed with the journal's key: `Snapshot.decode` checks indexes, not that order): the live drawing is still the fold of the
 /// same events, z-indexes included, and stays so as late points move strokes in z-order.
 @Suite(.ownThreads) struct UnsortedZOrderSnapshotTests {
     static func journalWithReversedSnapshot(_ root: String) throws -> JournalDirectory {
@@ -17,13 +17,15 @@ import Testing
         try writer.close()
         try SnapshotStore.create(journal)
         let path = journal.localPath + "/snapshots/latest.sjsnap"
-        var snapshot = try #require(Snapshot.decode(try FileSystem.readFile(path)))
+        let seal = try #require(CacheSeal.load(journal))
+        let opened = try #require(seal.opened(try FileSystem.readFile(path)))
+        var snapshot = try #require(Snapshot.decode(opened))
         // A valid CRC over a z-order that is not sorted by creation key: `Snapshot.decode`
         // checks indexes, never that order.
         snapshot.state.creationOrder.reverse()
         try FileSystem.remove(path)
         let descriptor = try FileDescriptor.open(path, .createNew)
-        try descriptor.writeAll(snapshot.encoded())
+        try descriptor.writeAll(seal.sealed(snapshot.encoded()))
         descriptor.close()
         return journal
     }

@@ -369,21 +369,25 @@ READS = [["digest"], ["digest", "--at", "50%"], ["digest", "--at", "-1s"], ["str
          ["log", "--limit", "5"]]
 
 
+SEAL = 32  # the HMAC-SHA256 every cache file ends with (docs/SYNC.md, "Sealed caches")
+
+
 def damaged_variants(data, crc_trailer, rng):
-    """(what, bytes) of a damaged copy of a file: cut, flipped (CRC-32 recomputed where the
-    file ends with one), junk appended, empty."""
+    """(what, bytes) of a damaged copy of a file: cut, flipped (where the file ends with a
+    CRC-32 before its seal, that CRC recomputed, as someone who changes it on purpose would),
+    junk appended, empty."""
     variants = [("empty", b"")]
     for cut in (1, 8, 12, len(data) // 2, len(data) - 1):
         if 0 < cut < len(data):
             variants.append(("cut at %d" % cut, data[:cut]))
     variants.append(("junk appended", data + bytes(rng.randrange(256) for _ in range(64))))
     for _ in range(12):
-        at = rng.randrange(len(data) - (4 if crc_trailer else 0)) if len(data) > 4 else 0
+        at = rng.randrange(len(data) - (4 + SEAL if crc_trailer else 0)) if len(data) > 4 + SEAL else 0
         flipped = bytearray(data)
         flipped[at] ^= 1 << rng.randrange(8)
         if crc_trailer:
-            body = bytes(flipped[:-4])
-            flipped[-4:] = (zlib.crc32(body) & 0xFFFFFFFF).to_bytes(4, "little")
+            end = len(flipped) - SEAL - 4
+            flipped[end:end + 4] = (zlib.crc32(bytes(flipped[:end])) & 0xFFFFFFFF).to_bytes(4, "little")
         variants.append(("bit flipped at %d%s" % (at, ", CRC recomputed" if crc_trailer else ""), bytes(flipped)))
     return variants
 
