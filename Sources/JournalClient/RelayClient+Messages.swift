@@ -31,7 +31,8 @@ extension RelayClient {
             if let line { report(.refused(line: line, reason: reason)) }
         case .error(nil, _, _):
             break  // the relay closes the socket next; `connectOnce` reports the reason
-        case .caughtUp(let events, let have, _):
+        case .caughtUp(let events, let have, let viewOnly):
+            state.withLock { $0.viewOnly = viewOnly }
             if let replica = options.replica {
                 // Exact by id: what the relay holds of this client's events is durable there.
                 let held = have[replica]

@@ -86,6 +86,8 @@ public final class RelayClient: Sendable {
         /// Frames are written only once the connection's catch-up is done: it shows which
         /// unacknowledged ones the relay recorded.
         var caughtUp = false
+        /// The last catch-up said this connection may only view (`viewOnly`).
+        var viewOnly = false
         /// Some connection of this client was caught up: its address was a board's socket
         /// then, so a refused upgrade later (a proxy between relays, a restart) is retried.
         var everCaughtUp = false
@@ -156,6 +158,11 @@ public final class RelayClient: Sendable {
 
     /// The board as the relay recorded it, as far as received.
     public var drawing: Drawing { state.withLock { $0.drawing.drawing } }
+
+    /// Whether the relay said, at this client's last catch-up, that it may only view (its
+    /// token's scope is `view`): every frame it sends is refused with `view-only`, so an app
+    /// turns its drawing tools off at once instead of after the first refusal.
+    public var mayOnlyView: Bool { state.withLock { $0.viewOnly } }
 
     /// The ids of the events received (catch-up and live).
     public var have: Have { state.withLock { $0.have } }

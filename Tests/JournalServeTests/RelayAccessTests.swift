@@ -1,3 +1,4 @@
+import JournalClient
 import JournalFormat
 import JournalIngest
 import JournalLive
@@ -312,6 +313,19 @@ import Testing
         }
         #expect(sawEvent && sawCaughtUp)
         #expect(refusal?.contains("may only view") == true)
+        // The Swift client says so at its catch-up, before anything is sent: an app turns its
+        // drawing off at once.
+        for (scope, viewOnly) in [(Scope.view, true), (.draw, false)] {
+            var options = RelayClient.Options()
+            options.token = try RelayAccessTests.token(keys, "gallery", scope)
+            let client = RelayClient(port: running.port, board: "gallery", options: options)
+            let updates = client.updates
+            let connection = Task { await client.run() }
+            for await update in updates { if case .caughtUp = update { break } }
+            #expect(client.mayOnlyView == viewOnly, "\(scope)")
+            client.close()
+            await connection.value
+        }
 
         for client in [anonymous, silent, forger, admin, viewer] { client.close() }
         await running.stop()

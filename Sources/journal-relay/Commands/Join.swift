@@ -125,6 +125,7 @@ extension RelayCommand {
                     object.add("bytes", client.bytesReceived)
                     object.add("seconds", seconds)
                     object.add("mode", text ? "text" : "blocks")
+                    object.add("viewOnly", client.mayOnlyView)
                     Terminal.write(object.text + "\n")
                 } else {
                     Terminal.write("""
