@@ -507,13 +507,20 @@ def main():
                 node.proc.kill()
         if haproxy is not None:
             haproxy.kill()
+    return conclude("failover", failed, root, args.keep,
+                    "every acknowledged point is in the store exactly once, every client holds the journal's events; verify clean")
+
+
+def conclude(label, failed, root, keep, passed):
+    """Says what failed (and keeps the scratch folder) or that the campaign passed (and removes
+    it unless `keep`); the exit status."""
     if failed:
-        print("failover: FAILED (scratch folder kept: %s)" % root)
+        print("%s: FAILED (scratch folder kept: %s)" % (label, root))
         for line in failed:
             print("  " + line)
         return 1
-    print("failover: every acknowledged point is in the store exactly once, every client holds the journal's events; verify clean")
-    if not args.keep:
+    print("%s: %s" % (label, passed))
+    if not keep:
         shutil.rmtree(root, ignore_errors=True)
     return 0
 

@@ -1,0 +1,460 @@
+#!/usr/bin/env python3
+"""Pens that never stop, through a cluster that loses nodes (issue 40): `--nodes` `journal
+serve --share STORE` nodes behind HAProxy (as failover.py sets them up), one native pen per
+board (its own replica and Ed25519 key, signed blocks, as a drawing page) sending `--hz`
+points a second whatever happens, and one viewer per board following it as a page does.
+
+A pen never waits for an ack before its next point. When its connection ends, or no ack came
+for `--silence` seconds while points wait (a frozen node looks like a slow one), it
+reconnects through HAProxy and sends again, under the same ids, every point not acknowledged,
+with those drawn meanwhile (a pen keeps drawing while it reconnects). Meanwhile, every
+`--every` seconds, one of `--disruptions` happens (kill: kill -9, the data folder deleted with
+`--delete-disk`; freeze: SIGSTOP for `--freeze` seconds, then SIGCONT; damage: a store copy of
+a board's sealed segment cut to half; remove: one deleted), until `--events` of them have.
+
+At the end the pens stop drawing and wait for their last acks, the nodes stop (SIGTERM:
+boards sealed and published), and each board's store copy is merged into a fresh journal.
+Counted, per board and in all:
+  lost      acknowledged points the store lacks (must be 0)
+  doubled   a point drawn once held twice (two ids for one stroke, x and y; must be 0)
+  phantom   events a viewer was shown that the store never got (must be 0)
+and reported: ack latency (point sent to its ack) p50 and p99, failover (a pen's loss of its
+connection or silence to its next ack) p50 and p95, and the disruptions' counts.
+
+Needs haproxy.
+
+  python3 Tools/ci/cluster/keep_drawing.py --journal-bin .build/release/journal --ack shared \\
+      --delete-disk --events 30 --disruptions kill,freeze,damage,remove --pens 3
+"""
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "relay-campaign"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "relay-load"))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from relay_campaign import native_frame, norm, replica_key  # noqa: E402
+from relay_load import free_port  # noqa: E402
+from failover import HAPROXY, Failure, Node, conclude, join  # noqa: E402
+from journal_bin import journal_binary  # noqa: E402
+
+
+def percentile(values, fraction):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(fraction * len(values)))] if values else 0.0
+
+
+class Pen(threading.Thread):
+    """A native client drawing `hz` points a second on `board` until told to stop."""
+
+    BATCH = 200  # points in one resent frame
+
+    def __init__(self, board, port, hz, silence, rng):
+        super().__init__(daemon=True)
+        self.board, self.port, self.hz, self.silence, self.rng = board, port, hz, silence, rng
+        self.key, self.public, self.replica = replica_key()
+        self.sent = {}  # seq -> (stroke, x, y)
+        self.sent_at = {}  # seq -> when first sent
+        self.acked = 0
+        self.latencies = []
+        self.failovers = []
+        self.reconnects = 0
+        self.stop_drawing = threading.Event()
+        self.error = None
+        self.next_seq = 1
+        self.stroke = None
+        self.unsent_from = 1  # the first seq not written on the current connection
+        self.resend_from = None  # asked by a node that lacks earlier events of this replica
+
+    @property
+    def acknowledged(self):
+        return {"%s#%d" % (self.replica, seq): v for seq, v in self.sent.items() if seq <= self.acked}
+
+    def connect(self):
+        self.conn, _ = join("pen-" + self.board, self.port, self.board,
+                            {"type": "hello", "replica": self.replica, "key": self.public.hex()}, time.monotonic() + 120)
+        # Everything not acknowledged goes again, under its own ids; from earlier when the node
+        # said it lacks those (acknowledged by a node that had not published them yet: the
+        # copies collapse by id).
+        self.unsent_from = min(self.acked + 1, self.resend_from or self.acked + 1)
+        self.resend_from = None
+
+    def draw_point(self, now):
+        seq = self.next_seq
+        self.next_seq += 1
+        if self.stroke is None or seq % 120 == 1:
+            self.stroke = "%032x" % self.rng.getrandbits(128)
+        self.sent[seq] = (self.stroke, round(self.rng.uniform(0, 800), 2), round(self.rng.uniform(0, 600), 2))
+        self.sent_at[seq] = now
+
+    def flush(self):
+        """Writes every drawn point not yet written on this connection."""
+        while self.unsent_from < self.next_seq:
+            seqs = list(range(self.unsent_from, min(self.next_seq, self.unsent_from + self.BATCH)))
+            events = [{"type": "point", "stroke": self.sent[s][0], "x": self.sent[s][1], "y": self.sent[s][2],
+                       "color": "#E53935FF", "width": 2.0, "seq": s, "lamport": s, "time": 1_700_000_000_000 + s} for s in seqs]
+            self.conn.send_binary(native_frame(self.key, self.board, self.replica, events))
+            self.unsent_from = seqs[-1] + 1
+
+    def run(self):
+        try:
+            self.connect()
+            period = 1.0 / self.hz
+            next_point = time.monotonic()
+            last_progress = time.monotonic()
+            lost_at = None
+            while True:
+                now = time.monotonic()
+                drawing = not self.stop_drawing.is_set()
+                # The pen draws on time, even while the last connection was being replaced.
+                while drawing and now >= next_point:
+                    self.draw_point(now)
+                    next_point += period
+                if not drawing and self.acked >= self.next_seq - 1:
+                    return
+                if not drawing and now - last_progress > 120:
+                    raise Failure("pen %s: %d points never acknowledged" % (self.board, self.next_seq - 1 - self.acked))
+                lost = None
+                try:
+                    self.flush()
+                except OSError as error:
+                    lost = repr(error)
+                m = None if lost else self.conn.next(timeout=max(0.001, min(period, next_point - time.monotonic())))
+                if m is not None and m.get("type") == "ack" and m.get("replica") == self.replica:
+                    if m["upTo"] > self.acked:
+                        at = time.monotonic()
+                        for seq in range(self.acked + 1, m["upTo"] + 1):
+                            self.latencies.append((self.sent_at[seq], at - self.sent_at[seq]))
+                        self.acked = m["upTo"]
+                        last_progress = at
+                        if lost_at is not None:
+                            self.failovers.append(at - lost_at)
+                            lost_at = None
+                elif m is not None and m.get("type") == "error":
+                    lost = "refused: %s" % m.get("message")
+                    found = re.search(r"send from seq (\d+)", m.get("message", ""))
+                    if found:
+                        self.resend_from = int(found.group(1))
+                elif m is None and self.conn.closed:
+                    lost = self.conn.why
+                waiting = self.acked < self.unsent_from - 1
+                if lost is None and waiting and time.monotonic() - last_progress > self.silence:
+                    lost = "no ack for %.1f s" % self.silence
+                if lost is not None:
+                    if lost_at is None:
+                        lost_at = time.monotonic()
+                    self.reconnects += 1
+                    self.conn.close()
+                    self.connect()
+                    last_progress = time.monotonic()
+                elif not waiting:
+                    last_progress = time.monotonic()
+        except Exception as error:  # a pen that dies is a failed campaign, said at the end
+            self.error = "%s: %r" % (self.board, error)
+
+
+class Viewer(threading.Thread):
+    """A text client following a board as a page does: every event it is shown counts."""
+
+    def __init__(self, board, port):
+        super().__init__(daemon=True)
+        self.board, self.port = board, port
+        self.shown = set()
+        self.done = threading.Event()
+        self.error = None
+
+    def run(self):
+        try:
+            while not self.done.is_set():
+                conn, got = join("viewer-" + self.board, self.port, self.board, {"type": "hello"}, time.monotonic() + 120)
+                for m in got:
+                    self.take(m)
+                while not self.done.is_set():
+                    m = conn.next(timeout=0.2)
+                    if m is None and conn.closed:
+                        break
+                    if m is not None:
+                        self.take(m)
+                conn.close()
+        except Exception as error:
+            self.error = "%s: %r" % (self.board, error)
+
+    def take(self, m):
+        if "replica" in m and "seq" in m and m.get("type") not in ("ack", "error"):
+            self.shown.add("%s#%d" % (m["replica"], m["seq"]))
+
+
+# (start, end) of every disruption, monotonic: a point sent near one waits for it, by design.
+WINDOWS = []
+
+
+def disrupt(kind, nodes, store, args, rng, log):
+    start = time.monotonic()
+    try:
+        return disrupt_now(kind, nodes, store, args, rng, log)
+    finally:
+        WINDOWS.append((start, time.monotonic()))
+
+
+def steady(sent_at, margin):
+    """Whether a point sent then was more than `margin` seconds after every disruption (and not
+    just before one: it may still have been waiting when it began)."""
+    return all(sent_at > end + margin or sent_at < start - 1 for start, end in WINDOWS)
+
+
+def disrupt_now(kind, nodes, store, args, rng, log):
+    up = [n for n in nodes if n.up]
+    if kind in ("kill", "freeze") and len(up) < 2:
+        for n in nodes:
+            if not n.up:
+                n.start()
+        up = [n for n in nodes if n.up]
+    if kind == "kill":
+        victim = rng.choice(up)
+        victim.kill(delete_disk=args.delete_disk)
+        log("kill -9 node %d%s" % (victim.index, ", its data folder deleted" if args.delete_disk else ""))
+        return victim
+    if kind == "freeze":
+        victim = rng.choice(up)
+        victim.proc.send_signal(signal.SIGSTOP)
+        time.sleep(args.freeze)
+        victim.proc.send_signal(signal.SIGCONT)
+        log("node %d frozen %.1f s" % (victim.index, args.freeze))
+        return None
+    objects = ObjectStore(store) if store.startswith("s3://") else FolderStore(store)
+    segments = objects.segments()
+    if not segments:
+        log("%s: no sealed segment in the store yet" % kind)
+        return None
+    target = rng.choice(segments)
+    if kind == "damage":
+        size = objects.cut_to_half(target)
+        log("store copy %s cut from %d to %d bytes" % (target, size, size // 2))
+    else:
+        objects.remove(target)
+        log("store copy %s removed" % target)
+    return None
+
+
+class FolderStore:
+    def __init__(self, root):
+        self.root = root
+
+    def segments(self):
+        found = []
+        for folder, _, files in os.walk(self.root):
+            found += [os.path.relpath(os.path.join(folder, f), self.root) for f in files if f.endswith(".sjs")]
+        return sorted(found)
+
+    def cut_to_half(self, name):
+        path = os.path.join(self.root, name)
+        size = os.path.getsize(path)
+        with open(path, "r+b") as f:
+            f.truncate(size // 2)
+        return size
+
+    def remove(self, name):
+        os.remove(os.path.join(self.root, name))
+
+
+class ObjectStore:
+    """An s3:// store through rclone, configured from the AWS variables as `journal` does."""
+
+    def __init__(self, address):
+        self.remote = ":s3:" + address[len("s3://"):].rstrip("/")
+        self.env = dict(os.environ)
+        self.env.setdefault("RCLONE_S3_ENV_AUTH", "true")
+        if "AWS_ENDPOINT_URL" in os.environ:
+            self.env.setdefault("RCLONE_S3_ENDPOINT", os.environ["AWS_ENDPOINT_URL"])
+            self.env.setdefault("RCLONE_S3_PROVIDER", "Other")
+            self.env.pop("AWS_CA_BUNDLE", None)
+
+    def rclone(self, *args, data=None):
+        return subprocess.run(["rclone"] + list(args), input=data, capture_output=True, env=self.env, check=True, timeout=60).stdout
+
+    def segments(self):
+        listing = self.rclone("lsf", "--recursive", "--files-only", self.remote).decode()
+        return sorted(line for line in listing.splitlines() if line.endswith(".sjs"))
+
+    def cut_to_half(self, name):
+        whole = self.rclone("cat", self.remote + "/" + name)
+        self.rclone("rcat", self.remote + "/" + name, data=whole[:len(whole) // 2])
+        return len(whole)
+
+    def remove(self, name):
+        self.rclone("deletefile", self.remote + "/" + name)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--journal-bin", type=journal_binary, required=True)
+    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--pens", type=int, default=3, help="boards, each with one pen and one viewer")
+    parser.add_argument("--hz", type=float, default=60)
+    parser.add_argument("--silence", type=float, default=2.5, help="seconds without an ack, points waiting, before a pen reconnects")
+    parser.add_argument("--events", type=int, default=10, help="disruptions in all")
+    parser.add_argument("--every", type=float, default=3, help="seconds between two disruptions (± a third)")
+    parser.add_argument("--disruptions", default="kill,freeze,damage,remove")
+    parser.add_argument("--freeze", type=float, default=3, help="seconds a frozen node stays stopped")
+    parser.add_argument("--ack", choices=["local", "shared"], default="shared")
+    parser.add_argument("--delete-disk", action="store_true")
+    parser.add_argument("--share-interval", type=float, default=0.5)
+    parser.add_argument("--store", help="the shared store: a folder (default: in the scratch folder) or s3://bucket/path "
+                                        "(the keys and AWS_ENDPOINT_URL in the environment; damage and removal through rclone)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    if shutil.which("haproxy") is None:
+        print("keep-drawing: haproxy is not installed (apt-get install haproxy)", file=sys.stderr)
+        return 2
+    if args.delete_disk and args.ack != "shared":
+        print("keep-drawing: --delete-disk needs --ack shared", file=sys.stderr)
+        return 2
+    kinds = args.disruptions.split(",")
+    if not set(kinds) <= {"kill", "freeze", "damage", "remove"}:
+        print("keep-drawing: --disruptions takes kill, freeze, damage, remove", file=sys.stderr)
+        return 2
+    rng = random.Random(args.seed)
+    root = tempfile.mkdtemp(prefix="cluster-keep-drawing-")
+    store = args.store or os.path.join(root, "store")
+    if not args.store:
+        os.mkdir(store)
+    nodes = [Node(args.journal_bin, i, root, store, args.share_interval, args.ack) for i in range(args.nodes)]
+    proxy_port = free_port()
+    with open(os.path.join(root, "haproxy.cfg"), "w") as f:
+        f.write(HAPROXY % {"port": proxy_port, "servers": "\n".join("    server n%d 127.0.0.1:%d" % (n.index, n.port) for n in nodes)})
+    started = time.monotonic()
+
+    def log(line):
+        print("keep-drawing: %6.1f s  %s" % (time.monotonic() - started, line), flush=True)
+
+    haproxy = None
+    failed = []
+    done_kinds = {}
+    pens, viewers = [], []
+    try:
+        for node in nodes:
+            node.start()
+        haproxy = subprocess.Popen(["haproxy", "-f", os.path.join(root, "haproxy.cfg"), "-db"],
+                                   stdout=open(os.path.join(root, "haproxy.log"), "ab"), stderr=subprocess.STDOUT, start_new_session=True)
+        boards = ["board%d" % i for i in range(args.pens)]
+        pens = [Pen(b, proxy_port, args.hz, args.silence, random.Random(rng.getrandbits(32))) for b in boards]
+        viewers = [Viewer(b, proxy_port) for b in boards]
+        for thread in pens + viewers:
+            thread.start()
+        log("%d nodes (--ack %s%s), %d pens at %g Hz, haproxy on %d" % (
+            len(nodes), args.ack, ", disks deleted" if args.delete_disk else "", len(pens), args.hz, proxy_port))
+        time.sleep(args.every)
+        restart_next = []
+        for index in range(args.events):
+            kind = kinds[index % len(kinds)] if index < len(kinds) else rng.choice(kinds)
+            for node in restart_next:
+                node.start()
+            restart_next = []
+            victim = disrupt(kind, nodes, store, args, rng, log)
+            if victim is not None:
+                restart_next.append(victim)
+            done_kinds[kind] = done_kinds.get(kind, 0) + 1
+            time.sleep(args.every * rng.uniform(0.67, 1.33))
+            dead = [p.error for p in pens + viewers if p.error]
+            if dead:
+                raise Failure("; ".join(dead))
+        for node in nodes:
+            if not node.up:
+                node.start()
+        for pen in pens:
+            pen.stop_drawing.set()
+        for pen in pens:
+            pen.join(timeout=300)
+        # What the nodes published reaches each board's node, and its viewer, within a few rounds.
+        time.sleep(max(3.0, 8 * args.share_interval))
+        for viewer in viewers:
+            viewer.done.set()
+            viewer.join(timeout=60)
+        errors = [t.error for t in pens + viewers if t.error]
+        if errors:
+            raise Failure("; ".join(errors))
+        for node in nodes:
+            node.stop()
+
+        totals = {"acknowledged": 0, "lost": 0, "doubled": 0, "phantom": 0}
+        for pen, viewer in zip(pens, viewers):
+            check = os.path.join(root, "check-" + pen.board)
+            out = subprocess.run([args.journal_bin, "merge", os.path.join(store, pen.board), "--into", check],
+                                 capture_output=True, text=True)
+            if out.returncode != 0:
+                failed.append("merge of %s: %s" % (pen.board, out.stderr.strip()))
+                continue
+            verify = subprocess.run([args.journal_bin, "verify", "-C", check], capture_output=True, text=True)
+            if verify.returncode != 0:
+                failed.append("verify of %s: %s" % (pen.board, verify.stdout.strip()[-300:]))
+            events = [json.loads(line) for line in subprocess.run(
+                [args.journal_bin, "log", "-C", check, "--json"], capture_output=True, text=True, check=True).stdout.splitlines()]
+            held = {"%s#%d" % (e["replica"], e["seq"]): e for e in events}
+            acknowledged = pen.acknowledged
+            lost = [k for k in acknowledged if k not in held]
+            drawn = {}
+            for e in events:
+                if e.get("type") == "point":
+                    point = (norm(e["stroke"]), e["x"], e["y"])
+                    drawn[point] = drawn.get(point, 0) + 1
+            doubled = sum(n - 1 for n in drawn.values() if n > 1)
+            phantom = sorted(viewer.shown - set(held))
+            wrong = [k for k, v in acknowledged.items() if k in held and (norm(held[k]["stroke"]), held[k]["x"], held[k]["y"]) != v]
+            totals["acknowledged"] += len(acknowledged)
+            totals["lost"] += len(lost)
+            totals["doubled"] += doubled
+            totals["phantom"] += len(phantom)
+            log("%s: %d points acknowledged, %d lost, %d doubled, %d phantom, %d reconnections" % (
+                pen.board, len(acknowledged), len(lost), doubled, len(phantom), pen.reconnects))
+            if lost:
+                failed.append("%s: %d acknowledged points not in the store (first %s)" % (pen.board, len(lost), lost[:3]))
+            if doubled:
+                failed.append("%s: %d points held twice" % (pen.board, doubled))
+            if phantom:
+                failed.append("%s: the viewer was shown %d events no store holds (first %s)" % (pen.board, len(phantom), phantom[:3]))
+            if wrong:
+                failed.append("%s: %d points held other than drawn (first %s)" % (pen.board, len(wrong), wrong[:3]))
+        latencies = [latency for p in pens for _, latency in p.latencies]
+        calm = [latency for p in pens for sent, latency in p.latencies if steady(sent, args.silence + 2)]
+        failovers = [x for p in pens for x in p.failovers]
+        log("disruptions: %s" % ", ".join("%s %d" % item for item in sorted(done_kinds.items())))
+        log("ack latency (--ack %s): p50 %.0f ms, p99 %.0f ms, max %.0f ms over %d points" % (
+            args.ack, 1000 * percentile(latencies, 0.5), 1000 * percentile(latencies, 0.99), 1000 * max(latencies or [0]), len(latencies)))
+        log("ack latency away from disruptions (sent over %.1f s after one ended): p50 %.0f ms, p99 %.0f ms over %d points" % (
+            args.silence + 2, 1000 * percentile(calm, 0.5), 1000 * percentile(calm, 0.99), len(calm)))
+        log("failover (a lost connection or a silence to the next ack): p50 %.2f s, p95 %.2f s, max %.2f s over %d" % (
+            percentile(failovers, 0.5), percentile(failovers, 0.95), max(failovers or [0]), len(failovers)))
+        log("%(acknowledged)d points acknowledged: %(lost)d lost, %(doubled)d doubled, %(phantom)d phantom" % totals)
+    except Failure as error:
+        failed.append(str(error))
+    finally:
+        for pen in pens:
+            pen.stop_drawing.set()
+        for viewer in viewers:
+            viewer.done.set()
+        for node in nodes:
+            if node.up:
+                try:
+                    node.proc.send_signal(signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+                node.proc.kill()
+        if haproxy is not None:
+            haproxy.kill()
+    return conclude("keep-drawing", failed, root, args.keep,
+                    "passed: nothing acknowledged lost, nothing doubled, nothing shown that no store holds")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
