@@ -304,7 +304,8 @@ def main():
     parser.add_argument("--silence", type=float, default=2.5, help="seconds without an ack, points waiting, before a pen reconnects")
     parser.add_argument("--events", type=int, default=10, help="disruptions in all")
     parser.add_argument("--every", type=float, default=3, help="seconds between two disruptions (± a third)")
-    parser.add_argument("--disruptions", default="kill,freeze,damage,remove")
+    parser.add_argument("--disruptions", default="kill,freeze,damage,remove",
+                        help="kinds, in turn then at random (--events in all), or KIND:COUNT each (exactly those, shuffled)")
     parser.add_argument("--freeze", type=float, default=3, help="seconds a frozen node stays stopped")
     parser.add_argument("--ack", choices=["local", "shared"], default="shared")
     parser.add_argument("--delete-disk", action="store_true")
@@ -320,11 +321,23 @@ def main():
     if args.delete_disk and args.ack != "shared":
         print("keep-drawing: --delete-disk needs --ack shared", file=sys.stderr)
         return 2
-    kinds = args.disruptions.split(",")
-    if not set(kinds) <= {"kill", "freeze", "damage", "remove"}:
-        print("keep-drawing: --disruptions takes kill, freeze, damage, remove", file=sys.stderr)
-        return 2
     rng = random.Random(args.seed)
+    # "kill,freeze": those in turn, then at random, --events in all; "kill:30,freeze:4": exactly
+    # that many of each, shuffled.
+    kinds, plan = [], []
+    for item in args.disruptions.split(","):
+        kind, _, count = item.partition(":")
+        kinds.append(kind)
+        if count:
+            plan += [kind] * int(count)
+    if not set(kinds) <= {"kill", "freeze", "damage", "remove"}:
+        print("keep-drawing: --disruptions takes kill, freeze, damage, remove (each may say :COUNT)", file=sys.stderr)
+        return 2
+    if plan:
+        rng.shuffle(plan)
+        args.events = len(plan)
+    else:
+        plan = [kinds[i % len(kinds)] if i < len(kinds) else rng.choice(kinds) for i in range(args.events)]
     root = tempfile.mkdtemp(prefix="cluster-keep-drawing-")
     store = args.store or os.path.join(root, "store")
     if not args.store:
@@ -356,8 +369,7 @@ def main():
             len(nodes), args.ack, ", disks deleted" if args.delete_disk else "", len(pens), args.hz, proxy_port))
         time.sleep(args.every)
         restart_next = []
-        for index in range(args.events):
-            kind = kinds[index % len(kinds)] if index < len(kinds) else rng.choice(kinds)
+        for kind in plan:
             for node in restart_next:
                 node.start()
             restart_next = []

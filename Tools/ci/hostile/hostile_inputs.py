@@ -46,7 +46,7 @@ from journal_bin import journal_binary  # noqa: E402
 
 DOCUMENTED_STATUSES = {0, 1, 64, 65, 74, 75}
 
-NUMBERS = ["1e300", "-1e300", "1e-300", "0", "-1", "-0", "nan", "inf", "-inf", "99999999999999999999",
+NUMBERS = ["1e300", "-1e300", "1e-300", "0", "-1", "-0", "nan", "inf", "-inf", "99999999999999999999", "30000", "16384",
            "9223372036854775807", "-9223372036854775808", "0x10", "1,5", "1e", "abc", "", " ", "%n%s%x", "\u00e9\u0301",
            "x" * 100_000]
 MOMENTS = ["-1e300s", "1e300h", "-99999999999999999999", "@-1", "2026-13-45T99:99:99Z", "-0m", "nan", "1e308m"]
@@ -102,6 +102,7 @@ class Campaign:
         self.counter = 0
         self.lock = threading.Lock()
         self.statuses = collections.Counter()
+        self.peak = (0, "")  # the largest ru_maxrss seen (KiB), and its run
         self.env = dict(os.environ)
         self.env.pop("JOURNAL_DIR", None)
         self.env["JOURNAL_EXIT_WITH_PARENT"] = "1"
@@ -191,6 +192,9 @@ class Campaign:
             problems.append("crash message on stderr")
         if status not in (0, None) and status > 0 and not stderr.strip():
             problems.append("failed (status %d) without a word on stderr" % status)
+        if rusage is not None:
+            with self.lock:
+                self.peak = max(self.peak, (rusage.ru_maxrss, label))
         if rusage is not None and rusage.ru_maxrss > self.memory_kib:
             problems.append("peak memory %d MiB over the budget" % (rusage.ru_maxrss // 1024))
         if problems:
@@ -486,6 +490,7 @@ def main():
         with open(args.json, "w") as handle:
             json.dump({"runs": campaign.runs, "failed": len(campaign.failures), "failures": campaign.failures,
                        "seconds": round(time.monotonic() - started, 1)}, handle, indent=1)
+    print("peak memory: %d MiB (%s), budget %d MiB" % (campaign.peak[0] // 1024, campaign.peak[1][:80], args.memory_mib))
     print("statuses: " + ", ".join("%s: %d" % (key, count) for key, count in sorted(campaign.statuses.items(), key=lambda item: str(item[0]))))
     print("hostile inputs: %d runs, %d failed (%.0f s)" % (campaign.runs, len(campaign.failures), time.monotonic() - started))
     sys.exit(1 if campaign.failures else 0)
