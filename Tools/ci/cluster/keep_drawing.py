@@ -203,13 +203,14 @@ def disrupt(kind, nodes, store, args, rng, log):
     try:
         return disrupt_now(kind, nodes, store, args, rng, log)
     finally:
-        WINDOWS.append((start, time.monotonic()))
+        WINDOWS.append((start, time.monotonic(), kind))
 
 
-def steady(sent_at, margin):
-    """Whether a point sent then was more than `margin` seconds after every disruption (and not
-    just before one: it may still have been waiting when it began)."""
-    return all(sent_at > end + margin or sent_at < start - 1 for start, end in WINDOWS)
+def near(sent_at, margin):
+    """The kind of the disruption a point sent then may have waited for (from 1 s before one
+    began to `margin` seconds after it ended; the latest if several), or None."""
+    kinds = [kind for start, end, kind in WINDOWS if start - 1 <= sent_at <= end + margin]
+    return kinds[-1] if kinds else None
 
 
 def disrupt_now(kind, nodes, store, args, rng, log):
@@ -438,13 +439,20 @@ def main():
             if wrong:
                 failed.append("%s: %d points held other than drawn (first %s)" % (pen.board, len(wrong), wrong[:3]))
         latencies = [latency for p in pens for _, latency in p.latencies]
-        calm = [latency for p in pens for sent, latency in p.latencies if steady(sent, args.silence + 2)]
+        by_kind = {}
+        for p in pens:
+            for sent, latency in p.latencies:
+                by_kind.setdefault(near(sent, args.silence + 2) or "away", []).append(latency)
+        calm = by_kind.get("away", [])
         failovers = [x for p in pens for x in p.failovers]
         log("disruptions: %s" % ", ".join("%s %d" % item for item in sorted(done_kinds.items())))
         log("ack latency (--ack %s): p50 %.0f ms, p99 %.0f ms, max %.0f ms over %d points" % (
             args.ack, 1000 * percentile(latencies, 0.5), 1000 * percentile(latencies, 0.99), 1000 * max(latencies or [0]), len(latencies)))
         log("ack latency away from disruptions (sent over %.1f s after one ended): p50 %.0f ms, p99 %.0f ms over %d points" % (
             args.silence + 2, 1000 * percentile(calm, 0.5), 1000 * percentile(calm, 0.99), len(calm)))
+        for kind in sorted(k for k in by_kind if k != "away"):
+            log("ack latency of points sent near a %s: p50 %.0f ms, p99 %.0f ms over %d points" % (
+                kind, 1000 * percentile(by_kind[kind], 0.5), 1000 * percentile(by_kind[kind], 0.99), len(by_kind[kind])))
         log("failover (a lost connection or a silence to the next ack): p50 %.2f s, p95 %.2f s, max %.2f s over %d" % (
             percentile(failovers, 0.5), percentile(failovers, 0.95), max(failovers or [0]), len(failovers)))
         log("%(acknowledged)d points acknowledged: %(lost)d lost, %(doubled)d doubled, %(phantom)d phantom" % totals)
