@@ -53,6 +53,10 @@ let package = Package(
         // close codes, the client's logger); Hummingbird brings them in any case.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.14.0"),
+        // The relay's metrics: swift-metrics' counters and histograms, exposed in Prometheus'
+        // text format at /metrics.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
         // The relay tests' client sets an Authorization header (HTTPFields); Hummingbird
         // brings the package in any case.
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
@@ -140,6 +144,8 @@ let package = Package(
                 "JournalWire",
                 // Ed25519: the relay's tokens (who may view, draw, create a board).
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict),
         // A cluster's relays hand boards to one another through a shared store

@@ -9,6 +9,7 @@ extension RelayConnection {
     /// Queues events for the acker and makes sure one runs.
     func stage(_ events: [Event], through frame: UInt64) {
         let start = state.withLock { state -> Bool in
+            if state.pendingSince == nil { state.pendingSince = ProcessInfoLite.monotonicSeconds() }
             state.pending.append(contentsOf: events)
             state.textEventsInFlight += events.count
             state.appendedThrough = max(state.appendedThrough, frame)
@@ -54,14 +55,15 @@ extension RelayConnection {
     /// right after the board's fsync, on its committer thread (no task hop per commit: at a
     /// pen's 240 Hz a relay acknowledges hundreds of commits a second per board).
     func acknowledgeNextRound() {
-        let round = state.withLock { state -> (events: [Event], through: UInt64)? in
+        let round = state.withLock { state -> (events: [Event], through: UInt64, since: Double?)? in
             guard state.appendedThrough > state.acknowledged else {
                 state.ackerRunning = false
                 return nil
             }
             let events = state.pending
             state.pending.removeAll()
-            return (events, state.appendedThrough)
+            defer { state.pendingSince = nil }
+            return (events, state.appendedThrough, state.pendingSince)
         }
         guard let round else { return }
         relayBoard.whenAcknowledgeable(afterDurable: { [self] outcome in
@@ -95,6 +97,10 @@ extension RelayConnection {
             }
             throttled?.resume()
             relayBoard.metrics.acknowledged(events: round.events.count)
+            if let since = round.since {
+                relayBoard.metrics.acknowledged(after: ProcessInfoLite.monotonicSeconds() - since,
+                                                mode: relayBoard.sharedAcks == nil ? .local : .shared)
+            }
             // Even when this client is gone: its events are durable and the others want them.
             relayBoard.broadcast(round.events, from: id)
             acknowledgeNextRound()

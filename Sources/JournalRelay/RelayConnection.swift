@@ -39,6 +39,8 @@ public final class RelayConnection: Sendable {
         var appendedThrough: UInt64 = 0
         var acknowledged: UInt64 = 0
         var pending: [Event] = []
+        /// When the oldest frame of `pending` arrived (monotonic seconds): its ack's latency.
+        var pendingSince: Double?
         var ackerRunning = false
         /// The reader waits here while too many frames are unacknowledged.
         var throttled: CheckedContinuation<Void, Never>?

@@ -1,26 +1,15 @@
+import CoreMetrics
 import JournalPlatform
 import JournalWire
+import Prometheus
 
 /// What an operator watches on a relay (`GET /metrics`, Prometheus' text format, docs/DEPLOY.md
-/// "Metrics"): counters the relay raises as it works, and gauges read when scraped. Counters
-/// only grow while the process lives; names and labels are stable.
+/// "Metrics"): swift-metrics counters and timers the relay raises as it works, and gauges set
+/// when scraped, exposed by swift-prometheus. Each relay has a registry of its own (a process
+/// may run several, as the tests do), so the metrics are made with its factory rather than
+/// through the process-wide `MetricsSystem`. Counters only grow while the process lives; names
+/// and labels are stable.
 public final class RelayMetrics: Sendable {
-    private struct Counters {
-        var connectionsOpened: UInt64 = 0
-        var refusals: [RefusalCode: UInt64] = [:]
-        var eventsAcknowledged: UInt64 = 0
-        var roundsSucceeded: UInt64 = 0
-        var roundsFailed: UInt64 = 0
-        var roundSeconds: Double = 0
-        /// Boards whose last shared round failed, since when (monotonic seconds).
-        var failingSince: [String: Double] = [:]
-        /// Openings refused because another node held the board's lease.
-        var leaseRefusals: UInt64 = 0
-        /// Boards closed here because their lease lapsed (a renewal failed, a freeze).
-        var leasesLost: UInt64 = 0
-        var socketsTurnedAway: [SocketTurnedAway: UInt64] = [:]
-    }
-
     /// Why a socket was closed before its request was known (`RelayLimits.requestHeadSeconds`,
     /// `maxUnfinishedRequestsPerAddress`).
     public enum SocketTurnedAway: String, CaseIterable, Sendable {
@@ -28,34 +17,90 @@ public final class RelayMetrics: Sendable {
         case tooManyUnfinishedFromAddress = "unfinished-per-address"
     }
 
-    private let counters = Locked(Counters())
+    private let registry = PrometheusCollectorRegistry()
+    private let connectionsOpened: CoreMetrics.Counter
+    private let refusals: [RefusalCode: CoreMetrics.Counter]
+    private let eventsAcknowledged: CoreMetrics.Counter
+    /// From a text frame's arrival to the ack that covers it (the oldest frame of each round),
+    /// per `--ack` mode.
+    private let ackLatency: [AckMode: CoreMetrics.Timer]
+    private let roundsSucceeded: CoreMetrics.Counter
+    private let roundsFailed: CoreMetrics.Counter
+    private let roundDuration: CoreMetrics.Timer
+    private let leaseRefusals: CoreMetrics.Counter
+    private let leasesLost: CoreMetrics.Counter
+    private let socketsTurnedAway: [SocketTurnedAway: CoreMetrics.Counter]
+    private let boardsOpen: Prometheus.Gauge
+    private let connections: Prometheus.Gauge
+    private let catchUpsRunning: Prometheus.Gauge
+    private let catchUpsWaiting: Prometheus.Gauge
+    private let failingBoards: Prometheus.Gauge
+    private let failingSeconds: Prometheus.Gauge
+    /// Boards whose last shared round failed, since when (monotonic seconds).
+    private let failingSince = Locked([String: Double]())
 
-    public init() {}
+    public init() {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        // A pen's ack is tens of milliseconds; a shared round through S3, seconds.
+        factory.defaultDurationHistogramBuckets = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000].map { .milliseconds($0) }
+        func counter(_ name: String, _ dimensions: [(String, String)] = []) -> CoreMetrics.Counter {
+            CoreMetrics.Counter(label: "strokejournal_" + name, dimensions: dimensions, factory: factory)
+        }
+        func timer(_ name: String, _ dimensions: [(String, String)] = []) -> CoreMetrics.Timer {
+            CoreMetrics.Timer(label: "strokejournal_" + name, dimensions: dimensions, factory: factory)
+        }
+        connectionsOpened = counter("connections_opened_total")
+        refusals = Dictionary(uniqueKeysWithValues: RefusalCode.allCases.map { ($0, counter("refusals_total", [("code", $0.rawValue)])) })
+        eventsAcknowledged = counter("events_acknowledged_total")
+        ackLatency = Dictionary(uniqueKeysWithValues: AckMode.allCases.map { ($0, timer("ack_seconds", [("mode", $0.rawValue)])) })
+        roundsSucceeded = counter("share_rounds_total", [("outcome", "ok")])
+        roundsFailed = counter("share_rounds_total", [("outcome", "failed")])
+        roundDuration = timer("share_round_seconds")
+        leaseRefusals = counter("lease_refusals_total")
+        leasesLost = counter("leases_lost_total")
+        socketsTurnedAway = Dictionary(uniqueKeysWithValues: SocketTurnedAway.allCases.map {
+            ($0, counter("sockets_turned_away_total", [("reason", $0.rawValue)]))
+        })
+        boardsOpen = registry.makeGauge(name: "strokejournal_boards_open", help: "Boards open on this relay.")
+        connections = registry.makeGauge(name: "strokejournal_connections", help: "Client connections open.")
+        catchUpsRunning = registry.makeGauge(name: "strokejournal_catch_ups", labels: [("state", "running")],
+                                             help: "Catch-ups running, and waiting for a place (--max-catch-ups).")
+        catchUpsWaiting = registry.makeGauge(name: "strokejournal_catch_ups", labels: [("state", "waiting")],
+                                             help: "Catch-ups running, and waiting for a place (--max-catch-ups).")
+        failingBoards = registry.makeGauge(name: "strokejournal_share_failing_boards",
+                                           help: "Open boards whose last shared-ack round failed: their acks wait.")
+        failingSeconds = registry.makeGauge(name: "strokejournal_share_failing_seconds",
+                                            help: "How long the board failing longest has failed its rounds (0: none).")
+    }
 
     func connectionOpened() {
-        counters.withLock { $0.connectionsOpened += 1 }
+        connectionsOpened.increment()
     }
 
     /// A connection refused, or ended by the relay with a refusal.
     public func refused(_ code: RefusalCode) {
-        counters.withLock { $0.refusals[code, default: 0] += 1 }
+        refusals[code]?.increment()
     }
 
     func acknowledged(events count: Int) {
         guard count > 0 else { return }
-        counters.withLock { $0.eventsAcknowledged += UInt64(count) }
+        eventsAcknowledged.increment(by: count)
+    }
+
+    /// A text frame acknowledged `seconds` after it arrived, under `mode`.
+    func acknowledged(after seconds: Double, mode: AckMode) {
+        ackLatency[mode]?.recordNanoseconds(Int64(max(0, seconds) * 1e9))
     }
 
     /// A shared-ack round of `board` ended (`--ack shared`), after `seconds`.
     func round(of board: String, succeeded: Bool, seconds: Double) {
-        counters.withLock { counters in
-            counters.roundSeconds += seconds
+        (succeeded ? roundsSucceeded : roundsFailed).increment()
+        roundDuration.recordNanoseconds(Int64(max(0, seconds) * 1e9))
+        failingSince.withLock { failing in
             if succeeded {
-                counters.roundsSucceeded += 1
-                counters.failingSince[board] = nil
-            } else {
-                counters.roundsFailed += 1
-                if counters.failingSince[board] == nil { counters.failingSince[board] = ProcessInfoLite.monotonicSeconds() - seconds }
+                failing[board] = nil
+            } else if failing[board] == nil {
+                failing[board] = ProcessInfoLite.monotonicSeconds() - seconds
             }
         }
     }
@@ -63,27 +108,27 @@ public final class RelayMetrics: Sendable {
     /// How long the board failing its shared rounds longest has failed them (0: none fails).
     var longestFailingSeconds: Double {
         let now = ProcessInfoLite.monotonicSeconds()
-        return counters.withLock { $0.failingSince.values.min().map { now - $0 } ?? 0 }
+        return failingSince.withLock { $0.values.min().map { now - $0 } ?? 0 }
     }
 
     /// A board's opening was refused: another node holds its lease.
     func leaseRefused(_ board: String) {
-        counters.withLock { $0.leaseRefusals += 1 }
+        leaseRefusals.increment()
     }
 
     /// A board's lease lapsed here: it was closed.
     func leaseLost(_ board: String) {
-        counters.withLock { $0.leasesLost += 1 }
+        leasesLost.increment()
     }
 
     /// A socket closed before its request head arrived.
     public func turnedAway(_ reason: SocketTurnedAway) {
-        counters.withLock { $0.socketsTurnedAway[reason, default: 0] += 1 }
+        socketsTurnedAway[reason]?.increment()
     }
 
     /// A board closed: its rounds no longer fail.
     func boardClosed(_ board: String) {
-        counters.withLock { _ = $0.failingSince.removeValue(forKey: board) }
+        failingSince.withLock { _ = $0.removeValue(forKey: board) }
     }
 
     /// What the relay's state says now, for the gauges.
@@ -94,46 +139,15 @@ public final class RelayMetrics: Sendable {
         var catchUpsWaiting: Int
     }
 
-    /// The exposition (text format 0.0.4): `# HELP`, `# TYPE`, then the samples of each metric.
+    /// The exposition (text format 0.0.4), the gauges set from `gauges` first.
     func text(_ gauges: Gauges) -> String {
-        let counters = counters.withLock { $0 }
-        let now = ProcessInfoLite.monotonicSeconds()
-        var out = ""
-        func metric(_ name: String, _ type: String, _ help: String, _ samples: [(labels: String, value: String)]) {
-            out += "# HELP strokejournal_\(name) \(help)\n# TYPE strokejournal_\(name) \(type)\n"
-            for sample in samples { out += "strokejournal_\(name)\(sample.labels) \(sample.value)\n" }
-        }
-        func number(_ value: Double) -> String {
-            let rounded = (value * 1000).rounded() / 1000
-            return rounded == rounded.rounded() ? String(Int64(rounded)) : String(rounded)
-        }
-        metric("boards_open", "gauge", "Boards open on this relay.", [("", String(gauges.boardsOpen))])
-        metric("connections", "gauge", "Client connections open.", [("", String(gauges.connections))])
-        metric("catch_ups", "gauge", "Catch-ups running, and waiting for a place (--max-catch-ups).",
-               [(#"{state="running"}"#, String(gauges.catchUpsRunning)), (#"{state="waiting"}"#, String(gauges.catchUpsWaiting))])
-        metric("connections_opened_total", "counter", "Client connections accepted.", [("", String(counters.connectionsOpened))])
-        metric("refusals_total", "counter", "Connections refused or ended by the relay, and frames refused, by error code (docs/PROTOCOL.md).",
-               RefusalCode.allCases.compactMap { code in
-                   counters.refusals[code].map { (#"{code=""# + code.rawValue + #""}"#, String($0)) }
-               })
-        metric("sockets_turned_away_total", "counter",
-               "Sockets closed before their request was known: its head took too long, or its address had too many unfinished (--request-head-timeout, --max-unfinished-per-address).",
-               SocketTurnedAway.allCases.map { reason in
-                   (#"{reason=""# + reason.rawValue + #""}"#, String(counters.socketsTurnedAway[reason] ?? 0))
-               })
-        metric("events_acknowledged_total", "counter", "Events acknowledged to their clients (durable, and in the store under --ack shared).",
-               [("", String(counters.eventsAcknowledged))])
-        metric("share_rounds_total", "counter", "Shared-ack rounds (seal, publish to the store) by outcome (--ack shared).",
-               [(#"{outcome="ok"}"#, String(counters.roundsSucceeded)), (#"{outcome="failed"}"#, String(counters.roundsFailed))])
-        metric("share_round_seconds_total", "counter", "Time spent in shared-ack rounds.", [("", number(counters.roundSeconds))])
-        metric("lease_refusals_total", "counter", "Boards not opened here because another node held their lease (--lease).",
-               [("", String(counters.leaseRefusals))])
-        metric("leases_lost_total", "counter", "Boards closed here because their lease lapsed: a renewal failed or the node was frozen (--lease).",
-               [("", String(counters.leasesLost))])
-        metric("share_failing_boards", "gauge", "Open boards whose last shared-ack round failed: their acks wait.",
-               [("", String(counters.failingSince.count))])
-        metric("share_failing_seconds", "gauge", "How long the board failing longest has failed its rounds (0: none).",
-               [("", number(counters.failingSince.values.min().map { now - $0 } ?? 0))])
-        return out
+        boardsOpen.set(Int64(gauges.boardsOpen))
+        connections.set(Int64(gauges.connections))
+        catchUpsRunning.set(Int64(gauges.catchUpsRunning))
+        catchUpsWaiting.set(Int64(gauges.catchUpsWaiting))
+        let failing = failingSince.withLock { $0 }
+        failingBoards.set(Int64(failing.count))
+        failingSeconds.set(failing.values.min().map { ProcessInfoLite.monotonicSeconds() - $0 } ?? 0)
+        return registry.emitToString()
     }
 }

@@ -46,6 +46,13 @@ import Testing
         #expect(Self.sample(after, "strokejournal_events_acknowledged_total") == 3, "\(after)")
         #expect(Self.sample(after, #"strokejournal_refusals_total{code="invalid-board-name"}"#) == 1, "\(after)")
         #expect(Self.sample(after, "strokejournal_connections_opened_total") == 1, "\(after)")
+        // Every ack round of the text client is one sample of the local-ack latency histogram
+        // (at least one round for three frames; each within the last bucket).
+        let rounds = Self.sample(after, #"strokejournal_ack_seconds_count{mode="local"}"#) ?? 0
+        #expect(rounds >= 1 && rounds <= 3, "\(after)")
+        #expect(Self.sample(after, #"strokejournal_ack_seconds_bucket{mode="local",le="+Inf"}"#) == rounds)
+        #expect(Self.sample(after, #"strokejournal_ack_seconds_count{mode="shared"}"#) == 0)
+        #expect(after.contains("# TYPE strokejournal_ack_seconds histogram"))
 
         let health = try await PlainHTTP.get(port: running.port, path: "/healthz")
         #expect(health.status == 200 && health.text == "ok\n")
