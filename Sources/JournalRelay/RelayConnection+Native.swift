@@ -98,6 +98,7 @@ extension RelayConnection {
             return
         }
         // Counted before the board's committer may store it (and settle it, on its own thread).
+        let arrived = ProcessInfoLite.monotonicSeconds()
         state.withLock { $0.nativeInFlight += 1 }
         do throws(RelayError) {
             let events = try decode(replica, state.withLock { $0.hello??.key } ?? [], relayBoard.name)
@@ -115,6 +116,10 @@ extension RelayConnection {
                 state.withLock { state in
                     state.nativeFrameEvents.append(staged)
                     state.nativeEventsInFlight += staged
+                    // Bounded: a frame never acknowledged (its connection closed) is forgotten
+                    // with the 4,096th after it.
+                    if state.nativeArrivals.count >= 4096 { state.nativeArrivals.removeFirst() }
+                    state.nativeArrivals.append((events.last?.id.seq ?? 0, arrived))
                 }
             }
             if acceptance == .allHeld {
@@ -183,14 +188,22 @@ extension RelayConnection {
     /// Every event 1…`upTo` of the client's replica is durable: an ack by seq (after the
     /// catch-up, if one is under way; acks only grow).
     func acknowledge(replica: ReplicaID, upTo: UInt64) {
-        state.withLock { state in
-            guard upTo > state.replicaAcked else { return }
+        let oldest = state.withLock { state -> Double? in
+            guard upTo > state.replicaAcked else { return nil }
             state.replicaAcked = upTo
             if case .catchingUp = state.phase {
                 state.heldReplicaAck = upTo
             } else {
                 send(.replicaAck(replica: replica, upTo: upTo), answer: true, &state)
             }
+            let covered = state.nativeArrivals.prefix { $0.lastSeq <= upTo }
+            state.nativeArrivals.removeFirst(covered.count)
+            return covered.first?.at
+        }
+        // The latency of the oldest frame this ack covers, as for a text round.
+        if let oldest {
+            relayBoard.metrics.acknowledged(after: ProcessInfoLite.monotonicSeconds() - oldest,
+                                            mode: relayBoard.sharedAcks == nil ? .local : .shared)
         }
     }
 }

@@ -62,9 +62,10 @@ public final class RelayConnection: Sendable {
         /// Native frames accepted and not yet durable.
         var nativeInFlight = 0
         /// Events of the frames above, oldest first (a frame whose events were all held counts
-        /// none), and their sum.
+        /// none), and their sum; each frame's last seq and arrival, for the ack latency.
         var nativeFrameEvents: [Int] = []
         var nativeEventsInFlight = 0
+        var nativeArrivals: [(lastSeq: UInt64, at: Double)] = []
         /// Events of text frames appended and not yet acknowledged.
         var textEventsInFlight = 0
         /// The last ack by seq sent (they only grow), and one held during the catch-up.

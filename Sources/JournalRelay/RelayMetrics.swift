@@ -21,8 +21,8 @@ public final class RelayMetrics: Sendable {
     private let connectionsOpened: CoreMetrics.Counter
     private let refusals: [RefusalCode: CoreMetrics.Counter]
     private let eventsAcknowledged: CoreMetrics.Counter
-    /// From a text frame's arrival to the ack that covers it (the oldest frame of each round),
-    /// per `--ack` mode.
+    /// From a frame's arrival to the ack that covers it (the oldest frame each ack covers: a
+    /// text round's, a native client's ack by seq), per `--ack` mode.
     private let ackLatency: [AckMode: CoreMetrics.Timer]
     private let roundsSucceeded: CoreMetrics.Counter
     private let roundsFailed: CoreMetrics.Counter
@@ -87,7 +87,7 @@ public final class RelayMetrics: Sendable {
         eventsAcknowledged.increment(by: count)
     }
 
-    /// A text frame acknowledged `seconds` after it arrived, under `mode`.
+    /// A frame acknowledged `seconds` after it arrived, under `mode`.
     func acknowledged(after seconds: Double, mode: AckMode) {
         ackLatency[mode]?.recordNanoseconds(Int64(max(0, seconds) * 1e9))
     }

@@ -28,15 +28,21 @@ struct AdmittingChildChannel<Inner: ServerChildChannel>: ServerChildChannel {
         // reported on the listening socket): its first handler answers 503 and closes it.
         return channel.eventLoop.makeCompletedFuture {
             if admitted {
-                try channel.pipeline.syncOperations.addHandler(
-                    RequestHeadDeadline(deadline: headDeadline) { outcome in
-                        unfinished.release(address)
-                        if outcome == .timedOut {
-                            metrics.turnedAway(.requestHeadTimeout)
-                            logger.info("socket closed", metadata: ["peer": "\(address)", "why": "no whole request head within the timeout"])
-                        }
-                    },
-                    position: .first)
+                do {
+                    try channel.pipeline.syncOperations.addHandler(
+                        RequestHeadDeadline(deadline: headDeadline) { outcome in
+                            unfinished.release(address)
+                            if outcome == .timedOut {
+                                metrics.turnedAway(.requestHeadTimeout)
+                                logger.info("socket closed", metadata: ["peer": "\(address)", "why": "no whole request head within the timeout"])
+                            }
+                        },
+                        position: .first)
+                } catch {
+                    // Never counted down otherwise.
+                    unfinished.release(address)
+                    throw error
+                }
             } else {
                 metrics.turnedAway(.tooManyUnfinishedFromAddress)
                 logger.info("socket turned away", metadata: ["peer": "\(address)", "why": "too many unfinished requests from this address"])

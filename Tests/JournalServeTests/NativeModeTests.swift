@@ -54,6 +54,8 @@ import Testing
 
         alice.send(binary: Self.frame(Array(sent[0..<10]), on: "atlas"))
         #expect(try await alice.next() == .replicaAck(replica: replica, upTo: 10))
+        // The frame's ack is one sample of the ack latency an operator watches (a page's).
+        #expect(MetricsTests.sample(running.relay.metricsText, #"strokejournal_ack_seconds_count{mode="local"}"#) == 1)
         // The others get the events as the client named them: its id, seqs and clocks.
         #expect(try await events(from: viewer, count: 10) == Array(sent[0..<10]))
 
