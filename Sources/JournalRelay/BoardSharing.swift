@@ -1,3 +1,5 @@
+import JournalPlatform
+
 /// How the relays of a cluster share their boards (`journal serve --share STORE`): each board's
 /// journal is synced with the store before it opens, while it is open and once it is closed,
 /// so that a relay taking a board over from a lost one opens it with everything the lost one
@@ -13,4 +15,24 @@ public protocol BoardSharing: Sendable {
     func adopt(_ board: BoardName, journal path: String) async -> Bool
     /// Seconds between two syncs of an open board.
     var interval: Double { get }
+}
+
+/// A relay's store, every sync counted and timed (`strokejournal_store_syncs_total`,
+/// `strokejournal_store_sync_seconds`): what an operator sees of the store.
+struct MeasuredSharing: BoardSharing {
+    let store: BoardSharing
+    let metrics: RelayMetrics
+
+    func sync(_ board: BoardName, journal path: String, open: Bool) async -> String? {
+        let started = ProcessInfoLite.monotonicSeconds()
+        let why = await store.sync(board, journal: path, open: open)
+        metrics.storeSynced(succeeded: why == nil, seconds: ProcessInfoLite.monotonicSeconds() - started)
+        return why
+    }
+
+    func adopt(_ board: BoardName, journal path: String) async -> Bool {
+        await store.adopt(board, journal: path)
+    }
+
+    var interval: Double { store.interval }
 }

@@ -37,7 +37,7 @@ public final class Relay: Sendable {
 
     let boards = Locked(Boards())
     /// Counters an operator reads (`metricsText`).
-    public let metrics = RelayMetrics()
+    public let metrics: RelayMetrics
     /// Who hears of boards opened and closed (a server's log), called with no lock held.
     private let activityHandler = SharedHandler<RelayActivity>()
 
@@ -75,7 +75,9 @@ public final class Relay: Sendable {
         self.hostKey = hostKey
         self.foundsBoards = foundsBoards && hostKey != nil
         self.access = access
-        self.sharing = sharing
+        let metrics = RelayMetrics()
+        self.metrics = metrics
+        self.sharing = sharing.map { MeasuredSharing(store: $0, metrics: metrics) }
         self.ackMode = sharing == nil ? .local : ackMode
         // A relay sends events and never reads a drawing: its boards keep none, whatever the
         // options say, so that an open board costs the same memory however big it is.

@@ -30,6 +30,11 @@ public final class RelayMetrics: Sendable {
     private let leaseRefusals: CoreMetrics.Counter
     private let leasesLost: CoreMetrics.Counter
     private let socketsTurnedAway: [SocketTurnedAway: CoreMetrics.Counter]
+    private let storeSyncsSucceeded: CoreMetrics.Counter
+    private let storeSyncsFailed: CoreMetrics.Counter
+    private let storeSyncDuration: CoreMetrics.Timer
+    private let bytesReceived: CoreMetrics.Counter
+    private let bytesSent: CoreMetrics.Counter
     private let boardsOpen: Prometheus.Gauge
     private let connections: Prometheus.Gauge
     private let catchUpsRunning: Prometheus.Gauge
@@ -61,6 +66,11 @@ public final class RelayMetrics: Sendable {
         socketsTurnedAway = Dictionary(uniqueKeysWithValues: SocketTurnedAway.allCases.map {
             ($0, counter("sockets_turned_away_total", [("reason", $0.rawValue)]))
         })
+        storeSyncsSucceeded = counter("store_syncs_total", [("outcome", "ok")])
+        storeSyncsFailed = counter("store_syncs_total", [("outcome", "failed")])
+        storeSyncDuration = timer("store_sync_seconds")
+        bytesReceived = counter("bytes_received_total")
+        bytesSent = counter("bytes_sent_total")
         boardsOpen = registry.makeGauge(name: "strokejournal_boards_open", help: "Boards open on this relay.")
         connections = registry.makeGauge(name: "strokejournal_connections", help: "Client connections open.")
         catchUpsRunning = registry.makeGauge(name: "strokejournal_catch_ups", labels: [("state", "running")],
@@ -124,6 +134,23 @@ public final class RelayMetrics: Sendable {
     /// A socket closed before its request head arrived.
     public func turnedAway(_ reason: SocketTurnedAway) {
         socketsTurnedAway[reason]?.increment()
+    }
+
+    /// A sync of a board with the cluster's store (`--share`: before it opens, while open,
+    /// once closed, and in every shared-ack round) ended after `seconds`.
+    func storeSynced(succeeded: Bool, seconds: Double) {
+        (succeeded ? storeSyncsSucceeded : storeSyncsFailed).increment()
+        storeSyncDuration.recordNanoseconds(Int64(max(0, seconds) * 1e9))
+    }
+
+    /// WebSocket payload bytes read from clients.
+    public func received(bytes count: Int) {
+        bytesReceived.increment(by: count)
+    }
+
+    /// WebSocket payload bytes written to clients.
+    public func sent(bytes count: Int) {
+        bytesSent.increment(by: count)
     }
 
     /// A board closed: its rounds no longer fail.

@@ -127,13 +127,13 @@ public struct RelayServer: Sendable {
                 "connection": "\(connection.id)", "board": "\(name)", "peer": "\(peer)", "scope": "\(connection.grant.scope)",
                 "token": "\(connection.grant.tokenID ?? "none")",
             ])
-            let writes = SocketWrites(channel: context.requestContext.channel, stallSeconds: writeStallSeconds)
+            let writes = SocketWrites(channel: context.requestContext.channel, stallSeconds: writeStallSeconds, metrics: relay.metrics)
             defer {
                 logger.info("connection closed", metadata: [
                     "connection": "\(connection.id)", "board": "\(name)", "why": "\(connection.closeDetail ?? "the client closed it")",
                 ])
             }
-            try await Self.serve(connection, messages: messages, first: first, outbound: outbound, writes: writes)
+            try await Self.serve(connection, messages: messages, first: first, outbound: outbound, writes: writes, metrics: relay.metrics)
         })
 
         let app = Application(
@@ -304,7 +304,7 @@ public struct RelayServer: Sendable {
     /// throttled `receive` stops the reading, and TCP pushes back on the client).
     private static func serve(
         _ connection: RelayConnection, messages: InboundMessages, first: WebSocketMessage?, outbound: WebSocketOutboundWriter,
-        writes: SocketWrites
+        writes: SocketWrites, metrics: RelayMetrics
     ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -337,8 +337,12 @@ public struct RelayServer: Sendable {
                 if message == nil { message = try await messages.next() }
                 while let current = message {
                     switch current {
-                    case .text(let text): await connection.receive(text: text)
-                    case .binary(let buffer): await connection.receive(binary: Array(buffer.readableBytesView))
+                    case .text(let text):
+                        metrics.received(bytes: text.utf8.count)
+                        await connection.receive(text: text)
+                    case .binary(let buffer):
+                        metrics.received(bytes: buffer.readableBytes)
+                        await connection.receive(binary: Array(buffer.readableBytesView))
                     }
                     message = try await messages.next()
                 }

@@ -71,6 +71,15 @@ import Testing
         store.state.withLock { $0.failing = nil }
         #expect(await eventually(within: 120) { received.acks.last == 2 }, "acks after the store came back: \(received.acks)")
         #expect(relay.isServing)
+        // The operator saw it all: the failed syncs, then one that worked, and the acks' wait.
+        let metrics = relay.metricsText
+        func sample(_ prefix: String) -> Double? {
+            metrics.split(separator: "\n").first { $0.hasPrefix(prefix + " ") }.flatMap { Double($0.dropFirst(prefix.count + 1)) }
+        }
+        #expect((sample(#"strokejournal_store_syncs_total{outcome="failed"}"#) ?? 0) >= 3, "\(metrics)")
+        #expect((sample(#"strokejournal_store_syncs_total{outcome="ok"}"#) ?? 0) >= 1)
+        #expect((sample(#"strokejournal_share_rounds_total{outcome="failed"}"#) ?? 0) >= 3)
+        #expect((sample(#"strokejournal_ack_seconds_count{mode="shared"}"#) ?? 0) >= 1)
         received.stop()
         await relay.close()
     }

@@ -53,6 +53,9 @@ import Testing
         #expect(Self.sample(after, #"strokejournal_ack_seconds_bucket{mode="local",le="+Inf"}"#) == rounds)
         #expect(Self.sample(after, #"strokejournal_ack_seconds_count{mode="shared"}"#) == 0)
         #expect(after.contains("# TYPE strokejournal_ack_seconds histogram"))
+        // Three point lines and a hello in; a caught-up, acks and echoes out.
+        #expect((Self.sample(after, "strokejournal_bytes_received_total") ?? 0) >= 3 * 100, "\(after)")
+        #expect((Self.sample(after, "strokejournal_bytes_sent_total") ?? 0) > 0, "\(after)")
 
         let health = try await PlainHTTP.get(port: running.port, path: "/healthz")
         #expect(health.status == 200 && health.text == "ok\n")
