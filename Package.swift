@@ -114,6 +114,8 @@ let package = Package(
             dependencies: [
                 "JournalFormat", "JournalPlatform", "JournalStorage", "JournalCommit", "JournalReplay",
                 .product(name: "Atomics", package: "swift-atomics"),
+                // MD5, only to compare an object store's copies with ours (S3 reports ETags).
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict),
         .target(

@@ -12,15 +12,20 @@ public struct TreeListing: Sendable {
         public var size: Int64
         public var modified: Int64
         public var classification: FileClassification
+        /// The MD5 of the bytes (32 lowercase hex digits) where the store reports one (an S3
+        /// object's ETag, through rclone), so that a copy damaged without changing its size is
+        /// found without fetching it; nil in a folder's listing, read from the disk instead.
+        public var storeMD5: String?
 
         public init(replica: ReplicaID, relativePath: String, name: String, size: Int64, modified: Int64,
-                    classification: FileClassification) {
+                    classification: FileClassification, storeMD5: String? = nil) {
             self.replica = replica
             self.relativePath = relativePath
             self.name = name
             self.size = size
             self.modified = modified
             self.classification = classification
+            self.storeMD5 = storeMD5
         }
     }
 

@@ -129,7 +129,9 @@ struct RcloneTransport: Transport {
     }
 
     func list() async throws(SyncError) -> TreeListing {
-        let arguments = ["lsf", "-R", "--fast-list", "--csv", "--format", "sp"] + common + [remoteReplicas + "/"]
+        // The MD5 is the object's ETag for anything rclone sent in one part (segments are far
+        // below its 200 MiB multipart cutoff): no request per object.
+        let arguments = ["lsf", "-R", "--fast-list", "--csv", "--format", "sph", "--hash", "MD5"] + common + [remoteReplicas + "/"]
         let result = try await run(arguments)
         if result.status != 0 {
             // rclone says "directory not found" (status 3) for a bucket that does not exist; a
@@ -158,13 +160,14 @@ struct RcloneTransport: Transport {
         if !entries.isEmpty { throw .notABoard(address.text, isSource: false) }
     }
 
-    /// Parses `rclone lsf -R --csv --format sp`: one record per object or folder, size then
-    /// path (folders end in "/" and have size -1). Names are quoted where they hold a comma, a
-    /// quote or a line break, so a crafted key cannot pose as another line.
+    /// Parses `rclone lsf -R --csv --format sph --hash MD5`: one record per object or folder,
+    /// size, path and MD5 (folders end in "/" and have size -1; the MD5 is empty where the
+    /// store does not know it). Names are quoted where they hold a comma, a quote or a line
+    /// break, so a crafted key cannot pose as another line.
     static func parseListing(_ output: String, shownAs shown: String) -> TreeListing {
         var listing = TreeListing()
         for record in csvRecords(output) {
-            guard record.count == 2, let size = Int64(record[0]) else {
+            guard record.count == 2 || record.count == 3, let size = Int64(record[0]) else {
                 listing.ignored.append(Problem(.ignored, file: shown, reason: "a listing line rclone should not print: \(record.joined(separator: ",").debugDescription)"))
                 continue
             }
@@ -182,8 +185,10 @@ struct RcloneTransport: Transport {
                 continue
             }
             let name = String(parts[1])
+            let md5 = record.count == 3 ? record[2].lowercased() : ""
             listing.files.append(TreeListing.File(replica: replica, relativePath: path, name: name, size: size,
-                                                  modified: 0, classification: FileClassifier.classify(name)))
+                                                  modified: 0, classification: FileClassifier.classify(name),
+                                                  storeMD5: ObjectHash.isMD5(md5) ? md5 : nil))
         }
         return listing
     }
@@ -258,9 +263,10 @@ struct RcloneTransport: Transport {
         guard !relativePaths.isEmpty else { return PublishOutcome() }
         let list = try writeFileList(relativePaths, named: ".push-list", in: staging)
         // --ignore-existing: an object already there is never replaced (its name says its bytes);
-        // replacing a damaged one (another size), rclone's size check sends ours over it.
+        // replacing a damaged one, --ignore-times sends ours whatever its size, date or hash
+        // (a copy damaged in place can keep all three of its metadata).
         // --no-traverse: each file is looked up by name rather than listing the whole board.
-        let arguments = ["copy", "--files-from-raw", list] + (replacing ? [] : ["--ignore-existing"]) + ["--no-traverse"] + common
+        let arguments = ["copy", "--files-from-raw", list] + (replacing ? ["--ignore-times"] : ["--ignore-existing"]) + ["--no-traverse"] + common
             + [localReplicas, remoteReplicas]
         let result = try await run(arguments)
         guard result.status == 0 else { throw failure(arguments, result) }

@@ -57,6 +57,7 @@ struct SyncCache {
     /// fields where the transport cannot know them.
     static func fingerprint(_ file: TreeListing.File, identity: FileIdentity?) -> String {
         "\(file.size) \(file.modified) " + (identity.map { "\($0.inode) \($0.changeTime)" } ?? "- -")
+            + (file.storeMD5.map { " md5:" + $0 } ?? "")
     }
 
     func lookup(target: String, file: TreeListing.File, identity: FileIdentity?) -> Outcome? {

@@ -190,19 +190,30 @@ struct ExchangePass {
         }
     }
 
-    /// Whether the target's copy of a segment this journal holds, of the same size, is damaged:
-    /// read and hashed once per version of the file (`SyncCache`, by what identifies its
-    /// bytes), where the transport can see the file (a folder; an object store's copy is
-    /// compared by size only).
+    /// Whether the target's copy of a segment this journal holds, of the same size, is damaged.
+    /// A folder's copy is read and verified against its name; an object store's MD5 (its
+    /// listing's) is compared with this journal's copy's. Either is done once per version of
+    /// the target's file (`SyncCache`, by what identifies its bytes); a store that reports no
+    /// MD5 is compared by size only.
     private mutating func isDamagedSameSize(_ file: TreeListing.File, name: SegmentName, report: inout ReconcileReport) -> Bool {
-        guard let folder = transport.localFolder, let fileIdentity = identity(file) else { return false }
-        if case .held? = cache.lookup(target: key, file: file, identity: fileIdentity) { return false }
-        report.bytesRead += file.size
-        guard SegmentImporter.verifyFile(at: FileSystem.join(folder, file.relativePath), replica: file.replica, name: name) != nil else {
-            cache.store(.held(file.relativePath), target: key, file: file, identity: fileIdentity)
-            return false
+        if let folder = transport.localFolder {
+            guard let fileIdentity = identity(file) else { return false }
+            if case .held? = cache.lookup(target: key, file: file, identity: fileIdentity) { return false }
+            report.bytesRead += file.size
+            guard SegmentImporter.verifyFile(at: FileSystem.join(folder, file.relativePath), replica: file.replica, name: name) != nil else {
+                cache.store(.held(file.relativePath), target: key, file: file, identity: fileIdentity)
+                return false
+            }
+            return true
         }
-        return true
+        guard let storeMD5 = file.storeMD5 else { return false }
+        if case .held? = cache.lookup(target: key, file: file, identity: nil) { return false }
+        // This journal's copy was verified against its name just before (`isDamagedHere`).
+        guard let ours = try? ObjectHash.md5(ofFileAt: FileSystem.join(journal.replicasPath, file.relativePath)) else { return false }
+        report.bytesRead += file.size
+        guard ours == storeMD5 else { return true }
+        cache.store(.held(file.relativePath), target: key, file: file, identity: nil)
+        return false
     }
 
     /// Step 2: fetches `wanted` and imports it, verifying every byte before it lands under a

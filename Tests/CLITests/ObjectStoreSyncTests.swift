@@ -124,6 +124,26 @@ struct RunFailure: Error, CustomStringConvertible {
         let quiet = try cli.journal(["sync", "-C", alice, target, "--json"], environment: aws)
         #expect(quiet.status == 0 && quiet.stdout.contains(#""imported":[]"#) && quiet.stdout.contains(#""published":[]"#), "\(quiet.stdout)")
 
+        // The store's copy of Alice's segment damaged without changing its size (one byte in
+        // the middle): the store's MD5 no longer matches hers, so her next sync replaces it,
+        // and a machine that fetches it afterwards gets every stroke.
+        let aliceKey = try #require(listed.stdout.split(separator: "\n").first.map(String.init))
+        let objectPath = ":s3:boards/poster/replicas/" + aliceKey
+        let original = temp.path + "/original.sjs", damaged = temp.path + "/damaged.sjs"
+        #expect(try server.rclone(["copyto", objectPath, original]).status == 0)
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: original)))
+        bytes[bytes.count / 2] ^= 0x40
+        try Data(bytes).write(to: URL(fileURLWithPath: damaged))
+        #expect(try server.rclone(["copyto", damaged, objectPath]).status == 0)
+        let healing = try cli.journal(["sync", "-C", alice, target, "--json"], environment: aws)
+        #expect(healing.status == 0, "\(healing.stderr)")
+        #expect(healing.stdout.contains(#""replacedOnTarget":[""#), "\(healing.stdout)")
+        let restored = temp.path + "/restored.sjs"
+        #expect(try server.rclone(["copyto", objectPath, restored]).status == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: restored)) == Data(contentsOf: URL(fileURLWithPath: original)))
+        let healed = try cli.journal(["sync", "-C", alice, target, "--json"], environment: aws)
+        #expect(healed.status == 0 && healed.stdout.contains(#""replacedOnTarget":[]"#), "\(healed.stdout)")
+
         // What anyone may write into the store: a damaged segment under a valid name, a key
         // made to look like two listing lines, an object where a replica folder belongs.
         let damagedName = "00000000000000000001-00000000000000000009-00112233445566778899aabbccddeeff.sjs"

@@ -404,22 +404,29 @@ import JournalCompression
     @Test func anObjectStoreListingCannotBeForgedByAKeyName() {
         let replica = "0123456789abcdef0123456789abcdef"
         let segment = "00000000000000000001-00000000000000000009-00112233445566778899aabbccddeeff.sjs"
-        // What `rclone lsf -R --csv --format sp` prints for a board holding a real segment, a
-        // key made to look like a second record, a folder, and a key outside any replica folder.
+        let md5 = "9e107d9d372bb6826bd81d3542a419d6"
+        // What `rclone lsf -R --csv --format sph --hash MD5` prints for a board holding real
+        // segments (one whose MD5 the store knows, one without, one with a value that is no
+        // MD5), a key made to look like a second record, a folder, and a key outside any
+        // replica folder.
         let output = """
-            120,\(replica)/\(segment)
+            120,\(replica)/\(segment),\(md5.uppercased())
+            121,\(replica)/a\(segment),
+            122,\(replica)/b\(segment),"abc-2"
             5,"\(replica)/x
-            7,fedcba9876543210fedcba9876543210/\(segment)"
-            -1,\(replica)/
-            3,"notes,""old"".txt"
-            4,"\(replica)/tab\there"
+            7,fedcba9876543210fedcba9876543210/\(segment)",
+            -1,\(replica)/,
+            3,"notes,""old"".txt",
+            4,"\(replica)/tab\there",
 
             """
         let listing = RcloneTransport.parseListing(output, shownAs: "s3://b/replicas/")
         // The forged record stays one key (with an odd name, outside any replica folder),
         // never a segment of another replica.
-        #expect(listing.files.map(\.relativePath) == ["\(replica)/\(segment)"])
-        #expect(listing.files.first?.size == 120)
+        #expect(listing.files.map(\.relativePath) == ["\(replica)/\(segment)", "\(replica)/a\(segment)", "\(replica)/b\(segment)"])
+        #expect(listing.files.map(\.size) == [120, 121, 122])
+        // Only a real MD5 is compared later; another value is as good as none.
+        #expect(listing.files.map(\.storeMD5) == [md5, nil, nil])
         #expect(listing.ignored.map(\.file) == ["s3://b/replicas/" + "\(replica)/x\n7,fedcba9876543210fedcba9876543210/\(segment)".debugDescription,
                                                 "s3://b/replicas/notes,\"old\".txt",
                                                 "s3://b/replicas/" + "\(replica)/tab\there".debugDescription])

@@ -10,7 +10,8 @@ reconnects through HAProxy and sends again, under the same ids, every point not 
 with those drawn meanwhile (a pen keeps drawing while it reconnects). Meanwhile, every
 `--every` seconds, one of `--disruptions` happens (kill: kill -9, the data folder deleted with
 `--delete-disk`; freeze: SIGSTOP for `--freeze` seconds, then SIGCONT; damage: a store copy of
-a board's sealed segment cut to half; remove: one deleted), until `--events` of them have.
+a board's sealed segment cut to half or one of its bytes flipped (its size kept); remove: one
+deleted), until `--events` of them have.
 
 At the end the pens stop drawing and wait for their last acks, the nodes stop (SIGTERM:
 boards sealed and published), and each board's store copy is merged into a fresh journal.
@@ -238,9 +239,13 @@ def disrupt_now(kind, nodes, store, args, rng, log):
         log("%s: no sealed segment in the store yet" % kind)
         return None
     target = rng.choice(segments)
-    if kind == "damage":
+    if kind == "damage" and rng.random() < 0.5:
         size = objects.cut_to_half(target)
         log("store copy %s cut from %d to %d bytes" % (target, size, size // 2))
+    elif kind == "damage":
+        # The same size: only a hash (a folder's bytes, an object store's MD5) tells.
+        offset = objects.flip_a_byte(target, rng)
+        log("store copy %s: byte %d flipped, its size kept" % (target, offset))
     else:
         objects.remove(target)
         log("store copy %s removed" % target)
@@ -263,6 +268,16 @@ class FolderStore:
         with open(path, "r+b") as f:
             f.truncate(size // 2)
         return size
+
+    def flip_a_byte(self, name, rng):
+        path = os.path.join(self.root, name)
+        offset = rng.randrange(os.path.getsize(path))
+        with open(path, "r+b") as f:
+            f.seek(offset)
+            byte = f.read(1)[0]
+            f.seek(offset)
+            f.write(bytes([byte ^ 0x40]))
+        return offset
 
     def remove(self, name):
         os.remove(os.path.join(self.root, name))
@@ -291,6 +306,13 @@ class ObjectStore:
         whole = self.rclone("cat", self.remote + "/" + name)
         self.rclone("rcat", self.remote + "/" + name, data=whole[:len(whole) // 2])
         return len(whole)
+
+    def flip_a_byte(self, name, rng):
+        whole = bytearray(self.rclone("cat", self.remote + "/" + name))
+        offset = rng.randrange(len(whole))
+        whole[offset] ^= 0x40
+        self.rclone("rcat", self.remote + "/" + name, data=bytes(whole))
+        return offset
 
     def remove(self, name):
         self.rclone("deletefile", self.remote + "/" + name)
