@@ -22,18 +22,34 @@ extension Relay {
     }
 
     /// Syncs every open board with the cluster's store every `sharing.interval` seconds until
-    /// the task is cancelled or the relay closes (nothing to do without a store). Boards are
-    /// synced one after the other; a failure is reported and the next round tries again.
+    /// the task is cancelled or the relay closes (nothing to do without a store).
     public func shareOpenBoardsPeriodically() async {
         guard let sharing else { return }
         while !Task.isCancelled && !boards.withLock({ $0.closed }) {
             do { try await Task.sleep(for: .milliseconds(Int(max(0.05, sharing.interval) * 1000))) } catch { return }
-            for name in openBoards {
-                if let why = await sharing.sync(name, journal: FileSystem.join(dataDirectory, name.text), open: true) {
-                    report(.shareFailed(name, why: why))
-                }
+            await shareOpenBoardsOnce()
+        }
+    }
+
+    /// One periodic pass: each open board synced, one after the other; a failure is reported
+    /// and the next pass tries again. A board that a shared-ack round synced since the last
+    /// pass is skipped: the round did the same sync, and another would only make the next
+    /// round wait its turn. Returns the boards synced.
+    @discardableResult
+    public func shareOpenBoardsOnce() async -> [BoardName] {
+        guard let sharing else { return [] }
+        let syncedByRounds = sharedByRound.withLock { synced in
+            defer { synced = [] }
+            return synced
+        }
+        var synced: [BoardName] = []
+        for name in openBoards where !syncedByRounds.contains(name) {
+            synced.append(name)
+            if let why = await sharing.sync(name, journal: FileSystem.join(dataDirectory, name.text), open: true) {
+                report(.shareFailed(name, why: why))
             }
         }
+        return synced
     }
 
     /// One shared-ack round: seals what the board holds and publishes it; on success the store

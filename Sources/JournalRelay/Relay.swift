@@ -36,6 +36,10 @@ public final class Relay: Sendable {
     }
 
     let boards = Locked(Boards())
+    /// Boards a successful shared-ack round synced since the last periodic pass: the pass
+    /// leaves them alone (`shareOpenBoardsOnce`), so that a pen that keeps drawing is not
+    /// queued behind syncs that would move nothing new.
+    let sharedByRound = Locked(Set<BoardName>())
     /// Counters an operator reads (`metricsText`).
     public let metrics: RelayMetrics
     /// Who hears of boards opened and closed (a server's log), called with no lock held.
@@ -139,10 +143,11 @@ public final class Relay: Sendable {
             var sharedAcks: SharedAcks?
             let coverage = StoreCoverage()
             if ackMode == .shared, let sharing {
-                sharedAcks = SharedAcks(round: { [metrics] in
+                sharedAcks = SharedAcks(round: { [metrics, sharedByRound] in
                     let started = ProcessInfoLite.monotonicSeconds()
                     let why = await Self.shareRound(board, name, path: path, through: sharing, recordingIn: coverage)
                     metrics.round(of: name.text, succeeded: why == nil, seconds: ProcessInfoLite.monotonicSeconds() - started)
+                    if why == nil { sharedByRound.withLock { _ = $0.insert(name) } }
                     return why
                 }, failed: { [weak self] why in self?.report(.shareFailed(name, why: why)) })
             }

@@ -115,6 +115,30 @@ import Testing
         await relay.close()
     }
 
+    /// The periodic pass leaves alone a board that an ack round synced since the pass before
+    /// (the same sync again would only make the next round wait its turn), and syncs it again
+    /// once no round has.
+    @Test func thePeriodicSyncSkipsABoardThatARoundJustSynced() async throws {
+        let temp = TemporaryDirectory("cluster-periodic-skip")
+        defer { temp.remove() }
+        let store = PlayedStore()
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false),
+                              sharing: store, ackMode: .shared)
+        let pen = try await Self.connect(relay, "pen")
+        let quiet = try await Self.connect(relay, "quiet")
+        let received = Received(pen)
+        await pen.receive(text: Self.point(1))
+        #expect(await eventually(within: 120) { received.acks == [1] }, "acks: \(received.acks)")
+
+        let rounds = store.state.withLock { $0.rounds }
+        #expect(await relay.shareOpenBoardsOnce() == [try BoardName("quiet")], "the pen's board was synced again")
+        #expect(try await relay.shareOpenBoardsOnce().map(\.text).sorted() == ["pen", "quiet"])
+        #expect(store.state.withLock { $0.rounds } == rounds + 3)
+        received.stop()
+        _ = quiet
+        await relay.close()
+    }
+
     /// Under shared acks a joiner is shown only what the store holds: an event durable on the
     /// relay whose rounds keep failing is in no catch-up (were the relay lost with its disk, the
     /// joiner would show a stroke no journal holds); once a round puts it in the store, the
