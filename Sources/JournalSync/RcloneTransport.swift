@@ -273,6 +273,17 @@ struct RcloneTransport: Transport {
         return PublishOutcome(sent: relativePaths)
     }
 
+    var removesObjects: Bool { true }
+
+    func removeObjects(_ relativePaths: [String]) async throws(SyncError) {
+        guard !relativePaths.isEmpty else { return }
+        let list = try writeFileList(relativePaths, named: ".remove-list", in: staging)
+        // Only the listed objects: a filter, never a pattern, and nothing but files.
+        let arguments = ["delete", "--files-from-raw", list] + common + [remoteReplicas]
+        let result = try await run(arguments)
+        guard result.status == 0 else { throw failure(arguments, result) }
+    }
+
     func finish() {
         FileSystem.removeTree(staging)
     }

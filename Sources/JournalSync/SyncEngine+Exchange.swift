@@ -233,6 +233,9 @@ struct ExchangePass {
                     coverAppeared = true
                     continue
                 }
+                // An object store cannot be looked at without listing it: list again (the
+                // cover, if that is why, is read in the next pass).
+                if transport.removesObjects { coverAppeared = true }
                 report.rejected.append(Problem(.unreadable, file: shown(file), replica: file.replica,
                                                reason: "vanished before it could be copied"))
                 continue
@@ -334,12 +337,52 @@ struct ExchangePass {
                   remoteSizes[file.relativePath] != file.size || stillDamaged.contains(file.relativePath) else { continue }
             report.lackingOnTarget.append(file.relativePath)
         }
+        // Read again only if this sync retired files (it logged them).
+        let log = report.retired.isEmpty ? coverLog : CoverLog.load(journal)
         if let folder = transport.localFolder {
-            // Read again only if this sync retired files (it logged them).
-            let log = report.retired.isEmpty ? coverLog : CoverLog.load(journal)
             engine.removeCoveredFiles(remote, log: log, from: folder, alsoThere: Set(report.published), held: localNow.segmentKeys,
                                shown: shown, report: &report)
+        } else if transport.removesObjects {
+            await removeCoveredObjects(log: log, held: localNow.segmentKeys, sent: sent, report: &report)
         }
+    }
+
+    /// Rule 4 of docs/SYNC.md ("Covers") on an object store: an object this journal retired
+    /// whose final cover it holds is deleted once the store's copy of that cover is known to
+    /// be sound — this journal's copy verified against its name now, and the store's either
+    /// sent by this sync (verified before it went) or listed with the same MD5. A store
+    /// without MD5s keeps its covered objects (they cost bytes and fetches, never events).
+    /// A deletion that fails is left for the next sync.
+    private func removeCoveredObjects(log coverLog: CoverLog, held: Set<String>, sent: Set<String>, report: inout ReconcileReport) async {
+        guard !coverLog.isEmpty else { return }
+        let listed = Dictionary(remote.files.map { ($0.relativePath, $0) }, uniquingKeysWith: { first, _ in first })
+        var sound: [String: Bool] = [:]
+        var removable: [TreeListing.File] = []
+        for file in remote.files {
+            guard case .segment(let name) = file.classification, name.identifiesContents,
+                  let cover = coverLog.finalCover(of: file.relativePath), cover != file.relativePath,
+                  held.contains(cover), !held.contains(file.relativePath)
+            else { continue }
+            let verified = sound[cover] ?? isSoundInStore(cover, replica: file.replica, listed: listed[cover], sent: sent.contains(cover))
+            sound[cover] = verified
+            if verified { removable.append(file) }
+        }
+        guard !removable.isEmpty else { return }
+        do throws(SyncError) {
+            try await transport.removeObjects(removable.map(\.relativePath))
+            report.removedFromTarget += removable.map(shown)
+        } catch {
+            engine.progress?("covered objects left in the store for the next sync: \(error)")
+        }
+    }
+
+    private func isSoundInStore(_ cover: String, replica: ReplicaID, listed: TreeListing.File?, sent: Bool) -> Bool {
+        guard let name = SegmentName(fileName: String(cover.dropFirst(33))),
+              SegmentImporter.verifyFile(at: FileSystem.join(journal.replicasPath, cover), replica: replica, name: name) == nil
+        else { return false }
+        if sent { return true }
+        guard let listed, let md5 = listed.storeMD5 else { return false }
+        return (try? ObjectHash.md5(ofFileAt: FileSystem.join(journal.replicasPath, cover))) == md5
     }
 
     /// This journal's copies, each verified now, over the target's damaged ones (`damagedThere`).

@@ -18,6 +18,17 @@ protocol Transport {
     func finish()
     /// The target's `replicas/` folder when it is a local path this process may clean.
     var localFolder: String? { get }
+    /// Whether `removeObjects` works: an object store, whose objects can be deleted by name
+    /// (a folder is cleaned through `localFolder`; rsync cannot delete on condition).
+    var removesObjects: Bool { get }
+    /// Deletes target files (relative paths) that a verified cover in the target holds every
+    /// event of (docs/SYNC.md, "Covers", rule 4).
+    func removeObjects(_ relativePaths: [String]) async throws(SyncError)
+}
+
+extension Transport {
+    var removesObjects: Bool { false }
+    func removeObjects(_ relativePaths: [String]) async throws(SyncError) {}
 }
 
 /// What a publish sent, and where it refused to write.

@@ -167,6 +167,38 @@ struct RunFailure: Error, CustomStringConvertible {
         #expect(merged.status == 0, "\(merged.stderr)")
         #expect(try digest(carol) == together)
 
+        // Alice publishes more small files, one sync each, Bob importing each: her journal
+        // compacts them (a cover), and once the cover is in the store with her copy's MD5
+        // the objects it covers leave it. Bob retires his copies when he imports the cover,
+        // and a new machine fetches only what Alice holds.
+        let aliceReplica = String(aliceKey.prefix(32))
+        func removed(_ run: CLITests.Run) throws -> [String] {
+            #expect(run.status == 0, "\(run.stderr)")
+            let report = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+            return report["removedFromTarget"] as? [String] ?? []
+        }
+        var removedObjects: [String] = []
+        for seed in 3...6 {
+            #expect(try cli.journal(["record", "-C", alice], stdin: Self.strokes(2, seed: seed)).status == 0)
+            removedObjects += try removed(cli.journal(["sync", "-C", alice, target, "--json"], environment: aws))
+            #expect(try cli.journal(["sync", "-C", bob, target], environment: aws).status == 0)
+        }
+        _ = try cli.journal(["compact", "-C", alice])
+        removedObjects += try removed(cli.journal(["sync", "-C", alice, target, "--json"], environment: aws))
+        #expect(!removedObjects.isEmpty && removedObjects.allSatisfy { $0.contains("/replicas/" + aliceReplica + "/") }, "\(removedObjects)")
+        let held = try FileManager.default.contentsOfDirectory(atPath: alice + "/replicas/" + aliceReplica).filter { $0.hasSuffix(".sjs") }.sorted()
+        let stored = try server.rclone(["lsf", "--files-only", ":s3:boards/poster/replicas/" + aliceReplica])
+        #expect(stored.stdout.split(separator: "\n").map(String.init).sorted() == held, "store: \(stored.stdout) held: \(held)")
+        let bobAfter = try cli.journal(["sync", "-C", bob, target, "--json"], environment: aws)
+        #expect(bobAfter.status == 0 && bobAfter.stdout.contains(#""retired":[""#), "\(bobAfter.stdout)")
+        let all = try digest(alice)
+        #expect(try digest(bob) == all)
+        let dave = temp.path + "/dave"
+        #expect(try cli.journal(["merge", target, "--into", dave], environment: aws).status == 0)
+        #expect(try digest(dave) == all)
+        let daveFiles = try FileManager.default.contentsOfDirectory(atPath: dave + "/replicas/" + aliceReplica)
+        #expect(daveFiles.filter { $0.hasSuffix(".sjs") }.sorted() == held, "\(daveFiles)")
+
         // Wrong keys: rclone's refusal, quoted; no key in the message.
         var wrong = aws
         wrong["AWS_SECRET_ACCESS_KEY"] = "not-the-secret-" + server.secretKey
