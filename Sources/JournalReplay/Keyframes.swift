@@ -26,6 +26,10 @@ struct Keyframes {
         /// Slots whose state then differs from the snapshot's (or, not yet created, from an
         /// empty stroke's), in slot order.
         var changes: [Change]
+        /// The lowest and highest wall time of the events since the keyframe before (the
+        /// first: since the start): a wall-clock moment counts these events without reading
+        /// them unless its time falls inside (`WallCensus`).
+        var walls: ClosedRange<Int64>?
     }
 
     struct Change {
@@ -36,6 +40,9 @@ struct Keyframes {
     }
 
     var frames: [Frame]
+    /// The wall times of the snapshot's events after the last keyframe (all of them without
+    /// one); nil when there are none.
+    var tailWalls: ClosedRange<Int64>?
 
     /// A keyframe every this many events, at most `maximumFrames` of them: the merge from a
     /// keyframe decodes at most about one interval of events.
@@ -99,9 +106,11 @@ struct KeyframeCapture {
     var pointCounts: [Int32]
     var ended: [Bool]
     var visibilities: [(slot: Int32, key: CompactKey, visible: Bool)]
+    var walls: ClosedRange<Int64>?
 
-    init(of state: OrderedFoldState, events: Int, lastKey: CompactKey, cursors: [UInt64]) {
+    init(of state: OrderedFoldState, events: Int, lastKey: CompactKey, cursors: [UInt64], walls: ClosedRange<Int64>?) {
         self.events = events
+        self.walls = walls
         self.lastKey = lastKey
         self.cursors = cursors
         created = state.creationOrder.count
@@ -135,7 +144,7 @@ struct KeyframeCapture {
             }
         }
         return Keyframes.Frame(events: events, lastKey: lastKey, cursors: cursors, created: created,
-                               latestClear: latestClear, changes: changes)
+                               latestClear: latestClear, changes: changes, walls: walls)
     }
 
     private static func same(_ a: (key: CompactKey, visible: Bool)?, _ b: (key: CompactKey, visible: Bool)?) -> Bool {
@@ -152,8 +161,29 @@ struct KeyframeCapture {
 extension Keyframes {
     /// `local/snapshots/latest.sjkeys`: a cache like the snapshot, never synced, ignored when
     /// damaged or when it was not made with the snapshot beside it (docs/SYNC.md, "Keyframes").
-    /// Version 2: version 1 sealed (`CacheSeal`, by `SnapshotStore`).
-    static let magic: [UInt8] = Array("SJKEYS02".utf8)
+    /// Version 2: version 1 sealed (`CacheSeal`, by `SnapshotStore`); version 3: each frame's
+    /// wall census, and the tail's.
+    static let magic: [UInt8] = Array("SJKEYS03".utf8)
+
+    static func put(_ walls: ClosedRange<Int64>?, _ out: inout ByteWriter) {
+        guard let walls else { out.append(0); return }
+        out.append(1)
+        out.appendZigZag(walls.lowerBound)
+        out.appendVarint(UInt64(bitPattern: walls.upperBound &- walls.lowerBound))
+    }
+
+    static func takeWalls(_ reader: inout ByteReader) throws(DecodeError) -> ClosedRange<Int64>? {
+        let offset = reader.offset
+        switch try reader.readByte() {
+        case 0: return nil
+        case 1:
+            let low = try reader.readZigZag()
+            let (high, overflow) = low.addingReportingOverflow(Int64(bitPattern: try reader.readVarint()))
+            guard !overflow, low <= high else { throw .malformed(offset: offset, reason: "wall census") }
+            return low...high
+        default: throw .malformed(offset: offset, reason: "wall census flag")
+        }
+    }
 
     /// `snapshotCheck` names the snapshot the keyframes cut back: its header's CRC-32, which
     /// covers every chunk's CRC, so a different snapshot is a different number.
@@ -183,7 +213,9 @@ extension Keyframes {
                 out.append(flags)
                 if let visibility = change.visibility { Snapshot.putKey(visibility.key, &out) }
             }
+            Self.put(frame.walls, &out)
         }
+        Self.put(tailWalls, &out)
         out.appendLE(CRC32.checksum(out.bytes))
         return out.bytes
     }
@@ -228,11 +260,13 @@ extension Keyframes {
                         let visibility = flags & 2 != 0 ? (key: try Snapshot.takeKey(&reader), visible: flags & 4 != 0) : nil
                         changes.append(Change(slot: slot, points: points, ended: flags & 1 != 0, visibility: visibility))
                     }
+                    let walls = try takeWalls(&reader)
                     frames.append(Frame(events: eventsSoFar, lastKey: lastKey, cursors: cursors, created: createdThen,
-                                        latestClear: latestClear, changes: changes))
+                                        latestClear: latestClear, changes: changes, walls: walls))
                 }
+                let tailWalls = try takeWalls(&reader)
                 guard reader.isAtEnd else { return nil }
-                return Keyframes(frames: frames)
+                return Keyframes(frames: frames, tailWalls: tailWalls)
             } catch {
                 return nil
             }

@@ -12,17 +12,23 @@ struct WallTimes {
 
     /// How many events the moment holds; `.events(n)` is the caller's to clamp.
     func count(at moment: Moment) -> Int {
+        Self.count(at: moment, total: sorted.count, last: last, madeBy: made(by:))
+    }
+
+    /// The same from a journal's `total` events, its `last` wall time and how many events were
+    /// made by a time (`WallCensus` counts them without holding every wall time).
+    static func count(at moment: Moment, total: Int, last: Int64?, madeBy made: (Int64) -> Int) -> Int {
         switch moment {
         case .events(let count):
-            return min(max(count, 0), sorted.count)
+            return min(max(count, 0), total)
         case .end:
-            return sorted.count
+            return total
         case .wallTime(let time):
-            return made(by: time)
+            return made(time)
         case .beforeEnd(let milliseconds):
             guard let last else { return 0 }
             let (cut, overflow) = last.subtractingReportingOverflow(milliseconds)
-            return made(by: overflow ? Int64.min : cut)
+            return made(overflow ? Int64.min : cut)
         }
     }
 
@@ -48,7 +54,8 @@ extension Replay {
 
     /// The drawing at `moment` without holding every event in memory (`History` does): the
     /// ordered merge stops after the moment's events. `.end` is `load`'s drawing (snapshots
-    /// and all); a wall-clock moment reads every event's wall time first.
+    /// and all); a wall-clock moment is counted from the keyframes' wall census, or else from
+    /// every event's wall time.
     public static func drawing(at moment: Moment, in directory: JournalDirectory) -> AtMoment {
         if moment == .end {
             let (drawing, report) = load(directory)
@@ -56,6 +63,10 @@ extension Replay {
         }
         let set = SegmentSet.load(directory)
         guard case .events(let asked) = moment else {
+            // The keyframes' wall census reads only the events whose times straddle the moment.
+            if let census = WallCensus(directory, set) {
+                return drawing(ofFirst: census.count(at: moment), set, directory: directory, clocksChecked: !census.hasFreshEvents)
+            }
             var report = ReplayReport()
             let (times, clocksRise) = uniqueWallTimes(set, report: &report)
             return drawing(ofFirst: WallTimes(times).count(at: moment), set, directory: directory, clocksChecked: clocksRise)

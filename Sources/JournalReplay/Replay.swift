@@ -57,7 +57,7 @@ public enum Replay {
         merge.keyframeInterval = keyframeInterval ?? Keyframes.interval(forEvents: set.blockEventCount)
         guard merge.run(report: &report) != nil else { return nil }
         var snapshot = makeSnapshot(of: merge, set: set, replicas: set.replicas, report: report)
-        snapshot.keyframes = Keyframes(frames: merge.keyframes.map { $0.frame(against: merge.state) })
+        snapshot.keyframes = Keyframes(frames: merge.keyframes.map { $0.frame(against: merge.state) }, tailWalls: merge.tailWalls)
         return snapshot
     }
 

@@ -240,7 +240,11 @@ struct RcloneTransport: Transport {
         // takes no size filter beside a list of files, so --max-transfer bounds the whole: an
         // object replaced by a huge one since the listing cannot fill this disk.
         let listedBytes = files.reduce(Int64(0)) { $0 + max($1.size, 0) }
-        let arguments = ["copy", "--files-from-raw", list, "--no-traverse", "--max-transfer", "\(listedBytes + 1 << 20)B"]
+        // Sixteen objects at a time (rclone's four made adopting a board of 238 small objects
+        // from a local S3 take 2.9 s, sixteen 0.9 s), each read ahead by 1 MiB at most so that
+        // the many are no more memory than rclone's default four.
+        let arguments = ["copy", "--files-from-raw", list, "--no-traverse", "--max-transfer", "\(listedBytes + 1 << 20)B",
+                         "--transfers", "16", "--checkers", "16", "--buffer-size", "1M"]
             + common + [remoteReplicas, staging]
         let result = try await run(arguments)
         // Some objects vanished, could not be read or went over the bound (status 8): what

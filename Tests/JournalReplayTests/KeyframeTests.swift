@@ -76,6 +76,54 @@ import Testing
         }
     }
 
+    /// A wall-clock moment counted from the keyframes' wall census holds exactly the events
+    /// that every event's wall time says, wherever the time falls (before all, between, on and
+    /// after each time, inside intervals whose times straddle it), with clocks that follow
+    /// the wall and clocks that do not, and with events the snapshot lacks on top.
+    @Test(arguments: [false, true])
+    func aWallClockMomentCountedFromTheCensusHoldsWhatEveryWallTimeSays(clocksOff: Bool) throws {
+        let temp = TemporaryDirectory("keyframes-wall-census")
+        defer { temp.remove() }
+        var random = SeededGenerator(seed: clocksOff ? 11 : 12)
+        // Walls rise with the total order, a few milliseconds apart and often equal; with
+        // `clocksOff` one replica's clock runs ten seconds behind and jumps about.
+        var events = Self.events(count: 400).sorted { ($0.lamport, $0.id.replica, $0.id.seq) < ($1.lamport, $1.id.replica, $1.id.seq) }
+        let laggard = events[0].id.replica
+        var wall: Int64 = 1_790_000_000_000
+        for index in events.indices {
+            wall += Int64(random.next() % 4)
+            events[index].wallTime = clocksOff && events[index].id.replica == laggard ? wall - 10_000 + Int64(random.next() % 9_000) : wall
+        }
+        let later = Array(events.suffix(60))
+        let journal = try HistoryTests.journal(at: temp.path + "/j", Array(events.dropLast(60)), perSegment: 40)
+        var report = ReplayReport()
+        try SnapshotStore.write(try #require(Replay.fullSnapshot(SegmentSet.load(journal), report: &report, keyframeInterval: 16)), to: journal)
+        for withLater in [false, true] {
+            if withLater { try Self.add(later, to: journal) }
+            let set = SegmentSet.load(journal)
+            let census = try #require(WallCensus(journal, set), "no census for the snapshot's keyframes")
+            #expect(census.hasFreshEvents == withLater)
+            var unused = ReplayReport()
+            let every = WallTimes(Replay.uniqueWallTimes(set, report: &unused).times)
+            let walls = Set(events.map(\.wallTime))
+            var moments: [Moment] = [.wallTime(.min), .wallTime(.max), .beforeEnd(milliseconds: 0), .beforeEnd(milliseconds: .max), .beforeEnd(milliseconds: -5)]
+            for (index, time) in walls.sorted().enumerated() where index % 5 == 0 {
+                moments += [.wallTime(time - 1), .wallTime(time), .wallTime(time + 1)]
+            }
+            for back in stride(from: Int64(0), through: 12_000, by: 250) { moments.append(.beforeEnd(milliseconds: back)) }
+            for moment in moments {
+                #expect(census.count(at: moment) == every.count(at: moment), "\(moment), later events: \(withLater)")
+            }
+            // And the drawing at such a moment is the history's at that count.
+            let history = History(set)
+            for moment in [Moment.beforeEnd(milliseconds: 1_000), .beforeEnd(milliseconds: 5_000), .wallTime(events[200].wallTime)] {
+                let then = Replay.drawing(at: moment, in: journal)
+                #expect(then.events == every.count(at: moment))
+                #expect(then.drawing == history.drawing(ofFirst: then.events), "\(moment)")
+            }
+        }
+    }
+
     @Test func keyframesApplyWhileNewEventsComeAfterTheSnapshotAndNotOnceOneSortsBefore() throws {
         let temp = TemporaryDirectory("keyframes-growth")
         defer { temp.remove() }
