@@ -49,3 +49,22 @@ extension Drawing {
     }
 }
 
+
+/// A drawing in brief: its digest and what `journal digest --json` counts of its strokes.
+public struct DrawingSummary: Sendable, Equatable {
+    public var digest: String
+    /// Strokes with at least one point, hidden ones included.
+    public var strokes: Int
+    public var visibleStrokes: Int
+
+    public init(digest: String, strokes: Int, visibleStrokes: Int) {
+        self.digest = digest
+        self.strokes = strokes
+        self.visibleStrokes = visibleStrokes
+    }
+
+    public init(_ drawing: Drawing) {
+        self.init(digest: drawing.digest, strokes: drawing.strokes.count,
+                  visibleStrokes: drawing.strokes.reduce(0) { $0 + ($1.visible ? 1 : 0) })
+    }
+}

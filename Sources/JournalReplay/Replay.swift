@@ -24,7 +24,7 @@ public enum Replay {
                 report.digest = snapshot.digest
             } else if fresh >= SnapshotStore.automaticThreshold && fresh * 4 >= next.eventCount {
                 var next = next
-                next.digest = drawing.digest
+                next.summary = DrawingSummary(drawing)
                 report.digest = next.digest
                 do { report.snapshotWritten = try SnapshotStore.write(next, to: directory, atMost: SnapshotStore.automaticSizeLimit(set)) } catch {
                     report.snapshotNotWritten = error
@@ -39,7 +39,7 @@ public enum Replay {
             // A quarantined event may become plausible as the set grows: a snapshot would hide it.
             if snapshot.eventCount >= SnapshotStore.automaticThreshold && snapshot.forks.isEmpty && report.quarantinedEvents == 0 {
                 // The snapshot stores the digest; the caller most likely prints it too.
-                snapshot.digest = drawing.digest
+                snapshot.summary = DrawingSummary(drawing)
                 report.digest = snapshot.digest
                 do { report.snapshotWritten = try SnapshotStore.write(snapshot, to: directory, atMost: SnapshotStore.automaticSizeLimit(set)) } catch {
                     report.snapshotNotWritten = error
@@ -91,9 +91,9 @@ public enum Replay {
     /// The digest `load(directory)` would report, when the newest snapshot holds it and covers
     /// every event of the journal: then the drawing is the snapshot's and nothing needs
     /// decoding. Nil otherwise (then load and hash). The problems are those `load` reports.
-    public static func cachedDigest(_ directory: JournalDirectory) -> (digest: String, problems: [Problem])? {
+    public static func cachedDigest(_ directory: JournalDirectory) -> CachedDigest? {
         let set = SegmentSet.load(directory)
-        guard let snapshot = SnapshotStore.newest(directory, for: set, headerOnly: true), let digest = snapshot.digest,
+        guard let snapshot = SnapshotStore.newest(directory, for: set, headerOnly: true), let summary = snapshot.summary,
               let (fresh, skipThrough) = rest(of: set, after: snapshot)
         else { return nil }
         // Exactly the blocks `continueFrom` would skip unread (ReplicaStream: a block whose
@@ -101,7 +101,16 @@ public enum Replay {
         for member in fresh.members {
             for block in member.scan.blocks where block.frame.lastSeq > skipThrough[member.replica] ?? 0 { return nil }
         }
-        return (digest, set.problems)
+        return CachedDigest(summary: summary, events: snapshot.eventCount, points: snapshot.pointCount, problems: set.problems)
+    }
+
+    /// What `cachedDigest` found in the snapshot's header.
+    public struct CachedDigest: Sendable {
+        public var summary: DrawingSummary
+        public var events: Int
+        public var points: Int
+        public var problems: [Problem]
+        public var digest: String { summary.digest }
     }
 
     /// What of `set` a snapshot does not hold, or nil when continuing from it would not give

@@ -17,7 +17,7 @@ struct Snapshot {
     /// A file of any other version is ignored and rebuilt: version 1 held raw Doubles (15× the
     /// journal), version 2 decimal-grid columns (1.8× the journal's segments for device values,
     /// whose every point was an exception), version 3 had no seal.
-    static let magic: [UInt8] = Array("SJSNAP04".utf8)
+    static let magic: [UInt8] = Array("SJSNAP05".utf8)
 
     /// Replicas in id order; keys in `state` use indexes into this list.
     var replicas: [ReplicaID]
@@ -33,10 +33,12 @@ struct Snapshot {
     var duplicateEvents: Int
     var forks: [EventID]
     var state: OrderedFoldState
-    /// `state.finish().digest`, when whoever wrote the snapshot computed it from this very
-    /// state: the digest is a pure function of the state, so a load that applies nothing on
-    /// top of the snapshot may print it without hashing the drawing again.
-    var digest: String? = nil
+    /// What `state.finish()` draws, in brief, when whoever wrote the snapshot computed it
+    /// from this very state: a pure function of the state, so a load that applies nothing on
+    /// top of the snapshot may print it (`journal digest`, with `--json` too) without decoding
+    /// or hashing the drawing again.
+    var summary: DrawingSummary? = nil
+    var digest: String? { summary?.digest }
     /// The CRC-32 stored after the header, which covers every chunk's CRC: it names this very
     /// snapshot, so keyframes made with it can tell it apart from any other (0 until encoded
     /// or decoded).
@@ -99,9 +101,11 @@ struct Snapshot {
             header.append(contentsOf: fork.replica.bits.bytes)
             header.appendVarint(fork.seq)
         }
-        if let digestBytes = digest.flatMap(Self.digestBytes) {
+        if let summary, let digestBytes = Self.digestBytes(summary.digest) {
             header.append(1)
             header.append(contentsOf: digestBytes)
+            header.appendVarint(UInt64(summary.strokes))
+            header.appendVarint(UInt64(summary.visibleStrokes))
         } else {
             header.append(0)
         }
@@ -197,10 +201,14 @@ struct Snapshot {
                     let replica = ReplicaID(Snapshot.uuid(try reader.readBytes(16)))
                     forks.append(EventID(replica: replica, seq: try reader.readVarint()))
                 }
-                var digest: String?
+                var summary: DrawingSummary?
                 switch try reader.readByte() {
                 case 0: break
-                case 1: digest = hex(try reader.readBytes(32))
+                case 1:
+                    let digest = hex(try reader.readBytes(32))
+                    let strokes = try count(&reader), visible = try count(&reader)
+                    guard visible <= strokes else { throw DecodeError.malformed(offset: reader.offset, reason: "visible strokes") }
+                    summary = DrawingSummary(digest: digest, strokes: strokes, visibleStrokes: visible)
                 default: throw DecodeError.malformed(offset: reader.offset, reason: "digest flag")
                 }
                 var state = OrderedFoldState()
@@ -249,7 +257,7 @@ struct Snapshot {
                     header.creationOrder = state.creationOrder
                     return Snapshot(replicas: replicas, covered: covered, lastLamports: lastLamports, sealedNames: names,
                                     lastKey: lastKey, eventCount: eventCount, pointCount: pointCount, maxLamport: maxLamport,
-                                    duplicateEvents: duplicates, forks: forks, state: header, digest: digest, headerCheck: stored,
+                                    duplicateEvents: duplicates, forks: forks, state: header, summary: summary, headerCheck: stored,
                                     headerStrokeCount: strokeCount)
                 }
 
@@ -296,7 +304,7 @@ struct Snapshot {
                 else { return nil }
                 return Snapshot(replicas: replicas, covered: covered, lastLamports: lastLamports, sealedNames: names,
                                 lastKey: lastKey, eventCount: eventCount, pointCount: pointCount, maxLamport: maxLamport,
-                                duplicateEvents: duplicates, forks: forks, state: state, digest: digest, headerCheck: stored,
+                                duplicateEvents: duplicates, forks: forks, state: state, summary: summary, headerCheck: stored,
                                 headerStrokeCount: strokeCount)
             } catch {
                 return nil

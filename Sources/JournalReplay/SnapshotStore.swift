@@ -40,7 +40,7 @@ public enum SnapshotStore {
     /// Writes the snapshot; nil when it would be larger than `atMost` bytes.
     static func write(_ snapshot: Snapshot, to directory: JournalDirectory, atMost limit: Int) throws(IOError) -> Info? {
         var snapshot = snapshot
-        if snapshot.digest == nil { snapshot.digest = snapshot.state.finish().digest }
+        if snapshot.summary == nil { snapshot.summary = DrawingSummary(snapshot.state.finish()) }
         let bytes = snapshot.encoded()
         guard bytes.count <= limit else { return nil }
         return try write(bytes: bytes, of: snapshot, to: directory)
@@ -48,7 +48,7 @@ public enum SnapshotStore {
 
     static func write(_ snapshot: Snapshot, to directory: JournalDirectory) throws(IOError) -> Info {
         var snapshot = snapshot
-        if snapshot.digest == nil { snapshot.digest = snapshot.state.finish().digest }
+        if snapshot.summary == nil { snapshot.summary = DrawingSummary(snapshot.state.finish()) }
         return try write(bytes: snapshot.encoded(), of: snapshot, to: directory)
     }
 

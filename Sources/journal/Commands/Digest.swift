@@ -31,38 +31,41 @@ extension JournalCommand {
                 if let then = try moment.atMoment(journal) {
                     reportProblems(then.report)
                     let drawing = then.drawing
-                    Terminal.write(json ? digestJSON(drawing.digest, drawing, then.report, eventsAtMoment: then.events) : drawing.digest + "\n")
+                    // Points are counted from the drawing then, not the journal.
+                    let points = drawing.strokes.reduce(0) { $0 + $1.points.count }
+                    Terminal.write(json ? digestJSON(DrawingSummary(drawing), events: then.events, points: points) : drawing.digest + "\n")
                     Terminal.flush()
                     return
                 }
-                if !json, let cached = Replay.cachedDigest(journal) {
-                    // The snapshot covers every event: its digest is the drawing's, unhashed.
+                if let cached = Replay.cachedDigest(journal) {
+                    // The snapshot covers every event: its header holds the drawing's digest
+                    // and counts, so nothing is decoded or hashed.
                     var report = ReplayReport()
                     report.problems = cached.problems
                     reportProblems(report)
-                    Terminal.write(cached.digest + "\n")
+                    Terminal.write(json ? digestJSON(cached.summary, events: cached.events, points: cached.points) : cached.digest + "\n")
                     Terminal.flush()
                     return
                 }
                 let (drawing, report) = Replay.load(journal)
                 reportProblems(report)
-                let digest = report.digest ?? drawing.digest
+                var summary = DrawingSummary(digest: "", strokes: drawing.strokes.count,
+                                             visibleStrokes: drawing.strokes.reduce(0) { $0 + ($1.visible ? 1 : 0) })
+                summary.digest = report.digest ?? drawing.digest
                 Terminal.write(json
-                    ? digestJSON(digest, drawing, report)
-                    : digest + "\n")
+                    ? digestJSON(summary, events: report.eventCount, points: report.pointCount)
+                    : summary.digest + "\n")
                 Terminal.flush()
             }
         }
 
-        /// `eventsAtMoment`: with --at, the events the drawing then holds (points are counted
-        /// from the drawing then, not the journal).
-        private func digestJSON(_ digest: String, _ drawing: Drawing, _ report: ReplayReport, eventsAtMoment: Int? = nil) -> String {
+        private func digestJSON(_ summary: DrawingSummary, events: Int, points: Int) -> String {
             var object = JSONObject()
-            object.add("digest", digest)
-            object.add("events", eventsAtMoment ?? report.eventCount)
-            object.add("points", eventsAtMoment == nil ? report.pointCount : drawing.strokes.reduce(0) { $0 + $1.points.count })
-            object.add("strokes", drawing.strokes.count)
-            object.add("visibleStrokes", drawing.strokes.reduce(0) { $0 + ($1.visible ? 1 : 0) })
+            object.add("digest", summary.digest)
+            object.add("events", events)
+            object.add("points", points)
+            object.add("strokes", summary.strokes)
+            object.add("visibleStrokes", summary.visibleStrokes)
             return object.text + "\n"
         }
     }
