@@ -49,9 +49,9 @@ extension JournalCommand {
                 }
                 let (drawing, report) = Replay.load(journal)
                 reportProblems(report)
-                var summary = DrawingSummary(digest: "", strokes: drawing.strokes.count,
+                // The digest a snapshot holds, else hashed now.
+                let summary = DrawingSummary(digest: report.digest ?? drawing.digest, strokes: drawing.strokes.count,
                                              visibleStrokes: drawing.strokes.reduce(0) { $0 + ($1.visible ? 1 : 0) })
-                summary.digest = report.digest ?? drawing.digest
                 Terminal.write(json
                     ? digestJSON(summary, events: report.eventCount, points: report.pointCount)
                     : summary.digest + "\n")
