@@ -92,7 +92,6 @@ extension Relay {
         return nil
     }
 
-
     // MARK: Leases (one owner per board)
 
     /// Claims board `name`'s lease for this node; nil once held, else the refusal a client gets.

@@ -49,7 +49,6 @@ extension Drawing {
     }
 }
 
-
 /// A drawing in brief: its digest and what `journal digest --json` counts of its strokes.
 public struct DrawingSummary: Sendable, Equatable {
     public var digest: String
