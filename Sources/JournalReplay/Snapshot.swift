@@ -12,11 +12,12 @@ import JournalFormat
 /// snapshot) or a new copy of covered seqs (a re-cut segment, a conflict copy, a fork) means a
 /// full replay, so a snapshot can never make the drawing differ from a full replay.
 struct Snapshot {
-    /// Version 4: version 3's columns, in chunks decoded in parallel, each column coded as a
-    /// block codes it (`SnapshotChunks`), and the file sealed (`CacheSeal`, by `SnapshotStore`).
+    /// Version 5: version 3's columns, in chunks decoded in parallel, each column coded as a
+    /// block codes it (`SnapshotChunks`), the file sealed (`CacheSeal`, by `SnapshotStore`),
+    /// and the drawing's summary in the header (`DrawingSummary`).
     /// A file of any other version is ignored and rebuilt: version 1 held raw Doubles (15× the
     /// journal), version 2 decimal-grid columns (1.8× the journal's segments for device values,
-    /// whose every point was an exception), version 3 had no seal.
+    /// whose every point was an exception), version 3 had no seal, version 4 only the digest.
     static let magic: [UInt8] = Array("SJSNAP05".utf8)
 
     /// Replicas in id order; keys in `state` use indexes into this list.
