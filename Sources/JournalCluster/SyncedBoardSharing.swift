@@ -28,6 +28,10 @@ public struct SyncedBoardSharing: BoardSharing {
     }
 
     public func sync(_ board: BoardName, journal path: String, open: Bool) async -> String? {
+        await syncRepairing(board, journal: path, open: open).failure
+    }
+
+    public func syncRepairing(_ board: BoardName, journal path: String, open: Bool) async -> (failure: String?, repairs: StoreRepairs) {
         await queue.serially(board.text) {
             do {
                 let journal = try JournalDirectory.openOrCreate(at: path)
@@ -38,16 +42,17 @@ public struct SyncedBoardSharing: BoardSharing {
                 // is sealed first (what a killed relay left in its open segment) and compacted,
                 // which publishes fewer, larger files.
                 let report = try await engine.sync(try target(board), seal: !open, compact: !open, create: true)
+                let repairs = StoreRepairs(damagedReplaced: report.replacedOnTarget.count, lostRestored: report.restoredOnTarget.count)
                 // A sync that did not fail may still have left a segment out (a damaged copy in
                 // the store under its name, a file that did not verify): not in the store, so
                 // not shared, which an open board's ack round must know. (Before a board opens,
                 // what matters is what came in: a store refusing a write must not keep it closed.)
                 if open, let first = report.lackingOnTarget.first {
-                    return "\(report.lackingOnTarget.count) segment(s) not in the store after the sync (\(first)…)"
+                    return ("\(report.lackingOnTarget.count) segment(s) not in the store after the sync (\(first)…)", repairs)
                 }
-                return nil
+                return (nil, repairs)
             } catch {
-                return "\(error)"
+                return ("\(error)", StoreRepairs())
             }
         }
     }

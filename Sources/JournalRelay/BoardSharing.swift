@@ -15,18 +15,40 @@ public protocol BoardSharing: Sendable {
     func adopt(_ board: BoardName, journal path: String) async -> Bool
     /// Seconds between two syncs of an open board.
     var interval: Double { get }
+    /// `sync`, saying also what it repaired in the store (what an operator's metrics count).
+    func syncRepairing(_ board: BoardName, journal path: String, open: Bool) async -> (failure: String?, repairs: StoreRepairs)
+}
+
+extension BoardSharing {
+    public func syncRepairing(_ board: BoardName, journal path: String, open: Bool) async -> (failure: String?, repairs: StoreRepairs) {
+        (await sync(board, journal: path, open: open), StoreRepairs())
+    }
+}
+
+/// Copies a sync put back into the cluster's store: damaged ones replaced by this node's
+/// verified segments, lost ones (held there at an earlier sync) published again.
+public struct StoreRepairs: Sendable, Equatable {
+    public var damagedReplaced = 0
+    public var lostRestored = 0
+
+    public init(damagedReplaced: Int = 0, lostRestored: Int = 0) {
+        self.damagedReplaced = damagedReplaced
+        self.lostRestored = lostRestored
+    }
 }
 
 /// A relay's store, every sync counted and timed (`strokejournal_store_syncs_total`,
-/// `strokejournal_store_sync_seconds`): what an operator sees of the store.
+/// `strokejournal_store_sync_seconds`) and its repairs counted (`strokejournal_store_repairs_total`):
+/// what an operator sees of the store.
 struct MeasuredSharing: BoardSharing {
     let store: BoardSharing
     let metrics: RelayMetrics
 
     func sync(_ board: BoardName, journal path: String, open: Bool) async -> String? {
         let started = ProcessInfoLite.monotonicSeconds()
-        let why = await store.sync(board, journal: path, open: open)
+        let (why, repairs) = await store.syncRepairing(board, journal: path, open: open)
         metrics.storeSynced(succeeded: why == nil, seconds: ProcessInfoLite.monotonicSeconds() - started)
+        metrics.storeRepaired(repairs)
         return why
     }
 

@@ -33,6 +33,8 @@ public final class RelayMetrics: Sendable {
     private let storeSyncsSucceeded: CoreMetrics.Counter
     private let storeSyncsFailed: CoreMetrics.Counter
     private let storeSyncDuration: CoreMetrics.Timer
+    private let storeDamagedReplaced: CoreMetrics.Counter
+    private let storeLostRestored: CoreMetrics.Counter
     private let bytesReceived: CoreMetrics.Counter
     private let bytesSent: CoreMetrics.Counter
     private let boardsOpen: Prometheus.Gauge
@@ -69,6 +71,8 @@ public final class RelayMetrics: Sendable {
         storeSyncsSucceeded = counter("store_syncs_total", [("outcome", "ok")])
         storeSyncsFailed = counter("store_syncs_total", [("outcome", "failed")])
         storeSyncDuration = timer("store_sync_seconds")
+        storeDamagedReplaced = counter("store_repairs_total", [("kind", "damaged-replaced")])
+        storeLostRestored = counter("store_repairs_total", [("kind", "lost-restored")])
         bytesReceived = counter("bytes_received_total")
         bytesSent = counter("bytes_sent_total")
         boardsOpen = registry.makeGauge(name: "strokejournal_boards_open", help: "Boards open on this relay.")
@@ -141,6 +145,12 @@ public final class RelayMetrics: Sendable {
     func storeSynced(succeeded: Bool, seconds: Double) {
         (succeeded ? storeSyncsSucceeded : storeSyncsFailed).increment()
         storeSyncDuration.recordNanoseconds(Int64(max(0, seconds) * 1e9))
+    }
+
+    /// Copies a sync put back into the store.
+    func storeRepaired(_ repairs: StoreRepairs) {
+        if repairs.damagedReplaced > 0 { storeDamagedReplaced.increment(by: repairs.damagedReplaced) }
+        if repairs.lostRestored > 0 { storeLostRestored.increment(by: repairs.lostRestored) }
     }
 
     /// WebSocket payload bytes read from clients.

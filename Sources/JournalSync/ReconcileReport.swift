@@ -52,6 +52,9 @@ public struct ReconcileReport: Sendable {
     /// The target's damaged copies of segments this journal holds (another size, or the same
     /// size and not their name's hash), replaced by this journal's verified copies.
     public var replacedOnTarget: [String] = []
+    /// Segments the target held at an earlier sync (this journal had verified its copy there)
+    /// and lacked at this one, published again: a copy lost from the target.
+    public var restoredOnTarget: [String] = []
     /// This journal's damaged copies of segments the target holds (another size, or the same
     /// size and not their name's hash), replaced by the target's copies once they verified.
     public var repairedHere: [String] = []
@@ -91,6 +94,9 @@ extension ReconcileReport {
             + (nothingNew ? " (nothing new)" : ""))
         if !compacted.isEmpty { lines.append("compacted: wrote \(Wording.counted(compacted.count, "cover")) of runs of small segments") }
         if !retired.isEmpty { lines.append("retired \(Wording.counted(retired.count, "segment")) that a verified file covers") }
+        if !restoredOnTarget.isEmpty {
+            lines.append("published again \(Wording.counted(restoredOnTarget.count, "segment")) that \(target) had held and lost")
+        }
         if !replacedOnTarget.isEmpty {
             lines.append("replaced \(Wording.counted(replacedOnTarget.count, "damaged copy", plural: "damaged copies")) in \(target) with this journal's verified segments")
         }
@@ -144,6 +150,7 @@ extension ReconcileReport {
         object.add("retired", strings: retired.sorted())
         object.add("removedFromTarget", strings: removedFromTarget.sorted())
         object.add("replacedOnTarget", strings: replacedOnTarget.sorted())
+        object.add("restoredOnTarget", strings: restoredOnTarget.sorted())
         object.add("repairedHere", strings: repairedHere.sorted())
         object.add("rejected", objects: rejected.map(\.json))
         object.add("ignored", objects: ignored.map(\.json))

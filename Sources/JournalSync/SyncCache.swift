@@ -76,6 +76,11 @@ struct SyncCache {
         dirty = true
     }
 
+    /// The files of `target` a verdict is kept for: each was listed there at an earlier sync.
+    func paths(of target: String) -> Set<String> {
+        Set(entries[Self.clean(target)]?.keys.map { $0 } ?? [])
+    }
+
     /// Drops the entries of `target` for files that are no longer listed there.
     mutating func prune(target: String, listed: Set<String>) {
         let target = Self.clean(target)

@@ -37,6 +37,9 @@ struct ExchangePass {
     var damagedHere: [TreeListing.File] = []
     /// This journal's own files, by `replica/name`.
     private let localFiles: [String: TreeListing.File]
+    /// Files the target held at an earlier sync (a verdict was kept for each) that its
+    /// listing now lacks: one this journal publishes again was lost there.
+    private let goneFromTarget: Set<String>
     /// `SyncCache`'s key for verdicts about this journal's own files (no target is named so).
     static let ownFilesKey = "(this journal)"
 
@@ -65,7 +68,9 @@ struct ExchangePass {
         // Read only when the target holds files this journal lacks: a no-op sync parses nothing.
         coverLog = remote.files.contains { !localKeys.contains($0.relativePath) } ? CoverLog.load(journal) : CoverLog()
         report.ignored += remote.ignored
-        cache.prune(target: key, listed: Set(remote.files.map(\.relativePath)))
+        let listed = Set(remote.files.map(\.relativePath))
+        goneFromTarget = cache.paths(of: key).subtracting(listed)
+        cache.prune(target: key, listed: listed)
     }
 
     /// How a target file is named in the report.
@@ -322,6 +327,7 @@ struct ExchangePass {
             let outcome = try await transport.publish(outgoing, from: journal.replicasPath)
             rememberIntact(outcome.sent)
             report.published += outcome.sent
+            report.restoredOnTarget += outcome.sent.filter(goneFromTarget.contains)
             report.notPublished += outcome.refused
             for relative in outcome.sent {
                 report.publishedBytes += outgoingSizes[relative] ?? 0

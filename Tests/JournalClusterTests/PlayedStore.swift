@@ -15,6 +15,8 @@ final class PlayedStore: BoardSharing {
         /// Rounds of an open board begun, and how many of them failed.
         var rounds = 0
         var failedRounds = 0
+        /// What each sync reports it repaired in the store.
+        var repairs = StoreRepairs()
         /// Whether `adopt` finds the board in the store, and how often it was asked.
         var storeHasBoard = false
         var adoptions = 0
@@ -35,6 +37,10 @@ final class PlayedStore: BoardSharing {
             if state.failing != nil { state.failedRounds += 1 }
             return state.failing
         }
+    }
+
+    func syncRepairing(_ board: BoardName, journal path: String, open: Bool) async -> (failure: String?, repairs: StoreRepairs) {
+        (await sync(board, journal: path, open: open), state.withLock { $0.repairs })
     }
 
     func adopt(_ board: BoardName, journal path: String) async -> Bool {

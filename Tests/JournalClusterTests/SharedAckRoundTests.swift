@@ -51,7 +51,7 @@ import Testing
         let temp = TemporaryDirectory("cluster-failing-store")
         defer { temp.remove() }
         let store = PlayedStore()
-        store.state.withLock { $0.failing = "the store is down" }
+        store.state.withLock { $0.failing = "the store is down"; $0.repairs = StoreRepairs(damagedReplaced: 1, lostRestored: 2) }
         let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false),
                               limits: RelayLimits(storeFailureSeconds: 0.001), sharing: store, ackMode: .shared)
         let failures = Locked(0)
@@ -80,6 +80,9 @@ import Testing
         #expect((sample(#"strokejournal_store_syncs_total{outcome="ok"}"#) ?? 0) >= 1)
         #expect((sample(#"strokejournal_share_rounds_total{outcome="failed"}"#) ?? 0) >= 3)
         #expect((sample(#"strokejournal_ack_seconds_count{mode="shared"}"#) ?? 0) >= 1)
+        // Each sync said it replaced one damaged copy and restored two lost ones: counted.
+        #expect((sample(#"strokejournal_store_repairs_total{kind="damaged-replaced"}"#) ?? 0) >= 1)
+        #expect((sample(#"strokejournal_store_repairs_total{kind="lost-restored"}"#) ?? 0) >= 2)
         received.stop()
         await relay.close()
     }
