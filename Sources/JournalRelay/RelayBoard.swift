@@ -25,6 +25,12 @@ public final class RelayBoard: Sendable {
     let storeCoverage: StoreCoverage
     /// The relay's counters (`RelayMetrics`).
     let metrics: RelayMetrics
+
+    /// An ack went out for a frame that arrived at `arrival` (monotonic seconds): its latency,
+    /// under this board's ack mode.
+    func recordAckLatency(since arrival: Double) {
+        metrics.acknowledged(after: ProcessInfoLite.monotonicSeconds() - arrival, mode: sharedAcks == nil ? .local : .shared)
+    }
     /// The key this board's journal signs with: its text-mode clients' events are this key's.
     let ownKey: [UInt8]?
     /// The relay's host key, which founded the boards it administers (`BoardFounding`); nil: none.

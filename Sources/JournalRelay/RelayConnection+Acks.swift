@@ -97,10 +97,7 @@ extension RelayConnection {
             }
             throttled?.resume()
             relayBoard.metrics.acknowledged(events: round.events.count)
-            if let since = round.since {
-                relayBoard.metrics.acknowledged(after: ProcessInfoLite.monotonicSeconds() - since,
-                                                mode: relayBoard.sharedAcks == nil ? .local : .shared)
-            }
+            if let since = round.since { relayBoard.recordAckLatency(since: since) }
             // Even when this client is gone: its events are durable and the others want them.
             relayBoard.broadcast(round.events, from: id)
             acknowledgeNextRound()

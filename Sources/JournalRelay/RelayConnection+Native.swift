@@ -201,9 +201,6 @@ extension RelayConnection {
             return covered.first?.at
         }
         // The latency of the oldest frame this ack covers, as for a text round.
-        if let oldest {
-            relayBoard.metrics.acknowledged(after: ProcessInfoLite.monotonicSeconds() - oldest,
-                                            mode: relayBoard.sharedAcks == nil ? .local : .shared)
-        }
+        if let oldest { relayBoard.recordAckLatency(since: oldest) }
     }
 }

@@ -30,6 +30,9 @@ struct WallCensus {
     private let fresh: WallTimes
     /// Whether there are such events (then their clocks are unchecked).
     let hasFreshEvents: Bool
+    /// Every event's count, and the latest wall time of all.
+    private let total: Int
+    private let last: Int64?
 
     /// Nil when the journal has no snapshot with keyframes that fit its files (then every
     /// event's wall time is read, `Replay.uniqueWallTimes`).
@@ -62,13 +65,13 @@ struct WallCensus {
         }
         fresh = WallTimes(times)
         hasFreshEvents = !times.isEmpty
+        total = header.eventCount + times.count
+        last = (intervals.compactMap { $0.walls?.upperBound } + times).max()
     }
 
     /// How many events the moment holds; `.events(n)` is the caller's to clamp.
     func count(at moment: Moment) -> Int {
-        let total = intervals.reduce(0) { $0 + $1.events } + fresh.count(at: .end)
-        let last = [intervals.compactMap { $0.walls?.upperBound }.max(), fresh.last].compactMap { $0 }.max()
-        return WallTimes.count(at: moment, total: total, last: last, madeBy: made(by:))
+        WallTimes.count(at: moment, total: total, last: last, madeBy: made(by:))
     }
 
     /// Events whose wall time is at or before `time`.

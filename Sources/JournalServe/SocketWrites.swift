@@ -37,9 +37,9 @@ final class SocketWrites: Sendable {
     private let state = Locked(State())
 
     /// Counts what is written (`strokejournal_bytes_sent_total`).
-    let metrics: RelayMetrics?
+    let metrics: RelayMetrics
 
-    init(channel: any Channel, stallSeconds: Double, metrics: RelayMetrics? = nil) {
+    init(channel: any Channel, stallSeconds: Double, metrics: RelayMetrics) {
         self.channel = channel
         self.stallSeconds = stallSeconds
         self.metrics = metrics
@@ -51,7 +51,7 @@ final class SocketWrites: Sendable {
 
     /// Runs `write` (of `count` bytes), then waits for the socket if enough went unchecked.
     func write(bytes count: Int, _ write: () async throws -> Void) async throws {
-        metrics?.sent(bytes: count)
+        metrics.sent(bytes: count)
         state.withLock { state in
             state.writing = true
             state.progressAt = ProcessInfoLite.monotonicSeconds()
