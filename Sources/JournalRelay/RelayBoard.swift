@@ -290,12 +290,18 @@ public final class RelayBoard: Sendable {
         acknowledge()
     }
 
+    /// Whether an ack may go out now: this node holds the lease (or the relay has none) and has
+    /// not found it lapsed. No side effects, so a connection's queue can ask it under its lock.
+    var mayAcknowledge: Bool {
+        guard let leaseHeld else { return true }
+        return leaseHeld() && !leaseLost.withLock { $0 }
+    }
+
     /// Whether this node may take and acknowledge the board's frames: it holds the lease, or
     /// the relay has none. The first time it does not, every connection is closed with
     /// `notOwner` and the relay is told.
     func holdsLease() -> Bool {
-        guard let leaseHeld else { return true }
-        if leaseHeld() && !leaseLost.withLock({ $0 }) { return true }
+        if mayAcknowledge { return true }
         let first = leaseLost.withLock { lost -> Bool in
             defer { lost = true }
             return !lost

@@ -90,7 +90,9 @@ public final class RelayConnection: Sendable {
         self.grant = grant
         self.helloPromised = helloPromised
         self.challenge = challenge
-        outbound = OutboundMessages(limit: WireLimits.maxQueuedMessages)
+        var mayAcknowledge: (@Sendable () -> Bool)?
+        if board.leaseHeld != nil { mayAcknowledge = { board.mayAcknowledge } }
+        outbound = OutboundMessages(limit: WireLimits.maxQueuedMessages, mayAcknowledge: mayAcknowledge)
         budget = board.eventBudgets?.budget(for: grant)
     }
 

@@ -102,6 +102,32 @@ final class PlayedLeases: BoardLeases {
         received.stop()
         await relay.close()
     }
+    /// A node frozen after it decided an ack but before its socket took it wakes with the ack
+    /// still queued: the queue asks the lease again as the socket takes it, so it is dropped.
+    @Test func anAckQueuedBeforeTheLeaseLapsedIsNeverSent() async throws {
+        let temp = TemporaryDirectory("lease-queued-ack")
+        defer { temp.remove() }
+        let leases = PlayedLeases()
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false),
+                              sharing: PlayedStore(), ackMode: .local, leases: leases)
+        // Nobody reads the connection yet: its ack waits in the queue, as it would for a
+        // writer that was frozen.
+        let connection = try await SharedAckRoundTests.connect(relay, "wall")
+        let before = connection.outbound.count
+        await connection.receive(text: SharedAckRoundTests.point(1))
+        #expect(await eventually(within: 120) { connection.outbound.count > before }, "the ack was never queued")
+        leases.state.withLock { $0.inForce = false }
+        let received = SharedAckRoundTests.Received(connection)
+        // The lapse is noticed (the next frame meets it) and the connection closes: what the
+        // socket was given by then is all it ever gets.
+        await connection.receive(text: SharedAckRoundTests.point(2))
+        #expect(await eventually(within: 120) { connection.closeRefusal?.code == .notOwner })
+        connection.outbound.finish()
+        #expect(await eventually(within: 120) { connection.outbound.count == 0 })
+        #expect(received.acks.isEmpty, "an ack went out after the lease lapsed: \(received.acks)")
+        received.stop()
+        await relay.close()
+    }
 }
 
 /// `EtcdLeases` against a real etcd (Debian's etcd-server), started for the test on free ports.

@@ -133,7 +133,9 @@ class Pen:
 
     def take(self, m):
         if m.get("type") == "ack" and "replica" not in m:
-            now = time.monotonic()
+            # When it arrived, not when this thread got to it: a patient pen blocks sending to
+            # a frozen node, and takes acks the node sent before it froze only after the thaw.
+            now = self.conn.received_at
             with self.lock:
                 while self.in_flight and self.in_flight[0][0] <= m["upTo"]:
                     _, point = self.in_flight.pop(0)

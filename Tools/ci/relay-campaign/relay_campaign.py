@@ -72,6 +72,9 @@ class Conn:
     def __init__(self, port, board=BOARD):
         self.ws = RawSocket(port, "/boards/%s/ws" % board)
         self.messages = queue.Queue()
+        # When the reading thread took the message `next` returned last (time.monotonic()):
+        # a caller busy elsewhere (blocked sending to a frozen relay) takes it later.
+        self.received_at = None
         self.lock = threading.Lock()
         self.closed = False
         self.why = "closed by the relay"
@@ -83,14 +86,14 @@ class Conn:
             for opcode, buf, a, b in self.ws.frames():
                 self.last = (self.last + [(opcode, bytes(buf[a:min(b, a + 200)]))])[-4:]
                 if opcode == 0x1:
-                    self.messages.put(json.loads(bytes(buf[a:b])))
+                    self.messages.put((time.monotonic(), json.loads(bytes(buf[a:b]))))
                 elif opcode == 0x9:
                     self._send(bytes(buf[a:b]), 0xA)  # the relay pings; a client that never answers is closed
                 elif opcode == 0x8:
                     break
         except (OSError, ValueError) as error:
             self.why = repr(error)
-        self.messages.put(None)
+        self.messages.put((time.monotonic(), None))
 
     def _send(self, payload, opcode):
         with self.lock:
@@ -107,7 +110,7 @@ class Conn:
         if self.closed:
             return None
         try:
-            message = self.messages.get(timeout=timeout)
+            self.received_at, message = self.messages.get(timeout=timeout)
         except queue.Empty:
             return None
         if message is None:
