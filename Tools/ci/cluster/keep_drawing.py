@@ -19,6 +19,9 @@ Counted, per board and in all:
   lost      acknowledged points the store lacks (must be 0)
   doubled   a point drawn once held twice (two ids for one stroke, x and y; must be 0)
   phantom   events a viewer was shown that the store never got (must be 0)
+  metrics   each node's `GET /metrics`, scraped every 0.25 s and before each kill: a damaged
+            copy seen replaced, or a removed one seen back, must show in some node's
+            `strokejournal_store_repairs_total` (what an operator would see of the harm)
 and reported: ack latency (point sent to its ack) p50 and p99, failover (a pen's loss of its
 connection or silence to its next ack) p50 and p95, and the disruptions' counts.
 
@@ -39,6 +42,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "relay-campaign"))
@@ -199,10 +203,10 @@ class Viewer(threading.Thread):
 WINDOWS = []
 
 
-def disrupt(kind, nodes, store, args, rng, log):
+def disrupt(kind, nodes, store, args, rng, log, scrapes):
     start = time.monotonic()
     try:
-        return disrupt_now(kind, nodes, store, args, rng, log)
+        return disrupt_now(kind, nodes, store, args, rng, log, scrapes)
     finally:
         WINDOWS.append((start, time.monotonic(), kind))
 
@@ -214,7 +218,7 @@ def near(sent_at, margin):
     return kinds[-1] if kinds else None
 
 
-def disrupt_now(kind, nodes, store, args, rng, log):
+def disrupt_now(kind, nodes, store, args, rng, log, scrapes):
     up = [n for n in nodes if n.up]
     if kind in ("kill", "freeze") and len(up) < 2:
         for n in nodes:
@@ -223,6 +227,7 @@ def disrupt_now(kind, nodes, store, args, rng, log):
         up = [n for n in nodes if n.up]
     if kind == "kill":
         victim = rng.choice(up)
+        scrapes.scrape(victim)
         victim.kill(delete_disk=args.delete_disk)
         log("kill -9 node %d%s" % (victim.index, ", its data folder deleted" if args.delete_disk else ""))
         return victim
@@ -233,23 +238,70 @@ def disrupt_now(kind, nodes, store, args, rng, log):
         victim.proc.send_signal(signal.SIGCONT)
         log("node %d frozen %.1f s" % (victim.index, args.freeze))
         return None
-    objects = ObjectStore(store) if store.startswith("s3://") else FolderStore(store)
+    objects = store_of(store)
     segments = objects.segments()
     if not segments:
         log("%s: no sealed segment in the store yet" % kind)
         return None
-    target = rng.choice(segments)
-    if kind == "damage" and rng.random() < 0.5:
-        size = objects.cut_to_half(target)
-        log("store copy %s cut from %d to %d bytes" % (target, size, size // 2))
-    elif kind == "damage":
-        # The same size: only a hash (a folder's bytes, an object store's MD5) tells.
-        offset = objects.flip_a_byte(target, rng)
-        log("store copy %s: byte %d flipped, its size kept" % (target, offset))
-    else:
-        objects.remove(target)
-        log("store copy %s removed" % target)
+    # The store cleans itself beside covers: an object listed a moment ago may be gone.
+    for target in rng.sample(segments, min(3, len(segments))):
+        if kind == "remove":
+            if objects.remove(target):
+                log("store copy %s removed" % target)
+                HARMED.append(Harm("remove", target, None))
+                return None
+            continue
+        whole = objects.read(target)
+        if not whole:
+            continue
+        if rng.random() < 0.5:
+            damaged = whole[:len(whole) // 2]
+            what = "cut from %d to %d bytes" % (len(whole), len(damaged))
+        else:
+            # The same size: only a hash (a folder's bytes, an object store's MD5) tells.
+            offset = rng.randrange(len(whole))
+            damaged = whole[:offset] + bytes([whole[offset] ^ 0x40]) + whole[offset + 1:]
+            what = "byte %d flipped, its size kept" % offset
+        if objects.write(target, damaged):
+            log("store copy %s %s" % (target, what))
+            HARMED.append(Harm("damage", target, damaged))
+            return None
+    log("%s: the store copies chosen were gone before they could be harmed (cleaned beside covers)" % kind)
     return None
+
+
+class Harm:
+    """A store copy damaged or removed (`left`: the bytes left there, None: removed), and
+    whether it was seen repaired: its bytes other than `left`, before anything cleaned it."""
+
+    def __init__(self, kind, name, left):
+        self.kind, self.name, self.left = kind, name, left
+        self.settled = False  # repaired, or gone (a copy cleaned beside a cover is not repaired)
+        self.repaired = False
+
+    def look(self, objects):
+        if self.settled:
+            return
+        now = objects.read(self.name)
+        if now is not None and now != self.left:
+            self.settled = self.repaired = True
+        elif now is None and self.left is not None:
+            self.settled = True
+
+
+# Every store copy the campaign damaged or removed.
+HARMED = []
+
+
+def watch_harm(objects, every, done):
+    """Looks at every harmed copy not settled yet, every `every` seconds until `done`."""
+    while not done.wait(every):
+        for harm in list(HARMED):
+            harm.look(objects)
+
+
+def store_of(address):
+    return ObjectStore(address) if address.startswith("s3://") else FolderStore(address)
 
 
 class FolderStore:
@@ -262,25 +314,32 @@ class FolderStore:
             found += [os.path.relpath(os.path.join(folder, f), self.root) for f in files if f.endswith(".sjs")]
         return sorted(found)
 
-    def cut_to_half(self, name):
-        path = os.path.join(self.root, name)
-        size = os.path.getsize(path)
-        with open(path, "r+b") as f:
-            f.truncate(size // 2)
-        return size
+    def read(self, name):
+        """The object's bytes, or None when there is none."""
+        try:
+            with open(os.path.join(self.root, name), "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
 
-    def flip_a_byte(self, name, rng):
-        path = os.path.join(self.root, name)
-        offset = rng.randrange(os.path.getsize(path))
-        with open(path, "r+b") as f:
-            f.seek(offset)
-            byte = f.read(1)[0]
-            f.seek(offset)
-            f.write(bytes([byte ^ 0x40]))
-        return offset
+    def write(self, name, data):
+        """In place, as a disk or a careless tool damages a file (same name, same inode);
+        false when it is gone."""
+        try:
+            with open(os.path.join(self.root, name), "r+b") as f:
+                f.write(data)
+                f.truncate(len(data))
+            return True
+        except FileNotFoundError:
+            return False
 
     def remove(self, name):
-        os.remove(os.path.join(self.root, name))
+        """False when it was gone already."""
+        try:
+            os.remove(os.path.join(self.root, name))
+            return True
+        except FileNotFoundError:
+            return False
 
 
 class ObjectStore:
@@ -302,20 +361,105 @@ class ObjectStore:
         listing = self.rclone("lsf", "--recursive", "--files-only", self.remote).decode()
         return sorted(line for line in listing.splitlines() if line.endswith(".sjs"))
 
-    def cut_to_half(self, name):
-        whole = self.rclone("cat", self.remote + "/" + name)
-        self.rclone("rcat", self.remote + "/" + name, data=whole[:len(whole) // 2])
-        return len(whole)
+    def exists(self, name):
+        folder, _, leaf = name.rpartition("/")
+        return leaf in self.rclone("lsf", "--files-only", self.remote + "/" + folder).decode().splitlines()
 
-    def flip_a_byte(self, name, rng):
-        whole = bytearray(self.rclone("cat", self.remote + "/" + name))
-        offset = rng.randrange(len(whole))
-        whole[offset] ^= 0x40
-        self.rclone("rcat", self.remote + "/" + name, data=bytes(whole))
-        return offset
+    def read(self, name):
+        # `rclone cat` of an object that is not there prints nothing and succeeds.
+        if not self.exists(name):
+            return None
+        try:
+            return self.rclone("cat", self.remote + "/" + name)
+        except subprocess.CalledProcessError:
+            if self.exists(name):
+                raise
+            return None
+
+    def write(self, name, data):
+        # An object store replaces whole objects: one that vanished since it was read would
+        # be created again, so it is written only if it is still there (a race left, small).
+        if not self.exists(name):
+            return False
+        self.rclone("rcat", self.remote + "/" + name, data=data)
+        return True
 
     def remove(self, name):
-        self.rclone("deletefile", self.remote + "/" + name)
+        try:
+            self.rclone("deletefile", self.remote + "/" + name)
+            return True
+        except subprocess.CalledProcessError:
+            if self.exists(name):
+                raise
+            return False
+
+
+class Scrapes:
+    """What each node's `GET /metrics` said last, per incarnation (a restarted node's counters
+    start at 0 again), as Prometheus keeps it: scraped every `every` seconds and just before a
+    kill. A counter raised after a killed node's last scrape is lost with it, as it would be
+    for Prometheus."""
+
+    def __init__(self, nodes, every=0.25):
+        self.nodes, self.every = nodes, every
+        self.last = {}  # (node index, pid) -> {series: value}
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.done.wait(self.every):
+            for node in self.nodes:
+                self.scrape(node)
+
+    def scrape(self, node):
+        proc = node.proc
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % node.port, timeout=1).read().decode()
+        except OSError:
+            return  # frozen, starting or just killed: its last scrape stands
+        series = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                try:
+                    series[name] = float(value)
+                except ValueError:
+                    pass
+        with self.lock:
+            self.last[(node.index, proc.pid)] = series
+
+    def stop(self):
+        self.done.set()
+        self.thread.join()
+
+    def total(self, series):
+        with self.lock:
+            return sum(scraped.get(series, 0) for scraped in self.last.values())
+
+
+def what_the_metrics_show(scrapes, log):
+    """Whether the nodes' metrics show the repairs of the harm the campaign did to the store:
+    a damaged copy seen replaced (its bytes no longer the damaged ones) counted in
+    `store_repairs_total{kind="damaged-replaced"}`, a removed one seen back in
+    `{kind="lost-restored"}`. A copy gone (cleaned beside a cover) was not repaired. Each kind
+    seen repaired must be counted at least once: a repair by a node killed before its next
+    scrape dies with its counters (as it would for Prometheus), and a repair cleaned away
+    between two looks is not seen, so the two need not be equal."""
+    seen = {kind: sum(1 for h in HARMED if h.kind == kind and h.repaired) for kind in ("damage", "remove")}
+    harmed = {kind: sum(1 for h in HARMED if h.kind == kind) for kind in seen}
+    counted = {"damage": scrapes.total('strokejournal_store_repairs_total{kind="damaged-replaced"}'),
+               "remove": scrapes.total('strokejournal_store_repairs_total{kind="lost-restored"}')}
+    log("metrics: damaged copies %d, seen replaced %d, counted %d; removed copies %d, seen back %d, counted %d; "
+        "share rounds failed %d, store syncs failed %d, over %d node incarnations" % (
+            harmed["damage"], seen["damage"], counted["damage"], harmed["remove"], seen["remove"], counted["remove"],
+            scrapes.total('strokejournal_share_rounds_total{outcome="failed"}'),
+            scrapes.total('strokejournal_store_syncs_total{outcome="failed"}'), len(scrapes.last)))
+    return ["metrics: %d %s copies were seen repaired in the store, and no node's metrics counted one" % (seen[kind], kind)
+            for kind in seen if seen[kind] > 0 and counted[kind] == 0]
 
 
 def main():
@@ -375,12 +519,18 @@ def main():
         print("keep-drawing: %6.1f s  %s" % (time.monotonic() - started, line), flush=True)
 
     haproxy = None
+    scrapes = watching = None
     failed = []
     done_kinds = {}
     pens, viewers = [], []
     try:
         for node in nodes:
             node.start()
+        scrapes = Scrapes(nodes)
+        # An object store is looked at through rclone, a process per look: less often.
+        watching = threading.Event()
+        watcher = threading.Thread(target=watch_harm, args=(store_of(store), 1.0 if store.startswith("s3://") else 0.2, watching), daemon=True)
+        watcher.start()
         haproxy = subprocess.Popen(["haproxy", "-f", os.path.join(root, "haproxy.cfg"), "-db"],
                                    stdout=open(os.path.join(root, "haproxy.log"), "ab"), stderr=subprocess.STDOUT, start_new_session=True)
         boards = ["board%d" % i for i in range(args.pens)]
@@ -396,7 +546,7 @@ def main():
             for node in restart_next:
                 node.start()
             restart_next = []
-            victim = disrupt(kind, nodes, store, args, rng, log)
+            victim = disrupt(kind, nodes, store, args, rng, log, scrapes)
             if victim is not None:
                 restart_next.append(victim)
             done_kinds[kind] = done_kinds.get(kind, 0) + 1
@@ -419,6 +569,16 @@ def main():
         errors = [t.error for t in pens + viewers if t.error]
         if errors:
             raise Failure("; ".join(errors))
+        # The harmed copies looked at once more, then every node's counters: a repair seen
+        # was made before the last scrape (the nodes' syncs at SIGTERM come after it).
+        scrapes.stop()
+        watching.set()
+        watcher.join()
+        for harm in HARMED:
+            harm.look(store_of(store))
+        for node in nodes:
+            scrapes.scrape(node)
+        failed += what_the_metrics_show(scrapes, log)
         for node in nodes:
             node.stop()
 
@@ -494,6 +654,9 @@ def main():
                 node.proc.kill()
         if haproxy is not None:
             haproxy.kill()
+        if scrapes is not None:
+            scrapes.stop()
+            watching.set()
     return conclude("keep-drawing", failed, root, args.keep,
                     "passed: nothing acknowledged lost, nothing doubled, nothing shown that no store holds")
 
