@@ -30,6 +30,9 @@ public final class OutboundMessages: AsyncSequence, @unchecked Sendable {
         var text: String
         var ack: Ack?
         var barrier: Bool
+        /// A sign of life (`WireLimits.signOfLifeSeconds`): the last ack again, sent even
+        /// though it does not grow, unless a larger one went out meanwhile.
+        var repeated = false
     }
 
     private struct State {
@@ -41,6 +44,8 @@ public final class OutboundMessages: AsyncSequence, @unchecked Sendable {
         var lastReplicaAck: UInt64 = 0
         var finished = false
         var waiter: CheckedContinuation<String?, Never>?
+        /// When a message was last queued (monotonic seconds).
+        var lastPushed = ProcessInfoLite.monotonicSeconds()
     }
 
     /// A FIFO without `removeFirst`'s O(n).
@@ -80,10 +85,11 @@ public final class OutboundMessages: AsyncSequence, @unchecked Sendable {
     /// Queues `text`; `answer`: it answers the client's own frames; `barrier` (traffic only):
     /// answers queued after it wait for it. False when that queue is full (the client stopped
     /// reading) or the messages ended.
-    func push(_ text: String, answer: Bool, ack: Ack? = nil, barrier: Bool = false) -> Bool {
+    func push(_ text: String, answer: Bool, ack: Ack? = nil, barrier: Bool = false, repeated: Bool = false) -> Bool {
         let (queued, wake) = state.withLock { state -> (Bool, (CheckedContinuation<String?, Never>, String)?) in
             guard !state.finished else { return (false, nil) }
-            let entry = Entry(text: text, ack: ack, barrier: !answer && barrier)
+            state.lastPushed = ProcessInfoLite.monotonicSeconds()
+            let entry = Entry(text: text, ack: ack, barrier: !answer && barrier, repeated: repeated)
             if answer {
                 guard state.answers.count < limit else { return (false, nil) }
                 state.answers.append(entry)
@@ -105,6 +111,7 @@ public final class OutboundMessages: AsyncSequence, @unchecked Sendable {
     func pushEphemeral(_ text: String, room: Int) {
         let wake = state.withLock { state -> (CheckedContinuation<String?, Never>, String)? in
             guard !state.finished, state.answers.count + state.traffic.count < Swift.min(room, limit) else { return nil }
+            state.lastPushed = ProcessInfoLite.monotonicSeconds()
             state.traffic.append(Entry(text: text, ack: nil, barrier: false))
             guard let waiter = state.waiter, let next = take(&state) else { return nil }
             state.waiter = nil
@@ -125,6 +132,9 @@ public final class OutboundMessages: AsyncSequence, @unchecked Sendable {
 
     /// Messages queued and not yet taken.
     var count: Int { state.withLock { $0.answers.count + $0.traffic.count } }
+
+    /// When a message was last queued for the client (monotonic seconds).
+    var lastPushed: Double { state.withLock { $0.lastPushed } }
 
     /// The next message to send, answers first (see the type's comment); nil once finished and
     /// empty, or when the reading task is cancelled.
@@ -162,10 +172,10 @@ public final class OutboundMessages: AsyncSequence, @unchecked Sendable {
             if entry.ack != nil, let mayAcknowledge, !mayAcknowledge() { continue }
             switch entry.ack {
             case .frames(let upTo)?:
-                guard upTo > state.lastFramesAck else { continue }
+                guard upTo > state.lastFramesAck || (entry.repeated && upTo == state.lastFramesAck) else { continue }
                 state.lastFramesAck = upTo
             case .replica(let upTo)?:
-                guard upTo > state.lastReplicaAck else { continue }
+                guard upTo > state.lastReplicaAck || (entry.repeated && upTo == state.lastReplicaAck) else { continue }
                 state.lastReplicaAck = upTo
             case nil:
                 break

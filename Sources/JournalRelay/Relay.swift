@@ -395,6 +395,22 @@ public final class Relay: Sendable {
         }
     }
 
+    /// Every half of `WireLimits.signOfLifeSeconds`, a sign of life to each client whose frames
+    /// wait for their ack and who was sent nothing for that long (`signOfLifeIfQuiet`), until
+    /// the task is cancelled or the relay closes.
+    public func sendSignsOfLifePeriodically() async {
+        let quiet = WireLimits.signOfLifeSeconds
+        while !Task.isCancelled && !boards.withLock({ $0.closed }) {
+            let now = ProcessInfoLite.monotonicSeconds()
+            for board in boards.withLock({ Array($0.open.values) }) {
+                for connection in board.connections.withLock({ Array($0.values) }) {
+                    connection.signOfLifeIfQuiet(quietSeconds: quiet, now: now)
+                }
+            }
+            do { try await Task.sleep(for: .milliseconds(Int(quiet * 500))) } catch { return }
+        }
+    }
+
     /// Calls `closeIdleBoards` every quarter of `idleBoardSeconds` (at most every 10 s) until
     /// the task is cancelled or the relay closes.
     public func closeIdleBoardsPeriodically() async {

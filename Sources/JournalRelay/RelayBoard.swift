@@ -290,30 +290,6 @@ public final class RelayBoard: Sendable {
         acknowledge()
     }
 
-    /// Whether an ack may go out now: this node holds the lease (or the relay has none) and has
-    /// not found it lapsed. No side effects, so a connection's queue can ask it under its lock.
-    var mayAcknowledge: Bool {
-        guard let leaseHeld else { return true }
-        return leaseHeld() && !leaseLost.withLock { $0 }
-    }
-
-    /// Whether this node may take and acknowledge the board's frames: it holds the lease, or
-    /// the relay has none. The first time it does not, every connection is closed with
-    /// `notOwner` and the relay is told.
-    func holdsLease() -> Bool {
-        if mayAcknowledge { return true }
-        let first = leaseLost.withLock { lost -> Bool in
-            defer { lost = true }
-            return !lost
-        }
-        if first {
-            let refusal = Refusal(.notOwner, "board \(name.text): this node no longer holds the board's lease; nothing more is acknowledged here: connect again (through the cluster's balancer) and resend what was not acknowledged")
-            for connection in connections.withLock({ Array($0.values) }) { connection.close(refusal) }
-            onLeaseLost(name)
-        }
-        return false
-    }
-
     // MARK: Reading the journal
 
     /// The events of the board's journal that a holder of `have` lacks, read a batch at a

@@ -90,9 +90,7 @@ public final class RelayConnection: Sendable {
         self.grant = grant
         self.helloPromised = helloPromised
         self.challenge = challenge
-        var mayAcknowledge: (@Sendable () -> Bool)?
-        if board.leaseHeld != nil { mayAcknowledge = { board.mayAcknowledge } }
-        outbound = OutboundMessages(limit: WireLimits.maxQueuedMessages, mayAcknowledge: mayAcknowledge)
+        outbound = OutboundMessages(limit: WireLimits.maxQueuedMessages, mayAcknowledge: board.acknowledgeGate)
         budget = board.eventBudgets?.budget(for: grant)
     }
 
@@ -440,7 +438,7 @@ public final class RelayConnection: Sendable {
     }
 
     /// `answer`: it answers the client's own frames, and goes ahead of the board's traffic.
-    func send(_ message: ServerMessage, answer: Bool = false, _ state: inout State) {
+    func send(_ message: ServerMessage, answer: Bool = false, repeated: Bool = false, _ state: inout State) {
         let ack: OutboundMessages.Ack?
         var barrier = false
         switch message {
@@ -449,14 +447,13 @@ public final class RelayConnection: Sendable {
         case .caughtUp: (ack, barrier) = (nil, true)
         default: ack = nil
         }
-        send(text: message.text, answer: answer, ack: ack, barrier: barrier || ack != nil, &state)
+        send(text: message.text, answer: answer, ack: ack, barrier: barrier || ack != nil, repeated: repeated, &state)
     }
 
-    func send(
-        text: String, answer: Bool = false, ack: OutboundMessages.Ack? = nil, barrier: Bool = false, _ state: inout State
-    ) {
+    func send(text: String, answer: Bool = false, ack: OutboundMessages.Ack? = nil, barrier: Bool = false, repeated: Bool = false,
+              _ state: inout State) {
         if case .closed = state.phase { return }
-        if !outbound.push(text, answer: answer, ack: ack, barrier: barrier) {
+        if !outbound.push(text, answer: answer, ack: ack, barrier: barrier, repeated: repeated) {
             closeLocked(Refusal(.tooSlow, "this connection fell \(WireLimits.maxQueuedMessages) messages behind; reconnect to catch up"), &state)
         }
     }

@@ -156,6 +156,10 @@ public struct RelayServer: Sendable {
         // Expired and revoked tokens lose their connections within a second.
         let accessWatch = Task { await relay.closeConnectionsWithoutAccessPeriodically() }
         defer { accessWatch.cancel() }
+        // Clients waiting for an ack hear from the relay at least every half second: one that
+        // hears nothing takes it for stopped (frozen, cut off) and goes elsewhere.
+        let signsOfLife = Task { await relay.sendSignsOfLifePeriodically() }
+        defer { signsOfLife.cancel() }
         // A cluster's relay publishes its open boards to the shared store, and takes in what
         // the others published (nothing without --share).
         let sharer = Task { await relay.shareOpenBoardsPeriodically() }

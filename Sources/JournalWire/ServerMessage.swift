@@ -7,7 +7,7 @@ import JournalIngest
 /// tells them apart by their start:
 /// - `{"type":"ack","upTo":N}`: the client's frames 1…N (counted from 1 on this connection,
 ///   refused ones included) are handled, and every event they held is fsynced in the board's
-///   journal. Acks only grow.
+///   journal. Acks never shrink: the last one repeated is a sign of life (`WireLimits.signOfLifeSeconds`).
 /// - `{"type":"error","frame":N,"code":"…","message":"…"}`: frame N was refused and nothing of
 ///   it was recorded; the connection stays open. Without `"frame"`: about the connection itself
 ///   (sent just before the relay closes it). `code` (`RefusalCode`) is what a client decides

@@ -24,6 +24,16 @@ extension WireLimits {
     /// nothing (a viewer) is caught up with the whole board once this passes, and a client
     /// whose first frame is an event line at once.
     public static let helloWaitMilliseconds = 2000
+    /// A relay that stopped (a frozen process, a paused machine, a partition) keeps a client's
+    /// socket open and says nothing, so a client cannot tell it from a slow round (a shared
+    /// ack through an object store takes seconds). While a client's frames wait for their ack
+    /// and nothing else was sent to it for this long, the relay repeats its last ack: a sign
+    /// of life (docs/PROTOCOL.md, "Signs of life").
+    public static let signOfLifeSeconds = 0.5
+    /// How long a client whose frames wait for their ack hears nothing at all before it takes
+    /// the relay for stopped, drops the socket and resends to whichever node takes it: four
+    /// signs of life missed.
+    public static let silentRelaySeconds = 2.0
     /// How long the relay waits for the hello of a client whose socket address promised one
     /// (`helloQuery`). Such a client is never sent the whole board for a hello read late (a
     /// starved relay, a slow network); past this it is disconnected instead, so that a client

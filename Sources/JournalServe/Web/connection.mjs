@@ -574,6 +574,7 @@ function inbox(opened) {
   }
   return function (data) {
     if (socket !== opened) return;
+    heardAt = performance.now();
     if (typeof data === 'string') {
       received.text += data.length;
       if (head === queue.length) handleMessage(data); else queue.push({ text: data });
@@ -587,10 +588,32 @@ function inbox(opened) {
       .then(() => { entry.pending = false; pump(); });
   };
 }
+// A relay that stopped (a frozen process, a paused machine, a network cut) keeps the socket
+// open and says nothing. While frames wait for their ack, a live relay says something at
+// least every half second (its last ack again: docs/PROTOCOL.md, "Signs of life"), so a page
+// that hears nothing for SILENT_RELAY_MS while frames wait drops the socket and reconnects
+// (through the balancer, to a node that answers), sending them again under the same ids.
+const SILENT_RELAY_MS = 2000;
+let heardAt = 0;        // performance.now() of the latest message
+let silentSince = 0;    // since when frames have waited with nothing heard
+function watchForSilence() {
+  const now = performance.now();
+  if (!socket || !live || !outbox.some((entry) => entry.frame !== 0)) { silentSince = now; return; }
+  if (heardAt > silentSince) silentSince = heardAt;
+  if (now - silentSince < SILENT_RELAY_MS) return;
+  const opened = socket;
+  socket = null;
+  live = false;
+  forgetOthers();
+  report('the relay said nothing for ' + SILENT_RELAY_MS / 1000 + ' s with strokes waiting: reconnecting', 8);
+  try { opened.close(); } catch (e) { /* closed already */ }
+  retryLater();
+}
 // The page draws with `key` (its own replica), or in text mode without one.
 export function start(key) {
   ownKey = key;
   connect();
+  setInterval(watchForSilence, 250);
 }
 function connect() {
   let opened;

@@ -4,8 +4,9 @@ serve --share STORE` nodes behind HAProxy (as failover.py sets them up), one nat
 board (its own replica and Ed25519 key, signed blocks, as a drawing page) sending `--hz`
 points a second whatever happens, and one viewer per board following it as a page does.
 
-A pen never waits for an ack before its next point. When its connection ends, or no ack came
-for `--silence` seconds while points wait (a frozen node looks like a slow one), it
+A pen never waits for an ack before its next point. When its connection ends, or nothing came
+for `--silence` seconds while points wait (a live relay repeats its last ack every half
+second, docs/PROTOCOL.md "Signs of life"; a frozen one says nothing), it
 reconnects through HAProxy and sends again, under the same ids, every point not acknowledged,
 with those drawn meanwhile (a pen keeps drawing while it reconnects). Meanwhile, every
 `--every` seconds, one of `--disruptions` happens (kill: kill -9, the data folder deleted with
@@ -116,7 +117,7 @@ class Pen(threading.Thread):
             self.connect()
             period = 1.0 / self.hz
             next_point = time.monotonic()
-            last_progress = time.monotonic()
+            last_progress = last_heard = time.monotonic()
             lost_at = None
             while True:
                 now = time.monotonic()
@@ -135,6 +136,9 @@ class Pen(threading.Thread):
                 except OSError as error:
                     lost = repr(error)
                 m = None if lost else self.conn.next(timeout=max(0.001, min(period, next_point - time.monotonic())))
+                if m is not None:
+                    # Any message is a sign of life (a relay repeats its last ack while frames wait).
+                    last_heard = time.monotonic()
                 if m is not None and m.get("type") == "ack" and m.get("replica") == self.replica:
                     if m["upTo"] > self.acked:
                         at = time.monotonic()
@@ -153,15 +157,15 @@ class Pen(threading.Thread):
                 elif m is None and self.conn.closed:
                     lost = self.conn.why
                 waiting = self.acked < self.unsent_from - 1
-                if lost is None and waiting and time.monotonic() - last_progress > self.silence:
-                    lost = "no ack for %.1f s" % self.silence
+                if lost is None and waiting and time.monotonic() - max(last_progress, last_heard) > self.silence:
+                    lost = "nothing heard for %.1f s with points waiting" % self.silence
                 if lost is not None:
                     if lost_at is None:
                         lost_at = time.monotonic()
                     self.reconnects += 1
                     self.conn.close()
                     self.connect()
-                    last_progress = time.monotonic()
+                    last_progress = last_heard = time.monotonic()
                 elif not waiting:
                     last_progress = time.monotonic()
         except Exception as error:  # a pen that dies is a failed campaign, said at the end
@@ -468,7 +472,9 @@ def main():
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--pens", type=int, default=3, help="boards, each with one pen and one viewer")
     parser.add_argument("--hz", type=float, default=60)
-    parser.add_argument("--silence", type=float, default=2.5, help="seconds without an ack, points waiting, before a pen reconnects")
+    parser.add_argument("--silence", type=float, default=2.0,
+                        help="seconds without any message, points waiting, before a pen reconnects (the page's, "
+                             "WireLimits.silentRelaySeconds: a relay gives signs of life every 0.5 s)")
     parser.add_argument("--events", type=int, default=10, help="disruptions in all")
     parser.add_argument("--every", type=float, default=3, help="seconds between two disruptions (± a third)")
     parser.add_argument("--disruptions", default="kill,freeze,damage,remove",

@@ -12,7 +12,7 @@ protocol on --remote-debugging-pipe: NUL-terminated JSON on fds 3 and 4, stdlib 
   * page C, whose WebSocket the test replaces to play the relay itself: points delivered out
     of order and twice, undo/redo/erase/clear by order key, an own event's echo, the hello
     after a reconnection, and resending only the frames neither its echoes nor its catch-up
-    brought back;
+    brought back; signs of life keep it on a slow relay, silence makes it reconnect;
   * the page's reader of catch-up blocks (/assets/segment-reader.js, as served) alone
     in a blank page: the golden vectors (Tests/JournalStorageTests/Golden/v1, v2) decode to
     their canonical lines, 28 kinds of damage are refused for their reason, and random
@@ -512,9 +512,33 @@ def check_fold_and_resending(browser, url):
     deliver([as_relay_sends(sent[1], R1, 6, 9),
              {"type": "caughtUp", "events": 1, "have": {R1: [[1, 6]], R2: [[1, 4]]}}])
     resent_only_the_last_two(c, sent, 3, 7)
+    signs_of_life(c, deliver, sent)
     deliver([{"type": "ack", "upTo": 2}])
     c.wait_for("everything acknowledged", lambda s: s["unacked"] == 0)
     return c
+
+
+def signs_of_life(c, deliver, sent):
+    """Page C with two frames waiting: a relay that repeats its last ack (docs/PROTOCOL.md,
+    "Signs of life") keeps it on its socket however long they wait; one that says nothing
+    for 2 s with frames waiting is left for a new socket, where they are sent again."""
+    sockets = c.evaluate("__fake.sockets.length")
+    # Three seconds of signs of life, four to each second the page allows.
+    for _ in range(12):
+        deliver([{"type": "ack", "upTo": 0}])
+        time.sleep(0.25)
+    if c.evaluate("__fake.sockets.length") != sockets or not c.state()["live"]:
+        fail("page C left a relay that gave signs of life every 0.25 s while its frames waited")
+    # Then silence: the page goes.
+    c.wait_for("a new socket after the relay fell silent", lambda s: c.evaluate("__fake.sockets.length") == sockets + 1)
+    status = c.evaluate("document.getElementById('status').textContent")
+    if "said nothing" not in status:
+        fail("page C's status after leaving a silent relay: %r, expected it to say why" % status)
+    deliver([{"type": "caughtUp", "events": 0, "have": {R1: [[1, 6]], R2: [[1, 4]]}}])
+    c.wait_for("live again after the silent relay", lambda s: s["live"])
+    resent = c.evaluate("__fake.current().sent.slice(1)")
+    if resent != sent[2:]:
+        fail("page C resent %s after leaving a silent relay, expected its two unacknowledged frames %s" % (resent, sent[2:]))
 
 
 # ---- Catch-up in blocks: the page's reader of SegmentMessages, alone and in the page ----
