@@ -105,6 +105,8 @@ public final class RelayClient: Sendable {
         /// The reader of `updates`, once there is one: nothing is buffered for nobody.
         var updates: AsyncStream<RelayClientUpdate>.Continuation?
         var bytesReceived = 0
+        /// When the current connection last received a message (monotonic seconds).
+        var heardAt = 0.0
         /// The connection attempt under way: a socket that opens for an attempt given up
         /// (`Options.connectTimeout`) is closed at once and touches nothing.
         var attempt = 0
@@ -314,13 +316,21 @@ public final class RelayClient: Sendable {
         let progress = Locked(Progress())
         state.withLock { $0.attempt = attempt }
         let connection = Task { await self.connect(attempt: attempt, progress: progress) }
+        let wentSilent = Locked(false)
+        let watchdog = Task { if await self.untilSilent(attempt: attempt) { wentSilent.withLock { $0 = true } } }
+        defer { watchdog.cancel() }
         let timeout = options.connectTimeout
-        // A socket that opened in time has all the time it needs.
-        let ended = await Self.finishes(within: timeout, unlessThen: { progress.withLock { $0.opened } }) { await connection.value }
-        guard ended else {
+        // A socket that opened in time has all the time it needs, unless the relay stops.
+        let ended = await Self.finishes(within: timeout, unlessThen: { progress.withLock { $0.opened } }) {
+            await Self.firstOf { await connection.value } or: { await watchdog.value }
+        }
+        let silent = wentSilent.withLock { $0 }
+        guard ended, !silent else {
+            // Given up: the socket is closed when it can be, and touches nothing meanwhile.
             connection.cancel()
             state.withLock { if $0.attempt == attempt { $0.attempt = 0 } }
-            return ("the socket did not open within \(timeout) s", false, false)
+            if !ended { return ("the socket did not open within \(timeout) s", false, false) }
+            return ("the relay said nothing for \(WireLimits.silentRelaySeconds) s while frames waited for their ack: taken for stopped", true, false)
         }
         let result = progress.withLock { $0 }
         return (result.reason, result.caughtUp, result.permanent && !result.caughtUp)
@@ -374,7 +384,10 @@ public final class RelayClient: Sendable {
                     for try await message in inbound.messages(maxSize: WireLimits.maxSegmentMessageBytes) {
                         switch message {
                         case .text(let text):
-                            self.state.withLock { $0.bytesReceived += text.utf8.count }
+                            self.state.withLock { state in
+                                state.bytesReceived += text.utf8.count
+                                state.heardAt = ProcessInfoLite.monotonicSeconds()
+                            }
                             let parsed = try ServerMessage(parsing: text)
                             if case .error(nil, let code, let reason) = parsed {
                                 progress.withLock { progress in
@@ -389,7 +402,10 @@ public final class RelayClient: Sendable {
                             }
                             try self.handle(parsed)
                         case .binary(let buffer):
-                            self.state.withLock { $0.bytesReceived += buffer.readableBytes }
+                            self.state.withLock { state in
+                                state.bytesReceived += buffer.readableBytes
+                                state.heardAt = ProcessInfoLite.monotonicSeconds()
+                            }
                             try self.fold(SegmentMessage(decoding: Array(buffer.readableBytesView)))
                         }
                     }

@@ -1,0 +1,41 @@
+import JournalFormat
+import JournalPlatform
+import JournalWire
+
+extension RelayClient {
+    /// Signs of life (docs/PROTOCOL.md): a relay repeats its last ack every half second while
+    /// frames wait, so one that says nothing for `WireLimits.silentRelaySeconds` while this
+    /// client's frames wait has stopped (frozen, cut off) though its socket stays open. Returns
+    /// true then, false once cancelled.
+    func untilSilent(attempt: Int) async -> Bool {
+        var silentSince = ProcessInfoLite.monotonicSeconds()
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: .milliseconds(250)) } catch { return false }
+            let now = ProcessInfoLite.monotonicSeconds()
+            let (waiting, heardAt) = state.withLock { state in
+                (state.attempt == attempt && state.caughtUp
+                    && (state.outgoing.contains { $0.frame != nil } || state.named.contains { $0.id.seq <= state.writtenThrough }),
+                 state.heardAt)
+            }
+            guard waiting else {
+                silentSince = now
+                continue
+            }
+            silentSince = max(silentSince, heardAt)
+            if now - silentSince >= WireLimits.silentRelaySeconds { return true }
+        }
+        return false
+    }
+
+    /// Returns once either ends (the other runs on, unheeded).
+    static func firstOf(_ one: @escaping @Sendable () async -> Void, or other: @escaping @Sendable () async -> Void) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumed = Locked(false)
+            let finish: @Sendable () -> Void = {
+                if resumed.withLock({ resumed in defer { resumed = true }; return !resumed }) { continuation.resume() }
+            }
+            Task { await one(); finish() }
+            Task { await other(); finish() }
+        }
+    }
+}
