@@ -32,6 +32,7 @@ Needs haproxy.
       --delete-disk --events 30 --disruptions kill,freeze,damage,remove --pens 3
 """
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -279,17 +280,18 @@ class Harm:
     whether it was seen repaired: its bytes other than `left`, before anything cleaned it."""
 
     def __init__(self, kind, name, left):
-        self.kind, self.name, self.left = kind, name, left
+        self.kind, self.name = kind, name
+        self.left_md5 = hashlib.md5(left).hexdigest() if left is not None else None
         self.settled = False  # repaired, or gone (a copy cleaned beside a cover is not repaired)
         self.repaired = False
 
-    def look(self, objects):
+    def look(self, md5):
+        """`md5`: the copy's MD5 now, None when there is none."""
         if self.settled:
             return
-        now = objects.read(self.name)
-        if now is not None and now != self.left:
+        if md5 is not None and md5 != self.left_md5:
             self.settled = self.repaired = True
-        elif now is None and self.left is not None:
+        elif md5 is None and self.left_md5 is not None:
             self.settled = True
 
 
@@ -297,11 +299,24 @@ class Harm:
 HARMED = []
 
 
+def harm_left_md5(name):
+    """The MD5 of what the campaign left at `name` (the latest harm there)."""
+    return next((harm.left_md5 for harm in reversed(HARMED) if harm.name == name), None)
+
+
+def look_at_harm(objects):
+    """Every harmed copy not settled yet, looked at once: one listing of the store."""
+    unsettled = [harm for harm in list(HARMED) if not harm.settled]
+    if unsettled:
+        md5s = objects.md5s([harm.name for harm in unsettled])
+        for harm in unsettled:
+            harm.look(md5s.get(harm.name))
+
+
 def watch_harm(objects, every, done):
-    """Looks at every harmed copy not settled yet, every `every` seconds until `done`."""
+    """`look_at_harm` every `every` seconds until `done`."""
     while not done.wait(every):
-        for harm in list(HARMED):
-            harm.look(objects)
+        look_at_harm(objects)
 
 
 def store_of(address):
@@ -325,6 +340,15 @@ class FolderStore:
                 return f.read()
         except FileNotFoundError:
             return None
+
+    def md5s(self, names):
+        """The MD5 of each of `names` that is there."""
+        found = {}
+        for name in names:
+            data = self.read(name)
+            if data is not None:
+                found[name] = hashlib.md5(data).hexdigest()
+        return found
 
     def write(self, name, data):
         """In place, as a disk or a careless tool damages a file (same name, same inode);
@@ -364,6 +388,19 @@ class ObjectStore:
     def segments(self):
         listing = self.rclone("lsf", "--recursive", "--files-only", self.remote).decode()
         return sorted(line for line in listing.splitlines() if line.endswith(".sjs"))
+
+    def md5s(self, names):
+        """The MD5 of each of `names` that is there, from one listing (S3's ETag of an object
+        sent in one part)."""
+        wanted = set(names)
+        listing = self.rclone("lsf", "--recursive", "--files-only", "--format", "ph", "--hash", "MD5", self.remote).decode()
+        found = {}
+        for line in listing.splitlines():
+            name, _, md5 = line.rpartition(";")
+            if name in wanted:
+                # No MD5 (an object sent in parts): there, its bytes unknown; not seen repaired.
+                found[name] = md5 if re.fullmatch(r"[0-9a-f]{32}", md5) else harm_left_md5(name)
+        return found
 
     def exists(self, name):
         folder, _, leaf = name.rpartition("/")
@@ -533,9 +570,10 @@ def main():
         for node in nodes:
             node.start()
         scrapes = Scrapes(nodes)
-        # An object store is looked at through rclone, a process per look: less often.
+        # An object store is looked at through rclone (a process per look, on the machine the
+        # nodes run on): less often.
         watching = threading.Event()
-        watcher = threading.Thread(target=watch_harm, args=(store_of(store), 1.0 if store.startswith("s3://") else 0.2, watching), daemon=True)
+        watcher = threading.Thread(target=watch_harm, args=(store_of(store), 2.0 if store.startswith("s3://") else 0.2, watching), daemon=True)
         watcher.start()
         haproxy = subprocess.Popen(["haproxy", "-f", os.path.join(root, "haproxy.cfg"), "-db"],
                                    stdout=open(os.path.join(root, "haproxy.log"), "ab"), stderr=subprocess.STDOUT, start_new_session=True)
@@ -580,8 +618,7 @@ def main():
         scrapes.stop()
         watching.set()
         watcher.join()
-        for harm in HARMED:
-            harm.look(store_of(store))
+        look_at_harm(store_of(store))
         for node in nodes:
             scrapes.scrape(node)
         failed += what_the_metrics_show(scrapes, log)
