@@ -382,6 +382,9 @@ public final class RelayClient: Sendable {
                     }
                     defer { wake.finish() }
                     for try await message in inbound.messages(maxSize: WireLimits.maxSegmentMessageBytes) {
+                        // Given up (the relay fell silent): the next connection numbers the frames
+                        // anew, and an ack read here would settle frames of its numbering.
+                        guard self.state.withLock({ $0.attempt == attempt }) else { break }
                         switch message {
                         case .text(let text):
                             self.state.withLock { state in

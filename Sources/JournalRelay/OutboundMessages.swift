@@ -73,8 +73,8 @@ public final class OutboundMessages: AsyncSequence, @unchecked Sendable {
     /// the ack is decided, but a node frozen (SIGSTOP, a VM paused) between that check and the
     /// socket write sent the ack on waking, seconds after another node took the board (seen
     /// once by `Tools/ci/cluster/owners.py`); checked again here, the gap left is the writer's
-    /// one hop to the socket. Called under this queue's lock: it must not
-    /// call back into the connection.
+    /// one hop to the socket. Called under this queue's lock: it must not call back into the
+    /// connection.
     private let mayAcknowledge: (@Sendable () -> Bool)?
 
     init(limit: Int, mayAcknowledge: (@Sendable () -> Bool)? = nil) {
