@@ -26,16 +26,4 @@ extension RelayClient {
         }
         return false
     }
-
-    /// Returns once either ends (the other runs on, unheeded).
-    static func firstOf(_ one: @escaping @Sendable () async -> Void, or other: @escaping @Sendable () async -> Void) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let resumed = Locked(false)
-            let finish: @Sendable () -> Void = {
-                if resumed.withLock({ resumed in defer { resumed = true }; return !resumed }) { continuation.resume() }
-            }
-            Task { await one(); finish() }
-            Task { await other(); finish() }
-        }
-    }
 }

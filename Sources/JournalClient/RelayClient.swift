@@ -290,23 +290,26 @@ public final class RelayClient: Sendable {
     /// `unlessThen` may say to wait for it after all.
     static func finishes(within seconds: Double, unlessThen keepWaiting: @escaping @Sendable () -> Bool = { false },
                          _ work: @escaping @Sendable () async -> Void) async -> Bool {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+        await first({
+            await work()
+            return true
+        }, {
+            try? await Task.sleep(for: .milliseconds(Int(max(0, seconds) * 1000)))
+            return keepWaiting() ? nil : false
+        })
+    }
+
+    /// Runs both in tasks of their own and returns the first value one gives (nil gives none:
+    /// the other's is awaited); the other runs on, unheeded. At least one must give a value.
+    static func first<T: Sendable>(_ one: @escaping @Sendable () async -> T?, _ other: @escaping @Sendable () async -> T?) async -> T {
+        await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
             let resumed = Locked(false)
-            let finish: @Sendable (Bool) -> Void = { ended in
-                let first = resumed.withLock { resumed -> Bool in
-                    defer { resumed = true }
-                    return !resumed
-                }
-                if first { continuation.resume(returning: ended) }
+            let finish: @Sendable (T?) -> Void = { value in
+                guard let value, resumed.withLock({ resumed in defer { resumed = true }; return !resumed }) else { return }
+                continuation.resume(returning: value)
             }
-            Task {
-                await work()
-                finish(true)
-            }
-            Task {
-                try? await Task.sleep(for: .milliseconds(Int(max(0, seconds) * 1000)))
-                if !keepWaiting() { finish(false) }
-            }
+            Task { finish(await one()) }
+            Task { finish(await other()) }
         }
     }
 
@@ -322,7 +325,7 @@ public final class RelayClient: Sendable {
         let timeout = options.connectTimeout
         // A socket that opened in time has all the time it needs, unless the relay stops.
         let ended = await Self.finishes(within: timeout, unlessThen: { progress.withLock { $0.opened } }) {
-            await Self.firstOf { await connection.value } or: { await watchdog.value }
+            await Self.first({ await connection.value }, { await watchdog.value })
         }
         let silent = wentSilent.withLock { $0 }
         guard ended, !silent else {

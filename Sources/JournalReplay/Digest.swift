@@ -62,8 +62,9 @@ public struct DrawingSummary: Sendable, Equatable {
         self.visibleStrokes = visibleStrokes
     }
 
-    public init(_ drawing: Drawing) {
-        self.init(digest: drawing.digest, strokes: drawing.strokes.count,
+    /// `digest`: the drawing's, when known already (a snapshot's); else hashed now.
+    public init(_ drawing: Drawing, digest: String? = nil) {
+        self.init(digest: digest ?? drawing.digest, strokes: drawing.strokes.count,
                   visibleStrokes: drawing.strokes.reduce(0) { $0 + ($1.visible ? 1 : 0) })
     }
 }

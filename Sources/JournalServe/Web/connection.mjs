@@ -551,6 +551,11 @@ export const decodeBlocks = (() => {
 function refuseBlocks(opened, error) {
   useBlocks = false;
   report('catch-up in blocks refused (' + (error && error.message || error) + '); catching up in text', 10);
+  leave(opened);
+}
+// Gives the socket up and connects again: what comes on it from now on is ignored, and its
+// close (which a stopped relay may never answer) is not waited for.
+function leave(opened) {
   socket = null;
   live = false;
   try { opened.close(); } catch (e) { /* closed already */ }
@@ -601,13 +606,9 @@ function watchForSilence() {
   if (!socket || !live || !outbox.some((entry) => entry.frame !== 0)) { silentSince = now; return; }
   if (heardAt > silentSince) silentSince = heardAt;
   if (now - silentSince < SILENT_RELAY_MS) return;
-  const opened = socket;
-  socket = null;
-  live = false;
+  leave(socket);
   forgetOthers();
   report('the relay said nothing for ' + SILENT_RELAY_MS / 1000 + ' s with strokes waiting: reconnecting', 8);
-  try { opened.close(); } catch (e) { /* closed already */ }
-  retryLater();
 }
 // The page draws with `key` (its own replica), or in text mode without one.
 export function start(key) {

@@ -49,9 +49,7 @@ extension JournalCommand {
                 }
                 let (drawing, report) = Replay.load(journal)
                 reportProblems(report)
-                // The digest a snapshot holds, else hashed now.
-                let summary = DrawingSummary(digest: report.digest ?? drawing.digest, strokes: drawing.strokes.count,
-                                             visibleStrokes: drawing.strokes.reduce(0) { $0 + ($1.visible ? 1 : 0) })
+                let summary = DrawingSummary(drawing, digest: report.digest)
                 Terminal.write(json
                     ? digestJSON(summary, events: report.eventCount, points: report.pointCount)
                     : summary.digest + "\n")
