@@ -1,5 +1,6 @@
 import HTTPTypes
 import HummingbirdWSClient
+import JournalFormat
 import JournalPlatform
 import JournalTestSupport
 import JournalWire
@@ -54,10 +55,25 @@ final class RelayTestClient: Sendable {
             ) { inbound, outbound, _ in
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
+                        // The last ack of each kind: one that does not grow is a sign of life
+                        // (docs/PROTOCOL.md), which a client reads as nothing, and so does this one.
+                        var framesAcked: UInt64 = 0
+                        var replicaAcked: [ReplicaID: UInt64] = [:]
                         for try await message in inbound.messages(maxSize: WireLimits.maxSegmentMessageBytes) {
                             switch message {
                             case .text(let text):
-                                received.yield(Result { () throws(WireError) in try ServerMessage(parsing: text) })
+                                let parsed = Result { () throws(WireError) in try ServerMessage(parsing: text) }
+                                switch parsed {
+                                case .success(.ack(let upTo)):
+                                    guard upTo > framesAcked else { continue }
+                                    framesAcked = upTo
+                                case .success(.replicaAck(let replica, let upTo)):
+                                    guard upTo > replicaAcked[replica, default: 0] else { continue }
+                                    replicaAcked[replica] = upTo
+                                default:
+                                    break
+                                }
+                                received.yield(parsed)
                             case .binary(let buffer):
                                 // A catch-up in blocks: handed on as the event messages a text
                                 // catch-up would have sent, so tests compare the two directly.

@@ -82,7 +82,8 @@ def run_once(journal, budget, flood, seconds):
                 m = flooder.next(timeout=5)
                 while m is not None:
                     if m.get("type") == "ack":
-                        sent["acked"] = m["upTo"]
+                        # A repeated ack is a sign of life: acks never shrink.
+                        sent["acked"] = max(sent["acked"], m["upTo"])
                     m = flooder.next(timeout=0) if not flooder.messages.empty() else None
                 if flooder.closed:
                     return
