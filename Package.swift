@@ -33,6 +33,10 @@ let package = Package(
         // wants sample data; not re-exported by `StrokeJournal`.
         .library(name: "StrokeJournalSamples", targets: ["JournalSamples"]),
     ],
+    // `swift test --traits FaultInjection` (the README's test command) builds the storage layer
+    // with its fault hook, so that tests can fail writes, fsyncs and renames; every other build,
+    // debug ones included, carries no hook and no check.
+    traits: [.trait(name: "FaultInjection", description: "The tests' storage fault hook (JournalPlatform's FaultInjection).")],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // SHA-256 for segment names (a name must identify its bytes against forgery); Ed25519
@@ -81,8 +85,9 @@ let package = Package(
                 .product(name: "Atomics", package: "swift-atomics"), .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
             ],
-            // The tests' fault hook (FaultInjection) exists in debug builds only.
-            swiftSettings: strict + [.define("JOURNAL_FAULT_INJECTION", .when(configuration: .debug))]),
+            // The tests' fault hook (FaultInjection) exists only in builds with the trait of the
+            // same name, which the README's test command turns on.
+            swiftSettings: strict + [.define("JOURNAL_FAULT_INJECTION", .when(traits: ["FaultInjection"]))]),
 
         // MARK: Library layers
         .target(name: "JournalFormat", dependencies: ["JournalCompression"], swiftSettings: strict),

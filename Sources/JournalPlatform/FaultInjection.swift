@@ -10,11 +10,15 @@ import SystemPackage
 /// directory fsync asks `hook` first, which may fail it with an errno (after SQLite's
 /// `ioerr` loop and LevelDB's fault-injection env).
 ///
-/// The hook exists only in debug builds (`JOURNAL_FAULT_INJECTION`, Package.swift), where the
-/// tests run: a release build carries no hook, no thread-specific slot and no check. It is
-/// task-local and package-only: a test sets it with `FaultInjection.$hook.withValue(hook) { ... }`,
-/// so it fails operations of that test's task only (tests run in parallel), and no application
-/// linking the library can set it at all.
+/// The hook is consulted only in builds with the `FaultInjection` trait (Package.swift; the
+/// README's test command, `swift test --traits FaultInjection`): every other build, debug ones
+/// included, carries no thread-specific slot and no check, and a hook set there is never asked
+/// (tests that need one are skipped, `isCompiled`). It is task-local and package-only: a test
+/// sets it with `FaultInjection.$hook.withValue(hook) { ... }`, so it fails operations of that
+/// test's task only (tests run in parallel), and no application linking the library can set it.
+///
+/// Both builds declare the same package interface, so that turning the trait on or off
+/// recompiles this module and not every module above it.
 package enum FaultInjection {
     package enum Operation: String, Sendable, CaseIterable {
         case open, write, fsync, truncate, rename, link, remove, mkdir, syncDirectory
@@ -23,8 +27,11 @@ package enum FaultInjection {
     /// Returns an errno (e.g. `EIO`, `ENOSPC`) to fail the operation, nil to let it run.
     package typealias Hook = @Sendable (Operation, String) -> Int32?
 
-    #if JOURNAL_FAULT_INJECTION
     @TaskLocal package static var hook: Hook? = nil
+
+    #if JOURNAL_FAULT_INJECTION
+    /// Whether this build asks the hook at all.
+    package static let isCompiled = true
 
     /// Runs `body` with `hook` in force on this thread: how work a test's task hands to a
     /// thread of the library keeps the test's hook. Bound in two places only, where work
@@ -67,6 +74,7 @@ package enum FaultInjection {
         return hook(operation, path)
     }
     #else
+    package static let isCompiled = false
     package static func withThreadHook<T>(_ hook: Hook?, _ body: () throws -> T) rethrows -> T { try body() }
     package static var current: Hook? { nil }
     @inline(__always) static func fault(_ operation: Operation, _ path: String) -> Int32? { nil }

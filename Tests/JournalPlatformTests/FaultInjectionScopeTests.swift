@@ -5,7 +5,7 @@ import Testing
 
 /// The tests' fault hook is task-local: it fails the operations of the task that set it, and
 /// never those of another test or thread running meanwhile.
-@Suite(.ownThreads) struct FaultInjectionScopeTests {
+@Suite(.ownThreads, .enabled(if: FaultInjection.isCompiled, "the fault hook is built only by `swift test --traits FaultInjection`")) struct FaultInjectionScopeTests {
     @Test func aHookFailsOnlyTheOperationsOfItsOwnTask() throws {
         let temp = TemporaryDirectory("hook-scope")
         defer { temp.remove() }

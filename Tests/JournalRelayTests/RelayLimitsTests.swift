@@ -63,7 +63,8 @@ import Testing
     /// board's own connections only, never those of boards already open.
     // On threads of its own: were the opening under the relay's lock, the two connects would
     // block both threads of the task pool, and a test waiting there would hang, not fail.
-    @Test(.ownThreads) func aBoardBeingOpenedHoldsUpOnlyItsOwnConnections() async throws {
+    @Test(.ownThreads, .enabled(if: FaultInjection.isCompiled, "the fault hook is built only by `swift test --traits FaultInjection`"))
+    func aBoardBeingOpenedHoldsUpOnlyItsOwnConnections() async throws {
         let temp = TemporaryDirectory("relay-opening")
         defer { temp.remove() }
         let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false))
@@ -222,7 +223,8 @@ import Testing
     /// refused (a client drops a refused frame for good); their connections are closed, the
     /// board is reopened by the next connection once the disk has room, and the resent frames
     /// are recorded.
-    @Test func aBoardWhoseDiskFilledIsReopenedAndNothingIsRefused() async throws {
+    @Test(.enabled(if: FaultInjection.isCompiled, "the fault hook is built only by `swift test --traits FaultInjection`"))
+    func aBoardWhoseDiskFilledIsReopenedAndNothingIsRefused() async throws {
         let temp = TemporaryDirectory("relay-disk-full")
         defer { temp.remove() }
         let full = Locked(false)

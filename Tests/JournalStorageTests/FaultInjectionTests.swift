@@ -52,7 +52,7 @@ final class FaultLog: @unchecked Sendable {
 /// SQLite's `ioerr` loop: fail the Nth storage operation for N = 1, 2, … with EIO and ENOSPC,
 /// optionally dropping whatever was not fsynced (LevelDB's fault-injection env), then reopen
 /// and check that every acknowledged event is there exactly once and recording goes on.
-@Suite(.serialized, .ownThreads) struct FaultInjectionTests {
+@Suite(.serialized, .ownThreads, .enabled(if: FaultInjection.isCompiled, "the fault hook is built only by `swift test --traits FaultInjection`")) struct FaultInjectionTests {
     func payload(_ index: Int) -> Payload {
         .point(PointSample(stroke: StrokeID(UUIDBits(high: 7, low: UInt64(index / 20))), x: Double(index), y: Double(index) / 4,
                            pressure: 0.5, t: Double(index % 20) / 100, style: Style(color: RGBA(rawValue: 0x336699FF), width: 2)))

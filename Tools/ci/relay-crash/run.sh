@@ -7,16 +7,17 @@
 #
 #   Tools/ci/relay-crash/run.sh [runs] [kills] [clients] [strokes]     (defaults: 5 40 4 200)
 #
-# Builds first (swift build --build-tests), then runs `swift test --skip-build` per seed.
+# Builds first (swift build --build-tests, with the README test command's trait, so that the
+# build folder is not rebuilt for it), then runs `swift test --skip-build` per seed.
 set -eu
 runs=${1:-5} kills=${2:-40} clients=${3:-4} strokes=${4:-200}
 cd "$(dirname "$0")/../../.."
-swift build --build-tests >/dev/null
+swift build --build-tests --traits FaultInjection >/dev/null
 failed=0
 seed=1
 while [ "$seed" -le "$runs" ]; do
     if ! out=$(RELAY_CRASH_SEED=$seed RELAY_CRASH_KILLS=$kills RELAY_CRASH_CLIENTS=$clients RELAY_CRASH_STROKES=$strokes \
-        swift test --skip-build --filter RelayCrashTests 2>&1); then
+        swift test --skip-build --traits FaultInjection --filter RelayCrashTests 2>&1); then
         failed=$((failed + 1))
         echo "seed $seed FAILED:"
         echo "$out" | grep -E '✘|↳' | head -20

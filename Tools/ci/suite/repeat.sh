@@ -4,11 +4,12 @@
 #
 #   Tools/ci/suite/repeat.sh [N] [--skip-build] [--scratch-path DIR]
 #
-# N defaults to 10. --skip-build runs what is built (`swift test --skip-build`), so that a copy
+# N defaults to 10; each run is the README's test command. --skip-build runs what is built
+# (`swift test --traits FaultInjection --skip-build`), so that a copy
 # of a build folder (--scratch-path) can be tested while the working copy is rebuilt.
 set -uo pipefail
 runs=10
-extra=()
+extra=(--traits FaultInjection)
 while [ $# -gt 0 ]; do
     case "$1" in
         --skip-build) extra+=(--skip-build); shift ;;
