@@ -43,6 +43,9 @@ public final class RelayMetrics: Sendable {
     private let catchUpsWaiting: Prometheus.Gauge
     private let failingBoards: Prometheus.Gauge
     private let failingSeconds: Prometheus.Gauge
+    /// When this relay started, seconds since 1970: an operator (or a campaign) sees a node
+    /// restarted by this changing, since a restart also sets every counter back to 0.
+    private let started: Prometheus.Gauge
     /// Boards whose last shared round failed, since when (monotonic seconds).
     private let failingSince = Locked([String: Double]())
 
@@ -85,6 +88,9 @@ public final class RelayMetrics: Sendable {
                                            help: "Open boards whose last shared-ack round failed: their acks wait.")
         failingSeconds = registry.makeGauge(name: "strokejournal_share_failing_seconds",
                                             help: "How long the board failing longest has failed its rounds (0: none).")
+        started = registry.makeGauge(name: "strokejournal_relay_start_time_seconds",
+                                     help: "When this relay started, seconds since 1970 (a change: the node restarted).")
+        started.set(Double(ProcessInfoLite.wallClockMilliseconds()) / 1000)
     }
 
     func connectionOpened() {

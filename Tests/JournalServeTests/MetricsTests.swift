@@ -1,3 +1,4 @@
+import Foundation
 import JournalFormat
 import JournalIngest
 import JournalTestSupport
@@ -20,8 +21,12 @@ import Testing
     @Test func metricsCountConnectionsAcksAndRefusalsByCode() async throws {
         let temp = TemporaryDirectory("relay-metrics")
         defer { temp.remove() }
+        let beforeStart = Date().timeIntervalSince1970
         let running = try await RunningRelay.start(data: temp.path + "/boards")
         let before = try await PlainHTTP.get(port: running.port, path: "/metrics")
+        // The start time, to the second: how a restart shows (counters alone go back to 0).
+        let started = Self.sample(before.text, "strokejournal_relay_start_time_seconds")
+        #expect(started.map { $0 >= beforeStart.rounded(.down) && $0 <= Date().timeIntervalSince1970 + 1 } == true, "\(before.text)")
         #expect(before.status == 200 && before.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
         #expect(Self.sample(before.text, "strokejournal_boards_open") == 0)
         #expect(before.text.contains("# TYPE strokejournal_events_acknowledged_total counter"))
@@ -46,6 +51,7 @@ import Testing
         #expect(Self.sample(after, "strokejournal_events_acknowledged_total") == 3, "\(after)")
         #expect(Self.sample(after, #"strokejournal_refusals_total{code="invalid-board-name"}"#) == 1, "\(after)")
         #expect(Self.sample(after, "strokejournal_connections_opened_total") == 1, "\(after)")
+        #expect(Self.sample(after, "strokejournal_relay_start_time_seconds") == started)
         // Every ack round of the text client is one sample of the local-ack latency histogram
         // (at least one round for three frames; each within the last bucket).
         let rounds = Self.sample(after, #"strokejournal_ack_seconds_count{mode="local"}"#) ?? 0

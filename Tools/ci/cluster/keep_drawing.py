@@ -206,6 +206,10 @@ class Viewer(threading.Thread):
 
 # (start, end) of every disruption, monotonic: a point sent near one waits for it, by design.
 WINDOWS = []
+# (node index, when) of every kill, and (node index, stopped, continued) of every freeze.
+KILLED, FROZEN = [], []
+# When the campaign began (monotonic), for the times its lines print.
+STARTED = time.monotonic()
 
 
 def disrupt(kind, nodes, store, args, rng, log, scrapes):
@@ -233,13 +237,17 @@ def disrupt_now(kind, nodes, store, args, rng, log, scrapes):
     if kind == "kill":
         victim = rng.choice(up)
         scrapes.scrape(victim)
+        KILLED.append((victim.index, time.monotonic()))
         victim.kill(delete_disk=args.delete_disk)
         log("kill -9 node %d%s" % (victim.index, ", its data folder deleted" if args.delete_disk else ""))
         return victim
     if kind == "freeze":
         victim = rng.choice(up)
+        scrapes.scrape(victim)  # its start time before, even if it was only just restarted
         victim.proc.send_signal(signal.SIGSTOP)
+        stopped = time.monotonic()
         time.sleep(args.freeze)
+        FROZEN.append((victim.index, stopped, time.monotonic()))
         victim.proc.send_signal(signal.SIGCONT)
         log("node %d frozen %.1f s" % (victim.index, args.freeze))
         return None
@@ -444,6 +452,8 @@ class Scrapes:
     def __init__(self, nodes, every=0.25):
         self.nodes, self.every = nodes, every
         self.last = {}  # (node index, pid) -> {series: value}
+        # node index -> [(monotonic time, its start time, or None: no answer)], every attempt
+        self.answers = {}
         self.lock = threading.Lock()
         self.done = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
@@ -458,10 +468,14 @@ class Scrapes:
         proc = node.proc
         if proc is None or proc.poll() is not None:
             return
+        asked = time.monotonic()
         try:
             text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % node.port, timeout=1).read().decode()
         except OSError:
-            return  # frozen, starting or just killed: its last scrape stands
+            # Frozen, starting or just killed: its last scrape stands (Prometheus' `up` is 0).
+            with self.lock:
+                self.answers.setdefault(node.index, []).append((asked, None))
+            return
         series = {}
         for line in text.splitlines():
             if line and not line.startswith("#"):
@@ -472,10 +486,25 @@ class Scrapes:
                     pass
         with self.lock:
             self.last[(node.index, proc.pid)] = series
+            self.answers.setdefault(node.index, []).append((asked, series.get("strokejournal_relay_start_time_seconds")))
 
     def stop(self):
         self.done.set()
         self.thread.join()
+
+    def started_around(self, index, moment):
+        """The start time `index` reported in its last answer before `moment` and in its first
+        after it (None where there was none), and whether an attempt in between got no answer
+        (`until`: the end of that window, else `moment` itself)."""
+        return self.around(index, moment, moment)[:2]
+
+    def around(self, index, since, until):
+        with self.lock:
+            answers = list(self.answers.get(index, []))
+        before = [started for at, started in answers if at < since and started is not None]
+        after = [started for at, started in answers if at > until and started is not None]
+        unanswered = any(started is None for at, started in answers if since <= at <= until)
+        return (before[-1] if before else None), (after[0] if after else None), unanswered
 
     def total(self, series):
         with self.lock:
@@ -499,8 +528,30 @@ def what_the_metrics_show(scrapes, log):
             harmed["damage"], seen["damage"], counted["damage"], harmed["remove"], seen["remove"], counted["remove"],
             scrapes.total('strokejournal_share_rounds_total{outcome="failed"}'),
             scrapes.total('strokejournal_store_syncs_total{outcome="failed"}'), len(scrapes.last)))
-    return ["metrics: %d %s copies were seen repaired in the store, and no node's metrics counted one" % (seen[kind], kind)
-            for kind in seen if seen[kind] > 0 and counted[kind] == 0]
+    failed = ["metrics: %d %s copies were seen repaired in the store, and no node's metrics counted one" % (seen[kind], kind)
+              for kind in seen if seen[kind] > 0 and counted[kind] == 0]
+    # A kill shows as the node's start time changing once it is back (all are, before the last
+    # scrape); a freeze as scrapes that get no answer while it lasts, then the same start time.
+    restarts = 0
+    for index, at in KILLED:
+        before, after = scrapes.started_around(index, at)
+        if after is not None and after != before:
+            restarts += 1
+        else:
+            failed.append("metrics: node %d was killed at %.1f s and its start time did not change (%s, then %s)" % (
+                index, at - STARTED, before, after))
+    stalls = 0
+    for index, stopped, continued in FROZEN:
+        before, after, unanswered = scrapes.around(index, stopped, continued)
+        if unanswered and before is not None and after == before:
+            stalls += 1
+        else:
+            failed.append("metrics: node %d frozen from %.1f s to %.1f s: %s" % (
+                index, stopped - STARTED, continued - STARTED,
+                "every scrape meanwhile was answered" if not unanswered else "its start time went from %s to %s" % (before, after)))
+    log("metrics: kills %d, seen as a new start time %d; freezes %d, seen as unanswered scrapes and the same start time after %d" % (
+        len(KILLED), restarts, len(FROZEN), stalls))
+    return failed
 
 
 def main():
@@ -556,7 +607,8 @@ def main():
     proxy_port = free_port()
     with open(os.path.join(root, "haproxy.cfg"), "w") as f:
         f.write(HAPROXY % {"port": proxy_port, "servers": "\n".join("    server n%d 127.0.0.1:%d" % (n.index, n.port) for n in nodes)})
-    started = time.monotonic()
+    global STARTED
+    started = STARTED = time.monotonic()
 
     def log(line):
         print("keep-drawing: %6.1f s  %s" % (time.monotonic() - started, line), flush=True)
