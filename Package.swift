@@ -159,7 +159,7 @@ let package = Package(
         // (`journal serve --share`): the relay's `BoardSharing`, done by `journal sync`'s engine.
         .target(
             name: "JournalCluster",
-            dependencies: ["JournalPlatform", "JournalRelay", "JournalStorage", "JournalSync"],
+            dependencies: ["JournalFormat", "JournalPlatform", "JournalRelay", "JournalStorage", "JournalSync"],
             swiftSettings: strict),
         // A reconnecting client of the relay (hummingbird-websocket's client).
         .target(

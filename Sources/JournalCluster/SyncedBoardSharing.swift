@@ -1,3 +1,4 @@
+import JournalFormat
 import JournalPlatform
 import JournalRelay
 import JournalStorage
@@ -14,6 +15,10 @@ public struct SyncedBoardSharing: BoardSharing {
     /// close queue here, awaiting, rather than in the journal's sync lock, whose wait sleeps
     /// a thread (two on this machine's pool would stall the whole relay).
     private let queue = BoardQueue()
+    /// Per board open here, its sealed segments (paths under `replicas/`) known to be in the
+    /// store: seen there by its last whole sync, or sent by an ack round since. An ack round
+    /// sends only what is not here; a board closed is forgotten.
+    private let inStore = Locked([BoardName: Set<String>]())
 
     public init(store: String, interval: Double) {
         self.store = store
@@ -33,8 +38,11 @@ public struct SyncedBoardSharing: BoardSharing {
 
     public func syncRepairing(_ board: BoardName, journal path: String, open: Bool) async -> (failure: String?, repairs: StoreRepairs) {
         await queue.serially(board.text) {
+            if !open { inStore.withLock { _ = $0.removeValue(forKey: board) } }
             do {
                 let journal = try JournalDirectory.openOrCreate(at: path)
+                // What is sealed now: in the store once the sync below says so.
+                let sealedBefore = open ? Self.sealedSegments(of: journal) : nil
                 var engine = SyncEngine(journal: journal)
                 // Only a sync outside this relay (`journal sync` run by hand) can hold the lock.
                 engine.lockWaitSeconds = 3
@@ -50,11 +58,62 @@ public struct SyncedBoardSharing: BoardSharing {
                 if open, let first = report.lackingOnTarget.first {
                     return ("\(report.lackingOnTarget.count) segment(s) not in the store after the sync (\(first)…)", repairs)
                 }
+                if let sealedBefore {
+                    // Bounded by what the journal holds now (compaction retires files).
+                    let now = Self.sealedSegments(of: journal)
+                    inStore.withLock { $0[board] = sealedBefore.union($0[board] ?? []).intersection(now) }
+                }
                 return (nil, repairs)
             } catch {
                 return ("\(error)", StoreRepairs())
             }
         }
+    }
+
+    /// Sends the sealed segments the store was not seen to hold, through one `publishOnly`
+    /// (for an object store, one rclone process that lists nothing), outside the board's queue
+    /// so that a periodic sync never holds an ack round up. Until a whole sync of the board has
+    /// succeeded here, nothing is known of the store, and the round is that sync.
+    ///
+    /// The board's committer compacts as it likes: a file listed here may be retired into a
+    /// cover before it is read. The cover holds its events and is new in the next listing, so
+    /// the publish is tried again, three times at most, rather than failing the round.
+    public func publishSealed(_ board: BoardName, journal path: String) async -> String? {
+        guard inStore.withLock({ $0[board] }) != nil else { return await sync(board, journal: path, open: true) }
+        let journal: JournalDirectory
+        let target: SyncTarget
+        do {
+            journal = try JournalDirectory.open(at: path)
+            target = try self.target(board)
+        } catch {
+            return "\(error)"
+        }
+        for _ in 0..<3 {
+            let sealed = Self.sealedSegments(of: journal)
+            let new = sealed.subtracting(inStore.withLock { $0[board] } ?? [])
+            guard !new.isEmpty else { return nil }
+            do {
+                let report = try await SyncEngine(journal: journal).publishOnly(new.sorted(), to: target)
+                inStore.withLock { $0[board] = ($0[board] ?? []).intersection(sealed).union(report.published) }
+                if let first = report.notPublished.first { return "\(report.notPublished.count) segment(s) not published (\(first))" }
+                if report.vanished.isEmpty { return nil }
+            } catch {
+                // rclone fails a copy whose file was retired after the listing.
+                let retired = new.contains { !FileSystem.exists(FileSystem.join(journal.replicasPath, $0)) }
+                if !retired { return "\(error)" }
+            }
+        }
+        return "the board's segments were compacted away three times while they were being published"
+    }
+
+    /// The journal's sealed segments under content names (paths under `replicas/`): what a
+    /// publish may send. A file under another name (an older version's, a conflict copy) is
+    /// left to a whole sync, which renames or reads it.
+    private static func sealedSegments(of journal: JournalDirectory) -> Set<String> {
+        Set(TreeListing.scan(replicasPath: journal.replicasPath).files.compactMap { file in
+            guard case .segment(let name) = file.classification, name.identifiesContents else { return nil }
+            return file.relativePath
+        })
     }
 
     public func adopt(_ board: BoardName, journal path: String) async -> Bool {

@@ -17,9 +17,18 @@ public protocol BoardSharing: Sendable {
     var interval: Double { get }
     /// `sync`, saying also what it repaired in the store (what an operator's metrics count).
     func syncRepairing(_ board: BoardName, journal path: String, open: Bool) async -> (failure: String?, repairs: StoreRepairs)
+    /// A shared-ack round's half of a sync, for a board open here: every sealed segment of
+    /// the journal at `path` is in the store once this returns nil (else why not). A store
+    /// may send only what it has not seen there, and leave listing, fetching and repairs to
+    /// `sync`; by default it is a whole `sync`.
+    func publishSealed(_ board: BoardName, journal path: String) async -> String?
 }
 
 extension BoardSharing {
+    public func publishSealed(_ board: BoardName, journal path: String) async -> String? {
+        await sync(board, journal: path, open: true)
+    }
+
     public func syncRepairing(_ board: BoardName, journal path: String, open: Bool) async -> (failure: String?, repairs: StoreRepairs) {
         (await sync(board, journal: path, open: open), StoreRepairs())
     }
@@ -49,6 +58,13 @@ struct MeasuredSharing: BoardSharing {
         let (why, repairs) = await store.syncRepairing(board, journal: path, open: open)
         metrics.storeSynced(succeeded: why == nil, seconds: ProcessInfoLite.monotonicSeconds() - started)
         metrics.storeRepaired(repairs)
+        return why
+    }
+
+    func publishSealed(_ board: BoardName, journal path: String) async -> String? {
+        let started = ProcessInfoLite.monotonicSeconds()
+        let why = await store.publishSealed(board, journal: path)
+        metrics.storeSynced(succeeded: why == nil, seconds: ProcessInfoLite.monotonicSeconds() - started)
         return why
     }
 

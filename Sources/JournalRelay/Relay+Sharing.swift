@@ -32,18 +32,22 @@ extension Relay {
     }
 
     /// One periodic pass: each open board synced, one after the other; a failure is reported
-    /// and the next pass tries again. A board that a shared-ack round synced since the last
-    /// pass is skipped: the round did the same sync, and another would only make the next
-    /// round wait its turn. Returns the boards synced.
+    /// and the next pass tries again. Shared-ack rounds only publish (`publishSealed`), so
+    /// this is where an open board's store is listed, read and repaired; but a board a round
+    /// published since the last pass is synced only every `wholeSyncEveryPasses`-th pass:
+    /// what it seals already reaches the store, and a whole sync each pass would spend a
+    /// store listing (an rclone process, for S3) per board per interval beside its rounds.
+    /// Returns the boards synced.
     @discardableResult
     public func shareOpenBoardsOnce() async -> [BoardName] {
         guard let sharing else { return [] }
-        let syncedByRounds = sharedByRound.withLock { synced in
-            defer { synced = [] }
-            return synced
+        let open = openBoards
+        let due = publishedByRounds.withLock { state in
+            state.prune(keeping: Set(open))
+            return state.due(open, every: Self.wholeSyncEveryPasses)
         }
         var synced: [BoardName] = []
-        for name in openBoards where !syncedByRounds.contains(name) {
+        for name in open where due.contains(name) {
             synced.append(name)
             if let why = await sharing.sync(name, journal: FileSystem.join(dataDirectory, name.text), open: true) {
                 report(.shareFailed(name, why: why))
@@ -52,7 +56,11 @@ extension Relay {
         return synced
     }
 
-    /// One shared-ack round: seals what the board holds and publishes it; on success the store
+    /// While rounds publish a board, one periodic pass in this many syncs it whole.
+    static let wholeSyncEveryPasses = 4
+
+    /// One shared-ack round: seals what the board holds and publishes it (only what the store
+    /// was not seen to hold: listing and repairs are the periodic sync's); on success the store
     /// holds all of it (`coverage`). Nil, or why it failed.
     static func shareRound(
         _ board: Board, _ name: BoardName, path: String, through sharing: BoardSharing, recordingIn coverage: StoreCoverage
@@ -60,7 +68,7 @@ extension Relay {
         // Everything held now is sealed by the seal below and published by the sync.
         let held = RelayBoard.held(by: board)
         if let failure = await board.sealNow() { return "the seal failed: \(failure)" }
-        if let why = await sharing.sync(name, journal: path, open: true) { return why }
+        if let why = await sharing.publishSealed(name, journal: path) { return why }
         coverage.record(held)
         return nil
     }
@@ -128,5 +136,34 @@ extension Relay {
             do { try await Task.sleep(for: .milliseconds(Int(interval * 1000))) } catch { return }
             for board in boards.withLock({ Array($0.open.values) }) { _ = board.holdsLease() }
         }
+    }
+}
+
+/// Which open boards the periodic pass syncs whole: every board no round published since the
+/// pass before, and one that rounds keep publishing every `every`-th pass.
+struct RoundPublications {
+    /// Published by a round since the last pass.
+    var published: Set<BoardName> = []
+    /// Passes in a row that left each board alone.
+    private var skipped: [BoardName: Int] = [:]
+
+    /// Forgets boards no longer open (bounded by the boards open).
+    mutating func prune(keeping open: Set<BoardName>) {
+        skipped = skipped.filter { open.contains($0.key) }
+    }
+
+    /// The boards of `open` this pass syncs; starts the next pass's count.
+    mutating func due(_ open: [BoardName], every: Int) -> Set<BoardName> {
+        var due: Set<BoardName> = []
+        for name in open {
+            if published.contains(name), skipped[name, default: 0] + 1 < every {
+                skipped[name, default: 0] += 1
+            } else {
+                skipped[name] = nil
+                due.insert(name)
+            }
+        }
+        published = []
+        return due
     }
 }

@@ -36,10 +36,9 @@ public final class Relay: Sendable {
     }
 
     let boards = Locked(Boards())
-    /// Boards a successful shared-ack round synced since the last periodic pass: the pass
-    /// leaves them alone (`shareOpenBoardsOnce`), so that a pen that keeps drawing is not
-    /// queued behind syncs that would move nothing new.
-    let sharedByRound = Locked(Set<BoardName>())
+    /// Boards shared-ack rounds published since the periodic pass last looked, and how many
+    /// passes have left each alone (`shareOpenBoardsOnce`).
+    let publishedByRounds = Locked(RoundPublications())
     /// Counters an operator reads (`metricsText`).
     public let metrics: RelayMetrics
     /// Who hears of boards opened and closed (a server's log), called with no lock held.
@@ -143,11 +142,11 @@ public final class Relay: Sendable {
             var sharedAcks: SharedAcks?
             let coverage = StoreCoverage()
             if ackMode == .shared, let sharing {
-                sharedAcks = SharedAcks(round: { [metrics, sharedByRound] in
+                sharedAcks = SharedAcks(round: { [metrics, publishedByRounds] in
                     let started = ProcessInfoLite.monotonicSeconds()
                     let why = await Self.shareRound(board, name, path: path, through: sharing, recordingIn: coverage)
                     metrics.round(of: name.text, succeeded: why == nil, seconds: ProcessInfoLite.monotonicSeconds() - started)
-                    if why == nil { sharedByRound.withLock { _ = $0.insert(name) } }
+                    if why == nil { publishedByRounds.withLock { $0.published.insert(name) } }
                     return why
                 }, failed: { [weak self] why in self?.report(.shareFailed(name, why: why)) })
             }

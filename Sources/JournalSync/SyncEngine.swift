@@ -34,16 +34,7 @@ public struct SyncEngine {
         var report = ReconcileReport(target: target.description)
         if seal { sealOpenSegment(&report) }
         if compact { self.compact(&report) }
-        let transport: Transport
-        switch target {
-        case .directory(let path):
-            try refuseSelf(path)
-            transport = try DirectoryTransport(root: path, role: .target(create: create))
-        case .rsync(let remote):
-            transport = try await RsyncTransport(remote: remote, rsh: rsh, staging: stagingFolder, create: create)
-        case .objectStore(let address):
-            transport = RcloneTransport(address: address, staging: stagingFolder, create: create)
-        }
+        let transport = try await self.transport(to: target, rsh: rsh, staging: stagingFolder, create: create)
         defer { transport.finish() }
         try await exchange(with: transport, key: target.description, publish: true, report: &report)
         MembershipLog.pinAdoptedGenesis(journal, imported: report.imported)
@@ -83,7 +74,20 @@ public struct SyncEngine {
 
     /// Where this process's transfers land before they are verified: per process, so that even
     /// a sync that does not hold the lock (an older version) never shares, or deletes, another's.
-    private var stagingFolder: String { journal.localPath + "/staging-" + String(ProcessInfoLite.processID) }
+    var stagingFolder: String { journal.localPath + "/staging-" + String(ProcessInfoLite.processID) }
+
+    /// How `target` is written: a folder, rsync, or an object store through rclone.
+    func transport(to target: SyncTarget, rsh: String?, staging: String, create: Bool) async throws(SyncError) -> Transport {
+        switch target {
+        case .directory(let path):
+            try refuseSelf(path)
+            return try DirectoryTransport(root: path, role: .target(create: create))
+        case .rsync(let remote):
+            return try await RsyncTransport(remote: remote, rsh: rsh, staging: staging, create: create)
+        case .objectStore(let address):
+            return RcloneTransport(address: address, staging: staging, create: create)
+        }
+    }
 
     private func refuseSelf(_ path: String) throws(SyncError) {
         let here = FileSystem.linkStatus(journal.replicasPath)
@@ -244,15 +248,16 @@ public struct SyncEngine {
     }
 
     /// Temporaries this machine left in its own journal by crashing mid-copy, and staging
-    /// folders of syncs that are gone (`staging-<pid>` of a dead pid; `staging` of older
-    /// versions). Runs under the sync lock.
+    /// folders of syncs and publishes that are gone (`staging-<pid>` and `staging-<pid>-<hex>`
+    /// of a dead pid; `staging` of older versions). Runs under the sync lock.
     private func removeOwnTemporaries() {
         journal.removeStaleTemporaries()
         for entry in (try? FileSystem.list(journal.localPath)) ?? [] where entry.kind == .directory {
             let stale: Bool
             if entry.name == "staging" {
                 stale = true
-            } else if entry.name.hasPrefix("staging-"), let pid = Int32(entry.name.dropFirst("staging-".count)) {
+            } else if entry.name.hasPrefix("staging-"),
+                      let pid = entry.name.dropFirst("staging-".count).split(separator: "-").first.flatMap({ Int32($0) }) {
                 stale = !ProcessInfoLite.isAlive(pid)
             } else {
                 stale = false

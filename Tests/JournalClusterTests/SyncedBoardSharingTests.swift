@@ -5,6 +5,7 @@ import JournalPlatform
 import JournalRelay
 import JournalReplay
 import JournalStorage
+import JournalSync
 import JournalTestSupport
 import Testing
 
@@ -79,4 +80,76 @@ import Testing
         #expect(replaced.failure == nil && replaced.repairs == StoreRepairs(damagedReplaced: 1))
         #expect(await sharing.syncRepairing(wall, journal: path, open: false).repairs == StoreRepairs())
     }
+
+    /// A stroke's point `index` on `board`, sealed at once: what an ack round then publishes.
+    static func drawSealed(_ board: Board, _ index: Int) async throws {
+        try board.append(.point(PointSample(stroke: StrokeID(UUIDBits(high: 3, low: 4)), x: Double(index), y: 2, pressure: nil, t: nil,
+                                            style: Style(color: RGBA(rawValue: 0x43A047FF), width: 3))))
+        #expect(await board.sealNow() == nil)
+    }
+
+    static func sealed(_ replicas: String) -> Set<String> {
+        Set(JournalDirectory.listSealed(replicasPath: replicas).sealed.map { $0.path.split(separator: "/").suffix(2).joined(separator: "/") })
+    }
+
+    /// An ack round's publish (`publishSealed`): the first, knowing nothing of the store, is a
+    /// whole sync (it brings what another relay put there); later ones send only the segments
+    /// sealed since, and list, fetch and repair nothing, which the next whole sync does.
+    @Test func anAckRoundSendsOnlyWhatTheStoreWasNotSeenToHold() async throws {
+        let temp = TemporaryDirectory("cluster-publish-sealed")
+        defer { temp.remove() }
+        let store = temp.path + "/store"
+        let sharing = SyncedBoardSharing(store: store, interval: 3600)
+        let wall = try BoardName("wall")
+        let elsewhere = temp.path + "/relay-b/wall"
+        try await Self.drawBoard(at: elsewhere, points: 20)
+        #expect(await SyncedBoardSharing(store: store, interval: 3600).sync(wall, journal: elsewhere, open: false) == nil)
+
+        let path = temp.path + "/relay-a/wall"
+        let board = try Board(path: path, create: true, options: BoardOptions(watchForSegments: false))
+        try await Self.drawSealed(board, 1)
+        #expect(await sharing.publishSealed(wall, journal: path) == nil)
+        let first = Self.sealed(path + "/replicas")
+        #expect(first.count == 2, "the whole sync fetched the other relay's segment: \(first)")
+        #expect(Self.sealed(store + "/wall/replicas") == first)
+
+        // The store gains a third relay's segment and loses our first one; then we seal again.
+        let third = temp.path + "/relay-c/wall"
+        try await Self.drawBoard(at: third, points: 5)
+        #expect(await SyncedBoardSharing(store: store, interval: 3600).sync(wall, journal: third, open: false) == nil)
+        let ours = try #require(first.subtracting(Self.sealed(elsewhere + "/replicas")).first)
+        try FileSystem.remove(store + "/wall/replicas/" + ours)
+        try await Self.drawSealed(board, 2)
+        let new = try #require(Self.sealed(path + "/replicas").subtracting(first).first)
+        #expect(await sharing.publishSealed(wall, journal: path) == nil)
+        #expect(FileSystem.exists(store + "/wall/replicas/" + new), "the round sent the segment sealed since")
+        #expect(!FileSystem.exists(store + "/wall/replicas/" + ours), "an ack round repairs nothing")
+        #expect(Self.sealed(path + "/replicas").count == 3, "an ack round fetches nothing")
+        // Nothing new: nothing sent, nothing to fail.
+        #expect(await sharing.publishSealed(wall, journal: path) == nil)
+
+        // The whole sync lists the store: our lost copy back, the third relay's fetched.
+        let synced = await sharing.syncRepairing(wall, journal: path, open: true)
+        #expect(synced.failure == nil && synced.repairs == StoreRepairs(lostRestored: 1))
+        #expect(FileSystem.exists(store + "/wall/replicas/" + ours))
+        #expect(Self.sealed(path + "/replicas").count == 4)
+
+        // A local copy that no longer verifies is never sent: the round says so.
+        try await Self.drawSealed(board, 3)
+        let damaged = try #require(Self.sealed(path + "/replicas").subtracting(Self.sealed(store + "/wall/replicas")).first)
+        var bytes = try FileSystem.readFile(path + "/replicas/" + damaged)
+        bytes[bytes.count / 2] ^= 0x40
+        try FileSystem.writeAtomically(bytes, to: path + "/replicas/" + damaged)
+        let refused = await sharing.publishSealed(wall, journal: path)
+        #expect(refused?.contains("does not verify") == true, "\(refused ?? "nil")")
+        #expect(!FileSystem.exists(store + "/wall/replicas/" + damaged))
+        try await board.close()
+
+        // A file gone since it was named (compaction retired it into a cover): nothing to send,
+        // and no failure.
+        try FileSystem.remove(path + "/replicas/" + damaged)
+        let report = try await SyncEngine(journal: JournalDirectory.open(at: path)).publishOnly([damaged], to: SyncTarget(parsing: store + "/wall"))
+        #expect(report.vanished == [damaged] && report.published.isEmpty && report.notPublished.isEmpty)
+    }
 }
+

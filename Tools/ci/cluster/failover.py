@@ -89,7 +89,12 @@ class Node:
         if self.proc.poll() is not None:
             raise Failure("node %d had ended by itself (exit %s): see %s" % (self.index, self.proc.returncode, self.log.name))
         self.account()
-        self.proc.send_signal(signal.SIGKILL)
+        if delete_disk:
+            # The machine is lost: everything on it dies, the store syncs it started (rclone)
+            # included, which would otherwise go on writing into the folder deleted below.
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        else:
+            self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
         self.proc = None
         if delete_disk:
