@@ -21,6 +21,9 @@ struct OrderedMerge {
     private let floor: CompactKey?
     /// The last key applied.
     private(set) var lastKey: CompactKey?
+    /// No block is decoded ahead once the blocks loaded hold this many events past those
+    /// applied: a moment (`run`'s limit) whose clocks are known to rise reads no further.
+    private var readAheadLimit = Int.max
 
     /// `replicas` orders the keys (sorted ids; it may name replicas `set` lacks); `state`
     /// continues a snapshot whose events all precede `floor`, with `lastLamports` per replica.
@@ -73,6 +76,7 @@ struct OrderedMerge {
     /// `clocksChecked`: the caller has already seen every replica's clocks rise, so the blocks
     /// past the limit are not read at all.
     mutating func run(report: inout ReplayReport, limit: Int = .max, clocksChecked: Bool = false) -> Drawing? {
+        readAheadLimit = clocksChecked ? limit : .max
         for replica in 0..<replicaCount {
             switch load(replica, report: &report) {
             case .loaded: push(replica)
@@ -148,7 +152,10 @@ struct OrderedMerge {
 
     /// Loads the replica's next block, checking that its clocks keep rising.
     private mutating func load(_ replica: Int, report: inout ReplayReport) -> Load {
-        guard let columns = streams[replica]?.next(report: &report) else {
+        // This replica's next block can be needed only if this one may run out before the
+        // limit: the events still to apply, of every replica, are fewer than it holds.
+        let stillNeeded = readAheadLimit == .max ? Int.max : readAheadLimit - applied
+        guard let columns = streams[replica]?.next(report: &report, readAhead: { $0 < stillNeeded }) else {
             heads[replica] = nil
             return .exhausted
         }

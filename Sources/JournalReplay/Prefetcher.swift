@@ -25,8 +25,11 @@ final class Prefetcher: @unchecked Sendable {
         }
     }
 
-    /// The next batch, merging what decoding it reported into `report`.
-    func next(report: inout ReplayReport) -> BlockColumns? {
+    /// The next batch, merging what decoding it reported into `report`. `readAhead`, given
+    /// the batch's event count, says whether to start decoding the batch after it now: a
+    /// moment whose last event lies within this one never reads further, and a decode started
+    /// for nothing would still be waited for.
+    func next(report: inout ReplayReport, readAhead: (Int) -> Bool = { _ in true }) -> BlockColumns? {
         if !inFlight { start() }
         ready.wait()
         inFlight = false
@@ -40,7 +43,7 @@ final class Prefetcher: @unchecked Sendable {
             report.lowestQuarantinedClock = min(report.lowestQuarantinedClock ?? found, found)
         }
         for fork in found.forks where report.forkSet.insert(fork).inserted { report.forks.append(fork) }
-        if columns != nil { start() }
+        if let columns, readAhead(columns.lamports.count) { start() }
         return columns
     }
 
