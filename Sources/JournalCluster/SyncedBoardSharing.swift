@@ -71,39 +71,24 @@ public struct SyncedBoardSharing: BoardSharing {
     }
 
     /// Sends the sealed segments the store was not seen to hold, through one `publishOnly`
-    /// (for an object store, one rclone process that lists nothing), outside the board's queue
-    /// so that a periodic sync never holds an ack round up. Until a whole sync of the board has
-    /// succeeded here, nothing is known of the store, and the round is that sync.
-    ///
-    /// The board's committer compacts as it likes: a file listed here may be retired into a
-    /// cover before it is read. The cover holds its events and is new in the next listing, so
-    /// the publish is tried again, three times at most, rather than failing the round.
+    /// (for an object store, one rclone process that lists nothing). In the board's queue, as
+    /// every sync of it here: `publishOnly` takes the journal's sync lock, whose wait would
+    /// otherwise sleep a thread of the pool behind a whole sync. Until a whole sync of the
+    /// board has succeeded here, nothing is known of the store, and the round is that sync.
     public func publishSealed(_ board: BoardName, journal path: String) async -> String? {
-        guard inStore.withLock({ $0[board] }) != nil else { return await sync(board, journal: path, open: true) }
-        let journal: JournalDirectory
-        let target: SyncTarget
-        do {
-            journal = try JournalDirectory.open(at: path)
-            target = try self.target(board)
-        } catch {
-            return "\(error)"
-        }
-        for _ in 0..<3 {
-            let sealed = Self.sealedSegments(of: journal)
-            let new = sealed.subtracting(inStore.withLock { $0[board] } ?? [])
-            guard !new.isEmpty else { return nil }
+        guard let known = inStore.withLock({ $0[board] }) else { return await sync(board, journal: path, open: true) }
+        return await queue.serially(board.text) {
             do {
-                let report = try await SyncEngine(journal: journal).publishOnly(new.sorted(), to: target)
-                inStore.withLock { $0[board] = ($0[board] ?? []).intersection(sealed).union(report.published) }
+                var engine = SyncEngine(journal: try JournalDirectory.open(at: path))
+                engine.lockWaitSeconds = 3
+                let report = try await engine.publishOnly(excluding: known, to: try target(board))
+                inStore.withLock { $0[board] = ($0[board] ?? []).intersection(report.sealed).union(report.published) }
                 if let first = report.notPublished.first { return "\(report.notPublished.count) segment(s) not published (\(first))" }
-                if report.vanished.isEmpty { return nil }
+                return nil
             } catch {
-                // rclone fails a copy whose file was retired after the listing.
-                let retired = new.contains { !FileSystem.exists(FileSystem.join(journal.replicasPath, $0)) }
-                if !retired { return "\(error)" }
+                return "\(error)"
             }
         }
-        return "the board's segments were compacted away three times while they were being published"
     }
 
     /// The journal's sealed segments under content names (paths under `replicas/`): what a

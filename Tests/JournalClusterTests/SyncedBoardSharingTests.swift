@@ -5,7 +5,6 @@ import JournalPlatform
 import JournalRelay
 import JournalReplay
 import JournalStorage
-import JournalSync
 import JournalTestSupport
 import Testing
 
@@ -144,12 +143,6 @@ import Testing
         #expect(refused?.contains("does not verify") == true, "\(refused ?? "nil")")
         #expect(!FileSystem.exists(store + "/wall/replicas/" + damaged))
         try await board.close()
-
-        // A file gone since it was named (compaction retired it into a cover): nothing to send,
-        // and no failure.
-        try FileSystem.remove(path + "/replicas/" + damaged)
-        let report = try await SyncEngine(journal: JournalDirectory.open(at: path)).publishOnly([damaged], to: SyncTarget(parsing: store + "/wall"))
-        #expect(report.vanished == [damaged] && report.published.isEmpty && report.notPublished.isEmpty)
     }
 }
 
