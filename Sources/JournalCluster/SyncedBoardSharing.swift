@@ -1,4 +1,3 @@
-import JournalFormat
 import JournalPlatform
 import JournalRelay
 import JournalStorage
@@ -91,14 +90,10 @@ public struct SyncedBoardSharing: BoardSharing {
         }
     }
 
-    /// The journal's sealed segments under content names (paths under `replicas/`): what a
-    /// publish may send. A file under another name (an older version's, a conflict copy) is
-    /// left to a whole sync, which renames or reads it.
+    /// The journal's sealed segments under content names: what a publish may send. A file
+    /// under another name (an older version's, a conflict copy) is left to a whole sync.
     private static func sealedSegments(of journal: JournalDirectory) -> Set<String> {
-        Set(TreeListing.scan(replicasPath: journal.replicasPath).files.compactMap { file in
-            guard case .segment(let name) = file.classification, name.identifiesContents else { return nil }
-            return file.relativePath
-        })
+        TreeListing.scan(replicasPath: journal.replicasPath).contentNamedSegmentKeys
     }
 
     public func adopt(_ board: BoardName, journal path: String) async -> Bool {

@@ -17,8 +17,8 @@ import SystemPackage
 /// sets it with `FaultInjection.$hook.withValue(hook) { ... }`, so it fails operations of that
 /// test's task only (tests run in parallel), and no application linking the library can set it.
 ///
-/// Both builds declare the same package interface, so that turning the trait on or off
-/// recompiles this module and not every module above it.
+/// Both builds declare the same package interface, so that the tests compile without the
+/// trait too (and report the fault tests skipped).
 package enum FaultInjection {
     package enum Operation: String, Sendable, CaseIterable {
         case open, write, fsync, truncate, rename, link, remove, mkdir, syncDirectory

@@ -98,4 +98,13 @@ public struct TreeListing: Sendable {
             if case .segment = file.classification { return file.relativePath } else { return nil }
         })
     }
+
+    /// Segments whose name is the hash of their bytes (version 2 names), by
+    /// `<replica-hex>/<name>`: what a copy elsewhere under the same name must equal.
+    public var contentNamedSegmentKeys: Set<String> {
+        Set(files.compactMap { file in
+            guard case .segment(let name) = file.classification, name.identifiesContents else { return nil }
+            return file.relativePath
+        })
+    }
 }

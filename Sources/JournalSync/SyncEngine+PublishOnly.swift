@@ -27,10 +27,10 @@ extension SyncEngine {
         defer { lock.release() }
         var report = PublishReport()
         var outgoing: [String] = []
-        for file in TreeListing.scan(replicasPath: journal.replicasPath).files {
-            guard case .segment(let name) = file.classification, name.identifiesContents else { continue }
-            report.sealed.insert(file.relativePath)
-            guard !known.contains(file.relativePath) else { continue }
+        let listing = TreeListing.scan(replicasPath: journal.replicasPath)
+        report.sealed = listing.contentNamedSegmentKeys
+        for file in listing.files where report.sealed.contains(file.relativePath) && !known.contains(file.relativePath) {
+            guard case .segment(let name) = file.classification else { continue }
             let path = FileSystem.join(journal.replicasPath, file.relativePath)
             if let problem = SegmentImporter.verifyFile(at: path, replica: file.replica, name: name) {
                 report.notPublished.append(Problem(problem.kind, file: path, offset: problem.offset, replica: file.replica,
