@@ -310,12 +310,9 @@ struct ExchangePass {
                 }
                 continue
             }
-            let path = FileSystem.join(journal.replicasPath, file.relativePath)
             report.bytesRead += file.size
-            if let problem = SegmentImporter.verifyFile(at: path, replica: file.replica, name: name) {
-                report.rejected.append(Problem(problem.kind, file: path, offset: problem.offset, replica: file.replica,
-                                               seqRange: name.firstSeq...name.lastSeq,
-                                               reason: "this journal's copy does not verify (\(problem.reason)); not published"))
+            if let refusal = engine.refusalToPublish(file, name: name) {
+                report.rejected.append(refusal)
                 continue
             }
             outgoing.append(file.relativePath)

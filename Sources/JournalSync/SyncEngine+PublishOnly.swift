@@ -31,11 +31,8 @@ extension SyncEngine {
         report.sealed = listing.contentNamedSegmentKeys
         for file in listing.files where report.sealed.contains(file.relativePath) && !known.contains(file.relativePath) {
             guard case .segment(let name) = file.classification else { continue }
-            let path = FileSystem.join(journal.replicasPath, file.relativePath)
-            if let problem = SegmentImporter.verifyFile(at: path, replica: file.replica, name: name) {
-                report.notPublished.append(Problem(problem.kind, file: path, offset: problem.offset, replica: file.replica,
-                                                   seqRange: name.firstSeq...name.lastSeq,
-                                                   reason: "this journal's copy does not verify (\(problem.reason)); not published"))
+            if let refusal = refusalToPublish(file, name: name) {
+                report.notPublished.append(refusal)
                 continue
             }
             outgoing.append(file.relativePath)
@@ -50,5 +47,15 @@ extension SyncEngine {
         report.published = outcome.sent
         report.notPublished += outcome.refused
         return report
+    }
+
+    /// Why this journal's own file `file` (named `name`) must not go out: its bytes do not
+    /// verify against its name now (invariant 6: never spread a damaged file; a verdict cached
+    /// earlier could be about bytes that have changed since). Nil when it may be published.
+    func refusalToPublish(_ file: TreeListing.File, name: SegmentName) -> Problem? {
+        let path = FileSystem.join(journal.replicasPath, file.relativePath)
+        guard let problem = SegmentImporter.verifyFile(at: path, replica: file.replica, name: name) else { return nil }
+        return Problem(problem.kind, file: path, offset: problem.offset, replica: file.replica, seqRange: name.firstSeq...name.lastSeq,
+                       reason: "this journal's copy does not verify (\(problem.reason)); not published")
     }
 }
