@@ -248,7 +248,7 @@ import Testing
                 kill(process.processIdentifier, SIGKILL)
                 killed += 1
             }
-            process.waitUntilExit()
+            try process.waitForExit()
         }
         #expect(killed > 0)
         for _ in 0..<2 {
@@ -302,7 +302,7 @@ import Testing
         #expect(sync.status == 0, "\(sync.stderr)")
         #expect(sync.stdout.contains("holds the writer lock"))
         try input.fileHandleForWriting.close()
-        first.waitUntilExit()
+        try first.waitForExit()
         #expect(first.terminationStatus == 0)
         #expect(try cli.journal(["sync", "-C", board, shared]).status == 0)
         try cli.journal(["init", temp.path + "/other"])
@@ -374,8 +374,8 @@ func runTool(_ executable: String, _ arguments: [String], environment: [String: 
     if let environment { process.environment = environment }
     let scratch = TemporaryDirectory("tool-io")
     defer { scratch.remove() }
-    FileManager.default.createFile(atPath: scratch.path + "/out", contents: nil)
-    FileManager.default.createFile(atPath: scratch.path + "/err", contents: nil)
+    _ = FileManager.default.createFile(atPath: scratch.path + "/out", contents: nil)
+    _ = FileManager.default.createFile(atPath: scratch.path + "/err", contents: nil)
     let out = FileHandle(forWritingAtPath: scratch.path + "/out")!
     let err = FileHandle(forWritingAtPath: scratch.path + "/err")!
     let input = Pipe()
@@ -385,7 +385,7 @@ func runTool(_ executable: String, _ arguments: [String], environment: [String: 
     try process.run()
     if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
     try input.fileHandleForWriting.close()
-    process.waitUntilExit()
+    try process.waitForExit()
     try out.close()
     try err.close()
     return (process.terminationStatus,

@@ -177,7 +177,7 @@ import Testing
             probe.standardOutput = output
             try probe.run()
             let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            probe.waitUntilExit()
+            try probe.waitForExit()
             #expect(said.trimmingCharacters(in: .whitespacesAndNewlines) == "322,\(frames)", "\(name): ffprobe says \(said)")
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: temp.path).allSatisfy { !$0.contains(".partial-") })

@@ -38,7 +38,7 @@ import Testing
         try process.run()
         input.fileHandleForWriting.write(Data(stdin.utf8))
         try input.fileHandleForWriting.close()
-        process.waitUntilExit()
+        try process.waitForExit()
         try out.close()
         let data = FileManager.default.contents(atPath: scratch.path + "/out") ?? Data()
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
@@ -77,8 +77,7 @@ import Testing
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = ["-c", "import cryptography"]
         process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
+        guard (try? process.run()) != nil, (try? process.waitForExit(within: 60)) != nil else { return false }
         return process.terminationStatus == 0
     }()
 

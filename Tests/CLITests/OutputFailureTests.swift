@@ -15,7 +15,7 @@ import Testing
         process.standardInput = FileHandle.nullDevice
         try process.run()
         let text = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        try process.waitForExit()
         return (process.terminationStatus, String(decoding: text, as: UTF8.self))
     }
 

@@ -35,7 +35,7 @@ import Testing
         let said = Pipe()
         parent.standardOutput = said
         try parent.run()
-        parent.waitUntilExit()
+        try parent.waitForExit()
         #expect(parent.terminationStatus == 0, "the relay did not start: \((try? String(contentsOfFile: temp.path + "/err", encoding: .utf8)) ?? "")")
         let text = String(decoding: said.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let pid = try #require(Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)))

@@ -71,7 +71,7 @@ import Testing
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
         try process.run()
-        process.waitUntilExit()
+        try process.waitForExit()
         return (process.terminationStatus, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "",
                 (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")
     }
@@ -110,12 +110,15 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["swift", "package", "--package-path", temp.path, "show-dependencies"]
-        let errors = Pipe()
-        process.standardError = errors
+        // A file, not a pipe: a pipe read to its end would wait for ever on a SwiftPM that hangs
+        // (the bounded wait below could never end it).
+        let errors = temp.path + "/.err"
+        _ = FileManager.default.createFile(atPath: errors, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        try process.waitForExit()
+        let said = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
         #expect(process.terminationStatus == 0 && !said.contains("unknown package"), "\(manifest)\n\(said)")
     }
 

@@ -41,7 +41,7 @@ import Testing
         try recorder.run()
         input.fileHandleForWriting.write(Data(CLITests.sample.utf8))
         try input.fileHandleForWriting.close()
-        recorder.waitUntilExit()
+        try recorder.waitForExit()
         #expect(recorder.terminationStatus == 0)
         let sealedAt = Date()
         #expect(eventuallyBlocking(within: 40, every: 20) { segmentCount(shared) == 1 }, "\(watch.stdout) \(watch.stderr)")
@@ -122,7 +122,7 @@ import Testing
             usleep(UInt32(delay))
             let held = segmentCount(journal)
             kill(watch.process.processIdentifier, SIGKILL)
-            watch.process.waitUntilExit()
+            try watch.process.waitForExit()
             if held > 0 && held < 24 { killedMidImport += 1 }
 
             let again = try cli.journal(["sync", "-C", journal, shared])

@@ -215,7 +215,7 @@ final class EtcdServer {
     func stop() {
         if process.isRunning {
             process.terminate()
-            process.waitUntilExit()
+            try? process.waitForExit(within: 60)
         }
         folder.remove()
     }

@@ -57,7 +57,7 @@ import JournalCompression
         process.standardOutput = pipe
         try process.run()
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        try process.waitForExit()
         #expect(process.terminationStatus == 0)
         #expect(Array(output) == input)
     }

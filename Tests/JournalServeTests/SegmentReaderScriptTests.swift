@@ -73,7 +73,7 @@ enum NodeScript {
         try process.run()
         let printed = output.fileHandleForReading.readDataToEndOfFile()
         let said = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        try process.waitForExit()
         guard process.terminationStatus == 0 else {
             throw Failed(description: "node exited with \(process.terminationStatus): " + String(decoding: said, as: UTF8.self))
         }

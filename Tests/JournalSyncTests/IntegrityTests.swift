@@ -633,7 +633,7 @@ struct LoopMount {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         guard (try? process.run()) != nil else { return 127 }
-        process.waitUntilExit()
+        guard (try? process.waitForExit()) != nil else { return 137 }
         return process.terminationStatus
     }
 }

@@ -106,7 +106,7 @@ func shell(_ executable: String, _ arguments: [String]) throws -> String {
     process.standardInput = FileHandle.nullDevice
     try process.run()
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    try process.waitForExit()
     guard process.terminationStatus == 0 else {
         throw NSError(domain: "shell", code: Int(process.terminationStatus), userInfo: [NSLocalizedDescriptionKey: "\(executable) exited \(process.terminationStatus)"])
     }

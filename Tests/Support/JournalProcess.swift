@@ -27,7 +27,7 @@ public enum JournalProcess {
     /// block the child.
     public static func run(_ arguments: [String]) throws -> Output {
         let child = try Child(arguments, label: "journal-run")
-        child.process.waitUntilExit()
+        try child.process.waitForExit()
         return Output(status: child.process.terminationStatus, stdout: child.stdout, stderr: child.stderr)
     }
 

@@ -22,7 +22,8 @@ logs=$(mktemp -d /tmp/suite-repeat.XXXXXX)
 passed=0
 for run in $(seq 1 "$runs"); do
     started=$(date +%s)
-    swift test "${extra[@]}" > "$logs/run-$run.log" 2>&1
+    # Under the watchdog (as in .ci/run): a run silent for 15 minutes ends with its stacks.
+    python3 "$(dirname "$0")/watchdog.py" --silence 900 -- swift test "${extra[@]}" > "$logs/run-$run.log" 2>&1
     status=$?
     summary=$(grep -E "Test run with [0-9]+ tests? .* (passed|failed)" "$logs/run-$run.log" | tail -1)
     if [ "$status" -eq 0 ]; then
