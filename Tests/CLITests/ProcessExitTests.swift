@@ -25,4 +25,27 @@ import Testing
         }
         #expect(!process.isRunning && process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL)
     }
+
+    /// A child that closes the descriptor Foundation watches for its exit (as
+    /// `Tools/ci/s3/ceph-rgw.sh start` once did) holds Foundation's one watching thread until it
+    /// ends: another child's exit goes unnoticed meanwhile, and the wait says so by name.
+    @Test func anExitFoundationDoesNotNoticeIsNamed() throws {
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/bin/bash")
+        holder.arguments = ["-c", #"for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ "$fd" -gt 2 ] && [ "$fd" -ne 255 ] && eval "exec $fd>&-"; done; exec sleep 600"#]
+        try holder.run()
+        defer { kill(holder.processIdentifier, SIGKILL) }
+        // Foundation takes the closed descriptor for the holder's exit and waits in waitpid.
+        _ = eventuallyBlocking(within: 30, every: 10) { (try? String(contentsOfFile: "/proc/\(holder.processIdentifier)/cmdline", encoding: .utf8))?.hasPrefix("sleep") == true }
+        // Until the watching thread has taken the holder's closed descriptor, a child's exit is
+        // still noticed: start children until one's is not (the first, nearly always).
+        var named: String?
+        for _ in 0..<50 where named == nil {
+            let quick = Process()
+            quick.executableURL = URL(fileURLWithPath: "/bin/true")
+            try quick.run()
+            do { try quick.waitForExit(within: 2) } catch { named = "\(error)" }
+        }
+        #expect(named == "`/bin/true` ended, but Foundation had not noticed it after 2 s")
+    }
 }

@@ -24,14 +24,24 @@ set -Eeuo pipefail
 
 die() { echo "ceph-rgw: $*" >&2; exit 1; }
 
-# Runs a command with no signal blocked and TERM, INT and HUP at their defaults: a caller may
-# have blocked or ignored some (a test runner spawns from a thread that blocks nearly all), a
-# child inherits both, and bash cannot undo either. A daemon that ignored TERM would never stop.
-# (A command prefix, not a function: `"${with_plain_signals[@]}" daemon &` leaves the daemon's
-# own pid in $!, python exec-ing it in place.)
+# Runs a daemon with no signal blocked, TERM, INT and HUP at their defaults, and no descriptor
+# but 0-2. A caller may have blocked or ignored some signals (a test runner spawns from a thread
+# that blocks nearly all), a child inherits both, and bash cannot undo either: a daemon that
+# ignored TERM would never stop. The daemons outlive this script, so they must not hold what its
+# caller gave it: a pipe the caller reads to the end, or the socket Foundation's Process watches
+# for this script's exit, would keep the caller waiting for as long as the cluster runs. Only
+# the daemons close them; the script keeps its own until it exits. (It once closed them itself,
+# first thing: Foundation took that for its exit and its one watching thread then waited in
+# waitpid for the whole start, so no other child of the test process was seen to end meanwhile.)
+# A command prefix, not a function: `"${with_plain_signals[@]}" daemon &` leaves the daemon's
+# own pid in $!, python exec-ing it in place.
 with_plain_signals=(python3 -c 'import os, signal, sys
 signal.pthread_sigmask(signal.SIG_SETMASK, [])
 for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP): signal.signal(number, signal.SIG_DFL)
+for fd in [int(name) for name in os.listdir("/proc/self/fd")]:
+    if fd > 2:
+        try: os.close(fd)
+        except OSError: pass
 os.execvp(sys.argv[1], sys.argv[1:])')
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -51,15 +61,7 @@ wait_for() {
 }
 
 start() {
-    local dir=$1 fd
-    # The daemons outlive this script: they must not hold what its caller gave it. A
-    # descriptor a daemon inherits (a pipe the caller reads to the end, a socket
-    # Foundation's Process watches for the child's exit) would keep the caller waiting for
-    # as long as the cluster runs. 255 is bash's own, the script being read.
-    for fd in /proc/$$/fd/*; do
-        fd=${fd##*/}
-        if [ "$fd" -gt 2 ] && [ "$fd" -ne 255 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
-    done
+    local dir=$1
     [ -e "$dir" ] && die "$dir exists: give a folder to create"
     for tool in ceph-mon ceph-osd radosgw radosgw-admin ceph ceph-authtool monmaptool jq curl python3; do
         command -v "$tool" >/dev/null || die "$tool is missing (apt-get install --no-install-recommends ceph-mon ceph-osd radosgw jq curl)"
