@@ -371,7 +371,8 @@ import Testing
 
         let first = RelayClientTests().stroke(11, points: 50)
         for payload in first { alice.send(payload) }
-        await alice.waitUntilAcknowledged()
+        // Bounded: a client that is never acknowledged fails here with what it still holds and why.
+        try await alice.waitUntilAcknowledged(within: 120)
         #expect(alice.pending.isEmpty)
         #expect(await RelayClientTests().waitFor(bob, points: 50))
 
@@ -380,7 +381,7 @@ import Testing
         let second = RelayClientTests().stroke(12, points: 40)
         for payload in second { alice.send(payload) }
         running = try await RunningRelay.start(data: data, port: port)
-        await alice.waitUntilAcknowledged()
+        try await alice.waitUntilAcknowledged(within: 120)
         #expect(await RelayClientTests().waitFor(bob, points: 90))
         await running.stop()
 

@@ -58,7 +58,9 @@ import Testing
         #expect(throws: AccessError.badSignature) { try access.authorize(foreign, board: sketch, nowMilliseconds: now) }
 
         // Expired; malformed.
-        let old = try Self.token(keys, "sketch", .draw, expiresIn: -1)
+        // An hour ago, not a second: `now` was read when the test began, and on a loaded machine
+        // (108 s for this test once) a token minted a second in the past expired after it.
+        let old = try Self.token(keys, "sketch", .draw, expiresIn: -3600)
         let oldID = try RelayKeys.parse(old).0.id
         #expect(throws: AccessError.expired(tokenID: oldID)) { try access.authorize(old, board: sketch, nowMilliseconds: now) }
         for bad in ["", "sjt1", "sjt1.0123.draw.sketch.1.00", "jwt.a.b", String(repeating: "x", count: 500)] {
@@ -321,7 +323,9 @@ import Testing
             let client = RelayClient(port: running.port, board: "gallery", options: options)
             let updates = client.updates
             let connection = Task { await client.run() }
+            let bound = client.closing(after: 120)
             for await update in updates { if case .caughtUp = update { break } }
+            bound.cancel()
             #expect(client.mayOnlyView == viewOnly, "\(scope)")
             client.close()
             await connection.value

@@ -42,7 +42,8 @@ import Testing
         let runs = [Task { await alice.run() }, Task { await bob.run() }]
 
         for payload in stroke(1, points: 40) + stroke(2, points: 25) { alice.send(payload) }
-        await alice.waitUntilAcknowledged()
+        // Bounded: a client that is never acknowledged fails here with what it still holds and why.
+        try await alice.waitUntilAcknowledged(within: 120)
         #expect(alice.pending.isEmpty)
         // Her own events came back before their acks; his came live.
         #expect(alice.drawing.strokes.map(\.points.count) == [40, 25])
@@ -63,7 +64,7 @@ import Testing
                 "the client stopped trying to reconnect")
         #expect(alice.pending.count == 31)
         running = try await RunningRelay.start(data: data, port: port)
-        await alice.waitUntilAcknowledged()
+        try await alice.waitUntilAcknowledged(within: 120)
         #expect(await waitFor(alice, points: 95))
         #expect(await waitFor(bob, points: 95))
 
@@ -87,11 +88,13 @@ import Testing
         let writer = RelayClient(port: running.port, board: "late")
         let writerRun = Task { await writer.run() }
         for seed in 1...20 { for payload in stroke(UInt64(seed), points: 50) { writer.send(payload) } }
-        await writer.waitUntilAcknowledged()
+        try await writer.waitUntilAcknowledged(within: 120)
 
         let late = RelayClient(port: running.port, board: "late")
         let updates = late.updates
         let lateRun = Task { await late.run() }
+        let bound = late.closing(after: 120)
+        defer { bound.cancel() }
         var caughtUp: UInt64?
         for await update in updates {
             if case .caughtUp(let events) = update {
@@ -105,7 +108,7 @@ import Testing
         // A point with a negative width never reaches a journal: the relay refuses it by line.
         let stroke = StrokeID(UUIDBits(high: 9, low: 9))
         writer.send(.point(PointSample(stroke: stroke, x: 1, y: 1, style: Style(color: RGBA(rawValue: 0xFF), width: -1))))
-        await writer.waitUntilAcknowledged()
+        try await writer.waitUntilAcknowledged(within: 120)
         #expect(writer.pending.isEmpty)
         writer.close()
         late.close()
@@ -118,6 +121,8 @@ import Testing
     func stopReason(_ client: RelayClient) async -> String? {
         let updates = client.updates
         let run = Task { await client.run() }
+        let bound = client.closing(after: 120)
+        defer { bound.cancel() }
         var reason: String?
         for await update in updates { if case .stopped(let why) = update { reason = why } }
         await run.value
@@ -142,6 +147,8 @@ import Testing
         let client = RelayClient(port: running.port, board: "token", options: options)
         let updates = client.updates
         let run = Task { await client.run() }
+        let bound = client.closing(after: 120)
+        defer { bound.cancel() }
         var refusedBeforeCaughtUp = 0
         var stopped: String?
         var caughtUp = false
@@ -180,6 +187,8 @@ import Testing
         let good = RelayClient(port: running.port, board: "poster")
         let updates = good.updates
         let run = Task { await good.run() }
+        let bound = good.closing(after: 120)
+        defer { bound.cancel() }
         var caughtUp = false
         for await update in updates {
             if case .caughtUp = update { caughtUp = true }
@@ -190,5 +199,17 @@ import Testing
         await run.value
         #expect(caughtUp)
         await running.stop()
+    }
+}
+
+extension RelayClient {
+    /// Closes the client after `seconds` unless the task it returns is cancelled first. A test
+    /// that reads a client's updates until something happens then sees them end and fails its
+    /// expectation, where it would otherwise wait for ever (a whole run held by one await).
+    func closing(after seconds: Double) -> Task<Void, Never> {
+        Task { [self] in
+            try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+            if !Task.isCancelled { close() }
+        }
     }
 }

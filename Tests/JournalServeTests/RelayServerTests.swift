@@ -29,13 +29,47 @@ import Testing
             data: String, port: Int = 0, access: RelayAccess = .open, options: BoardOptions = BoardOptions(watchForSegments: false),
             idleBoardSeconds: Double? = nil, writeStallSeconds: Double = 30, limits: RelayLimits = RelayLimits()
         ) async throws -> RunningRelay {
+            // A relay restarted on the port it had can find it taken: the kernel hands a freed
+            // port to the next outgoing connection that needs one (any test's client, rclone),
+            // and while that connection lasts, and for the 60 s of TIME_WAIT after it closed
+            // its end, nothing can listen there (EADDRINUSE, even with SO_REUSEADDR). Such a
+            // start is tried again until the port is free, for 90 s.
+            let deadline = ProcessInfoLite.monotonicSeconds() + (port == 0 ? 0 : 90)
+            while true {
+                do {
+                    return try await listen(data: data, port: port, access: access, options: options, idleBoardSeconds: idleBoardSeconds,
+                                            writeStallSeconds: writeStallSeconds, limits: limits)
+                } catch where ProcessInfoLite.monotonicSeconds() < deadline {
+                    try await Task.sleep(for: .milliseconds(200))
+                }
+            }
+        }
+
+        private static func listen(
+            data: String, port: Int, access: RelayAccess, options: BoardOptions, idleBoardSeconds: Double?,
+            writeStallSeconds: Double, limits: RelayLimits
+        ) async throws -> RunningRelay {
             let relay = try Relay(dataDirectory: data, access: access, boardOptions: options, idleBoardSeconds: idleBoardSeconds, limits: limits)
             let (ports, portContinuation) = AsyncStream<Int>.makeStream()
             let server = RelayServer(relay: relay, port: port, writeStallSeconds: writeStallSeconds)
-            let task = Task { try await server.run { port in portContinuation.yield(port) } }
+            // The stream ends with the server, so that one that never listened ends the wait
+            // with its error: waiting for a port that never came held a whole run.
+            let task = Task {
+                defer { portContinuation.finish() }
+                try await server.run { port in portContinuation.yield(port) }
+            }
             var iterator = ports.makeAsyncIterator()
-            let port = try #require(await iterator.next())
+            guard let port = await iterator.next() else {
+                await relay.close()
+                try await task.value
+                throw RelayDidNotListen(port: port)
+            }
             return RunningRelay(relay: relay, port: port, task: task)
+        }
+
+        struct RelayDidNotListen: Error, CustomStringConvertible {
+            let port: Int
+            var description: String { "the relay ended without listening on port \(port)" }
         }
 
         func stop() async {
@@ -258,6 +292,35 @@ import Testing
         let socket = try PlainHTTP.openNonReadingWebSocket(port: running.port, path: "/boards/big/ws",
                                                            text: ClientFrame.helloText(have: Have()))
         return (running, socket)
+    }
+
+    /// A relay restarted on a port that an outgoing connection holds as its own end (the kernel
+    /// hands freed ports to outgoing connections) listens once that connection ends: the start
+    /// waits for the port, where it once waited for ever for a port that never came.
+    @Test func aRelayStartedOnATakenPortListensOnceTheConnectionHoldingItEnds() async throws {
+        let temp = TemporaryDirectory("relay-taken-port")
+        defer { temp.remove() }
+        let first = try await RunningRelay.start(data: temp.path + "/first")
+        let holder = try LoopbackSocket.open(port: first.port)
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(holder, $0, &length) }
+        }
+        try #require(named == 0)
+        let taken = Int(UInt16(bigEndian: address.sin_port))
+        let releasing = Task {
+            try? await Task.sleep(for: .milliseconds(800))
+            // Reset, not closed: a closed end would hold the port for TIME_WAIT's 60 s.
+            var reset = linger(l_onoff: 1, l_linger: 0)
+            setsockopt(holder, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
+            close(holder)
+        }
+        let second = try await RunningRelay.start(data: temp.path + "/second", port: taken)
+        #expect(second.port == taken)
+        await releasing.value
+        await second.stop()
+        await first.stop()
     }
 
     /// A client that stops reading during its catch-up is disconnected once its TCP has

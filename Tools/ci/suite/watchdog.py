@@ -20,8 +20,11 @@ import subprocess
 import sys
 import time
 
+# Swift Testing colours its marks on a terminal or when run directly: matched without them.
+COLOURS = re.compile(r"\x1b\[[0-9;]*m")
 STARTED = re.compile(r"◇ Test (?:case passing .* to )?(\S+\(.*?\)) started\.")
-ENDED = re.compile(r"[✔✘➜] Test (\S+\(.*?\)) (?:with \d+ test cases? )?(?:passed|failed|skipped)")
+# Any mark: ✔ passed, ✘ failed, ➜ skipped, ━ passed with known issues.
+ENDED = re.compile(r"^\S+ Test (\S+\(.*?\)) (?:with \d+ test cases? )?(?:passed|failed|skipped)")
 
 
 def descendants(pid):
@@ -114,7 +117,7 @@ def main():
         pending += chunk
         *lines, pending = pending.split(b"\n")
         for line in lines:
-            text = line.decode(errors="replace")
+            text = COLOURS.sub("", line.decode(errors="replace"))
             if match := STARTED.search(text):
                 running.add(match.group(1))
             elif match := ENDED.search(text):
