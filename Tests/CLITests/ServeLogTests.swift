@@ -44,7 +44,9 @@ import Testing
         // Refused by the relay (no token): the connection it refused is logged.
         let refused = try cli.journal(["join", "ws://127.0.0.1:\(port)/boards/poster/ws", "--timeout", "60"], environment: ["JOURNAL_TOKEN": ""])
         #expect(refused.status == 74 && refused.stderr.contains("needs a token"), "\(refused.stderr)")
-        #expect(await relay.stop(with: SIGTERM) == 0)
+        let stopped = await relay.stop(with: SIGTERM)
+        // What it was doing, should it not have stopped: its log's end.
+        #expect(stopped == 0, "journal serve did not stop within 30 s of SIGTERM; its log ends: \(relay.stderr.suffix(3000))")
         return (relay.stdout, relay.stderr)
     }
 

@@ -209,10 +209,13 @@ struct FolderWatcherTests {
         try Self.write(root + "/100000/file")
         #expect(watcher.wait(timeoutSeconds: 5) == .changed)
         // More events than the kernel queues (16384 by default): an overflow is a change, and
-        // one return drains it.
+        // the watcher settles: a few more returns while it reads what was queued (on a loaded
+        // machine the second wait once still saw some), then nothing wakes it.
         for index in 0..<9_000 { try Self.write(root + "/100001/f\(index)", bytes: 0) }
         #expect(watcher.wait(timeoutSeconds: 5) == .changed)
-        #expect(watcher.wait(timeoutSeconds: 0.3) == .timedOut)
+        var further = 0
+        while further < 50, watcher.wait(timeoutSeconds: 0.3) == .changed { further += 1 }
+        #expect(further < 50, "the watcher kept waking after the burst")
         try Self.write(root + "/100002/after")
         #expect(watcher.wait(timeoutSeconds: 5) == .changed)
     }
