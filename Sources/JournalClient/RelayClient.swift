@@ -99,6 +99,9 @@ public final class RelayClient: Sendable {
         /// Wakes the current connection's writer when a frame is queued.
         var wake: AsyncStream<Void>.Continuation?
         var closed = false
+        /// When `close()` was called (monotonic seconds): the relay has `silentRelaySeconds`
+        /// from then to answer the close frame.
+        var closedAt: Double?
         /// Why the last connection ended or was refused: what a wait that gives up says.
         var lastProblem: String?
         var acknowledgedWaiters: [CheckedContinuation<Void, Never>] = []
@@ -223,6 +226,7 @@ public final class RelayClient: Sendable {
     public func close() {
         let (wake, waiters, updates) = state.withLock { state in
             state.closed = true
+            state.closedAt = state.closedAt ?? ProcessInfoLite.monotonicSeconds()
             defer {
                 state.acknowledgedWaiters = []
                 state.updates = nil

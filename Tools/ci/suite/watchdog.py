@@ -106,6 +106,13 @@ def main():
             if time.monotonic() - last_output < arguments.silence:
                 continue
             report_hang(child.pid, running, int(arguments.silence), out)
+            # The test process is not always in the command's process group (`swift test`
+            # starts it in one of its own, and it outlived a group kill once): each by pid.
+            for pid in descendants(child.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
             return 124

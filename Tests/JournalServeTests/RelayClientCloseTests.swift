@@ -1,0 +1,70 @@
+import JournalClient
+import JournalPlatform
+import JournalTestSupport
+import JournalWire
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOWebSocket
+import Testing
+
+/// A relay that never answers a client's close frame (one was seen with its server stopped and
+/// a connection left open, unread): `close()` still ends the client's `run()`.
+@Suite struct RelayClientCloseTests {
+    @Test func aRelayThatNeverAnswersTheCloseDoesNotHoldRunForEver() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let server = try await MutedRelay.start(on: group)
+        let client = RelayClient(port: server.port, board: "mute")
+        let updates = client.updates
+        let finished = Locked(false)
+        let run = Task {
+            await client.run()
+            finished.withLock { $0 = true }
+        }
+        let bound = client.closing(after: 60)
+        var caughtUp = false
+        for await update in updates {
+            if case .caughtUp = update { caughtUp = true; break }
+        }
+        bound.cancel()
+        #expect(caughtUp, "the fake relay's catch-up never arrived")
+        client.close()
+        #expect(await eventually(within: 30) { finished.withLock { $0 } }, "run() still waits for the relay to answer its close")
+        run.cancel()
+        try await server.channel.close()
+        try await group.shutdownGracefully()
+    }
+}
+
+/// A WebSocket server that upgrades, says the board is caught up, and then reads nothing and
+/// answers nothing: not a ping, not a close.
+struct MutedRelay {
+    let channel: any Channel
+    let port: Int
+
+    static func start(on group: MultiThreadedEventLoopGroup) async throws -> MutedRelay {
+        let upgrader = NIOWebSocketServerUpgrader(
+            shouldUpgrade: { channel, _ in channel.eventLoop.makeSucceededFuture(HTTPHeaders()) },
+            upgradePipelineHandler: { channel, _ in channel.pipeline.addHandler(Mute()) })
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.pipeline.configureHTTPServerPipeline(withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }))
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        return MutedRelay(channel: channel, port: channel.localAddress?.port ?? 0)
+    }
+
+    final class Mute: ChannelInboundHandler, Sendable {
+        typealias InboundIn = WebSocketFrame
+        typealias OutboundOut = WebSocketFrame
+
+        func handlerAdded(context: ChannelHandlerContext) {
+            var buffer = context.channel.allocator.buffer(capacity: 64)
+            buffer.writeString(ServerMessage.caughtUp(events: 0).text)
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
+    }
+}
