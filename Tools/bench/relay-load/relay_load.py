@@ -1084,6 +1084,62 @@ def print_table(res):
                     (("  ERROR " + j["error"]) if j.get("error") else ""))
 
 
+def ratio_summary(ratios, draws=4000):
+    """The median of per-round ratios and a 90% bootstrap interval of it: a ratio that pairs
+    swing ±15% around can still be placed within a few percent once enough rounds are in."""
+    import random
+    import statistics
+    rng = random.Random(1)
+    medians = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(draws))
+    return statistics.median(ratios), medians[int(0.05 * draws)], medians[int(0.95 * draws) - 1]
+
+
+def run_paired(args, pool):
+    """`--baseline`: the same rows for two builds, alternated round by round (A B, B A, ...) so
+    that a machine growing busier or quieter shifts both; prints each round's ratios and their
+    median with its interval (candidate ÷ baseline; below 1 is faster for times, slower for rates)."""
+    import copy
+    candidate, baseline = copy.copy(args), copy.copy(args)
+    baseline.journal = args.baseline
+    clients = int(args.clients.split(",")[0])
+    frames = args.frames.split(",")[0]
+    metrics = {}  # name -> [(candidate, baseline)]
+    tag = int(time.time())
+    for round_ in range(args.rounds):
+        order = [("candidate", candidate), ("baseline", baseline)]
+        if round_ % 2:
+            order.reverse()
+        measured = {}
+        for name, build in order:
+            row = {}
+            if "ingest" in args.scenarios.split(","):
+                r = run_ingest(build, "ours", pool, clients, frames == "point", args.per_board, tag)
+                tag += 1
+                row["ingest points/s"] = r["pointsPerSecond"]
+                row["ingest server CPU per point"] = r["serverCPU"] / max(1, r["pointsPerSecond"])
+            if "latency" in args.scenarios.split(","):
+                r = run_latency(build, "ours", pool, tag)
+                tag += 1
+                row["ack p50"], row["ack p99"] = r["p50Ms"], r["p99Ms"]
+                row["latency server CPU"] = r["serverCPU"]
+            measured[name] = row
+        line = []
+        for key in measured["candidate"]:
+            pair = (measured["candidate"][key], measured["baseline"][key])
+            metrics.setdefault(key, []).append(pair)
+            line.append("%s %.3f" % (key, pair[0] / pair[1] if pair[1] else float("nan")))
+        print("round %d/%d (load %.2f): %s" % (round_ + 1, args.rounds, load1(), ", ".join(line)), flush=True)
+    print("candidate %s ÷ baseline %s, %d rounds alternated; median ratio [90%% interval]:" % (
+        args.journal, args.baseline, args.rounds))
+    summary = {}
+    for key, pairs in metrics.items():
+        ratios = [a / b for a, b in pairs if b]
+        median, low, high = ratio_summary(ratios)
+        summary[key] = {"median": round(median, 4), "low": round(low, 4), "high": round(high, 4), "pairs": pairs}
+        print("  %-28s %.3f [%.3f, %.3f]" % (key, median, low, high))
+    return summary
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--journal", default=os.path.join(REPO, ".build", "release", "journal"), help="the journal binary (release build)")
@@ -1112,6 +1168,8 @@ def main():
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--auth", action="store_true",
                     help="our relay needs tokens (clients send an admin token in their hello); default: --open")
+    ap.add_argument("--baseline", help="a second journal binary: ingest and latency of --journal against it, alternated (our server only)")
+    ap.add_argument("--rounds", type=int, default=10, help="with --baseline: rounds, each one row per build")
     args = ap.parse_args()
     global CLIENT
     CLIENT = args.client
@@ -1131,6 +1189,12 @@ def main():
         pool = [Encoded(s) for s in read_strokes(args.workload, args.pool)]
     if "join" in scenarios and "peer" in servers:
         session = [Encoded(s) for s in read_strokes(args.workload)]
+    if args.baseline:
+        res["paired"] = run_paired(args, pool)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(res, f, indent=1)
+        return
     tag = int(time.time())
     for scenario in scenarios:
         for k in servers:
