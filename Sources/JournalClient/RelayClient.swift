@@ -98,10 +98,10 @@ public final class RelayClient: Sendable {
         var unsettledLines: [String: Int] = [:]
         /// Wakes the current connection's writer when a frame is queued.
         var wake: AsyncStream<Void>.Continuation?
-        var closed = false
         /// When `close()` was called (monotonic seconds): the relay has `silentRelaySeconds`
         /// from then to answer the close frame.
         var closedAt: Double?
+        var closed: Bool { closedAt != nil }
         /// Why the last connection ended or was refused: what a wait that gives up says.
         var lastProblem: String?
         var acknowledgedWaiters: [CheckedContinuation<Void, Never>] = []
@@ -225,7 +225,6 @@ public final class RelayClient: Sendable {
     /// Stops `run` (what is pending stays unsent) and ends `updates`.
     public func close() {
         let (wake, waiters, updates) = state.withLock { state in
-            state.closed = true
             state.closedAt = state.closedAt ?? ProcessInfoLite.monotonicSeconds()
             defer {
                 state.acknowledgedWaiters = []
