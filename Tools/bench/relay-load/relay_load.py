@@ -1094,6 +1094,23 @@ def ratio_summary(ratios, draws=4000):
     return statistics.median(ratios), medians[int(0.05 * draws)], medians[int(0.95 * draws) - 1]
 
 
+def measure_round(args, order, clients, frames, pool, tag, measured):
+    """One round of `run_paired`: each build's rows, in `order`, into `measured`."""
+    for name, build in order:
+        row = {}
+        if "ingest" in args.scenarios.split(","):
+            r = run_ingest(build, "ours", pool, clients, frames == "point", args.per_board, tag)
+            tag += 1
+            row["ingest points/s"] = r["pointsPerSecond"]
+            row["ingest server CPU per point"] = r["serverCPU"] / max(1, r["pointsPerSecond"])
+        if "latency" in args.scenarios.split(","):
+            r = run_latency(build, "ours", pool, tag)
+            tag += 1
+            row["ack p50"], row["ack p99"] = r["p50Ms"], r["p99Ms"]
+            row["latency server CPU"] = r["serverCPU"]
+        measured[name] = row
+
+
 def run_paired(args, pool):
     """`--baseline`: the same rows for two builds, alternated round by round (A B, B A, ...) so
     that a machine growing busier or quieter shifts both; prints each round's ratios and their
@@ -1110,27 +1127,22 @@ def run_paired(args, pool):
         if round_ % 2:
             order.reverse()
         measured = {}
-        for name, build in order:
-            row = {}
-            if "ingest" in args.scenarios.split(","):
-                r = run_ingest(build, "ours", pool, clients, frames == "point", args.per_board, tag)
-                tag += 1
-                row["ingest points/s"] = r["pointsPerSecond"]
-                row["ingest server CPU per point"] = r["serverCPU"] / max(1, r["pointsPerSecond"])
-            if "latency" in args.scenarios.split(","):
-                r = run_latency(build, "ours", pool, tag)
-                tag += 1
-                row["ack p50"], row["ack p99"] = r["p50Ms"], r["p99Ms"]
-                row["latency server CPU"] = r["serverCPU"]
-            measured[name] = row
+        try:
+            measure_round(args, order, clients, frames, pool, tag, measured)
+        except Exception as error:  # one refused or failed row loses its round, not the run
+            print("round %d/%d: left out: %s" % (round_ + 1, args.rounds, str(error)[:200]), flush=True)
+            continue
+        finally:
+            tag += 4
         line = []
         for key in measured["candidate"]:
             pair = (measured["candidate"][key], measured["baseline"][key])
             metrics.setdefault(key, []).append(pair)
             line.append("%s %.3f" % (key, pair[0] / pair[1] if pair[1] else float("nan")))
         print("round %d/%d (load %.2f): %s" % (round_ + 1, args.rounds, load1(), ", ".join(line)), flush=True)
-    print("candidate %s ÷ baseline %s, %d rounds alternated; median ratio [90%% interval]:" % (
-        args.journal, args.baseline, args.rounds))
+    kept = len(next(iter(metrics.values()), []))
+    print("candidate %s ÷ baseline %s, %d of %d rounds alternated; median ratio [90%% interval]:" % (
+        args.journal, args.baseline, kept, args.rounds))
     summary = {}
     for key, pairs in metrics.items():
         ratios = [a / b for a, b in pairs if b]
