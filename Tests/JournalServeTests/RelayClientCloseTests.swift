@@ -1,5 +1,4 @@
 import JournalClient
-import JournalPlatform
 import JournalTestSupport
 import JournalWire
 import NIOCore
@@ -16,11 +15,7 @@ import Testing
         let server = try await MutedRelay.start(on: group)
         let client = RelayClient(port: server.port, board: "mute")
         let updates = client.updates
-        let finished = Locked(false)
-        let run = Task {
-            await client.run()
-            finished.withLock { $0 = true }
-        }
+        let run = Task { await client.run() }
         let bound = client.closing(after: 60)
         var caughtUp = false
         for await update in updates {
@@ -29,7 +24,7 @@ import Testing
         bound.cancel()
         #expect(caughtUp, "the fake relay's catch-up never arrived")
         client.close()
-        #expect(await eventually(within: 30) { finished.withLock { $0 } }, "run() still waits for the relay to answer its close")
+        #expect(await within(30) { await run.value }, "run() still waits for the relay to answer its close")
         run.cancel()
         try await server.channel.close()
         try await group.shutdownGracefully()

@@ -25,23 +25,6 @@ extension RelayProcessTests {
         try await killedRelayCampaign(native: true)
     }
 
-    /// Waits for `body`, at most `seconds`; false when it took longer. `body` runs on in a task
-    /// of its own: what it waits for (a continuation, a task's value) ignores cancellation, and
-    /// a task group would wait for it whatever the deadline.
-    func within(_ seconds: Double, _ body: @escaping @Sendable () async -> Void) async -> Bool {
-        let (outcomes, outcome) = AsyncStream<Bool>.makeStream(bufferingPolicy: .bufferingOldest(1))
-        Task {
-            await body()
-            outcome.yield(true)
-        }
-        let timer = Task {
-            await patientSleep(seconds: seconds)
-            outcome.yield(false)
-        }
-        defer { timer.cancel() }
-        return await outcomes.first { _ in true } ?? false
-    }
-
     func killedRelayCampaign(native: Bool) async throws {
         let temp = TemporaryDirectory("relay-client-crash")
         defer { temp.remove() }

@@ -74,17 +74,15 @@ import Testing
 
         func stop() async {
             task.cancel()
-            let stopped = Locked(false)
             let (relay, task) = (self.relay, self.task)
-            Task {
+            // Bounded: a relay that does not stop fails the test that stops it, by name, where
+            // it held whole runs (CI's 90 minutes, twice) with nothing to say which test it was.
+            let stopped = await within(90) {
                 _ = try? await task.value
                 // `run` closes the relay when it ends; closing again is harmless.
                 await relay.close()
-                stopped.withLock { $0 = true }
             }
-            // Bounded: a relay that does not stop fails the test that stops it, by name, where
-            // it held whole runs (CI's 90 minutes, twice) with nothing to say which test it was.
-            if !(await eventually(within: 90, every: 20) { stopped.withLock { $0 } }) {
+            if !stopped {
                 Issue.record("the relay did not stop within 90 s of its server's cancellation; boards still open: \(relay.openBoards.map(\.text))")
             }
         }
