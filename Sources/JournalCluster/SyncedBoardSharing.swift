@@ -37,7 +37,10 @@ public struct SyncedBoardSharing: BoardSharing {
 
     public func syncRepairing(_ board: BoardName, journal path: String, open: Bool) async -> (failure: String?, repairs: StoreRepairs) {
         await queue.serially(board.text) {
-            if !open { inStore.withLock { _ = $0.removeValue(forKey: board) } }
+            // Sent by an ack round, so known to have reached the store, though no sync listed
+            // it there (the sync's own record of the store has not seen it): sent again, it was
+            // lost there, as much as a copy the record holds.
+            let sentBefore = inStore.withLock { open ? $0[board] : $0.removeValue(forKey: board) } ?? []
             do {
                 let journal = try JournalDirectory.openOrCreate(at: path)
                 // What is sealed now: in the store once the sync below says so.
@@ -49,7 +52,8 @@ public struct SyncedBoardSharing: BoardSharing {
                 // is sealed first (what a killed relay left in its open segment) and compacted,
                 // which publishes fewer, larger files.
                 let report = try await engine.sync(try target(board), seal: !open, compact: !open, create: true)
-                let repairs = StoreRepairs(damagedReplaced: report.replacedOnTarget.count, lostRestored: report.restoredOnTarget.count)
+                let restored = Set(report.restoredOnTarget).union(sentBefore.intersection(report.published))
+                let repairs = StoreRepairs(damagedReplaced: report.replacedOnTarget.count, lostRestored: restored.count)
                 // A sync that did not fail may still have left a segment out (a damaged copy in
                 // the store under its name, a file that did not verify): not in the store, so
                 // not shared, which an open board's ack round must know. (Before a board opens,

@@ -133,8 +133,18 @@ import Testing
         #expect(FileSystem.exists(store + "/wall/replicas/" + ours))
         #expect(Self.sealed(path + "/replicas").count == 4)
 
-        // A local copy that no longer verifies is never sent: the round says so.
+        // A copy an ack round sent, lost before any whole sync listed it there: put back, and
+        // counted as such as well.
         try await Self.drawSealed(board, 3)
+        let unlisted = try #require(Self.sealed(path + "/replicas").subtracting(Self.sealed(store + "/wall/replicas")).first)
+        #expect(await sharing.publishSealed(wall, journal: path) == nil)
+        try FileSystem.remove(store + "/wall/replicas/" + unlisted)
+        let again = await sharing.syncRepairing(wall, journal: path, open: true)
+        #expect(again.failure == nil && again.repairs == StoreRepairs(lostRestored: 1))
+        #expect(FileSystem.exists(store + "/wall/replicas/" + unlisted))
+
+        // A local copy that no longer verifies is never sent: the round says so.
+        try await Self.drawSealed(board, 4)
         let damaged = try #require(Self.sealed(path + "/replicas").subtracting(Self.sealed(store + "/wall/replicas")).first)
         var bytes = try FileSystem.readFile(path + "/replicas/" + damaged)
         bytes[bytes.count / 2] ^= 0x40
