@@ -455,6 +455,10 @@ public final class Committer: Sendable {
             var outcome: Result<Void, JournalError> = .success(())
             do throws(JournalError) { try writer.close() } catch { outcome = .failure(error) }
             sealedAtClose = writer.takeSealedNames()
+            // Known as own, as every seal of `commit`: the owner's last look at the files (woken
+            // by the report below) must not take the file sealed at close for someone else's
+            // and load the whole journal again while it closes.
+            for name in sealedAtClose { state.ownSealed.insert(name.relativePath(in: replica)) }
             // A seal that could not be written (a full disk) leaves every event durable in the
             // open segment: the waiters' events are safe; close still says why.
             var durable = true

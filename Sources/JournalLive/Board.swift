@@ -186,6 +186,9 @@ public final class Board: Sendable {
     /// Who may draw, as of the last load (nil or open: a board without membership). A new
     /// statement makes the board reload (`JournalActivity.reloaded`), which updates it.
     public var membership: Membership? { state.withLock { $0.live.membership } }
+    /// Whether a membership decides who draws (a board that has one and is not open): asked
+    /// for every frame a relay takes, so the membership is not copied out to answer it.
+    public var membershipDecides: Bool { state.withLock { $0.live.membership.map { !$0.isOpen } ?? false } }
 
     /// The drawing as it is (one `.current` update, `[.reset]`), then every change from now on,
     /// one batch per append or integration. An app that stops reading misses nothing silently:

@@ -18,7 +18,18 @@ public enum NativeTextFrame {
     static let label = "StrokeJournal native text v1\0"
 
     /// Whether `text` is meant as a native text frame (then `open` says whether it is one).
-    public static func isNative(_ text: String) -> Bool { text.utf8.starts(with: headerPrefix.utf8) }
+    public static func isNative(_ text: String) -> Bool {
+        // Asked of every text frame a relay reads: bytes compared in place where the string
+        // has them (a frame always does), not through the generic sequence comparison.
+        let prefix = headerPrefixBytes
+        if let answer = text.utf8.withContiguousStorageIfAvailable({ bytes -> Bool in
+            bytes.count >= prefix.count && prefix.indices.allSatisfy { bytes[$0] == prefix[$0] }
+        }) {
+            return answer
+        }
+        return text.utf8.starts(with: prefix)
+    }
+    private static let headerPrefixBytes = Array(headerPrefix.utf8)
 
     /// The frame that carries `events` (each signed for `board` by `key`, whose replica they
     /// must name).

@@ -93,6 +93,24 @@ import Testing
         try await board.close()
     }
 
+    /// Closing seals what is open, and the board's last look at its files (the seal's report
+    /// wakes it) knows that file for its own: a close never loads the whole journal again (a
+    /// relay closing a 2 M-event board spent a full replay on it).
+    @Test func closingSealsWithoutLoadingTheJournalAgain() async throws {
+        let temp = TemporaryDirectory("committer-close")
+        defer { temp.remove() }
+        let board = try Board(path: temp.path + "/a", create: true, options: BoardOptions(sealAfterIdleMilliseconds: nil))
+        let recorder = Recorder()
+        board.observe { recorder.record($0) }
+        var generator = EventGenerator(seed: 8)
+        for event in generator.stroke(points: 300) { _ = try board.append(event.payload) }
+        try await board.flush()
+        #expect(recorder.sealed.isEmpty, "nothing sealed before the close")
+        try await board.close()
+        #expect(recorder.sealed.count == 1, "the close sealed the open segment")
+        #expect(recorder.reloads == 0, "the close loaded the journal again \(recorder.reloads) time(s)")
+    }
+
     @Test func ownEventsAreReportedDurableAndSealedByTheSamePolicy() async throws {
         let temp = TemporaryDirectory("committer-own")
         defer { temp.remove() }

@@ -20,6 +20,23 @@ import Testing
         return connection
     }
 
+    /// A relay tells a native text frame from the others by its first bytes alone, for every
+    /// frame it reads: a presence, an event line or a hello is none; a string too short for the
+    /// header, or one that only resembles it, is none either.
+    @Test func aNativeTextFrameIsKnownByItsHeader() {
+        let header = NativeTextFrame.headerPrefix
+        #expect(NativeTextFrame.isNative(header + String(repeating: "0", count: 128) + "\"}\n{}"))
+        #expect(NativeTextFrame.isNative(header))
+        #expect(!NativeTextFrame.isNative(String(header.dropLast())))
+        #expect(!NativeTextFrame.isNative(""))
+        #expect(!NativeTextFrame.isNative(Presence(name: "Ada").frame))
+        #expect(!NativeTextFrame.isNative(CanonicalJSON.line(for: .clear)))
+        #expect(!NativeTextFrame.isNative(Self.presenceHello))
+        #expect(!NativeTextFrame.isNative(#"{"type":"native","signatur":""#))
+        // A bridged string (no contiguous UTF-8) answers the same.
+        #expect(NativeTextFrame.isNative(String(header.reversed().reversed()) + "x"))
+    }
+
     @Test func aPresenceFrameIsReadStrictly() throws {
         let ada = Presence(name: "Ada ✍️", color: "#1E88E5", x: 120.5, y: -80)
         #expect(try Presence.parse(ada.frame) == ada)
