@@ -9,6 +9,7 @@ import asyncio
 import json
 import multiprocessing as mp
 import os
+import re
 import shutil
 import signal
 import socket
@@ -249,7 +250,12 @@ class RawWs(asyncio.Protocol):
             head = bytes(buf[:end])
             del buf[:end + 4]
             if b" 101 " not in head.split(b"\r\n", 1)[0]:
-                self.opened.set_exception(RuntimeError("no upgrade: %r" % head[:200]))
+                retry = re.search(rb"\r\nRetry-After: *(\d+)", head, re.IGNORECASE)
+                error = RuntimeError("no upgrade: %r" % head[:200])
+                # The relay's admission asks a client that opens too many sockets at once to
+                # come back (503, Retry-After): `connect` does, instead of failing the run.
+                error.retry_after = int(retry.group(1)) if b" 503 " in head.split(b"\r\n", 1)[0] and retry else None
+                self.opened.set_exception(error)
                 self.transport.close()
                 return
             self.upgraded = True
@@ -348,8 +354,15 @@ async def connect(proto, board, blocks=False):
     if CLIENT == "raw":
         from urllib.parse import urlparse
         loop = asyncio.get_running_loop()
-        _, ws = await loop.create_connection(lambda: RawWs(proto.port, urlparse(proto.url(board)).path), "127.0.0.1", proto.port)
-        await asyncio.wait_for(ws.opened, 120)
+        for attempt in range(10):
+            _, ws = await loop.create_connection(lambda: RawWs(proto.port, urlparse(proto.url(board)).path), "127.0.0.1", proto.port)
+            try:
+                await asyncio.wait_for(ws.opened, 120)
+                break
+            except RuntimeError as error:
+                if getattr(error, "retry_after", None) is None or attempt == 9:
+                    raise
+                await asyncio.sleep(error.retry_after)
         await proto.open(ws, blocks)
         return ws
     from websockets.asyncio.client import connect as ws_connect
@@ -1146,6 +1159,9 @@ def run_paired(args, pool):
     summary = {}
     for key, pairs in metrics.items():
         ratios = [a / b for a, b in pairs if b]
+        if not ratios:  # a figure the builds did not give (a wrapper's CPU: not the server's)
+            print("  %-28s no ratio: no round measured it" % key)
+            continue
         median, low, high = ratio_summary(ratios)
         summary[key] = {"median": round(median, 4), "low": round(low, 4), "high": round(high, 4), "pairs": pairs}
         print("  %-28s %.3f [%.3f, %.3f]" % (key, median, low, high))
