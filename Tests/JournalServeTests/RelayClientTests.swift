@@ -39,6 +39,17 @@ import Testing
         let port = running.port
         let alice = RelayClient(port: port, board: "wall")
         let bob = RelayClient(port: port, board: "wall")
+        // What bob went through, for a failure to say (he once never saw her last stroke).
+        let bobSaw = Locked([String]())
+        let bobUpdates = bob.updates
+        let bobWatch = Task {
+            for await update in bobUpdates {
+                switch update {
+                case .changed, .acknowledged: continue
+                default: bobSaw.withLock { $0.append("\(update)") }
+                }
+            }
+        }
         let runs = [Task { await alice.run() }, Task { await bob.run() }]
 
         for payload in stroke(1, points: 40) + stroke(2, points: 25) { alice.send(payload) }
@@ -66,7 +77,7 @@ import Testing
         running = try await RunningRelay.start(data: data, port: port)
         try await alice.waitUntilAcknowledged(within: 120)
         #expect(await waitFor(alice, points: 95))
-        #expect(await waitFor(bob, points: 95))
+        #expect(await waitFor(bob, points: 95), "bob: \(bob.have.eventCount) events, \(bobSaw.withLock { $0.suffix(12) })")
 
         // Both hold exactly the journal's drawing, each event once.
         await running.stop()
@@ -79,6 +90,7 @@ import Testing
         bob.close()
         for run in runs { await run.value }
         await counting.value
+        await bobWatch.value
     }
 
     @Test func aLateClientCatchesUpInBlocksAndRefusedLinesAreReported() async throws {
