@@ -52,6 +52,11 @@ public final class RelayClient: Sendable {
         /// A socket not open this long after the attempt began is given up and tried again:
         /// a connect that reaches a relay as it dies can otherwise wait for ever.
         public var connectTimeout: Double = 10
+        /// A ping every this many seconds; one not answered by the next ends the connection,
+        /// which is then tried again. The way a client that waits for nothing (a viewer: no
+        /// ack is due, so signs of life say nothing) learns that its relay went away and left
+        /// the socket open (a relay stopped in-process was seen to), or froze.
+        public var pingSeconds: Double = 10
         /// Native mode: the client names its events as the replica of this key (id, seq,
         /// Lamport clock), signs its frames with it, and the relay stores them under that
         /// replica, acknowledging by seq; a resend after a lost ack is then recognised by id,
@@ -320,7 +325,9 @@ public final class RelayClient: Sendable {
             let closeFrame = try await WebSocketClient.connect(
                 // Its first frame is always a hello: promised, so that the relay never sends the
                 // whole board for a hello it reads late.
-                url: WireLimits.promisingHello(url), configuration: .init(maxFrameSize: WireLimits.maxSegmentMessageBytes),
+                url: WireLimits.promisingHello(url),
+                configuration: .init(maxFrameSize: WireLimits.maxSegmentMessageBytes, closeTimeout: .seconds(5),
+                                     autoPing: .enabled(timePeriod: .milliseconds(Int(max(0.1, options.pingSeconds) * 1000)))),
                 logger: Logger(label: "journal-relay-client")
             ) { inbound, outbound, _ in
                 // Opened too late: `connectOnce` gave this attempt up and may be on another.

@@ -31,6 +31,38 @@ import Testing
     }
 }
 
+/// A client that waits for nothing (caught up, nothing to send) on a relay that went silent
+/// with its socket open: its unanswered ping ends the connection, and it connects again.
+/// (Without pings it sat there for good, and a viewer missed a whole stroke drawn after its
+/// relay's restart.)
+@Suite struct RelayClientPingTests {
+    @Test func aViewerLeavesARelayThatNoLongerAnswersItsPings() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let server = try await MutedRelay.start(on: group)
+        var options = RelayClient.Options()
+        options.pingSeconds = 0.5
+        let client = RelayClient(port: server.port, board: "mute", options: options)
+        let updates = client.updates
+        let run = Task { await client.run() }
+        let bound = client.closing(after: 60)
+        var caughtUp = false, left: String?
+        for await update in updates {
+            if case .caughtUp = update { caughtUp = true }
+            if case .disconnected(let reason, _) = update, caughtUp {
+                left = reason
+                break
+            }
+        }
+        bound.cancel()
+        #expect(caughtUp, "the fake relay's catch-up never arrived")
+        #expect(left != nil, "the client stayed on a relay that answers no ping")
+        client.close()
+        #expect(await within(30) { await run.value })
+        try await server.channel.close()
+        try await group.shutdownGracefully()
+    }
+}
+
 /// A WebSocket server that upgrades, says the board is caught up, and then reads nothing and
 /// answers nothing: not a ping, not a close.
 struct MutedRelay {
