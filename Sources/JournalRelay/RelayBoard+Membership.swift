@@ -55,10 +55,17 @@ extension RelayBoard {
 
     // MARK: Membership (invariant 16)
 
+    /// The board's membership when one decides who draws; nil when none does, learnt without
+    /// copying the membership out (asked for every frame the relay takes).
+    private var decidingMembership: Membership? {
+        guard board.membershipDecides, let membership = board.membership, !membership.isOpen else { return nil }
+        return membership
+    }
+
     /// Why the board's membership does not let `key` do what `role` allows; nil when it does,
     /// or when the board has no membership (then tokens alone decide, `Grant`).
     func membershipRefusal(_ key: [UInt8], needs role: MembershipStatement.Role) -> Refusal? {
-        guard board.membershipDecides, let membership = board.membership, !membership.isOpen else { return nil }
+        guard let membership = decidingMembership else { return nil }
         let hex = Hex.bytes(key)
         guard let member = membership.member(key), member.isActive else {
             return Refusal(.notMember, "key \(hex) is not a member of board \(name.text), whose membership decides who draws (an admin grants it: `journal members grant \(hex) --role draw`)")
@@ -73,7 +80,7 @@ extension RelayBoard {
     /// Why text-mode events (stored as this board's own replica) would not count under the
     /// board's membership; nil when they would.
     var textModeRefusal: Refusal? {
-        guard board.membershipDecides, let membership = board.membership, !membership.isOpen else { return nil }
+        guard let membership = decidingMembership else { return nil }
         guard let ownKey else {
             return Refusal(.forbidden, "board \(name.text) has membership, and this relay's journal has no key to draw with: connect in native mode with a key of your own")
         }
@@ -86,7 +93,7 @@ extension RelayBoard {
     /// this relay seals them as their host, and only a relay (or admin) member's host seals
     /// count (docs/FORMAT.md §17.4). Nil when they would.
     var hostingRefusal: Refusal? {
-        guard board.membershipDecides, let membership = board.membership, !membership.isOpen else { return nil }
+        guard let membership = decidingMembership else { return nil }
         let sealingKey: ReplicaKey?
         do { sealingKey = try board.identity.hostKey() } catch {
             return Refusal(.unavailable, "board \(name.text): native clients' events cannot be stored here now: \(error)")

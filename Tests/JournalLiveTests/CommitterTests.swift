@@ -94,8 +94,8 @@ import Testing
     }
 
     /// Closing seals what is open, and the board's last look at its files (the seal's report
-    /// wakes it) knows that file for its own: a close never loads the whole journal again (a
-    /// relay closing a 2 M-event board spent a full replay on it).
+    /// wakes it) knows that file for its own: a close never loads the whole journal again (in
+    /// relay_load's ingest, every board the relay had created did, as the relay stopped).
     @Test func closingSealsWithoutLoadingTheJournalAgain() async throws {
         let temp = TemporaryDirectory("committer-close")
         defer { temp.remove() }

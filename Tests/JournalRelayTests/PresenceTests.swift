@@ -33,8 +33,6 @@ import Testing
         #expect(!NativeTextFrame.isNative(CanonicalJSON.line(for: .clear)))
         #expect(!NativeTextFrame.isNative(Self.presenceHello))
         #expect(!NativeTextFrame.isNative(#"{"type":"native","signatur":""#))
-        // A bridged string (no contiguous UTF-8) answers the same.
-        #expect(NativeTextFrame.isNative(String(header.reversed().reversed()) + "x"))
     }
 
     @Test func aPresenceFrameIsReadStrictly() throws {

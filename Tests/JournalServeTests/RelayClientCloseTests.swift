@@ -33,8 +33,8 @@ import Testing
 
 /// A client that waits for nothing (caught up, nothing to send) on a relay that went silent
 /// with its socket open: its unanswered ping ends the connection, and it connects again.
-/// (Without pings it sat there for good, and a viewer missed a whole stroke drawn after its
-/// relay's restart.)
+/// (Without pings it sits there for good: most likely how a viewer, twice on a loaded
+/// machine, missed a whole stroke drawn after its relay's restart.)
 @Suite struct RelayClientPingTests {
     @Test func aViewerLeavesARelayThatNoLongerAnswersItsPings() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
