@@ -261,7 +261,10 @@ struct ExchangePass {
                 rememberOwnIntact([canonical])
                 report.importedEvents += entry.eventCount
                 report.replicas[report.state(file.replica)].imported += 1
-                if claimed?.identifiesContents != true { cache.store(.held(canonical), target: key, file: file, identity: fileIdentity) }
+                // Known as held there, whatever its name: verified as read, and should the target
+                // lose it later, sending it back counts as restoring it (`restoredOnTarget`), on a
+                // machine that only ever fetched it too.
+                cache.store(.held(canonical), target: key, file: file, identity: fileIdentity)
             case .alreadyPresent(let name):
                 report.replicas[report.state(file.replica)].duplicateSegments += 1
                 cache.store(.held(name.relativePath(in: file.replica)), target: key, file: file, identity: fileIdentity)

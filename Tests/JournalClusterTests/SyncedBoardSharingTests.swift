@@ -80,6 +80,30 @@ import Testing
         #expect(await sharing.syncRepairing(wall, journal: path, open: false).repairs == StoreRepairs())
     }
 
+    /// A copy the store loses is counted as restored by the relay that puts it back, even one
+    /// that only ever fetched it (adopted the board): CI's pens campaign once saw a removed copy
+    /// back in the store and no node's metrics counting it.
+    @Test func aCopyOnlyFetchedIsCountedWhenItIsPutBack() async throws {
+        let temp = TemporaryDirectory("cluster-fetched-repair")
+        defer { temp.remove() }
+        let store = temp.path + "/store"
+        let wall = try BoardName("wall")
+        let first = temp.path + "/relay-a/wall"
+        try await Self.drawBoard(at: first, points: 30)
+        #expect(await SyncedBoardSharing(store: store, interval: 3600).sync(wall, journal: first, open: false) == nil)
+        let adopter = SyncedBoardSharing(store: store, interval: 3600)
+        let second = temp.path + "/relay-b/wall"
+        try FileSystem.createDirectory(temp.path + "/relay-b")
+        #expect(await adopter.adopt(wall, journal: second))
+        let copies = JournalDirectory.listSealed(replicasPath: store + "/wall/replicas").sealed
+        #expect(copies.count == 1)
+        let copy = try #require(copies.first).path
+        try FileSystem.remove(copy)
+        let synced = await adopter.syncRepairing(wall, journal: second, open: true)
+        #expect(synced.failure == nil && synced.repairs == StoreRepairs(lostRestored: 1), "\(synced)")
+        #expect(FileSystem.exists(copy))
+    }
+
     /// A stroke's point `index` on `board`, sealed at once: what an ack round then publishes.
     static func drawSealed(_ board: Board, _ index: Int) async throws {
         try board.append(.point(PointSample(stroke: StrokeID(UUIDBits(high: 3, low: 4)), x: Double(index), y: 2, pressure: nil, t: nil,
