@@ -272,7 +272,7 @@ let package = Package(
             name: "JournalSyncTests",
             dependencies: [
                 "JournalSync", "JournalStorage", "JournalReplay", "JournalFormat", "JournalCompression", "JournalPlatform",
-                "JournalKeys", "JournalTestSupport",
+                "JournalKeys", "JournalTestSupport", .product(name: "Atomics", package: "swift-atomics"),
             ],
             swiftSettings: strict),
         .testTarget(

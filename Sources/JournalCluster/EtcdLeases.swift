@@ -1,3 +1,4 @@
+import JournalFormat
 import JournalPlatform
 import JournalRelay
 
@@ -127,7 +128,7 @@ public final class EtcdLeases: BoardLeases, Sendable {
         guard state.withLock({ $0.claimed.removeValue(forKey: board) }) != nil else { return }
         await onAsker { [self] in
             guard let lease = state.withLock({ $0.lease }) else { return }
-            let key = EtcdJSON.base64(Array((prefix + board.text).utf8))
+            let key = Base64.encode(Array((prefix + board.text).utf8))
             // Deleted only while it is still under this node's lease: never another node's claim.
             _ = try? request("/v3/kv/txn", #"{"compare":[{"key":"\#(key)","target":"LEASE","lease":"\#(lease)"}],"success":[{"requestDeleteRange":{"key":"\#(key)"}}]}"#)
         }
@@ -142,15 +143,15 @@ public final class EtcdLeases: BoardLeases, Sendable {
         }
     }
 
-    private func request(_ path: String, _ json: String) throws(LeaseRequestError) -> EtcdJSON.Value {
+    private func request(_ path: String, _ json: String) throws(LeaseRequestError) -> JSONValue {
         let response: HTTPExchange.Response
         do {
             response = try HTTPExchange.post(host: host, port: port, path: path, json: Array(json.utf8), timeoutSeconds: requestTimeout)
         } catch {
             throw LeaseRequestError(description: "etcd at \(host):\(port): \(error)")
         }
-        let value: EtcdJSON.Value
-        do { value = try EtcdJSON.parse(response.body) } catch {
+        let value: JSONValue
+        do { value = try JSONValue.parse(response.body) } catch {
             throw LeaseRequestError(description: "etcd at \(host):\(port)\(path): HTTP \(response.status), not JSON: \(error)")
         }
         guard response.status == 200 else {
@@ -188,8 +189,8 @@ public final class EtcdLeases: BoardLeases, Sendable {
             // Renewals failing (etcd may still hold the lease): a claim now would be one this
             // node may not use.
             guard isLive else { return .unavailable(lastProblem ?? "the node's lease is not being renewed") }
-            let key = EtcdJSON.base64(Array((prefix + board.text).utf8))
-            let value = EtcdJSON.base64(Array(node.utf8))
+            let key = Base64.encode(Array((prefix + board.text).utf8))
+            let value = Base64.encode(Array(node.utf8))
             let answer = try request("/v3/kv/txn", """
                 {"compare":[{"key":"\(key)","target":"CREATE","createRevision":"0"}],\
                 "success":[{"requestPut":{"key":"\(key)","value":"\(value)","lease":"\(lease)"}}],\
@@ -201,7 +202,7 @@ public final class EtcdLeases: BoardLeases, Sendable {
                 return .held(fence: fence)
             }
             let held = answer.field("responses")?.elements.first?.field("response_range")?.field("kvs")?.elements.first
-            let owner = held?.field("value")?.text.flatMap(EtcdJSON.fromBase64).map { String(decoding: $0, as: UTF8.self) } ?? "?"
+            let owner = held?.field("value")?.text.flatMap(Base64.decode).map { String(decoding: $0, as: UTF8.self) } ?? "?"
             if held?.field("lease")?.integer == lease {
                 // Already this node's, under its current lease (a board opened again here).
                 let fence = UInt64(held?.field("create_revision")?.integer ?? 0)

@@ -48,6 +48,7 @@ public struct SyncedBoardSharing: BoardSharing {
                 var engine = SyncEngine(journal: journal)
                 // Only a sync outside this relay (`journal sync` run by hand) can hold the lock.
                 engine.lockWaitSeconds = 3
+                engine.keepsRcloneRunning = true
                 // An open board seals and compacts its own files (one committer). A closed one
                 // is sealed first (what a killed relay left in its open segment) and compacted,
                 // which publishes fewer, larger files.
@@ -74,9 +75,10 @@ public struct SyncedBoardSharing: BoardSharing {
     }
 
     /// Sends the sealed segments the store was not seen to hold, through one `publishOnly`
-    /// (for an object store, one rclone process that lists nothing). In the board's queue, as
-    /// every sync of it here: `publishOnly` takes the journal's sync lock, whose wait would
-    /// otherwise sleep a thread of the pool behind a whole sync. Until a whole sync of the
+    /// (for an object store, one request to the rclone this relay keeps running, which lists
+    /// nothing). In the board's queue, as every sync of it here: `publishOnly` takes the
+    /// journal's sync lock, whose wait would otherwise sleep a thread of the pool behind a
+    /// whole sync. Until a whole sync of the
     /// board has succeeded here, nothing is known of the store, and the round is that sync.
     public func publishSealed(_ board: BoardName, journal path: String) async -> String? {
         guard let known = inStore.withLock({ $0[board] }) else { return await sync(board, journal: path, open: true) }
@@ -84,6 +86,7 @@ public struct SyncedBoardSharing: BoardSharing {
             do {
                 var engine = SyncEngine(journal: try JournalDirectory.open(at: path))
                 engine.lockWaitSeconds = 3
+                engine.keepsRcloneRunning = true
                 let report = try await engine.publishOnly(excluding: known, to: try target(board))
                 inStore.withLock { $0[board] = ($0[board] ?? []).intersection(report.sealed).union(report.published) }
                 if let first = report.notPublished.first { return "\(report.notPublished.count) segment(s) not published (\(first))" }
@@ -108,8 +111,11 @@ public struct SyncedBoardSharing: BoardSharing {
             let hex = ProcessInfoLite.randomBytes(8).map { String($0, radix: 16) }.joined()
             let building = FileSystem.join(FileSystem.parent(of: path), ".adopting-\(board.text)-\(hex)")
             defer { FileSystem.removeTree(building) }
-            guard let journal = try? JournalDirectory.create(at: building),
-                  let report = try? await SyncEngine(journal: journal).sync(try target(board), seal: false, compact: false, create: false),
+            guard let journal = try? JournalDirectory.create(at: building) else { return false }
+            // Through this relay's kept rclone, as its rounds: a client waits for this.
+            var engine = SyncEngine(journal: journal)
+            engine.keepsRcloneRunning = true
+            guard let report = try? await engine.sync(try target(board), seal: false, compact: false, create: false),
                   !report.imported.isEmpty
             else { return false }
             do { try FileSystem.rename(building, to: path) } catch { return FileSystem.exists(path) }

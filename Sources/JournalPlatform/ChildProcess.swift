@@ -30,18 +30,14 @@ public enum ChildProcess {
                            environment: [String: String?] = [:]) async throws(IOError) -> Result {
         do {
             let executable = Executable.name(program)
-            var changes: [Environment.Key: String?] = [:]
-            for (name, value) in environment {
-                if let key = Environment.Key(rawValue: name) { changes[key] = value }
-            }
-            let inherited = Environment.inherit.updating(changes)
+            let childEnvironment = inherited(updating: environment)
             let result = if let input {
                 try await Subprocess.run(
-                    executable, arguments: Arguments(arguments), environment: inherited, input: .array(input),
+                    executable, arguments: Arguments(arguments), environment: childEnvironment, input: .array(input),
                     output: .bytes(limit: outputLimit), error: .bytes(limit: outputLimit))
             } else {
                 try await Subprocess.run(
-                    executable, arguments: Arguments(arguments), environment: inherited,
+                    executable, arguments: Arguments(arguments), environment: childEnvironment,
                     output: .bytes(limit: outputLimit), error: .bytes(limit: outputLimit))
             }
             let status: Int32 = switch result.terminationStatus {
@@ -73,13 +69,15 @@ public enum ChildProcess {
     /// error collected. A child that exits early makes the next write fail (EPIPE, not a
     /// SIGPIPE that would end this process), and that failure is returned as the child's
     /// status with `feed`'s error, so that the caller can quote the child's message.
+    /// `environment` as for `run(_:_:input:environment:)`.
     public static func run(
-        _ program: String, _ arguments: [String], feeding feed: (borrowing InputFeed) async throws -> Void
+        _ program: String, _ arguments: [String], environment: [String: String?] = [:],
+        feeding feed: (borrowing InputFeed) async throws -> Void
     ) async throws(IOError) -> (result: Result, feedError: (any Error)?) {
         ignoreBrokenPipe()
         do {
             let run = try await Subprocess.run(
-                Configuration(executable: .name(program), arguments: Arguments(arguments)),
+                Configuration(executable: .name(program), arguments: Arguments(arguments), environment: inherited(updating: environment)),
                 input: .inputWriter, output: .discarded, error: .bytes(limit: outputLimit)
             ) { execution -> (any Error)? in
                 let input = InputFeed(writer: execution.standardInputWriter)
@@ -98,6 +96,15 @@ public enum ChildProcess {
         } catch {
             throw IOError("run", path: program, code: Self.errno(of: error), reason: "\(error)")
         }
+    }
+
+    /// This process's environment with `changes` applied: a value sets a variable, nil removes it.
+    private static func inherited(updating changes: [String: String?]) -> Environment {
+        var keyed: [Environment.Key: String?] = [:]
+        for (name, value) in changes {
+            if let key = Environment.Key(rawValue: name) { keyed[key] = value }
+        }
+        return Environment.inherit.updating(keyed)
     }
 
     private static func errno(of error: any Error) -> Int32 {

@@ -204,6 +204,8 @@ public enum FileSystem {
     }
 
     public static func exists(_ path: String) -> Bool { linkStatus(path) != nil }
+    /// Whether this process may run the file at `path` (following links, as running it would).
+    public static func isExecutable(_ path: String) -> Bool { access(path, X_OK) == 0 && !isDirectory(path) }
     public static func isDirectory(_ path: String) -> Bool {
         var info = stat()
         return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR

@@ -6,8 +6,9 @@ import Darwin
 
 /// One HTTP/1.1 request and its answer over a TCP connection of its own, blocking, every step
 /// bounded by a deadline: for a coordination service on the cluster's network (etcd's JSON
-/// gateway), asked a few times a second from a thread that does nothing else. Not a general
-/// client: no TLS, no redirects, no proxies, answers up to `maxResponseBytes`.
+/// gateway, rclone's remote control on this machine), asked from a thread that does nothing
+/// else. Not a general client: no TLS, no redirects, no proxies, answers up to
+/// `maxResponseBytes`.
 public enum HTTPExchange {
     public struct Response: Sendable {
         public var status: Int
@@ -18,16 +19,44 @@ public enum HTTPExchange {
 
     /// POSTs `body` (JSON) to `path` on `host:port` and returns the answer. Throws when the
     /// connection, the request or the answer does not complete within `timeoutSeconds` in all,
-    /// naming `host:port` and the step that failed.
-    public static func post(host: String, port: Int, path: String, json body: [UInt8], timeoutSeconds: Double) throws(IOError) -> Response {
+    /// naming `host:port` and the step that failed. `headers` are added as given (an
+    /// `Authorization`); they must hold no line break.
+    public static func post(host: String, port: Int, path: String, json body: [UInt8], headers: [(name: String, value: String)] = [],
+                            timeoutSeconds: Double, maxResponseBytes: Int = HTTPExchange.maxResponseBytes) throws(IOError) -> Response {
         let address = host + ":" + String(port)
         let deadline = ProcessInfoLite.monotonicSeconds() + timeoutSeconds
         let fd = try openConnection(host: host, port: port, address: address, deadline: deadline)
         defer { close(fd) }
-        let head = "POST \(path) HTTP/1.1\r\nHost: \(address)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+        let extra = headers.map { "\($0.name): \($0.value)\r\n" }.joined()
+        let head = "POST \(path) HTTP/1.1\r\nHost: \(address)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\(extra)Connection: close\r\n\r\n"
         try sendAll(Array(head.utf8) + body, on: fd, address: address, deadline: deadline)
-        let raw = try receiveAll(fd, address: address, deadline: deadline)
+        let raw = try receiveAll(fd, address: address, deadline: deadline, limit: maxResponseBytes)
         return try parse(raw, address: address)
+    }
+
+    /// A TCP port on 127.0.0.1 that nothing listens on now, for a server this process starts
+    /// beside it (rclone's remote control): another process may take it first, so the caller
+    /// must be ready for its server not to start.
+    public static func unusedLocalPort() throws(IOError) -> Int {
+        #if canImport(Glibc)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard fd >= 0 else { throw IOError("socket", path: "127.0.0.1", code: errno) }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+                bind(fd, generic, length) == 0 && getsockname(fd, generic, &length) == 0
+            }
+        }
+        guard bound else { throw IOError("bind", path: "127.0.0.1:0", code: errno) }
+        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     private static func remaining(_ deadline: Double, _ operation: String, _ address: String) throws(IOError) -> Int32 {
@@ -100,15 +129,15 @@ public enum HTTPExchange {
         }
     }
 
-    private static func receiveAll(_ fd: Int32, address: String, deadline: Double) throws(IOError) -> [UInt8] {
+    private static func receiveAll(_ fd: Int32, address: String, deadline: Double, limit: Int) throws(IOError) -> [UInt8] {
         var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16 << 10)
         while true {
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count > 0 {
                 received.append(contentsOf: chunk[..<count])
-                guard received.count <= maxResponseBytes else {
-                    throw IOError("read from", path: address, code: EMSGSIZE, reason: "an answer of more than \(maxResponseBytes) bytes")
+                guard received.count <= limit else {
+                    throw IOError("read from", path: address, code: EMSGSIZE, reason: "an answer of more than \(limit) bytes")
                 }
                 continue
             }

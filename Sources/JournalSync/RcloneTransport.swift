@@ -1,3 +1,4 @@
+import Atomics
 import JournalFormat
 import JournalPlatform
 import JournalStorage
@@ -106,16 +107,23 @@ struct RcloneTransport: Transport {
     let address: ObjectStoreAddress
     let staging: String
     let create: Bool
-    private let environment: [String: String?]
+    /// Copies go through an `rclone rcd` this process keeps running (`RcloneDaemon`) instead of
+    /// an rclone process each: for a process that publishes many times a second.
+    let keepsRcloneRunning: Bool
+    let environment: [String: String?]
     var localFolder: String? { nil }
 
-    init(address: ObjectStoreAddress, staging: String, create: Bool = false) {
+    /// `environment`: the changes rclone's environment gets from this process's (tests name a
+    /// store's keys there); by default, what `address` needs from this process's own.
+    init(address: ObjectStoreAddress, staging: String, create: Bool = false, keepsRcloneRunning: Bool = false,
+         environment: [String: String?]? = nil) {
         self.address = address
         self.staging = staging
         self.create = create
+        self.keepsRcloneRunning = keepsRcloneRunning
         // No `rclone version` probe: a missing rclone shows at the first run (status 127), and
         // a no-op sync, one listing, stays one child process.
-        environment = address.environment { ProcessInfoLite.environment($0) }
+        self.environment = environment ?? address.environment { ProcessInfoLite.environment($0) }
     }
 
     var remoteReplicas: String { address.remote + "/replicas" }
@@ -124,13 +132,17 @@ struct RcloneTransport: Transport {
     /// accepts connections and never answers (a frozen gateway) given up on in about 40 s
     /// (rclone waits 5 minutes for a silent connection, and again at each retry: a sync hung
     /// for over 5), and rclone's statistics off, so that standard output is the listing alone.
-    private var common: [String] {
+    var common: [String] {
         ["--retries", "1", "--low-level-retries", "1", "--contimeout", "10s", "--timeout", "10s", "--stats", "0"]
     }
+
+    /// The options a kept server (`RcloneDaemon`) runs with: the same bounds as every call here.
+    var daemonFlags: [String] { common }
 
     func list() async throws(SyncError) -> TreeListing {
         // The MD5 is the object's ETag for anything rclone sent in one part (segments are far
         // below its 200 MiB multipart cutoff): no request per object.
+        if let listing = try await listThroughDaemon() { return listing }
         let arguments = ["lsf", "-R", "--fast-list", "--csv", "--format", "sph", "--hash", "MD5"] + common + [remoteReplicas + "/"]
         let result = try await run(arguments)
         if result.status != 0 {
@@ -142,7 +154,11 @@ struct RcloneTransport: Transport {
             }
             throw failure(arguments, result)
         }
-        let listing = Self.parseListing(result.outputText, shownAs: address.text + "/replicas/")
+        return try await checked(Self.parseListing(result.outputText, shownAs: address.text + "/replicas/"))
+    }
+
+    /// `listing`, once an empty one is known to be a new board (`checkIsNewBoard`).
+    func checked(_ listing: TreeListing) async throws(SyncError) -> TreeListing {
         if listing.files.isEmpty && listing.ignored.isEmpty && !create { try await checkIsNewBoard() }
         return listing
     }
@@ -165,8 +181,13 @@ struct RcloneTransport: Transport {
     /// store does not know it). Names are quoted where they hold a comma, a quote or a line
     /// break, so a crafted key cannot pose as another line.
     static func parseListing(_ output: String, shownAs shown: String) -> TreeListing {
+        listing(of: csvRecords(output), shownAs: shown)
+    }
+
+    /// Records of size, path and MD5 (or size and path), as rclone lists them.
+    static func listing(of records: [[String]], shownAs shown: String) -> TreeListing {
         var listing = TreeListing()
-        for record in csvRecords(output) {
+        for record in records {
             guard record.count == 2 || record.count == 3, let size = Int64(record[0]) else {
                 listing.ignored.append(Problem(.ignored, file: shown, reason: "a listing line rclone should not print: \(record.joined(separator: ",").debugDescription)"))
                 continue
@@ -240,6 +261,8 @@ struct RcloneTransport: Transport {
         // takes no size filter beside a list of files, so --max-transfer bounds the whole: an
         // object replaced by a huge one since the listing cannot fill this disk.
         let listedBytes = files.reduce(Int64(0)) { $0 + max($1.size, 0) }
+        let fetched = Dictionary(uniqueKeysWithValues: files.map { ($0.relativePath, FileSystem.join(staging, $0.relativePath)) })
+        if try await fetchThroughDaemon(list, bound: listedBytes + 1 << 20) { return fetched }
         // Sixteen objects at a time (rclone's four made adopting a board of 238 small objects
         // from a local S3 take 2.9 s, sixteen 0.9 s), each read ahead by 1 MiB at most so that
         // the many are no more memory than rclone's default four.
@@ -249,10 +272,10 @@ struct RcloneTransport: Transport {
         let result = try await run(arguments)
         // Some objects vanished, could not be read or went over the bound (status 8): what
         // did arrive is still verified, and what did not is fetched by a later sync.
-        if result.status != 0 && result.status != 8 && !result.messages.contains("not found") && !result.messages.contains("NoSuchKey") {
+        if result.status != 0 && result.status != 8 && !Self.isPartialFetch(result.messages) {
             throw failure(arguments, result)
         }
-        return Dictionary(uniqueKeysWithValues: files.map { ($0.relativePath, FileSystem.join(staging, $0.relativePath)) })
+        return fetched
     }
 
     func publish(_ relativePaths: [String], from localReplicas: String) async throws(SyncError) -> PublishOutcome {
@@ -266,6 +289,7 @@ struct RcloneTransport: Transport {
     private func push(_ relativePaths: [String], from localReplicas: String, replacing: Bool) async throws(SyncError) -> PublishOutcome {
         guard !relativePaths.isEmpty else { return PublishOutcome() }
         let list = try writeFileList(relativePaths, named: ".push-list", in: staging)
+        if try await pushThroughDaemon(list, from: localReplicas, replacing: replacing) { return PublishOutcome(sent: relativePaths) }
         // --ignore-existing: an object already there is never replaced (its name says its bytes);
         // replacing a damaged one, --ignore-times sends ours whatever its size, date or hash
         // (a copy damaged in place can keep all three of its metadata).
@@ -294,9 +318,10 @@ struct RcloneTransport: Transport {
 
     private func failure(_ arguments: [String], _ result: ChildProcess.Result) -> SyncError {
         .rcloneFailed(command: "rclone " + arguments.joined(separator: " "), status: result.status,
-                      output: Self.explained(result.messages, address: address,
-                                             endpoint: (environment["RCLONE_S3_ENDPOINT"] ?? nil) ?? ProcessInfoLite.environment("RCLONE_S3_ENDPOINT")))
+                      output: Self.explained(result.messages, address: address, endpoint: endpoint))
     }
+
+    var endpoint: String? { (environment["RCLONE_S3_ENDPOINT"] ?? nil) ?? ProcessInfoLite.environment("RCLONE_S3_ENDPOINT") }
 
     /// rclone's messages as a person needs them: without the date and time each starts with,
     /// without its notice that no configuration file exists (s3:// needs none; every error
@@ -323,8 +348,12 @@ struct RcloneTransport: Transport {
         return hint.map { $0 + "\n" + text } ?? text
     }
 
+    /// rclone processes this process has run (the tests' way to see what a kept server saved).
+    static let processesRun = ManagedAtomic<Int>(0)
+
     /// Runs rclone; no shell in between.
     private func run(_ arguments: [String]) async throws(SyncError) -> ChildProcess.Result {
+        Self.processesRun.wrappingIncrement(ordering: .relaxed)
         let result: ChildProcess.Result
         do { result = try await ChildProcess.run("rclone", arguments, environment: environment) } catch {
             throw .io(error, doing: "cannot run rclone")

@@ -18,6 +18,10 @@ public struct SyncEngine {
     /// How long a sync or merge waits for another one on the same journal before giving up
     /// with `SyncError.busy`.
     public var lockWaitSeconds: Double = 3
+    /// Object stores: copies go through one `rclone rcd` this process keeps running
+    /// (`RcloneDaemon`) rather than an rclone process each. For a process that publishes many
+    /// times a second (a relay's shared acks); a one-off sync needs no server left behind.
+    public var keepsRcloneRunning = false
 
     public init(journal: JournalDirectory, progress: ((String) -> Void)? = nil) {
         self.journal = journal
@@ -85,7 +89,7 @@ public struct SyncEngine {
         case .rsync(let remote):
             return try await RsyncTransport(remote: remote, rsh: rsh, staging: staging, create: create)
         case .objectStore(let address):
-            return RcloneTransport(address: address, staging: staging, create: create)
+            return RcloneTransport(address: address, staging: staging, create: create, keepsRcloneRunning: keepsRcloneRunning)
         }
     }
 

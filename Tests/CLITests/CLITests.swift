@@ -364,31 +364,3 @@ import Testing
         #expect(run.stdout.contains("recorded 2 events"), "\(run.stdout)")
     }
 }
-
-/// Runs a program, its output in files (a full pipe would block it).
-func runTool(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
-             stdin: String? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    let scratch = TemporaryDirectory("tool-io")
-    defer { scratch.remove() }
-    _ = FileManager.default.createFile(atPath: scratch.path + "/out", contents: nil)
-    _ = FileManager.default.createFile(atPath: scratch.path + "/err", contents: nil)
-    let out = FileHandle(forWritingAtPath: scratch.path + "/out")!
-    let err = FileHandle(forWritingAtPath: scratch.path + "/err")!
-    let input = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = input
-    try process.run()
-    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-    try input.fileHandleForWriting.close()
-    try process.waitForExit()
-    try out.close()
-    try err.close()
-    return (process.terminationStatus,
-            String(decoding: FileManager.default.contents(atPath: scratch.path + "/out") ?? Data(), as: UTF8.self),
-            String(decoding: FileManager.default.contents(atPath: scratch.path + "/err") ?? Data(), as: UTF8.self))
-}

@@ -2,63 +2,6 @@ import Foundation
 import JournalTestSupport
 import Testing
 
-/// A real S3 server on 127.0.0.1: a one-node Ceph cluster and its RADOS Gateway, started by
-/// `Tools/ci/s3/ceph-rgw.sh` from Debian's packages and stopped afterwards.
-final class LocalS3Server {
-    let directory: String
-    let endpoint: String
-    let accessKey: String
-    let secretKey: String
-
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Tools/ci/s3/ceph-rgw.sh").path
-
-    /// The programs the script and the sync need, found on PATH.
-    static var toolsInstalled: Bool {
-        ["rclone", "ceph-mon", "ceph-osd", "radosgw", "radosgw-admin", "jq", "curl"].allSatisfy { tool in
-            (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").contains {
-                FileManager.default.isExecutableFile(atPath: "\($0)/\(tool)")
-            }
-        }
-    }
-
-    init(in temp: TemporaryDirectory) throws {
-        directory = temp.path + "/ceph"
-        let run = try runTool("/bin/bash", [Self.script, "start", directory])
-        guard run.status == 0 else { throw RunFailure("ceph-rgw.sh start failed (\(run.status)): \(run.stderr.suffix(2000))") }
-        let text = try String(contentsOfFile: directory + "/env", encoding: .utf8)
-        func value(_ name: String) -> String {
-            text.split(separator: "\n").first { $0.hasPrefix("export \(name)=") }.map { String($0.dropFirst("export \(name)=".count)) } ?? ""
-        }
-        endpoint = value("S3_ENDPOINT")
-        accessKey = value("S3_ACCESS_KEY")
-        secretKey = value("S3_SECRET_KEY")
-    }
-
-    func stop() { _ = try? runTool("/bin/bash", [Self.script, "stop", directory]) }
-
-    /// The environment an AWS tool reads its keys and endpoint from.
-    var awsEnvironment: [String: String] {
-        ["AWS_ACCESS_KEY_ID": accessKey, "AWS_SECRET_ACCESS_KEY": secretKey, "AWS_ENDPOINT_URL": endpoint]
-    }
-
-    /// Runs rclone itself against the server (to plant objects a journal never would).
-    func rclone(_ arguments: [String], stdin: String? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
-        var environment = ProcessInfo.processInfo.environment
-        environment.removeValue(forKey: "AWS_CA_BUNDLE")
-        environment["RCLONE_S3_ENDPOINT"] = endpoint
-        environment["RCLONE_S3_PROVIDER"] = "Ceph"
-        environment["RCLONE_S3_ACCESS_KEY_ID"] = accessKey
-        environment["RCLONE_S3_SECRET_ACCESS_KEY"] = secretKey
-        return try runTool("/usr/bin/env", ["rclone"] + arguments, environment: environment, stdin: stdin)
-    }
-}
-
-struct RunFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// `journal sync` and `merge` with an object store, against a real S3 server (Ceph's RADOS
 /// Gateway) through the real rclone. A machine without the packages reports it as skipped;
 /// .ci/run installs them.

@@ -554,6 +554,30 @@ def what_the_metrics_show(scrapes, log):
     return failed
 
 
+def record_stall(nodes, root, log):
+    """A board that stopped being acknowledged: what each live node holds then, for whoever
+    reads the kept scratch folder (its counters, its child processes and how long each has
+    run, its threads' stacks when gdb is installed)."""
+    for node in nodes:
+        if node.proc is None or node.proc.poll() is not None:
+            continue
+        name = os.path.join(root, "node%d-stalled.txt" % node.index)
+        with open(name, "w") as out:
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % node.port, timeout=10) as answer:
+                    out.write(answer.read().decode("utf-8", "replace"))
+            except OSError as error:
+                out.write("metrics: %r\n" % error)
+            ps = subprocess.run(["ps", "-e", "-o", "pid,ppid,pgid,etimes,args"], capture_output=True, text=True)
+            out.write("\n# processes of its group (pid ppid pgid seconds command)\n")
+            out.write("\n".join(line for line in ps.stdout.splitlines()[1:] if line.split()[2:3] == [str(node.proc.pid)]) + "\n")
+            if shutil.which("gdb"):
+                stacks = subprocess.run(["gdb", "-p", str(node.proc.pid), "-batch", "-ex", "thread apply all bt"],
+                                        capture_output=True, text=True, timeout=120)
+                out.write("\n# threads\n" + stacks.stdout[-400000:])
+        log("node %d stalled: its counters, processes and threads in %s" % (node.index, name))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--journal-bin", type=journal_binary, required=True)
@@ -664,6 +688,8 @@ def main():
             viewer.join(timeout=60)
         errors = [t.error for t in pens + viewers if t.error]
         if errors:
+            if any("never acknowledged" in e for e in errors):
+                record_stall(nodes, root, log)
             raise Failure("; ".join(errors))
         # The harmed copies looked at once more, then every node's counters: a repair seen
         # was made before the last scrape (the nodes' syncs at SIGTERM come after it).
