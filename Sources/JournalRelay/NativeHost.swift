@@ -99,6 +99,14 @@ final class NativeHost: Sendable {
             if let fork = state.forks[replica] { throw .refusedFrame(fork) }
             var held = covered
             held.formUnion(state.accepted[replica])
+            if let first = events.first?.id.seq, let missing = Self.hole(below: first, in: held) {
+                // An ack by seq can never pass a hole, so the client would wait for ever (hearing
+                // the same ack as a sign of life): events it was acknowledged for that the
+                // board lacks, most likely a copy the store lost before any node put it back.
+                // Only the client may still hold them.
+                throw .refusedFrame("seqs \(missing.lowerBound)-\(missing.upperBound) of replica \(replica.hex) are missing from the board "
+                                    + "below the events it holds after them (a copy the shared store lost?): send from seq \(missing.lowerBound), without gaps")
+            }
             // An event still waiting for its round is compared: a different one under its id
             // is a second writer of the replica (or a client that forgot what it named).
             let waiting = state.waiting[replica] ?? [:]
@@ -162,6 +170,18 @@ final class NativeHost: Sendable {
         }
         if needsCommit { board.commitHostedSoon() }
         return acceptance
+    }
+
+    /// The seqs missing below `first` where the board holds what comes after them: a frame
+    /// starting at `first` follows (or repeats) held events, yet 1…`first`-1 is not all held.
+    /// Nil where nothing below is missing, or where `first` does not follow what is held (the
+    /// frame is refused for that, with the same request).
+    static func hole(below first: UInt64, in held: SeqRanges) -> ClosedRange<UInt64>? {
+        guard first > 1, held.contains(first - 1) || held.contains(first) else { return nil }
+        let prefixEnd = held.ranges.first.map { $0.lowerBound == 1 ? $0.upperBound : 0 } ?? 0
+        guard prefixEnd + 1 < first else { return nil }
+        let nextHeld = held.ranges.first { $0.lowerBound > prefixEnd + 1 }?.lowerBound ?? first
+        return (prefixEnd + 1)...(nextHeld - 1)
     }
 
     /// Records that the journal holds events of `replica` that differ from the client's under

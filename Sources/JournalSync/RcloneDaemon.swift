@@ -31,8 +31,9 @@ final class RcloneDaemon: Sendable {
     /// How long a call may go unanswered: past rclone's own bounds (10 s to connect, 10 s of
     /// silence, one retry), so that rclone's own error is what a caller normally sees.
     static let callTimeoutSeconds = 45.0
-    /// How long a new server may take to answer its first request.
-    static let startSeconds = 10.0
+    /// How long a new server may take to answer its first request (nobody waits for it:
+    /// copies run as processes meanwhile).
+    static let startSeconds = 60.0
 
     private init(port: Int, credential: String, stopSignal: StopSignal) {
         self.port = port
@@ -160,13 +161,14 @@ private final class StopSignal: Sendable {
     }
 }
 
-/// The servers this process keeps, one per store configuration (the environment rclone is given),
-/// started when first asked for. A server that stopped answering is put aside and another
-/// started at the next ask; one that could not start is not tried again for a minute, and its
-/// callers run an rclone process each meanwhile.
+/// The servers this process keeps, one per store configuration (the environment rclone is given).
+/// Asking for one that is not running starts it in the background and answers nil: the caller
+/// runs an rclone process meanwhile, so a server that is slow to start (a busy machine) delays
+/// nothing. One that stopped answering is put aside, and the next ask starts another; one that
+/// could not start is not tried again for a minute.
 enum RcloneDaemons {
     private enum Entry {
-        case starting(Task<RcloneDaemon?, Never>)
+        case starting
         case running(RcloneDaemon)
         case failed(at: Double)
     }
@@ -186,25 +188,27 @@ enum RcloneDaemons {
         }
     }
 
-    static func daemon(environment: [String: String?], flags: [String]) async -> RcloneDaemon? {
+    /// The server running for this configuration; nil while none is (one is started then).
+    static func daemon(environment: [String: String?], flags: [String]) -> RcloneDaemon? {
         let key = key(environment, flags)
         let now = ProcessInfoLite.monotonicSeconds()
-        let task: Task<RcloneDaemon?, Never> = entries.withLock { entries in
+        let (running, start) = entries.withLock { entries -> (RcloneDaemon?, Bool) in
             switch entries[key] {
-            case .running(let daemon): return Task { daemon }
-            case .starting(let task): return task
-            case .failed(let at) where now - at < retrySeconds: return Task { nil }
+            case .running(let daemon): return (daemon, false)
+            case .starting: return (nil, false)
+            case .failed(let at) where now - at < retrySeconds: return (nil, false)
             case .failed, nil:
-                let task = Task { () -> RcloneDaemon? in
-                    let daemon = try? await RcloneDaemon.start(environment: environment, flags: flags)
-                    RcloneDaemons.entries.withLock { $0[key] = daemon.map(Entry.running) ?? .failed(at: ProcessInfoLite.monotonicSeconds()) }
-                    return daemon
-                }
-                entries[key] = .starting(task)
-                return task
+                entries[key] = .starting
+                return (nil, true)
             }
         }
-        return await task.value
+        if start {
+            Task.detached {
+                let daemon = try? await RcloneDaemon.start(environment: environment, flags: flags)
+                entries.withLock { $0[key] = daemon.map(Entry.running) ?? .failed(at: ProcessInfoLite.monotonicSeconds()) }
+            }
+        }
+        return running
     }
 
     /// Puts `daemon` aside (it did not answer) and stops it.

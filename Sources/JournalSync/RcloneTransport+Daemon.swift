@@ -5,8 +5,9 @@ import JournalStorage
 /// The same listings, fetches and copies as `RcloneTransport`'s rclone processes, asked of the
 /// `rclone rcd` this process keeps (`RcloneDaemon`) when `keepsRcloneRunning`: the same lists of
 /// files and the same options, given as its `_filter` and `_config`. Each returns nil (or false)
-/// when there is no server to ask or it did not answer (it is then put aside), and the caller
-/// runs rclone itself: a dead server costs a process, never a round.
+/// when there is no server to ask (none yet: one starts) or it did not answer (it is then put
+/// aside), and the caller runs rclone itself: a dead or starting server costs a process, never
+/// a round.
 extension RcloneTransport {
     private enum Answer {
         case done(JSONValue)
@@ -15,7 +16,7 @@ extension RcloneTransport {
 
     /// Asks the server `operation`; nil when there is none or it did not answer.
     private func ask(_ operation: String, _ request: JSONObject) async -> Answer? {
-        guard keepsRcloneRunning, let daemon = await RcloneDaemons.daemon(environment: environment, flags: daemonFlags) else { return nil }
+        guard keepsRcloneRunning, let daemon = RcloneDaemons.daemon(environment: environment, flags: daemonFlags) else { return nil }
         do {
             return .done(try await daemon.call(operation, request.text))
         } catch {

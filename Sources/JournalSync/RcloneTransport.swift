@@ -107,8 +107,9 @@ struct RcloneTransport: Transport {
     let address: ObjectStoreAddress
     let staging: String
     let create: Bool
-    /// Copies go through an `rclone rcd` this process keeps running (`RcloneDaemon`) instead of
-    /// an rclone process each: for a process that publishes many times a second.
+    /// Listings, fetches and copies go through an `rclone rcd` this process keeps running
+    /// (`RcloneDaemon`) instead of an rclone process each: for a process that publishes many
+    /// times a second.
     let keepsRcloneRunning: Bool
     let environment: [String: String?]
     var localFolder: String? { nil }
@@ -132,7 +133,7 @@ struct RcloneTransport: Transport {
     /// accepts connections and never answers (a frozen gateway) given up on in about 40 s
     /// (rclone waits 5 minutes for a silent connection, and again at each retry: a sync hung
     /// for over 5), and rclone's statistics off, so that standard output is the listing alone.
-    var common: [String] {
+    private var common: [String] {
         ["--retries", "1", "--low-level-retries", "1", "--contimeout", "10s", "--timeout", "10s", "--stats", "0"]
     }
 

@@ -18,8 +18,8 @@ public struct SyncEngine {
     /// How long a sync or merge waits for another one on the same journal before giving up
     /// with `SyncError.busy`.
     public var lockWaitSeconds: Double = 3
-    /// Object stores: copies go through one `rclone rcd` this process keeps running
-    /// (`RcloneDaemon`) rather than an rclone process each. For a process that publishes many
+    /// Object stores: listings, fetches and copies go through one `rclone rcd` this process
+    /// keeps running (`RcloneDaemon`) rather than an rclone process each. For a process that publishes many
     /// times a second (a relay's shared acks); a one-off sync needs no server left behind.
     public var keepsRcloneRunning = false
 

@@ -306,6 +306,50 @@ import Testing
         await running.stop()
     }
 
+    /// A node that adopts a board from a store that lost a copy of the client's replica holds
+    /// the events after the lost ones: an ack by seq can never pass the hole, and the client,
+    /// hearing the same ack as a sign of life, waited for ever (the keep-drawing campaign: 671
+    /// points never acknowledged in 2 minutes). The frame is refused with the seqs to send, and
+    /// a client that still holds them fills the hole and is acknowledged past it.
+    @Test func aHoleBelowAClientsFrameIsAskedForNotWaitedOn() async throws {
+        let temp = TemporaryDirectory("relay-native-hole")
+        defer { temp.remove() }
+        let data = temp.path + "/boards"
+        let running = try await RunningRelay.start(data: data, options: .relay)
+        let replica = TestReplicaKeys.newReplica()
+        let sent = Self.events(replica, 1...12)
+        let opener = try await joined(running, "h", hello: ClientFrame.helloText(have: Have()))
+        // What the store brought: 1...3 and 7...10, the copy of 4...6 lost.
+        let board = try JournalDirectory.open(at: data + "/h")
+        for range in [0..<3, 6..<10] { try QuarantinedEventRelayTests.plant(Array(sent[range]), in: board) }
+        let relayBoard = try running.relay.board(BoardName("h"))
+        #expect(await eventually(within: 60) { relayBoard.board.covered[replica]?.count == 7 }, "the board never folded the planted segments")
+
+        // The client resumes after what it was acknowledged for (10).
+        let client = RelayTestClient(port: running.port, board: "h")
+        client.send(hello(replica, have: Have([replica: SeqRanges([1...10])])))
+        _ = try await client.collect(until: { if case .caughtUp = $0 { true } else { false } })
+        client.send(binary: Self.frame(Array(sent[10..<12]), on: "h"))
+        let (before, last) = try await client.collect(until: { if case .error = $0 { true } else { false } }, within: 30)
+        guard case .error(nil, .refusedFrame, let reason)? = last else {
+            Issue.record("expected the frame refused, got \(before) then \(String(describing: last))")
+            return
+        }
+        #expect(reason.contains("seqs 4-6 of replica \(replica.hex)") && reason.contains("send from seq 4"), "\(reason)")
+        #expect(!before.contains { if case .replicaAck(_, let upTo) = $0 { upTo > 3 } else { false } }, "\(before)")
+
+        // It sends from 4: the hole is filled, and the ack covers everything.
+        let again = RelayTestClient(port: running.port, board: "h")
+        again.send(hello(replica, have: Have([replica: SeqRanges([1...3])])))
+        _ = try await again.collect(until: { if case .caughtUp = $0 { true } else { false } })
+        again.send(binary: Self.frame(Array(sent[3..<12]), on: "h"))
+        let acked = try await again.collect(until: { if case .replicaAck(_, 12) = $0 { true } else { false } }, within: 30)
+        #expect(acked.last == .replicaAck(replica: replica, upTo: 12), "\(acked)")
+        opener.close()
+        again.close()
+        await running.stop()
+    }
+
     /// Anyone who can write into the folder a relay syncs with can put a segment of a native
     /// client's replica there (every event message names the replica), seqs above what the
     /// relay holds. Skipping the client's own events under those seqs as held (and

@@ -47,13 +47,15 @@ import Testing
             return run.status == 0 ? run.stdout : "(no object: \(run.stderr.suffix(300)))"
         }
 
-        let processesBefore = RcloneTransport.processesRun.load(ordering: .relaxed)
+        let flags = transport(environment).daemonFlags
+        // The first copy starts the server and, not waiting for it, runs as a process.
         let sent = try await transport(environment).publish(["\(replica)/a.sjs", "\(replica)/b.sjs"], from: local)
         #expect(sent.sent == ["\(replica)/a.sjs", "\(replica)/b.sjs"])
         #expect(try stored("a.sjs") == "first copy of a")
         #expect(try stored("b.sjs") == "first copy of b")
-        // It went through a server this process keeps, which is there for the next copy.
-        let daemon = try #require(RcloneDaemons.running(environment: environment, flags: transport(environment).daemonFlags))
+        #expect(await eventually(within: 120) { RcloneDaemons.running(environment: environment, flags: flags) != nil }, "no server started")
+        let daemon = try #require(RcloneDaemons.running(environment: environment, flags: flags))
+        let processesBefore = RcloneTransport.processesRun.load(ordering: .relaxed)
         let servers = Self.serverProcesses(port: daemon.port)
         #expect(servers.count == 1, "rclone rcd on port \(daemon.port): \(servers)")
 
@@ -77,26 +79,34 @@ import Testing
         } catch {
             #expect("\(error)" == "\(SyncError.targetMissing(absent.text))", "\(error)")
         }
-        #expect(RcloneTransport.processesRun.load(ordering: .relaxed) == processesBefore, "an rclone process ran beside the kept server")
 
-        // Publishing never replaces an object (its name says its bytes); replacing does, even
-        // a copy damaged in place with its size kept.
+        // Publishing never replaces an object (its name says its bytes); replacing does, even a
+        // copy damaged in place with its size kept.
         try Data("second copy of a, longer".utf8).write(to: URL(fileURLWithPath: local + "/\(replica)/a.sjs"))
         _ = try await transport(environment).publish(["\(replica)/a.sjs"], from: local)
         #expect(try stored("a.sjs") == "first copy of a")
         #expect(try server.rclone(["rcat", ":s3:daemon/board/replicas/\(replica)/b.sjs"], stdin: "FIRST COPY OF B").status == 0)
         _ = try await transport(environment).replace(["\(replica)/b.sjs"], from: local)
         #expect(try stored("b.sjs") == "first copy of b")
+        #expect(RcloneTransport.processesRun.load(ordering: .relaxed) == processesBefore, "an rclone process ran beside the kept server")
 
-        // A failure comes back in rclone's words, explained as a one-off rclone's would be.
+        // A failure comes back in rclone's words, explained as a process's would be (the first
+        // try is a process, while the server for these keys starts).
         var wrongKeys = environment
         wrongKeys["AWS_SECRET_ACCESS_KEY"] = "not-the-key"
-        do {
-            _ = try await transport(wrongKeys).publish(["\(replica)/b.sjs"], from: local)
-            Issue.record("a copy with the wrong key succeeded")
-        } catch {
-            #expect("\(error)".contains("refused the credentials"), "\(error)")
+        for attempt in ["a process", "the server"] {
+            if attempt == "the server" {
+                #expect(await eventually(within: 120) { RcloneDaemons.running(environment: wrongKeys, flags: flags) != nil })
+            }
+            do {
+                _ = try await transport(wrongKeys).publish(["\(replica)/b.sjs"], from: local)
+                Issue.record("a copy with the wrong key succeeded through \(attempt)")
+            } catch {
+                #expect("\(error)".contains("refused the credentials"), "through \(attempt): \(error)")
+                #expect("\(error)".contains("rclone rc sync/copy") == (attempt == "the server"), "through \(attempt): \(error)")
+            }
         }
+        if let wrong = RcloneDaemons.running(environment: wrongKeys, flags: flags) { RcloneDaemons.retire(wrong) }
 
         // The server dies (killed outright): the next copy still arrives, through an rclone of
         // its own, and the copy after that through a new server.
@@ -109,7 +119,8 @@ import Testing
         try Data("d".utf8).write(to: URL(fileURLWithPath: local + "/\(replica)/d.sjs"))
         _ = try await transport(environment).publish(["\(replica)/d.sjs"], from: local)
         #expect(try stored("d.sjs") == "d")
-        let replacement = try #require(RcloneDaemons.running(environment: environment, flags: transport(environment).daemonFlags))
+        #expect(await eventually(within: 120) { RcloneDaemons.running(environment: environment, flags: flags) != nil }, "no new server")
+        let replacement = try #require(RcloneDaemons.running(environment: environment, flags: flags))
         #expect(replacement !== daemon)
         #expect(Self.serverProcesses(port: replacement.port).count == 1)
 
