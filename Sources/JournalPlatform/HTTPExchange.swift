@@ -8,7 +8,7 @@ import Darwin
 /// bounded by a deadline: for a coordination service on the cluster's network (etcd's JSON
 /// gateway, rclone's remote control on this machine), asked from a thread that does nothing
 /// else. Not a general client: no TLS, no redirects, no proxies, answers up to
-/// `maxResponseBytes`.
+/// `maxResponseBytes` unless a caller allows more.
 public enum HTTPExchange {
     public struct Response: Sendable {
         public var status: Int
