@@ -81,8 +81,14 @@ public struct SyncedBoardSharing: BoardSharing {
     /// whole sync. Until a whole sync of the
     /// board has succeeded here, nothing is known of the store, and the round is that sync.
     public func publishSealed(_ board: BoardName, journal path: String) async -> String? {
-        guard let known = inStore.withLock({ $0[board] }) else { return await sync(board, journal: path, open: true) }
-        return await queue.serially(board.text) {
+        await publishSealedRepairing(board, journal: path).failure
+    }
+
+    /// `publishSealed`, with what its whole sync (the first round) repaired; a round that only
+    /// publishes repairs nothing.
+    public func publishSealedRepairing(_ board: BoardName, journal path: String) async -> (failure: String?, repairs: StoreRepairs) {
+        guard let known = inStore.withLock({ $0[board] }) else { return await syncRepairing(board, journal: path, open: true) }
+        let failure: String? = await queue.serially(board.text) {
             do {
                 var engine = SyncEngine(journal: try JournalDirectory.open(at: path))
                 engine.lockWaitSeconds = 3
@@ -95,6 +101,7 @@ public struct SyncedBoardSharing: BoardSharing {
                 return "\(error)"
             }
         }
+        return (failure, StoreRepairs())
     }
 
     /// The journal's sealed segments under content names: what a publish may send. A file

@@ -22,11 +22,19 @@ public protocol BoardSharing: Sendable {
     /// may send only what it has not seen there, and leave listing, fetching and repairs to
     /// `sync`; by default it is a whole `sync`.
     func publishSealed(_ board: BoardName, journal path: String) async -> String?
+    /// `publishSealed`, saying also what it repaired: a round that is a whole sync (the first,
+    /// before the store is known) puts back what the store lost as any sync does, and an
+    /// operator counts it.
+    func publishSealedRepairing(_ board: BoardName, journal path: String) async -> (failure: String?, repairs: StoreRepairs)
 }
 
 extension BoardSharing {
     public func publishSealed(_ board: BoardName, journal path: String) async -> String? {
-        await sync(board, journal: path, open: true)
+        await publishSealedRepairing(board, journal: path).failure
+    }
+
+    public func publishSealedRepairing(_ board: BoardName, journal path: String) async -> (failure: String?, repairs: StoreRepairs) {
+        await syncRepairing(board, journal: path, open: true)
     }
 
     public func syncRepairing(_ board: BoardName, journal path: String, open: Bool) async -> (failure: String?, repairs: StoreRepairs) {
@@ -63,8 +71,9 @@ struct MeasuredSharing: BoardSharing {
 
     func publishSealed(_ board: BoardName, journal path: String) async -> String? {
         let started = ProcessInfoLite.monotonicSeconds()
-        let why = await store.publishSealed(board, journal: path)
+        let (why, repairs) = await store.publishSealedRepairing(board, journal: path)
         metrics.storeSynced(succeeded: why == nil, seconds: ProcessInfoLite.monotonicSeconds() - started)
+        metrics.storeRepaired(repairs)
         return why
     }
 

@@ -19,8 +19,9 @@ public struct SyncEngine {
     /// with `SyncError.busy`.
     public var lockWaitSeconds: Double = 3
     /// Object stores: listings, fetches and copies go through one `rclone rcd` this process
-    /// keeps running (`RcloneDaemon`) rather than an rclone process each. For a process that publishes many
-    /// times a second (a relay's shared acks); a one-off sync needs no server left behind.
+    /// keeps running (`RcloneDaemon`) rather than an rclone process each. For a process that
+    /// publishes many times a second (a relay's shared acks); a one-off sync needs no server
+    /// left behind.
     public var keepsRcloneRunning = false
 
     public init(journal: JournalDirectory, progress: ((String) -> Void)? = nil) {

@@ -115,6 +115,26 @@ import Testing
         Set(JournalDirectory.listSealed(replicasPath: replicas).sealed.map { $0.path.split(separator: "/").suffix(2).joined(separator: "/") })
     }
 
+    /// An ack round that is a whole sync (the first of a board here, before any sync of it
+    /// succeeded) puts back a copy the store lost, and says so: CI's pens campaign saw a removed
+    /// copy back in the store that no node's metrics counted, and this round's repairs were
+    /// dropped.
+    @Test func aFirstRoundThatPutsBackALostCopyCountsIt() async throws {
+        let temp = TemporaryDirectory("cluster-first-round-repair")
+        defer { temp.remove() }
+        let store = temp.path + "/store"
+        let wall = try BoardName("wall")
+        let path = temp.path + "/relay-a/wall"
+        try await Self.drawBoard(at: path, points: 12)
+        #expect(await SyncedBoardSharing(store: store, interval: 3600).sync(wall, journal: path, open: false) == nil)
+        let copy = try #require(Self.sealed(store + "/wall/replicas").first)
+        try FileSystem.remove(store + "/wall/replicas/" + copy)
+        // The relay again, knowing nothing of the store (started again, its disk kept).
+        let round = await SyncedBoardSharing(store: store, interval: 3600).publishSealedRepairing(wall, journal: path)
+        #expect(round.failure == nil && round.repairs == StoreRepairs(lostRestored: 1), "\(round)")
+        #expect(FileSystem.exists(store + "/wall/replicas/" + copy))
+    }
+
     /// An ack round's publish (`publishSealed`): the first, knowing nothing of the store, is a
     /// whole sync (it brings what another relay put there); later ones send only the segments
     /// sealed since, and list, fetch and repair nothing, which the next whole sync does.

@@ -557,7 +557,9 @@ def what_the_metrics_show(scrapes, log):
 def record_stall(nodes, root, log):
     """A board that stopped being acknowledged: what each live node holds then, for whoever
     reads the kept scratch folder (its counters, its child processes and how long each has
-    run, its threads' stacks when gdb is installed)."""
+    run, the seqs its boards lack below what they hold, its threads' stacks when gdb is
+    installed). Both stalls seen so far were such a hole: a store copy removed, and every node
+    holding it killed with its disk before putting it back."""
     for node in nodes:
         if node.proc is None or node.proc.poll() is not None:
             continue
@@ -571,10 +573,25 @@ def record_stall(nodes, root, log):
             ps = subprocess.run(["ps", "-e", "-o", "pid,ppid,pgid,etimes,args"], capture_output=True, text=True)
             out.write("\n# processes of its group (pid ppid pgid seconds command)\n")
             out.write("\n".join(line for line in ps.stdout.splitlines()[1:] if line.split()[2:3] == [str(node.proc.pid)]) + "\n")
+            out.write("\n# seqs missing below the last one held, per board and replica (from sealed names)\n")
+            for board in sorted(os.listdir(node.data)) if os.path.isdir(node.data) else []:
+                replicas = os.path.join(node.data, board, "replicas")
+                for replica in sorted(os.listdir(replicas)) if os.path.isdir(replicas) else []:
+                    spans = sorted((int(m.group(1)), int(m.group(2))) for m in
+                                   (re.match(r"(\d+)-(\d+)-[0-9a-f]+\.sjs$", name) for name in os.listdir(os.path.join(replicas, replica))) if m)
+                    held, holes = 0, []
+                    for first, last in spans:
+                        if first > held + 1:
+                            holes.append("%d-%d" % (held + 1, first - 1))
+                        held = max(held, last)
+                    out.write("%s %s: up to %d, missing %s\n" % (board, replica, held, ", ".join(holes) or "nothing"))
             if shutil.which("gdb"):
-                stacks = subprocess.run(["gdb", "-p", str(node.proc.pid), "-batch", "-ex", "thread apply all bt"],
-                                        capture_output=True, text=True, timeout=120)
-                out.write("\n# threads\n" + stacks.stdout[-400000:])
+                try:
+                    stacks = subprocess.run(["gdb", "-p", str(node.proc.pid), "-batch", "-ex", "thread apply all bt"],
+                                            capture_output=True, text=True, timeout=120)
+                    out.write("\n# threads\n" + stacks.stdout[-400000:])
+                except subprocess.TimeoutExpired:
+                    out.write("\n# threads: gdb did not finish within 120 s\n")
         log("node %d stalled: its counters, processes and threads in %s" % (node.index, name))
 
 
