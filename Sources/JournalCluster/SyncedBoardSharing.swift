@@ -78,14 +78,9 @@ public struct SyncedBoardSharing: BoardSharing {
     /// (for an object store, one request to the rclone this relay keeps running, which lists
     /// nothing). In the board's queue, as every sync of it here: `publishOnly` takes the
     /// journal's sync lock, whose wait would otherwise sleep a thread of the pool behind a
-    /// whole sync. Until a whole sync of the
-    /// board has succeeded here, nothing is known of the store, and the round is that sync.
-    public func publishSealed(_ board: BoardName, journal path: String) async -> String? {
-        await publishSealedRepairing(board, journal: path).failure
-    }
-
-    /// `publishSealed`, with what its whole sync (the first round) repaired; a round that only
-    /// publishes repairs nothing.
+    /// whole sync. Until a whole sync of the board has succeeded here, nothing is known of the
+    /// store, and the round is that sync: its repairs are returned (a round that only publishes
+    /// repairs nothing). `publishSealed` is derived from this.
     public func publishSealedRepairing(_ board: BoardName, journal path: String) async -> (failure: String?, repairs: StoreRepairs) {
         guard let known = inStore.withLock({ $0[board] }) else { return await syncRepairing(board, journal: path, open: true) }
         let failure: String? = await queue.serially(board.text) {
