@@ -37,6 +37,9 @@ public final class EtcdLeases: BoardLeases, Sendable {
         var claimed: [BoardName: UInt64] = [:]
         /// Why the last request failed, for `/healthz` and the log.
         var lastProblem: String?
+        /// What etcd granted: never less than asked, more when its minimum is larger (1.5 ×
+        /// its election timeout, rounded up: 2 s by default). Other nodes' leases last as long.
+        var grantedSeconds: Int?
         var stopped = false
     }
 
@@ -45,18 +48,25 @@ public final class EtcdLeases: BoardLeases, Sendable {
     private let renewer = WorkerThread()
     /// Claims and releases (blocking requests), off the concurrency pool.
     private let asker = WorkerThread()
+    private let revocation: RevocationOnExit?
 
-    public init(host: String, port: Int, node: String, ttlSeconds: Int = 2, prefix: String = "/strokejournal/boards/") {
+    /// `revokesWhenProcessEnds`: a shell beside this process revokes the lease when the process
+    /// ends however it ends (`RevocationOnExit`), so that a node killed outright frees its boards
+    /// at once rather than a time to live later. One per process: tests that run several
+    /// "nodes" in one process leave it off (they cannot end their process).
+    public init(host: String, port: Int, node: String, ttlSeconds: Int = 2, prefix: String = "/strokejournal/boards/",
+                revokesWhenProcessEnds: Bool = false) {
         self.host = host
         self.port = port
         self.node = node
-        self.ttlSeconds = max(2, ttlSeconds)
+        self.ttlSeconds = max(1, ttlSeconds)
         self.prefix = prefix
         requestTimeout = max(0.2, Double(self.ttlSeconds) / 4)
+        revocation = revokesWhenProcessEnds ? RevocationOnExit(host: host, port: port) : nil
     }
 
     /// `etcd://HOST:PORT` (or `http://HOST:PORT`).
-    public convenience init(address: String, node: String, ttlSeconds: Int = 2) throws(LeaseAddressError) {
+    public convenience init(address: String, node: String, ttlSeconds: Int = 2, revokesWhenProcessEnds: Bool = false) throws(LeaseAddressError) {
         var rest = Substring(address)
         for scheme in ["etcd://", "http://"] where rest.hasPrefix(scheme) { rest = rest.dropFirst(scheme.count) }
         if rest.hasSuffix("/") { rest = rest.dropLast() }
@@ -64,7 +74,7 @@ public final class EtcdLeases: BoardLeases, Sendable {
               !rest[..<colon].isEmpty else {
             throw LeaseAddressError(address: address)
         }
-        self.init(host: String(rest[..<colon]), port: port, node: node, ttlSeconds: ttlSeconds)
+        self.init(host: String(rest[..<colon]), port: port, node: node, ttlSeconds: ttlSeconds, revokesWhenProcessEnds: revokesWhenProcessEnds)
     }
 
     public struct LeaseAddressError: Error, CustomStringConvertible {
@@ -88,8 +98,19 @@ public final class EtcdLeases: BoardLeases, Sendable {
             // a time to live later.
             _ = try? request("/v3/lease/revoke", #"{"ID":"\#(lease)"}"#)
         }
+        revocation?.closePipe()
         asker.close()
     }
+
+    /// What a node killed outright looks like: renewals stop, nothing is given up here, and the
+    /// pipe to the revoking shell closes as the kernel closes it for a process that ended.
+    package func endAsAKilledProcessWould() {
+        stopRenewing()
+        revocation?.closePipe()
+    }
+
+    /// Why the shell that revokes the lease when this process ends is not running, if it is not.
+    public var revocationProblem: String? { revocation?.lastProblem }
 
     /// Stops renewing and gives nothing up: what a frozen or vanished node looks like to etcd
     /// (its claims lapse a time to live later).
@@ -99,7 +120,12 @@ public final class EtcdLeases: BoardLeases, Sendable {
 
     // MARK: BoardLeases
 
-    public var claimWait: Double { Double(ttlSeconds) + 1 }
+    /// Another node's lease lapses at most its time to live after its last renewal: etcd's
+    /// grant, when that is longer than this node asked.
+    public var claimWait: Double { Double(max(ttlSeconds, state.withLock { $0.grantedSeconds } ?? 0)) + 1 }
+
+    /// The time to live etcd granted, once it did (see `State.grantedSeconds`).
+    public var grantedTtlSeconds: Int? { state.withLock { $0.grantedSeconds } }
 
     public func holds(_ board: BoardName) -> Bool {
         let now = ProcessInfoLite.monotonicSeconds()
@@ -119,8 +145,9 @@ public final class EtcdLeases: BoardLeases, Sendable {
         while true {
             let outcome = await onAsker { [self] in claimOnce(board) }
             guard case .heldElsewhere = outcome, ProcessInfoLite.monotonicSeconds() < deadline else { return outcome }
-            // Another node's claim lapses at most a time to live after its last renewal.
-            do { try await Task.sleep(for: .milliseconds(200)) } catch { return outcome }
+            // Another node's claim lapses at most a time to live after its last renewal (etcd
+            // notices every 0.5 s); asked again often, as its clients wait for this claim.
+            do { try await Task.sleep(for: .milliseconds(50)) } catch { return outcome }
         }
     }
 
@@ -179,7 +206,9 @@ public final class EtcdLeases: BoardLeases, Sendable {
             state.lease = lease
             state.validUntil = sent + Double(ttlSeconds) * validFraction
             state.lastProblem = nil
+            state.grantedSeconds = Int(ttl)
         }
+        revocation?.announce(lease)
         return lease
     }
 

@@ -28,6 +28,16 @@ public enum ProcessInfoLite {
         getenv(name).map { String(cString: $0) }
     }
 
+    /// Where `program` is on `PATH` (the system's usual folders when `PATH` is unset), if it is.
+    public static func onPath(_ program: String) -> String? {
+        let path = environment("PATH") ?? "/usr/local/bin:/usr/bin:/bin"
+        for folder in path.split(separator: ":") where !folder.isEmpty {
+            let candidate = FileSystem.join(String(folder), program)
+            if FileSystem.isExecutable(candidate) { return candidate }
+        }
+        return nil
+    }
+
     /// Fills `count` bytes from the system's CSPRNG.
     public static func randomBytes(_ count: Int) -> [UInt8] {
         var generator = SystemRandomNumberGenerator()

@@ -31,10 +31,3 @@ extension ProcessInfoLite {
         return IOError("exec", path: program, code: errno)
     }
 }
-
-extension FileSystem {
-    /// Whether `path` names a file this process may execute (`access(X_OK)`).
-    public static func isExecutableFile(_ path: String) -> Bool {
-        access(path, X_OK) == 0 && !isDirectory(path)
-    }
-}

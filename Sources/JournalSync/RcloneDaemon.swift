@@ -126,9 +126,7 @@ final class RcloneDaemon: Sendable {
     }
 
     private static func rcloneIsInstalled() -> Bool {
-        (ProcessInfoLite.environment("PATH") ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":").contains { folder in
-            FileSystem.isExecutable(FileSystem.join(String(folder), "rclone"))
-        }
+        ProcessInfoLite.onPath("rclone") != nil
     }
 
     private static func hex(_ bytes: [UInt8]) -> String {

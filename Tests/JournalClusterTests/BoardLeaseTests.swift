@@ -171,6 +171,57 @@ struct EtcdLeaseTests {
         #expect(third > second)
     }
 
+    /// A node killed outright frees its boards at once: the shell beside it revokes its lease
+    /// when the pipe from it closes. The lease lives 60 s, so a claim by another node within
+    /// the 50 s waited for here is one that a lapse cannot explain.
+    @Test func aNodeWhoseProcessEndsFreesItsBoardsWithoutWaitingForTheLeaseToLapse() async throws {
+        let server = try await EtcdServer()
+        defer { server.stop() }
+        let dying = EtcdLeases(host: "127.0.0.1", port: server.port, node: "dying", ttlSeconds: 60, prefix: "/test/boards/",
+                               revokesWhenProcessEnds: true)
+        let next = EtcdLeases(host: "127.0.0.1", port: server.port, node: "next", ttlSeconds: 60, prefix: "/test/boards/")
+        dying.start()
+        next.start()
+        defer { dying.stop(); next.stop() }
+        #expect(dying.revocationProblem == nil)
+        #expect(await eventually(within: 60) { dying.isLive && next.isLive }, "\(dying.lastProblem ?? "") \(next.lastProblem ?? "")")
+        let board = try BoardName("wall")
+        guard case .held = await dying.claim(board, wait: 0) else { Issue.record("the first node could not claim a free board"); return }
+        #expect(await next.claim(board, wait: 0) == .heldElsewhere("dying"))
+
+        // The 55 s bound is not a speed expected (a revocation takes milliseconds): a claim
+        // within it cannot be a lapse, which needs 60 s without a renewal.
+        let ended = ContinuousClock.now
+        dying.endAsAKilledProcessWould()
+        var claimed = LeaseClaim.unavailable("not asked")
+        while ContinuousClock.now - ended < .seconds(55) {
+            claimed = await next.claim(board, wait: 0)
+            if case .held = claimed { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        guard case .held = claimed else {
+            Issue.record("the board stayed the ended node's (\(claimed)): its lease was not revoked")
+            return
+        }
+        #expect(ContinuousClock.now - ended < .seconds(60))
+    }
+
+    /// Asked for 1 s, an etcd with the default election timeout (1 s) grants 2 (its minimum
+    /// is 1.5 times that, rounded up): other nodes' claims last that long, so a claim waits
+    /// for the grant, not for what was asked.
+    @Test func aClaimWaitsAsLongAsEtcdsGrantNotTheTimeAsked() async throws {
+        let server = try await EtcdServer()
+        defer { server.stop() }
+        let leases = EtcdLeases(host: "127.0.0.1", port: server.port, node: "short", ttlSeconds: 1, prefix: "/test/boards/")
+        leases.start()
+        defer { leases.stop() }
+        #expect(leases.claimWait == 2)
+        #expect(await eventually(within: 60) { leases.grantedTtlSeconds != nil }, "\(leases.lastProblem ?? "")")
+        // EtcdServer runs etcd's default timing (100 ms heartbeats, 1 s elections).
+        #expect(leases.grantedTtlSeconds == 2)
+        #expect(leases.claimWait == 3)
+    }
+
     @Test func anUnreachableServiceIsUnavailableAndTheNodeIsNotLive() async throws {
         let leases = EtcdLeases(host: "127.0.0.1", port: try EtcdServer.freePort(), node: "lonely", ttlSeconds: 2)
         leases.start()

@@ -129,12 +129,12 @@ extension RelayCommand {
             valueName: "file"))
         var hostKey: String?
         @Option(help: ArgumentHelp(
-            "With --share: one owner per board, through etcd's v3 JSON gateway at this address (etcd://HOST:PORT). A node serves a board only while it holds the board's lease, refuses it (code not-owner) while another node does, and stops acknowledging once its lease may have lapsed (docs/DEPLOY.md, \"One owner per board\").",
+            "With --share: one owner per board, through etcd's v3 JSON gateway at this address (etcd://HOST:PORT). A node serves a board only while it holds the board's lease, refuses it (code not-owner) while another node does, and stops acknowledging once its lease may have lapsed. A node killed outright gives its lease back at once (a bash beside it revokes it); a frozen one keeps it until it lapses (docs/DEPLOY.md, \"One owner per board\").",
             valueName: "etcd://host:port"))
         var lease: String?
         @Option(help: ArgumentHelp("With --lease: this node's name, as other nodes' refusals show it (default: HOSTNAME:PORT).", valueName: "name"))
         var node: String?
-        @Option(help: ArgumentHelp("With --lease: seconds a lease lives without a renewal (renewed every quarter of it); a node stops acknowledging after three quarters.", valueName: "seconds"))
+        @Option(help: ArgumentHelp("With --lease: seconds a lease lives without a renewal (renewed every quarter of it); a node stops acknowledging after three quarters. A lost machine's boards move after it: 1 needs an etcd whose --election-timeout is 666 ms or less (etcd grants no less than 1.5 times it, rounded up to a second).", valueName: "seconds"))
         var leaseTtl: Int = 2
 
         func validate() throws {
@@ -155,7 +155,7 @@ extension RelayCommand {
             if ack == .shared && share == nil { throw ValidationError("--ack shared needs --share STORE: acknowledged means in that store") }
             guard shareInterval >= 0.1, shareInterval <= 3600 else { throw ValidationError("--share-interval must be between 0.1 and 3600 seconds") }
             if lease != nil && share == nil { throw ValidationError("--lease needs --share STORE: a board's next owner opens it from the store") }
-            guard (2...60).contains(leaseTtl) else { throw ValidationError("--lease-ttl must be between 2 and 60 seconds") }
+            guard (1...60).contains(leaseTtl) else { throw ValidationError("--lease-ttl must be between 1 and 60 seconds") }
             if let lease {
                 do throws(EtcdLeases.LeaseAddressError) { _ = try EtcdLeases(address: lease, node: "check") } catch { throw ValidationError("--lease \(error)") }
             }
@@ -201,8 +201,10 @@ extension RelayCommand {
                 var leases: EtcdLeases?
                 if let lease {
                     do throws(EtcdLeases.LeaseAddressError) {
-                        leases = try EtcdLeases(address: lease, node: node ?? (ProcessInfoLite.hostName + ":" + String(port)), ttlSeconds: leaseTtl)
+                        leases = try EtcdLeases(address: lease, node: node ?? (ProcessInfoLite.hostName + ":" + String(port)), ttlSeconds: leaseTtl,
+                                                revokesWhenProcessEnds: true)
                     } catch { throw ValidationError("--lease \(error)") }
+                    if let problem = leases?.revocationProblem { Terminal.standardError("journal: warning: \(problem)\n") }
                 }
                 leases?.start()
                 defer { leases?.stop() }

@@ -95,9 +95,7 @@ extension JournalCommand {
 
         /// Whether the hints above work as printed.
         static var journalIsOnPath: Bool {
-            (ProcessInfoLite.environment("PATH") ?? "").split(separator: ":").contains { folder in
-                FileSystem.exists(String(folder) + "/journal")
-            }
+            ProcessInfoLite.onPath("journal") != nil
         }
 
         private func chooseDirectory() throws -> String {

@@ -42,14 +42,9 @@ enum RelayProgram {
     static func locate() -> String? {
         if let me = ProcessInfoLite.executablePath {
             let sibling = FileSystem.parent(of: me) + "/" + name
-            if FileSystem.isExecutableFile(sibling) { return sibling }
+            if FileSystem.isExecutable(sibling) { return sibling }
         }
-        let path = ProcessInfoLite.environment("PATH") ?? ""
-        for folder in path.split(separator: ":") where !folder.isEmpty {
-            let candidate = folder + "/" + name
-            if FileSystem.isExecutableFile(candidate) { return candidate }
-        }
-        return nil
+        return ProcessInfoLite.onPath(name)
     }
 
     /// Becomes journal-relay with `arguments`; returns never.

@@ -143,11 +143,13 @@ backend relays
 """
 
 
-def join(name, port, board, hello, deadline):
+def join(name, port, board, hello, deadline, tries=None):
     """A connection to `board` through HAProxy that got its catch-up, and the messages until
-    `caughtUp`; tried again until `deadline` (the board's node may be dying or starting)."""
+    `caughtUp`; tried again until `deadline` (the board's node may be dying or starting).
+    `tries`, a list, gets (seconds taken, what failed) of every try that failed."""
     last = None
     while time.monotonic() < deadline:
+        began = time.monotonic()
         try:
             conn = Conn(port, board)
             conn.send_text(json.dumps(hello))
@@ -158,6 +160,8 @@ def join(name, port, board, hello, deadline):
             conn.close()
         except (OSError, RuntimeError) as error:
             last = repr(error)
+        if tries is not None:
+            tries.append((time.monotonic() - began, str(last)[:160]))
         time.sleep(0.2)
     raise Failure("%s could not join %s: %s" % (name, board, last))
 

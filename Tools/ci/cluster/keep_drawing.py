@@ -23,13 +23,22 @@ Counted, per board and in all:
   metrics   each node's `GET /metrics`, scraped every 0.25 s and before each kill: a damaged
             copy seen replaced, or a removed one seen back, must show in some node's
             `strokejournal_store_repairs_total` (what an operator would see of the harm)
-and reported: ack latency (point sent to its ack) p50 and p99, failover (a pen's loss of its
-connection or silence to its next ack) p50 and p95, and the disruptions' counts.
+and reported: ack latency (a point's due time to its ack) p50 and p99, also apart for the
+points sent during their board's failovers (between the pen's last ack before a lost connection
+and its first after: no node could acknowledge those sooner) and for the others; failover (a
+pen's loss of its connection or silence to its next ack) p50 and p95, how long joining again
+took, and the disruptions' counts. Pens and viewers say what they hold in their hellos, as a
+page does, so a catch-up brings only what they lack.
 
-Needs haproxy.
+With `--lease`, the nodes take board leases from an etcd of the campaign's own (`journal serve
+--lease`, one owner per board), `--lease-ttl` seconds long. A kill with `--delete-disk` is a
+lost machine (everything on it dies, the shell that would revoke its lease too), so its boards
+move once etcd lets its lease lapse.
+
+Needs haproxy (and etcd with --lease).
 
   python3 Tools/ci/cluster/keep_drawing.py --journal-bin .build/release/journal --ack shared \\
-      --delete-disk --events 30 --disruptions kill,freeze,damage,remove --pens 3
+      --delete-disk --pens 3 --disruptions kill:30,freeze:4,damage:2,remove:1 --every 3 --lease --lease-ttl 1
 """
 import argparse
 import hashlib
@@ -54,6 +63,7 @@ from relay_campaign import native_frame, norm, replica_key  # noqa: E402
 from relay_load import free_port  # noqa: E402
 from failover import HAPROXY, Failure, Node, conclude, join  # noqa: E402
 from journal_bin import journal_binary  # noqa: E402
+from owners import Etcd  # noqa: E402
 
 
 def percentile(values, fraction):
@@ -75,6 +85,15 @@ class Pen(threading.Thread):
         self.acked = 0
         self.latencies = []
         self.failovers = []
+        # Per failover: (what was lost, seconds to join again, seconds from joining to the ack).
+        self.failover_parts = []
+        # (when lost, seconds to join again, what was lost, the tries that failed) over 0.5 s.
+        self.slow_joins = []
+        self.failover_tries = []
+        # (last ack before a connection was lost, first ack after): the points sent between
+        # were held by the failover, whatever any node did.
+        self.outages = []
+        self.last_ack_at = None
         self.reconnects = 0
         self.stop_drawing = threading.Event()
         self.error = None
@@ -88,8 +107,13 @@ class Pen(threading.Thread):
         return {"%s#%d" % (self.replica, seq): v for seq, v in self.sent.items() if seq <= self.acked}
 
     def connect(self):
-        self.conn, _ = join("pen-" + self.board, self.port, self.board,
-                            {"type": "hello", "replica": self.replica, "key": self.public.hex()}, time.monotonic() + 120)
+        self.join_tries = []
+        # What it holds, as a page says it (the page keeps what it was shown and acknowledged):
+        # a catch-up then brings only what it lacks, not its whole board again.
+        hello = {"type": "hello", "replica": self.replica, "key": self.public.hex()}
+        if self.acked:
+            hello["have"] = {self.replica: [[1, self.acked]]}
+        self.conn, _ = join("pen-" + self.board, self.port, self.board, hello, time.monotonic() + 120, tries=self.join_tries)
         # Everything not acknowledged goes again, under its own ids; from earlier when the node
         # said it lacks those (acknowledged by a node that had not published them yet: the
         # copies collapse by id).
@@ -119,13 +143,16 @@ class Pen(threading.Thread):
             period = 1.0 / self.hz
             next_point = time.monotonic()
             last_progress = last_heard = time.monotonic()
-            lost_at = None
+            lost_at = joined_at = outage_from = None
+            lost_kind = None
             while True:
                 now = time.monotonic()
                 drawing = not self.stop_drawing.is_set()
-                # The pen draws on time, even while the last connection was being replaced.
+                # The pen draws on time, even while the last connection was being replaced: a
+                # point is timed from when it was due, not from when this thread (which joins
+                # a node in between) got round to it.
                 while drawing and now >= next_point:
-                    self.draw_point(now)
+                    self.draw_point(next_point)
                     next_point += period
                 if not drawing and self.acked >= self.next_seq - 1:
                     return
@@ -146,9 +173,13 @@ class Pen(threading.Thread):
                         for seq in range(self.acked + 1, m["upTo"] + 1):
                             self.latencies.append((self.sent_at[seq], at - self.sent_at[seq]))
                         self.acked = m["upTo"]
-                        last_progress = at
+                        last_progress = self.last_ack_at = at
                         if lost_at is not None:
+                            self.outages.append((outage_from, at))
                             self.failovers.append(at - lost_at)
+                            self.failover_parts.append((lost_kind, joined_at - lost_at, at - joined_at))
+                            if joined_at - lost_at > 2.5:
+                                self.slow_joins.append((lost_at - STARTED, joined_at - lost_at, lost_kind, self.failover_tries))
                             lost_at = None
                 elif m is not None and m.get("type") == "error":
                     lost = "refused: %s" % m.get("message")
@@ -163,9 +194,14 @@ class Pen(threading.Thread):
                 if lost is not None:
                     if lost_at is None:
                         lost_at = time.monotonic()
+                        outage_from = self.last_ack_at or lost_at
+                        lost_kind = "silence" if lost.startswith("nothing heard") else "refused" if lost.startswith("refused") else "closed"
+                        self.failover_tries = []
                     self.reconnects += 1
                     self.conn.close()
                     self.connect()
+                    joined_at = time.monotonic()
+                    self.failover_tries += self.join_tries
                     last_progress = last_heard = time.monotonic()
                 elif not waiting:
                     last_progress = time.monotonic()
@@ -186,7 +222,8 @@ class Viewer(threading.Thread):
     def run(self):
         try:
             while not self.done.is_set():
-                conn, got = join("viewer-" + self.board, self.port, self.board, {"type": "hello"}, time.monotonic() + 120)
+                conn, got = join("viewer-" + self.board, self.port, self.board, {"type": "hello", "have": self.have()},
+                                 time.monotonic() + 120)
                 for m in got:
                     self.take(m)
                 while not self.done.is_set():
@@ -202,6 +239,24 @@ class Viewer(threading.Thread):
     def take(self, m):
         if "replica" in m and "seq" in m and m.get("type") not in ("ack", "error"):
             self.shown.add("%s#%d" % (m["replica"], m["seq"]))
+
+    def have(self):
+        """What it was shown, per replica as seq ranges: what a page's hello says it holds."""
+        seqs = {}
+        for shown in self.shown:
+            replica, seq = shown.split("#")
+            seqs.setdefault(replica, []).append(int(seq))
+        have = {}
+        for replica, numbers in seqs.items():
+            ranges = []
+            for seq in sorted(numbers):
+                if ranges and seq == ranges[-1][1] + 1:
+                    ranges[-1][1] = seq
+                else:
+                    ranges.append([seq, seq])
+            # The page's rule: at most 64 ranges a replica, the longest.
+            have[replica] = sorted(sorted(ranges, key=lambda r: r[0] - r[1])[:64])
+        return have
 
 
 # (start, end) of every disruption, monotonic: a point sent near one waits for it, by design.
@@ -510,6 +565,12 @@ class Scrapes:
         with self.lock:
             return sum(scraped.get(series, 0) for scraped in self.last.values())
 
+    def total_of(self, name):
+        """Every series of metric `name`, whatever its labels."""
+        with self.lock:
+            return sum(value for scraped in self.last.values() for series, value in scraped.items()
+                       if series == name or series.startswith(name + "{"))
+
 
 def what_the_metrics_show(scrapes, log):
     """Whether the nodes' metrics show the repairs of the harm the campaign did to the store:
@@ -524,10 +585,11 @@ def what_the_metrics_show(scrapes, log):
     counted = {"damage": scrapes.total('strokejournal_store_repairs_total{kind="damaged-replaced"}'),
                "remove": scrapes.total('strokejournal_store_repairs_total{kind="lost-restored"}')}
     log("metrics: damaged copies %d, seen replaced %d, counted %d; removed copies %d, seen back %d, counted %d; "
-        "share rounds failed %d, store syncs failed %d, over %d node incarnations" % (
+        "share rounds failed %d, store syncs failed %d, leases lost %d, over %d node incarnations" % (
             harmed["damage"], seen["damage"], counted["damage"], harmed["remove"], seen["remove"], counted["remove"],
             scrapes.total('strokejournal_share_rounds_total{outcome="failed"}'),
-            scrapes.total('strokejournal_store_syncs_total{outcome="failed"}'), len(scrapes.last)))
+            scrapes.total('strokejournal_store_syncs_total{outcome="failed"}'),
+            scrapes.total_of("strokejournal_leases_lost_total"), len(scrapes.last)))
     failed = ["metrics: %d %s copies were seen repaired in the store, and no node's metrics counted one" % (seen[kind], kind)
               for kind in seen if seen[kind] > 0 and counted[kind] == 0]
     # A kill shows as the node's start time changing once it is back (all are, before the last
@@ -614,9 +676,18 @@ def main():
     parser.add_argument("--share-interval", type=float, default=0.5)
     parser.add_argument("--store", help="the shared store: a folder (default: in the scratch folder) or s3://bucket/path "
                                         "(the keys and AWS_ENDPOINT_URL in the environment; damage and removal through rclone)")
+    parser.add_argument("--lease", action="store_true",
+                        help="one owner per board: the nodes take board leases from an etcd of the campaign's own "
+                             "(journal serve --lease; needs etcd: apt-get install etcd-server)")
+    parser.add_argument("--lease-ttl", type=int, default=2,
+                        help="with --lease: the nodes' --lease-ttl (1 runs etcd with a 500 ms election timeout, "
+                             "which it needs to grant 1 s)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
+    if args.lease and shutil.which("etcd") is None:
+        print("keep-drawing: --lease needs etcd (apt-get install etcd-server)", file=sys.stderr)
+        return 2
     if shutil.which("haproxy") is None:
         print("keep-drawing: haproxy is not installed (apt-get install haproxy)", file=sys.stderr)
         return 2
@@ -644,7 +715,11 @@ def main():
     store = args.store or os.path.join(root, "store")
     if not args.store:
         os.mkdir(store)
-    nodes = [Node(args.journal_bin, i, root, store, args.share_interval, args.ack) for i in range(args.nodes)]
+    etcd = Etcd(root, args.lease_ttl) if args.lease else None
+    nodes = [Node(args.journal_bin, i, root, store, args.share_interval, args.ack,
+                  extra=["--lease", "etcd://127.0.0.1:%d" % etcd.port, "--node", "node%d" % i,
+                         "--lease-ttl", str(args.lease_ttl)] if etcd else [])
+             for i in range(args.nodes)]
     proxy_port = free_port()
     with open(os.path.join(root, "haproxy.cfg"), "w") as f:
         f.write(HAPROXY % {"port": proxy_port, "servers": "\n".join("    server n%d 127.0.0.1:%d" % (n.index, n.port) for n in nodes)})
@@ -675,8 +750,9 @@ def main():
         viewers = [Viewer(b, proxy_port) for b in boards]
         for thread in pens + viewers:
             thread.start()
-        log("%d nodes (--ack %s%s), %d pens at %g Hz, haproxy on %d" % (
-            len(nodes), args.ack, ", disks deleted" if args.delete_disk else "", len(pens), args.hz, proxy_port))
+        log("%d nodes (--ack %s%s%s), %d pens at %g Hz, haproxy on %d" % (
+            len(nodes), args.ack, ", disks deleted" if args.delete_disk else "", ", board leases in etcd (TTL %d s)" % args.lease_ttl if etcd else "",
+            len(pens), args.hz, proxy_port))
         time.sleep(args.every)
         restart_next = []
         for kind in plan:
@@ -775,6 +851,25 @@ def main():
                 kind, 1000 * percentile(by_kind[kind], 0.5), 1000 * percentile(by_kind[kind], 0.99), len(by_kind[kind])))
         log("failover (a lost connection or a silence to the next ack): p50 %.2f s, p95 %.2f s, max %.2f s over %d" % (
             percentile(failovers, 0.5), percentile(failovers, 0.95), max(failovers or [0]), len(failovers)))
+        # A point sent while its board had no node (between the pen's last ack before a lost
+        # connection and its first ack after) waits for the failover: over 1% of such points
+        # and no p99 can be under the failover's time.
+        held = [latency for p in pens for sent, latency in p.latencies if any(a < sent <= b for a, b in p.outages)]
+        free = [latency for p in pens for sent, latency in p.latencies if not any(a < sent <= b for a, b in p.outages)]
+        log("points sent during their board's failovers: %d of %d (%.1f%%), p50 %.0f ms; the others: p50 %.0f ms, p99 %.0f ms" % (
+            len(held), len(latencies), 100.0 * len(held) / max(1, len(latencies)), 1000 * percentile(held, 0.5),
+            1000 * percentile(free, 0.5), 1000 * percentile(free, 0.99)))
+        for p in pens:
+            for lost, took, kind, tries in p.slow_joins:
+                log("  %s at %.1f s: joined again %.2f s after a connection %s; tries that failed: %s" % (
+                    p.board, lost, took, kind, "; ".join("%.2f s %s" % t for t in tries) or "none"))
+        parts = [x for p in pens for x in p.failover_parts]
+        for kind in sorted({k for k, _, _ in parts}):
+            joins = [j for k, j, _ in parts if k == kind]
+            acks = [a for k, _, a in parts if k == kind]
+            log("  after a connection %s: %d, joined again in p50 %.2f s / p95 %.2f s, then acknowledged in p50 %.2f s / p95 %.2f s" % (
+                "that closed" if kind == "closed" else "refused" if kind == "refused" else "silent for --silence",
+                len(joins), percentile(joins, 0.5), percentile(joins, 0.95), percentile(acks, 0.5), percentile(acks, 0.95)))
         log("%(acknowledged)d points acknowledged: %(lost)d lost, %(doubled)d doubled, %(phantom)d phantom" % totals)
     except Failure as error:
         failed.append(str(error))
@@ -792,6 +887,8 @@ def main():
                 node.proc.kill()
         if haproxy is not None:
             haproxy.kill()
+        if etcd is not None:
+            etcd.stop()
         if scrapes is not None:
             scrapes.stop()
             watching.set()

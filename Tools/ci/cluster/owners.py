@@ -51,11 +51,14 @@ BOARD = "wall"
 
 
 class Etcd:
-    def __init__(self, root):
+    def __init__(self, root, lease_ttl=2):
+        """`lease_ttl` 1 needs an election timeout of at most 666 ms: etcd grants no lease
+        shorter than 1.5 times it, rounded up to a second."""
         self.port, peer = free_port(), free_port()
         self.log = open(os.path.join(root, "etcd.log"), "ab")
+        timing = ["--heartbeat-interval", "50", "--election-timeout", "500"] if lease_ttl < 2 else []
         self.proc = subprocess.Popen(
-            ["etcd", "--data-dir", os.path.join(root, "etcd"), "--name", "campaign",
+            ["etcd", "--data-dir", os.path.join(root, "etcd"), "--name", "campaign"] + timing + [
              "--listen-client-urls", "http://127.0.0.1:%d" % self.port, "--advertise-client-urls", "http://127.0.0.1:%d" % self.port,
              "--listen-peer-urls", "http://127.0.0.1:%d" % peer, "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % peer,
              "--initial-cluster", "campaign=http://127.0.0.1:%d" % peer],
