@@ -87,7 +87,7 @@ class Pen(threading.Thread):
         self.failovers = []
         # Per failover: (what was lost, seconds to join again, seconds from joining to the ack).
         self.failover_parts = []
-        # (when lost, seconds to join again, what was lost, the tries that failed) over 0.5 s.
+        # (when lost, seconds to join again, what was lost, the tries that failed) over 2.5 s.
         self.slow_joins = []
         self.failover_tries = []
         # (last ack before a connection was lost, first ack after): the points sent between
@@ -715,7 +715,10 @@ def main():
     store = args.store or os.path.join(root, "store")
     if not args.store:
         os.mkdir(store)
-    etcd = Etcd(root, args.lease_ttl) if args.lease else None
+    try:
+        etcd = Etcd(root, args.lease_ttl) if args.lease else None
+    except Failure as error:
+        return conclude("keep-drawing", [str(error)], root, True, "")
     nodes = [Node(args.journal_bin, i, root, store, args.share_interval, args.ack,
                   extra=["--lease", "etcd://127.0.0.1:%d" % etcd.port, "--node", "node%d" % i,
                          "--lease-ttl", str(args.lease_ttl)] if etcd else [])
