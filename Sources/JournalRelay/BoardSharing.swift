@@ -62,16 +62,17 @@ struct MeasuredSharing: BoardSharing {
     let metrics: RelayMetrics
 
     func sync(_ board: BoardName, journal path: String, open: Bool) async -> String? {
-        let started = ProcessInfoLite.monotonicSeconds()
-        let (why, repairs) = await store.syncRepairing(board, journal: path, open: open)
-        metrics.storeSynced(succeeded: why == nil, seconds: ProcessInfoLite.monotonicSeconds() - started)
-        metrics.storeRepaired(repairs)
-        return why
+        await measured { await store.syncRepairing(board, journal: path, open: open) }
     }
 
     func publishSealed(_ board: BoardName, journal path: String) async -> String? {
+        await measured { await store.publishSealedRepairing(board, journal: path) }
+    }
+
+    /// Times and counts one exchange with the store, and counts what it repaired.
+    private func measured(_ exchange: () async -> (failure: String?, repairs: StoreRepairs)) async -> String? {
         let started = ProcessInfoLite.monotonicSeconds()
-        let (why, repairs) = await store.publishSealedRepairing(board, journal: path)
+        let (why, repairs) = await exchange()
         metrics.storeSynced(succeeded: why == nil, seconds: ProcessInfoLite.monotonicSeconds() - started)
         metrics.storeRepaired(repairs)
         return why
