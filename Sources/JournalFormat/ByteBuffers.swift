@@ -95,6 +95,21 @@ public struct ByteReader {
         }
     }
 
+    /// `readVarint` into each entry of `values`, with the same checks and errors; one-byte
+    /// varints (most of a column's) skip the general loop.
+    public mutating func readVarints(into values: UnsafeMutableBufferPointer<UInt64>) throws(DecodeError) {
+        var index = 0
+        while index < values.count {
+            if offset < buffer.count, buffer[offset] < 0x80 {
+                values[index] = UInt64(buffer[offset])
+                offset += 1
+            } else {
+                values[index] = try readVarint()
+            }
+            index += 1
+        }
+    }
+
     @inline(__always)
     public mutating func readZigZag() throws(DecodeError) -> Int64 {
         let raw = try readVarint()

@@ -460,12 +460,14 @@ package enum RealColumnDecoderV2 {
         let narrow = shapeByte & 8 != 0
 
         var values = [Double](repeating: 0, count: count)
-        var isException = [Bool](repeating: false, count: count)
         let exceptionsOffset = reader.offset
         let exceptionCount = try reader.readCount(minimumItemSize: 9, what: "exception")
         guard exceptionCount <= count else {
             throw .malformed(offset: exceptionsOffset, reason: "\(exceptionCount) exceptions in a column of \(count)")
         }
+        // Most columns have no exception: then entry i is coded value i, and no per-entry test
+        // is needed (`codedIndex`).
+        var isException = exceptionCount == 0 ? [] : [Bool](repeating: false, count: count)
         var index = -1
         for _ in 0..<exceptionCount {
             let start = reader.offset
@@ -479,29 +481,68 @@ package enum RealColumnDecoderV2 {
             isException[index] = true
         }
         let coded = count - exceptionCount
-        let residuals = try readStream(&reader, count: coded, what: "coarse")
+        // The column's entry of each coded value, in order.
+        let codedIndex: [Int]? = exceptionCount == 0 ? nil : isException.indices.filter { !isException[$0] }
+        var coarse = try readStream(&reader, count: coded, what: "coarse")
+        let strokesOffset = headerOffset
 
-        var predictors = [Predictor](repeating: Predictor(), count: strokeCount)
-        var last: Int64 = 0
-        var coarse = [Int64](repeating: 0, count: coded)
-        var cursor = 0
-        for index in 0..<count where !isException[index] {
-            let stroke = Int(strokes[index])
-            let predicted = predictors[stroke].seen || !startFromPrevious ? predictors[stroke].predict(order: order) : last
-            let n = predicted &+ ExactReal.unzigzag(residuals[cursor])
-            predictors[stroke].advance(n)
-            last = n
-            coarse[cursor] = n
-            cursor += 1
+        // The residuals become coarse integers in place: one pass over unsafe buffers, as
+        // this loop runs once per stored real (a snapshot's 2 M points are 6 M of them).
+        try coarse.withUnsafeMutableBufferPointer { (stream) throws(DecodeError) in
+            try strokes.withUnsafeBufferPointer { (strokeOf) throws(DecodeError) in
+                var predictors = [Predictor](repeating: Predictor(), count: strokeCount)
+                try predictors.withUnsafeMutableBufferPointer { (predictors) throws(DecodeError) in
+                    var last: Int64 = 0
+                    // A stroke's entries come in runs: its predictor stays in registers for
+                    // the run (through memory, each entry waited on the store of the one before).
+                    var current = -1
+                    var predictor = Predictor()
+                    for cursor in 0..<coded {
+                        let index = codedIndex?[cursor] ?? cursor
+                        let stroke = Int(strokeOf[index])
+                        if stroke != current {
+                            guard stroke < strokeCount else {
+                                throw .malformed(offset: strokesOffset, reason: "entry \(index): stroke \(stroke) of \(strokeCount)")
+                            }
+                            if current >= 0 { predictors[current] = predictor }
+                            predictor = predictors[stroke]
+                            current = stroke
+                        }
+                        let predicted = predictor.seen || !startFromPrevious ? predictor.predict(order: order) : last
+                        let n = predicted &+ ExactReal.unzigzag(stream[cursor])
+                        predictor.advance(n)
+                        last = n
+                        stream[cursor] = UInt64(bitPattern: n)
+                    }
+                    if current >= 0 { predictors[current] = predictor }
+                }
+            }
         }
         guard fine != .none else {
-            cursor = 0
-            for index in 0..<count where !isException[index] {
-                guard let value = gridKind.value(coarse[cursor], narrow: narrow) else {
-                    throw .malformed(offset: headerOffset, reason: "entry \(index): \(coarse[cursor]) is no float32's ordered index")
+            try values.withUnsafeMutableBufferPointer { (values) throws(DecodeError) in
+                try coarse.withUnsafeBufferPointer { (coarse) throws(DecodeError) in
+                    if case .divide(let divisor) = gridKind {
+                        // Never nil: a divided grid value always exists.
+                        if narrow {
+                            for cursor in 0..<coded {
+                                values[codedIndex?[cursor] ?? cursor] = Double(Float(Double(Int64(bitPattern: coarse[cursor])) / divisor))
+                            }
+                        } else if let codedIndex {
+                            for cursor in 0..<coded { values[codedIndex[cursor]] = Double(Int64(bitPattern: coarse[cursor])) / divisor }
+                        } else {
+                            for cursor in 0..<coded { values[cursor] = Double(Int64(bitPattern: coarse[cursor])) / divisor }
+                        }
+                        return
+                    }
+                    for cursor in 0..<coded {
+                        let index = codedIndex?[cursor] ?? cursor
+                        let n = Int64(bitPattern: coarse[cursor])
+                        guard let value = gridKind.value(n, narrow: narrow) else {
+                            throw .malformed(offset: headerOffset, reason: "entry \(index): \(n) is no float32's ordered index")
+                        }
+                        values[index] = value
+                    }
                 }
-                values[index] = value
-                cursor += 1
             }
             return values
         }
@@ -521,9 +562,9 @@ package enum RealColumnDecoderV2 {
         }
         let fineOffset = reader.offset
         let offsets = try readStream(&reader, count: coded, what: "fine")
-        cursor = 0
-        for index in 0..<count where !isException[index] {
-            let base = GridV2.divide(divisor).value(coarse[cursor], narrow: narrow)!
+        for cursor in 0..<coded {
+            let index = codedIndex?[cursor] ?? cursor
+            let base = GridV2.divide(divisor).value(Int64(bitPattern: coarse[cursor]), narrow: narrow)!
             let exponent = fine == .strokeExponent ? exponents[Int(strokes[index])] : ExactReal.unitExponent(base, fine: fine)
             let c = ExactReal.unzigzag(offsets[cursor])
             guard let floor = ExactReal.scaledFloor(base, exponent: exponent) else {
@@ -534,7 +575,6 @@ package enum RealColumnDecoderV2 {
                 throw .malformed(offset: fineOffset, reason: "entry \(index): \(m) units of 2^\(exponent) is not a finite normal value")
             }
             values[index] = value
-            cursor += 1
         }
         return values
     }
@@ -548,17 +588,19 @@ package enum RealColumnDecoderV2 {
             throw .truncated(offset: reader.offset, needed: "\(count) \(what) values")
         }
         var stream = [UInt64](repeating: 0, count: count)
-        for index in 0..<count { stream[index] = try reader.readVarint() }
-        guard low > 0 else { return stream }
-        let shift = UInt64(8 * low)
-        for index in 0..<count where stream[index] >> (64 - shift) != 0 {
-            throw .malformed(offset: start, reason: "\(what) stream: value \(index) exceeds 64 bits")
-        }
-        let lowBytes = try reader.readBytes(count * low)
-        for index in 0..<count {
-            var part: UInt64 = 0
-            for byte in 0..<low { part |= UInt64(lowBytes[index * low + byte]) << UInt64(8 * byte) }
-            stream[index] = stream[index] << shift | part
+        try stream.withUnsafeMutableBufferPointer { (stream) throws(DecodeError) in
+            try reader.readVarints(into: stream)
+            guard low > 0 else { return }
+            let shift = UInt64(8 * low)
+            for index in 0..<count where stream[index] >> (64 - shift) != 0 {
+                throw .malformed(offset: start, reason: "\(what) stream: value \(index) exceeds 64 bits")
+            }
+            let lowBytes = try reader.readBytes(count * low)
+            for index in 0..<count {
+                var part: UInt64 = 0
+                for byte in 0..<low { part |= UInt64(lowBytes[index * low + byte]) << UInt64(8 * byte) }
+                stream[index] = stream[index] << shift | part
+            }
         }
         return stream
     }

@@ -53,8 +53,10 @@ extension Replay {
         var checkReport = ReplayReport()
         guard check.run(report: &checkReport, limit: 0) != nil, checkReport.quarantinedEvents == 0 else { return nil }
 
-        // Early moments: the blocks up to the moment cost less than decoding the snapshot.
-        if count < header.eventCount / 4 { return mergeFromStart(ofFirst: count, set, report: report) }
+        // Early moments: the blocks up to the moment cost less than reading the snapshot and
+        // decoding its points (on the 2 M-event session both took 0.18 s at 200,000 events:
+        // docs/PERFORMANCE.md).
+        if count < header.eventCount / 10 { return mergeFromStart(ofFirst: count, set, report: report) }
         guard let keyframes = SnapshotStore.keyframes(directory, for: header) else { return build() }
         guard let frame = keyframes.frame(atOrBefore: count) else { return mergeFromStart(ofFirst: count, set, report: report) }
         // Only the strokes the keyframe holds need their points: the chunks of strokes created

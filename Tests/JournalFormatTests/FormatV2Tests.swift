@@ -137,6 +137,22 @@ import Testing
         #expect(refused > 2000)
     }
 
+    /// The column decoder reads each entry's stroke through an unchecked buffer: an entry
+    /// naming a stroke beyond the count must be an error, not a read past the predictors.
+    @Test func aColumnEntryNamingAStrokeBeyondTheCountIsRefused() throws {
+        let values: [Double] = [1.5, 2.25, 3.0, -7.125]
+        var out = ByteWriter()
+        RealColumnEncoderV2(values: values, strokes: [0, 0, 1, 1], strokeCount: 2).write(to: &out)
+        func decode(_ strokes: [UInt32]) throws -> [Double] {
+            try out.bytes.withUnsafeBytes { buffer in
+                var reader = ByteReader(buffer)
+                return try RealColumnDecoderV2.decode(&reader, strokes: strokes, strokeCount: 2)
+            }
+        }
+        #expect(try decode([0, 0, 1, 1]).map(\.bitPattern) == values.map(\.bitPattern))
+        #expect(throws: DecodeError.self) { try decode([0, 0, 1, 2]) }
+    }
+
     @Test func versionOneBodiesStillDecodeAndDifferFromVersionTwo() throws {
         let events = DeviceModel.thirdsGrid.session(seed: 4, strokes: 10, points: 50)
         let v1 = BlockCodec.encode(events, version: FormatV1.version)
