@@ -440,11 +440,60 @@ package struct RealColumnEncoderV2 {
 
 // MARK: - Decoding
 
+/// A column's per-stroke predictors while it is decoded. A stroke's entries come in runs: its
+/// predictor stays in registers for the run (kept in the table, each entry waited on the
+/// store of the one before).
+struct ColumnPredictors {
+    private var table: [Predictor]
+    private var current = -1
+    private var predictor = Predictor()
+    private var last: Int64 = 0
+    private let order: UInt8
+    private let startFromPrevious: Bool
+
+    init(strokeCount: Int, order: UInt8, startFromPrevious: Bool) {
+        table = [Predictor](repeating: Predictor(), count: strokeCount)
+        self.order = order
+        self.startFromPrevious = startFromPrevious
+    }
+
+    /// The coarse integer of column entry `entry` (of `stroke`) from its zigzag residual.
+    @inline(__always)
+    mutating func coarse(_ residual: UInt64, stroke: Int, entry: Int, offset: Int) throws(DecodeError) -> Int64 {
+        if stroke != current {
+            guard stroke < table.count else {
+                throw .malformed(offset: offset, reason: "entry \(entry): stroke \(stroke) of \(table.count)")
+            }
+            if current >= 0 { table[current] = predictor }
+            predictor = table[stroke]
+            current = stroke
+        }
+        let predicted = predictor.seen || !startFromPrevious ? predictor.predict(order: order) : last
+        let n = predicted &+ ExactReal.unzigzag(residual)
+        predictor.advance(n)
+        last = n
+        return n
+    }
+}
+
 package enum RealColumnDecoderV2 {
     package static func decode(
         _ reader: inout ByteReader, strokes: [UInt32], strokeCount: Int
     ) throws(DecodeError) -> [Double] {
+        var values: [Double] = []
+        try decode(&reader, strokes: strokes, strokeCount: strokeCount, into: &values)
+        return values
+    }
+
+    /// The column's values into the first `strokes.count` entries of `values`, which grows
+    /// if it is shorter and is otherwise reused: a caller decoding chunk after chunk keeps
+    /// one buffer per column instead of touching fresh memory for each (page faults cost a
+    /// snapshot's open a third of its time).
+    package static func decode(
+        _ reader: inout ByteReader, strokes: [UInt32], strokeCount: Int, into values: inout [Double]
+    ) throws(DecodeError) {
         let count = strokes.count
+        if values.count < count { values = [Double](repeating: 0, count: count) }
         let headerOffset = reader.offset
         let grid = try reader.readByte()
         let shapeByte = try reader.readByte()
@@ -459,7 +508,6 @@ package enum RealColumnDecoderV2 {
         let startFromPrevious = shapeByte & 4 != 0
         let narrow = shapeByte & 8 != 0
 
-        var values = [Double](repeating: 0, count: count)
         let exceptionsOffset = reader.offset
         let exceptionCount = try reader.readCount(minimumItemSize: 9, what: "exception")
         guard exceptionCount <= count else {
@@ -481,6 +529,11 @@ package enum RealColumnDecoderV2 {
             isException[index] = true
         }
         let coded = count - exceptionCount
+        if exceptionCount == 0, fine == .none, case .divide(let divisor) = gridKind,
+           reader.remaining > 0, reader.buffer[reader.offset] == 0 {
+            return try decodeDivided(&reader, strokes: strokes, strokeCount: strokeCount, divisor: divisor, narrow: narrow,
+                                     order: order, startFromPrevious: startFromPrevious, headerOffset: headerOffset, into: &values)
+        }
         // The column's entry of each coded value, in order.
         let codedIndex: [Int]? = exceptionCount == 0 ? nil : isException.indices.filter { !isException[$0] }
         var coarse = try readStream(&reader, count: coded, what: "coarse")
@@ -490,31 +543,11 @@ package enum RealColumnDecoderV2 {
         // this loop runs once per stored real (a snapshot's 2 M points are 6 M of them).
         try coarse.withUnsafeMutableBufferPointer { (stream) throws(DecodeError) in
             try strokes.withUnsafeBufferPointer { (strokeOf) throws(DecodeError) in
-                var predictors = [Predictor](repeating: Predictor(), count: strokeCount)
-                try predictors.withUnsafeMutableBufferPointer { (predictors) throws(DecodeError) in
-                    var last: Int64 = 0
-                    // A stroke's entries come in runs: its predictor stays in registers for
-                    // the run (through memory, each entry waited on the store of the one before).
-                    var current = -1
-                    var predictor = Predictor()
-                    for cursor in 0..<coded {
-                        let index = codedIndex?[cursor] ?? cursor
-                        let stroke = Int(strokeOf[index])
-                        if stroke != current {
-                            guard stroke < strokeCount else {
-                                throw .malformed(offset: strokesOffset, reason: "entry \(index): stroke \(stroke) of \(strokeCount)")
-                            }
-                            if current >= 0 { predictors[current] = predictor }
-                            predictor = predictors[stroke]
-                            current = stroke
-                        }
-                        let predicted = predictor.seen || !startFromPrevious ? predictor.predict(order: order) : last
-                        let n = predicted &+ ExactReal.unzigzag(stream[cursor])
-                        predictor.advance(n)
-                        last = n
-                        stream[cursor] = UInt64(bitPattern: n)
-                    }
-                    if current >= 0 { predictors[current] = predictor }
+                var predictors = ColumnPredictors(strokeCount: strokeCount, order: order, startFromPrevious: startFromPrevious)
+                for cursor in 0..<coded {
+                    let index = codedIndex?[cursor] ?? cursor
+                    stream[cursor] = UInt64(bitPattern: try predictors.coarse(stream[cursor], stroke: Int(strokeOf[index]),
+                                                                             entry: index, offset: strokesOffset))
                 }
             }
         }
@@ -544,9 +577,9 @@ package enum RealColumnDecoderV2 {
                     }
                 }
             }
-            return values
+            return
         }
-        guard case .divide(let divisor) = gridKind else { return values }
+        guard case .divide(let divisor) = gridKind else { return }
 
         var exponents: [Int] = []
         if fine == .strokeExponent {
@@ -576,7 +609,29 @@ package enum RealColumnDecoderV2 {
             }
             values[index] = value
         }
-        return values
+    }
+
+    /// The commonest column in one pass: no exception, no fine part, a coarse stream without
+    /// low bytes, a divided grid (every column of a 2-decimal session). What the general path
+    /// does in three passes over two arrays, with the same checks and errors.
+    private static func decodeDivided(
+        _ reader: inout ByteReader, strokes: [UInt32], strokeCount: Int, divisor: Double,
+        narrow: Bool, order: UInt8, startFromPrevious: Bool, headerOffset: Int, into values: inout [Double]
+    ) throws(DecodeError) {
+        let count = strokes.count
+        _ = try reader.readByte()
+        guard reader.remaining >= count else { throw .truncated(offset: reader.offset, needed: "\(count) coarse values") }
+        try values.withUnsafeMutableBufferPointer { (values) throws(DecodeError) in
+            try strokes.withUnsafeBufferPointer { (strokeOf) throws(DecodeError) in
+                var predictors = ColumnPredictors(strokeCount: strokeCount, order: order, startFromPrevious: startFromPrevious)
+                for index in 0..<count {
+                    let residual = try reader.readShortVarint()
+                    let n = try predictors.coarse(residual, stroke: Int(strokeOf[index]), entry: index, offset: headerOffset)
+                    let value = Double(n) / divisor
+                    values[index] = narrow ? Double(Float(value)) : value
+                }
+            }
+        }
     }
 
     /// Reads what `RealColumnEncoderV2.writeStream` wrote.

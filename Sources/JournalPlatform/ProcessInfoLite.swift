@@ -24,6 +24,10 @@ public enum ProcessInfoLite {
         return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
     }
 
+    /// Processors this process may run on now (at least 1): how many lanes parallel work
+    /// should take.
+    public static var activeProcessorCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+
     public static func environment(_ name: String) -> String? {
         getenv(name).map { String(cString: $0) }
     }

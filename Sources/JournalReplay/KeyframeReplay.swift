@@ -23,7 +23,7 @@ extension Replay {
             guard let buildAbove, set.blockEventCount >= buildAbove else { return nil }
             return buildKeyframes(ofFirst: count, set, directory: directory)
         }
-        guard let header = SnapshotStore.newest(directory, for: set, headerOnly: true),
+        guard let file = SnapshotStore.newestFile(directory, for: set), let header = file.decode(headerOnly: true),
               let (fresh, skipThrough) = rest(of: set, after: header)
         else { return build() }
         var report = ReplayReport()
@@ -41,7 +41,7 @@ extension Replay {
         }
 
         if count >= header.eventCount {
-            guard let snapshot = SnapshotStore.newest(directory, for: set) else { return nil }
+            guard let snapshot = file.decode() else { return nil }
             var merge = mergeOfTheRest(from: snapshot.state)
             guard let drawing = merge.run(report: &report, limit: count - header.eventCount),
                   report.quarantinedEvents == 0 else { return nil }
@@ -66,7 +66,7 @@ extension Replay {
         for change in frame.changes where Int(change.slot) < needed.count { needed[Int(change.slot)] = true }
         let wanted = needed
         let columns: @Sendable (Range<Int>) -> Bool = { slots in slots.contains { $0 < wanted.count && wanted[$0] } }
-        guard let snapshot = SnapshotStore.newest(directory, for: set, columns: columns),
+        guard let snapshot = file.decode(columns: columns),
               snapshot.headerCheck == header.headerCheck
         else { return nil }
         return drawing(ofFirst: count, set, snapshot: snapshot, keyframes: keyframes, report: report)

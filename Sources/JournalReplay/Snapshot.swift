@@ -1,6 +1,7 @@
 import Dispatch
 import JournalCompression
 import JournalFormat
+import JournalPlatform
 
 /// A snapshot ("baseline"): the folded state of a journal and exactly which events it covers,
 /// so that opening replays only the events it does not (docs/SYNC.md, "Snapshots").
@@ -266,20 +267,28 @@ struct Snapshot {
                 let whole = UnsafeRawBufferPointer(buffer)
                 nonisolated(unsafe) let shared = whole
                 let table = chunks
-                DispatchQueue.concurrentPerform(iterations: table.count) { index in
-                    let entry = table[index]
-                    let body = UnsafeRawBufferPointer(rebasing: shared[entry.offset..<(entry.offset + entry.length)])
-                    guard CRC32.checksum(body) == entry.crc else { return }
-                    let points = columns?(entry.firstSlot..<(entry.firstSlot + entry.strokes)) ?? true
-                    func decode(_ raw: UnsafeRawBufferPointer) -> SnapshotChunks.Decoded? {
-                        points ? try? SnapshotChunks.decode(raw, entry: entry) : try? SnapshotChunks.decodeIDs(raw, entry: entry)
+                // One lane a core, each taking every `lanes`-th chunk (they are of about equal
+                // weight) with buffers it reuses from one chunk to the next.
+                let lanes = min(table.count, ProcessInfoLite.activeProcessorCount)
+                DispatchQueue.concurrentPerform(iterations: lanes) { lane in
+                    let scratch = SnapshotChunks.Scratch()
+                    for index in stride(from: lane, to: table.count, by: lanes) {
+                        let entry = table[index]
+                        let body = UnsafeRawBufferPointer(rebasing: shared[entry.offset..<(entry.offset + entry.length)])
+                        guard CRC32.checksum(body) == entry.crc else { continue }
+                        let points = columns?(entry.firstSlot..<(entry.firstSlot + entry.strokes)) ?? true
+                        func decode(_ raw: UnsafeRawBufferPointer) -> SnapshotChunks.Decoded? {
+                            points ? try? SnapshotChunks.decode(raw, entry: entry, scratch: scratch) : try? SnapshotChunks.decodeIDs(raw, entry: entry)
+                        }
+                        guard entry.rawLength > 0 else {
+                            decoded.set(index, decode(body))
+                            continue
+                        }
+                        guard (try? scratch.inflate(body, count: entry.rawLength)) != nil else { continue }
+                        scratch.raw.withUnsafeBytes { raw in
+                            decoded.set(index, decode(UnsafeRawBufferPointer(rebasing: raw[0..<entry.rawLength])))
+                        }
                     }
-                    guard entry.rawLength > 0 else {
-                        decoded.set(index, decode(body))
-                        return
-                    }
-                    guard let raw = try? RawDeflate.decompress(body, expectedCount: entry.rawLength) else { return }
-                    raw.withUnsafeBytes { raw in decoded.set(index, decode(raw)) }
                 }
                 state.strokes.reserveCapacity(strokeCount)
                 state.strokeIDs.reserveCapacity(strokeCount)

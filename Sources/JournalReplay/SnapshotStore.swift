@@ -87,6 +87,13 @@ public enum SnapshotStore {
     /// `set` has events, which bounds what decoding it may allocate.
     static func newest(_ directory: JournalDirectory, for set: SegmentSet, headerOnly: Bool = false,
                        columns: (@Sendable (Range<Int>) -> Bool)? = nil) -> Snapshot? {
+        newestFile(directory, for: set)?.decode(headerOnly: headerOnly, columns: columns)
+    }
+
+    /// The newest snapshot's bytes, read and their seal checked once, for a caller that decodes
+    /// its header first and then its chunks (a moment: the file is 4 MB on the 2 M-point
+    /// session, and reading and opening it took 12–14 ms).
+    static func newestFile(_ directory: JournalDirectory, for set: SegmentSet) -> OpenedSnapshot? {
         let path = folder(directory) + "/latest.sjsnap"
         // Folded before the trust list was last written, it may hold events the list now
         // quarantines, under names that still match (a version 1 name is only a claim).
@@ -98,7 +105,17 @@ public enum SnapshotStore {
         guard let file = try? FileSystem.readFile(path),
               let bytes = CacheSeal.load(directory)?.opened(file, context: set.membership?.fingerprint ?? []) else { return nil }
         guard membership(directory, check: Snapshot.headerCheck(of: bytes)) == set.membership?.fingerprint else { return nil }
-        return Snapshot.decode(bytes, maxPoints: set.blockEventCount, headerOnly: headerOnly, columns: columns)
+        return OpenedSnapshot(bytes: bytes, maxPoints: set.blockEventCount)
+    }
+
+    /// A snapshot file whose seal and membership were checked, not yet decoded.
+    struct OpenedSnapshot {
+        let bytes: [UInt8]
+        let maxPoints: Int
+
+        func decode(headerOnly: Bool = false, columns: (@Sendable (Range<Int>) -> Bool)? = nil) -> Snapshot? {
+            Snapshot.decode(bytes, maxPoints: maxPoints, headerOnly: headerOnly, columns: columns)
+        }
     }
 
     // MARK: The membership a snapshot was folded under
