@@ -101,17 +101,23 @@ struct RelayCrashCampaign {
             }
         }
 
-        var killer = SeededGenerator(seed: settings.seed ^ 0x6B69_6C6C)
-        while outcome.kills < settings.kills, !clients.allSatisfy(\.allAcknowledged) {
-            try await Task.sleep(for: .milliseconds(Int.random(in: settings.upMilliseconds, using: &killer)))
-            if clients.contains(where: { let state = $0.snapshot; return state.sent > state.acknowledged }) {
-                outcome.killsWithFramesInFlight += 1
+        // The drawing tasks are not children of this one: cancelled with it (a test past its
+        // time limit), they stop too, and the test reports what each client got.
+        try await withTaskCancellationHandler {
+            var killer = SeededGenerator(seed: settings.seed ^ 0x6B69_6C6C)
+            while outcome.kills < settings.kills, !clients.allSatisfy(\.allAcknowledged) {
+                try await Task.sleep(for: .milliseconds(Int.random(in: settings.upMilliseconds, using: &killer)))
+                if clients.contains(where: { let state = $0.snapshot; return state.sent > state.acknowledged }) {
+                    outcome.killsWithFramesInFlight += 1
+                }
+                await relay.kill9()
+                outcome.kills += 1
+                try await relay.start()
             }
-            await relay.kill9()
-            outcome.kills += 1
-            try await relay.start()
+            for task in drawing { await task.value }
+        } onCancel: {
+            for task in drawing { task.cancel() }
         }
-        for task in drawing { await task.value }
 
         // A last catch-up: each client then holds what the board held.
         for client in clients { outcome.relayHave.append(await client.catchUp(port: port, board: board)) }

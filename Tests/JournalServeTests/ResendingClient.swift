@@ -60,10 +60,11 @@ final class ResendingClient: Sendable {
 
     /// Draws every frame, `pace` deciding how many to send before each pause, reconnecting
     /// (every `retry`) whenever the connection is lost or cannot be made, until `finish()`
-    /// was called and every frame is acknowledged.
+    /// was called and every frame is acknowledged, or the task is cancelled (a test past its
+    /// time limit then ends with what the client holds, instead of retrying for ever).
     func draw(port: Int, board: String, pace: @escaping @Sendable () -> (frames: Int, pause: Duration),
               retry: Duration = .milliseconds(20)) async {
-        while !state.withLock({ $0.finishing && $0.acknowledged == frames.count }) {
+        while !Task.isCancelled, !state.withLock({ $0.finishing && $0.acknowledged == frames.count }) {
             await connectOnce(port: port, board: board, pace: pace)
             if !state.withLock({ $0.finishing && $0.acknowledged == frames.count }) { try? await Task.sleep(for: retry) }
         }
