@@ -487,8 +487,7 @@ package enum RealColumnDecoderV2 {
 
     /// The column's values into the first `strokes.count` entries of `values`, which grows
     /// if it is shorter and is otherwise reused: a caller decoding chunk after chunk keeps
-    /// one buffer per column instead of touching fresh memory for each (page faults cost a
-    /// snapshot's open a third of its time).
+    /// one buffer per column instead of touching fresh memory for each (`SnapshotChunks.Scratch`).
     package static func decode(
         _ reader: inout ByteReader, strokes: [UInt32], strokeCount: Int, into values: inout [Double]
     ) throws(DecodeError) {

@@ -181,9 +181,10 @@ enum SnapshotChunks {
         var styled: [Int] = []
     }
 
-    /// Buffers one decoding lane reuses from chunk to chunk: a snapshot's chunks decoded into
-    /// fresh arrays touched about 100 MB of new memory on the 2 M-point session, and its page
-    /// faults were a third of the open's time.
+    /// Buffers one decoding lane reuses from chunk to chunk: decoded into fresh arrays, the
+    /// 2 M-point session's chunks allocated about 90 MB of columns and indexes besides the
+    /// points themselves, each page of it faulted in anew, and page faults were about a fifth
+    /// of a moment's CPU time (`perf`).
     final class Scratch {
         var raw: [UInt8] = []
         var xs: [Double] = [], ys: [Double] = [], pressures: [Double] = [], times: [Double] = []
