@@ -18,12 +18,13 @@ extension Replay {
     /// from a keyframe, or stop early, without reading further.
     /// `buildAbove`: the journal size from which missing keyframes are built; nil builds none.
     static func drawingFromSnapshot(ofFirst count: Int, _ set: SegmentSet, directory: JournalDirectory,
-                                    buildAbove: Int? = keyframeThreshold) -> AtMoment? {
+                                    buildAbove: Int? = keyframeThreshold,
+                                    snapshot preloaded: SnapshotStore.OpenedSnapshot? = nil) -> AtMoment? {
         func build() -> AtMoment? {
             guard let buildAbove, set.blockEventCount >= buildAbove else { return nil }
             return buildKeyframes(ofFirst: count, set, directory: directory)
         }
-        guard let file = SnapshotStore.newestFile(directory, for: set), let header = file.decode(headerOnly: true),
+        guard let file = preloaded ?? SnapshotStore.newestFile(directory, for: set), let header = file.decode(headerOnly: true),
               let (fresh, skipThrough) = rest(of: set, after: header)
         else { return build() }
         var report = ReplayReport()

@@ -63,9 +63,12 @@ extension Replay {
         }
         let set = SegmentSet.load(directory)
         guard case .events(let asked) = moment else {
-            // The keyframes' wall census reads only the events whose times straddle the moment.
-            if let census = WallCensus(directory, set) {
-                return drawing(ofFirst: census.count(at: moment), set, directory: directory, clocksChecked: !census.hasFreshEvents)
+            // The keyframes' wall census reads only the events whose times straddle the moment;
+            // the snapshot it read serves the drawing too.
+            let file = SnapshotStore.newestFile(directory, for: set)
+            if let census = WallCensus(directory, set, snapshot: file) {
+                return drawing(ofFirst: census.count(at: moment), set, directory: directory,
+                               clocksChecked: !census.hasFreshEvents, snapshot: file)
             }
             var report = ReplayReport()
             let (times, clocksRise) = uniqueWallTimes(set, report: &report)
@@ -76,10 +79,11 @@ extension Replay {
 
     /// The drawing of the first `count` events: from the journal's snapshot and keyframes
     /// when they apply (building them for a large journal that lacks them), else by merging
-    /// from the start. Either way the same drawing (`KeyframeTests`).
+    /// from the start. Either way the same drawing (`KeyframeTests`). `snapshot`: the
+    /// journal's snapshot file when the caller read it already.
     static func drawing(ofFirst count: Int, _ set: SegmentSet, directory: JournalDirectory,
-                        clocksChecked: Bool = false) -> AtMoment {
-        drawingFromSnapshot(ofFirst: count, set, directory: directory)
+                        clocksChecked: Bool = false, snapshot: SnapshotStore.OpenedSnapshot? = nil) -> AtMoment {
+        drawingFromSnapshot(ofFirst: count, set, directory: directory, snapshot: snapshot)
             ?? drawing(ofFirst: count, set, clocksChecked: clocksChecked)
     }
 

@@ -36,8 +36,9 @@ struct WallCensus {
 
     /// Nil when the journal has no snapshot with keyframes that fit its files (then every
     /// event's wall time is read, `Replay.uniqueWallTimes`).
-    init?(_ directory: JournalDirectory, _ set: SegmentSet) {
-        guard let header = SnapshotStore.newest(directory, for: set, headerOnly: true),
+    /// `snapshot`: the journal's snapshot file, read by the caller (nil: none was found).
+    init?(_ directory: JournalDirectory, _ set: SegmentSet, snapshot file: SnapshotStore.OpenedSnapshot?) {
+        guard let header = file?.decode(headerOnly: true),
               let (freshSet, skipThrough) = Replay.rest(of: set, after: header),
               let keyframes = SnapshotStore.keyframes(directory, for: header)
         else { return nil }

@@ -101,7 +101,7 @@ import Testing
         for withLater in [false, true] {
             if withLater { try Self.add(later, to: journal) }
             let set = SegmentSet.load(journal)
-            let census = try #require(WallCensus(journal, set), "no census for the snapshot's keyframes")
+            let census = try #require(WallCensus(journal, set, snapshot: SnapshotStore.newestFile(journal, for: set)), "no census for the snapshot's keyframes")
             #expect(census.hasFreshEvents == withLater)
             var unused = ReplayReport()
             let every = WallTimes(Replay.uniqueWallTimes(set, report: &unused).times)
