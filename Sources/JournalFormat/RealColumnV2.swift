@@ -553,19 +553,6 @@ package enum RealColumnDecoderV2 {
         guard fine != .none else {
             try values.withUnsafeMutableBufferPointer { (values) throws(DecodeError) in
                 try coarse.withUnsafeBufferPointer { (coarse) throws(DecodeError) in
-                    if case .divide(let divisor) = gridKind {
-                        // Never nil: a divided grid value always exists.
-                        if narrow {
-                            for cursor in 0..<coded {
-                                values[codedIndex?[cursor] ?? cursor] = Double(Float(Double(Int64(bitPattern: coarse[cursor])) / divisor))
-                            }
-                        } else if let codedIndex {
-                            for cursor in 0..<coded { values[codedIndex[cursor]] = Double(Int64(bitPattern: coarse[cursor])) / divisor }
-                        } else {
-                            for cursor in 0..<coded { values[cursor] = Double(Int64(bitPattern: coarse[cursor])) / divisor }
-                        }
-                        return
-                    }
                     for cursor in 0..<coded {
                         let index = codedIndex?[cursor] ?? cursor
                         let n = Int64(bitPattern: coarse[cursor])
@@ -620,14 +607,15 @@ package enum RealColumnDecoderV2 {
         let count = strokes.count
         _ = try reader.readByte()
         guard reader.remaining >= count else { throw .truncated(offset: reader.offset, needed: "\(count) coarse values") }
+        // Never nil: every integer has a divided grid value.
+        let grid = GridV2.divide(divisor)
         try values.withUnsafeMutableBufferPointer { (values) throws(DecodeError) in
             try strokes.withUnsafeBufferPointer { (strokeOf) throws(DecodeError) in
                 var predictors = ColumnPredictors(strokeCount: strokeCount, order: order, startFromPrevious: startFromPrevious)
                 for index in 0..<count {
                     let residual = try reader.readShortVarint()
                     let n = try predictors.coarse(residual, stroke: Int(strokeOf[index]), entry: index, offset: headerOffset)
-                    let value = Double(n) / divisor
-                    values[index] = narrow ? Double(Float(value)) : value
+                    values[index] = grid.value(n, narrow: narrow)!
                 }
             }
         }
