@@ -72,9 +72,9 @@ public final class OutboundMessages: AsyncSequence, @unchecked Sendable {
     /// Asked as an ack is taken for the socket: false drops it. A node's lease is checked when
     /// the ack is decided, but a node frozen (SIGSTOP, a VM paused) between that check and the
     /// socket write sent the ack on waking, seconds after another node took the board (seen
-    /// once by `Tools/ci/cluster/owners.py`); checked again here, the gap left is the writer's
-    /// one hop to the socket. Called under this queue's lock: it must not call back into the
-    /// connection.
+    /// once by `Tools/ci/cluster/owners.py`); checked again here, and once more on the event
+    /// loop as the socket is written (`AckGate` in JournalServe). Called under this queue's
+    /// lock: it must not call back into the connection.
     private let mayAcknowledge: (@Sendable () -> Bool)?
 
     init(limit: Int, mayAcknowledge: (@Sendable () -> Bool)? = nil) {

@@ -13,7 +13,7 @@ extension RelayBoard {
 
     /// `mayAcknowledge`, for a connection's queue to ask as it hands an ack to the socket;
     /// nil without leases.
-    var acknowledgeGate: (@Sendable () -> Bool)? {
+    public var acknowledgeGate: (@Sendable () -> Bool)? {
         guard leaseHeld != nil else { return nil }
         return { [self] in mayAcknowledge }
     }

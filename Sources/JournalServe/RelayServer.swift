@@ -127,6 +127,14 @@ public struct RelayServer: Sendable {
                 "connection": "\(connection.id)", "board": "\(name)", "peer": "\(peer)", "scope": "\(connection.grant.scope)",
                 "token": "\(connection.grant.tokenID ?? "none")",
             ])
+            if let gate = connection.relayBoard.acknowledgeGate {
+                do {
+                    try await context.requestContext.channel.installAckGate(gate)
+                } catch {
+                    // Acks are still checked as the writer takes them (`OutboundMessages`).
+                    logger.warning("the last lease check before the socket could not be installed", metadata: ["connection": "\(connection.id)", "why": "\(error)"])
+                }
+            }
             let writes = SocketWrites(channel: context.requestContext.channel, stallSeconds: writeStallSeconds, metrics: relay.metrics)
             defer {
                 logger.info("connection closed", metadata: [
