@@ -24,8 +24,12 @@ public struct RestorePlan: Sendable, Equatable {
 
     public var isEmpty: Bool { payloads.isEmpty }
 
-    /// What turns `now` into `then` (the drawing at the moment), naming copies with `newStrokeID`.
-    public init(now: Drawing, then: Drawing, newStrokeID: () -> StrokeID = { StrokeID() }) {
+    /// What turns `now` into `then` (the drawing at the moment), naming copies with `newStrokeID`
+    /// (by default, one `StrokeIDAllocator`'s ids: a restore can copy thousands of strokes, and
+    /// random ids would cost 16 bytes each in every block).
+    public init(now: Drawing, then: Drawing, newStrokeID: (() -> StrokeID)? = nil) {
+        var allocator = StrokeIDAllocator()
+        let newStrokeID = newStrokeID ?? { allocator.next() }
         var shownThen: [StrokeID: Drawing.Stroke] = [:]
         for stroke in then.strokes where stroke.visible { shownThen[stroke.id] = stroke }
         var unchanged = Set<StrokeID>()

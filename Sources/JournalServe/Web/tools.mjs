@@ -10,10 +10,18 @@ import { historyCut } from './history.mjs';
 
 // ---- Pointer input ----
 const active = new Map();       // pointerId -> {stroke, start}
+// Stroke ids: a prefix drawn at random once per page, then a counter (the shape of Swift's
+// StrokeIDAllocator: an RFC 9562 version 8 UUID). A block keeps each stroke's 16 bytes, and
+// random ones never compress; ids that differ from the previous one in their last bytes
+// deflate to about two (Hershey handwriting: 4.12 B/pt with random ids, 3.45 with these).
+const strokePrefix = crypto.getRandomValues(new Uint8Array(8));
+strokePrefix[6] = (strokePrefix[6] & 0x0f) | 0x80;
+let strokeCounter = 0n;
 function newStrokeID() {
-  const bytes = new Uint8Array(16);
-  crypto.getRandomValues(bytes);
-  return hexOf(bytes);
+  strokeCounter += 1n;
+  const low = new DataView(new ArrayBuffer(8));
+  low.setBigUint64(0, (0x8n << 60n) | (strokeCounter & ((1n << 62n) - 1n)));
+  return hexOf(strokePrefix) + hexOf(new Uint8Array(low.buffer));
 }
 export const round = (value, digits) => { const f = Math.pow(10, digits); return Math.round(value * f) / f; };
 function sample(drawing, e) {
