@@ -505,6 +505,33 @@ public enum RealGrid {
         return scale
     }
 
+    /// `smallestScale` and every value's integer at that scale, in one pass, when every value
+    /// has one (nil otherwise: some value is an exception there, and the caller measures the
+    /// column the long way). The integers are those `integer(_:scale:)` gives at the final
+    /// scale: values read before the scale last grew are converted again.
+    public static func decimalIntegers(_ values: [Double]) -> (scale: UInt8, integers: [Int64])? {
+        var scale: UInt8 = 0
+        var integers = [Int64]()
+        integers.reserveCapacity(values.count)
+        for value in values {
+            if let n = integer(value, scale: scale) {
+                integers.append(n)
+                continue
+            }
+            var candidate = scale + 1
+            while candidate <= FormatV1.maxDecimalScale, integer(value, scale: candidate) == nil { candidate += 1 }
+            guard candidate <= FormatV1.maxDecimalScale else { return nil }
+            scale = candidate
+            for index in integers.indices {
+                guard let n = integer(values[index], scale: scale) else { return nil }
+                integers[index] = n
+            }
+            guard let n = integer(value, scale: scale) else { return nil }
+            integers.append(n)
+        }
+        return (scale, integers)
+    }
+
     /// The integer n with n / 10^scale == value bit for bit, if there is one within ±2^53.
     @inline(__always)
     public static func integer(_ value: Double, scale: UInt8, narrow: Bool = false) -> Int64? {

@@ -137,9 +137,10 @@ public struct StrokeID: Hashable, Comparable, Sendable, CustomStringConvertible 
 ///
 /// The ids are RFC 9562 version 8 UUIDs: 60 random bits of prefix, variant 1, and 62 bits
 /// of counter. Two allocators give the same id only if their prefixes are equal, about one
-/// chance in 2^61 per pair (a million allocators on one board: 4 × 10^-7), so an app makes
+/// chance in 2^60 per pair (a million allocators on one board: 4 × 10^-7), so an app makes
 /// one per drawing session, not one per stroke. Not for ids that must not reveal the order
-/// in which one client made them.
+/// in which one client made them. A value type: a copy hands out the ids the original will,
+/// so keep one and pass it `inout`.
 public struct StrokeIDAllocator: Sendable {
     private let prefix: UInt64
     private var counter: UInt64 = 0
@@ -157,7 +158,7 @@ public struct StrokeIDAllocator: Sendable {
 
     /// The next id: the counter in the low 62 bits, after the variant bits.
     public mutating func next() -> StrokeID {
-        counter = counter &+ 1 & Self.counterMask
+        counter = (counter &+ 1) & Self.counterMask
         return StrokeID(UUIDBits(high: prefix, low: Self.variant | counter))
     }
 

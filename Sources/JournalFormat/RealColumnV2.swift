@@ -173,6 +173,10 @@ package struct RealColumnEncoderV2 {
         var coarse: [Int64] = []
         var fine: [Int64] = []
         var bits = Int.max
+        /// The bit lengths of the coarse residuals under `shape`'s order and start rule (65
+        /// counts), as `chooseOrder` measured them: the coarse stream's split without another
+        /// pass.
+        var coarseHistogram: [Int] = []
     }
 
     package func write(to out: inout ByteWriter) {
@@ -208,7 +212,7 @@ package struct RealColumnEncoderV2 {
             predictors[stroke].advance(n)
             last = n
         }
-        Self.writeStream(residuals, to: &out)
+        Self.writeStream(residuals, histogram: plan.coarseHistogram.isEmpty ? nil : plan.coarseHistogram, to: &out)
         guard plan.shape.fine != .none else { return }
         if plan.shape.fine == .strokeExponent {
             for exponent in plan.exponents { out.appendZigZag(Int64(exponent)) }
@@ -221,6 +225,19 @@ package struct RealColumnEncoderV2 {
     /// then code the whole column with the winner.
     func bestPlan() -> Plan {
         guard !values.isEmpty else { return Plan(bits: 0) }
+        if let tidy = RealGrid.decimalIntegers(values) {
+            // What `evaluate` gives on the smallest decimal grid when nothing is an exception,
+            // without converting every value twice (once to find the grid, once on it).
+            var plan = Plan()
+            plan.shape.grid = tidy.scale
+            plan.coarse = tidy.integers
+            let chosen = chooseOrder(plan: plan, range: 0..<values.count)
+            plan.shape.order = chosen.order
+            plan.shape.startFromPrevious = chosen.start
+            plan.coarseHistogram = chosen.histogram
+            plan.bits = chosen.bits + 16
+            return plan
+        }
         let decimalScale = RealGrid.smallestScale(values)
         // The fallback every column can take: exceptions are unlimited here.
         let decimal = evaluate(grid: decimalScale, narrow: false, fine: .none, range: 0..<values.count, hopeless: Int.max)
@@ -294,10 +311,11 @@ package struct RealColumnEncoderV2 {
                 if plan.exceptions.count > exceptionLimit { return Plan() }
             }
         }
-        let (order, start, coarseBits) = chooseOrder(plan: plan, range: range)
-        plan.shape.order = order
-        plan.shape.startFromPrevious = start
-        var bits = coarseBits + plan.exceptions.count * 80 + 16
+        let chosen = chooseOrder(plan: plan, range: range)
+        plan.shape.order = chosen.order
+        plan.shape.startFromPrevious = chosen.start
+        plan.coarseHistogram = chosen.histogram
+        var bits = chosen.bits + plan.exceptions.count * 80 + 16
         if fine != .none { bits += Self.streamBits(plan.fine.map(ExactReal.zigzag)) }
         if fine == .strokeExponent { bits += strokeCount * 16 }
         plan.bits = bits
@@ -343,8 +361,8 @@ package struct RealColumnEncoderV2 {
     }
 
     /// Order and stroke-start prediction minimising the coarse stream, all four measured in
-    /// one pass.
-    func chooseOrder(plan: Plan, range: Range<Int>) -> (UInt8, Bool, Int) {
+    /// one pass; with the winner's estimate and histogram of residual bit lengths.
+    func chooseOrder(plan: Plan, range: Range<Int>) -> (order: UInt8, start: Bool, bits: Int, histogram: [Int]) {
         // Four histograms of 65 bit lengths, one after the other in one flat array (one
         // allocation; an array of arrays takes five): a board commits a tiny block hundreds of
         // times a second.
@@ -375,14 +393,14 @@ package struct RealColumnEncoderV2 {
             predictors[stroke].advance(n)
             last = n
         }
-        var best = (order: UInt8(2), start: false, bits: Int.max)
+        var best = (order: UInt8(2), start: false, bits: Int.max, combination: 0)
         histograms.withUnsafeBufferPointer { all in
             for combination in 0..<4 {
                 let bits = Self.bestSplit(UnsafeBufferPointer(rebasing: all[(combination * 65)..<(combination * 65 + 65)])).bits
-                if bits < best.bits { best = (combination >= 2 ? 2 : 1, combination & 1 == 1, bits) }
+                if bits < best.bits { best = (combination >= 2 ? 2 : 1, combination & 1 == 1, bits, combination) }
             }
         }
-        return best
+        return (best.order, best.start, best.bits, Array(histograms[(best.combination * 65)..<(best.combination * 65 + 65)]))
     }
 
     @inline(__always)
@@ -426,8 +444,9 @@ package struct RealColumnEncoderV2 {
     /// `low:u8`, then each value's high part (value >> 8*low) as a varint, then each value's
     /// low bytes, little-endian: noise bits stay raw, where deflate cannot shrink them anyway,
     /// and the high parts stay small, where its Huffman codes can.
-    static func writeStream(_ stream: [UInt64], to out: inout ByteWriter) {
-        let low = bestSplit(histogram(stream)).low
+    /// `histogram`: the stream's, if the caller has it (`Plan.coarseHistogram`).
+    static func writeStream(_ stream: [UInt64], histogram known: [Int]? = nil, to out: inout ByteWriter) {
+        let low = bestSplit(known ?? histogram(stream)).low
         out.append(UInt8(low))
         let shift = UInt64(8 * low)
         for value in stream { out.appendVarint(low == 0 ? value : value >> shift) }

@@ -64,6 +64,35 @@ import Testing
         #expect(RealGrid.integer(1e300, scale: 0) == nil)
     }
 
+    /// The one-pass tidy column (`decimalIntegers`) finds what the two passes it replaced
+    /// found: `smallestScale`'s grid and each value's `integer` on it; nil exactly when some
+    /// value has none there. Columns whose scale grows late, values on no grid, huge values.
+    @Test func decimalIntegersAgreeWithSmallestScaleAndInteger() {
+        var random = SeededGenerator(seed: 42)
+        let oddities: [Double] = [0.1 + 0.2, 1e300, -0.0, 4_503_599_627_370_497, 123.456_789_123, 7]
+        var tidy = 0, untidy = 0
+        for trial in 0..<400 {
+            let count = Int.random(in: 1...300, using: &random)
+            var values: [Double] = (0..<count).map { _ in
+                let scale = Int.random(in: 0...(trial % 3 == 0 ? 4 : 2), using: &random)
+                let n = Int64.random(in: -2_000_000...2_000_000, using: &random)
+                return Double(n) / FormatV1.powersOfTen[scale]
+            }
+            if trial % 5 == 0 { values[Int.random(in: 0..<count, using: &random)] = oddities.randomElement(using: &random)! }
+            let scale = RealGrid.smallestScale(values)
+            let expected = values.map { RealGrid.integer($0, scale: scale) }
+            if let found = RealGrid.decimalIntegers(values) {
+                tidy += 1
+                #expect(found.scale == scale)
+                #expect(found.integers == expected.map { $0 ?? .min }, "trial \(trial)")
+            } else {
+                untidy += 1
+                #expect(expected.contains(nil), "trial \(trial): every value is on grid \(scale)")
+            }
+        }
+        #expect(tidy > 100 && untidy > 10)
+    }
+
     @Test func damagedBodiesThrowInsteadOfTrapping() throws {
         var generator = EventGenerator(seed: 3)
         var events: [Event] = []
