@@ -451,7 +451,7 @@ public final class RelayClient: Sendable {
                 state.lastNamedSeq += 1
                 state.clock += 1
                 let event = Event(id: EventID(replica: replica, seq: state.lastNamedSeq), lamport: state.clock,
-                                  wallTime: ProcessInfoLite.wallClockMilliseconds(), payload: payload)
+                                  wallTime: Event.wallTime(at: ProcessInfoLite.wallClockMilliseconds()), payload: payload)
                 state.named.append(event)
                 // The client's own events are in its copy of the board at once: they are final.
                 state.have.insert(event.id)

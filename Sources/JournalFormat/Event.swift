@@ -175,6 +175,20 @@ public struct Event: Equatable, Sendable {
     public var orderKey: OrderKey {
         OrderKey(lamport: lamport, wallTime: wallTime, replica: id.replica, seq: id.seq)
     }
+
+    /// The step writers record wall times in: a clock reading is rounded down to a multiple
+    /// of it (`wallTime(at:)`). A live session's points reach their writer with a few
+    /// milliseconds of network and scheduling jitter each; at 1 ms that jitter was most of the
+    /// wall-time column, 0.19 B/pt on top of a batch recording (4 drawers at 120 Hz through a
+    /// relay), and at 8 ms it is about 0.05 (docs/PERFORMANCE.md, "Wall times"). Finer timing
+    /// is the pen's own, and a point keeps it in `t`. Readers accept any wall time.
+    public static let wallTimeStep: Int64 = 8
+
+    /// The wall time a writer records for a clock reading of `milliseconds`.
+    public static func wallTime(at milliseconds: Int64) -> Int64 {
+        let remainder = milliseconds % wallTimeStep
+        return milliseconds - (remainder < 0 ? remainder + wallTimeStep : remainder)
+    }
 }
 
 /// The total order of events (invariant 4): lamport, then wall clock, then replica, then seq.

@@ -221,7 +221,7 @@ public final class JournalWriter {
         if let seen = sharedClock?.value, seen > clock { observe(lamport: seen) }
         appendedSinceOpen += 1
         clock += 1
-        let event = Event(id: EventID(replica: replica, seq: nextSeq), lamport: clock, wallTime: now, payload: payload)
+        let event = Event(id: EventID(replica: replica, seq: nextSeq), lamport: clock, wallTime: Event.wallTime(at: now), payload: payload)
         pending.append(event)
         nextSeq += 1
         return event

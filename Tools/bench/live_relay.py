@@ -14,7 +14,11 @@ into `journal record`):
   first sync into an empty folder, no-op sync, merge into an empty journal (medians of --runs),
   late-joiner catch-up bytes (`journal join --json`, blocks) of each journal served as a board,
 
-each as a ratio to batch, measured in the same run.
+each as a ratio to batch, measured in the same run. A third journal, `sameTimes`, holds the
+live journal's own events (their wall times too) rewritten as one segment per replica
+(`journal compact` on a copy): live ÷ sameTimes is what recording as people draw costs against
+the same events in one batch with the same wall times (issue 42 asks ≤ 1.05), and sameTimes −
+batch in bytes per point is what the live session's wall times cost.
 
 Usage: live_relay.py --journal-bin .build/release/journal --workload DIR [--drawers 4]
                      [--strokes 40] [--hz 120] [--pause 1.3] [--runs 5] [--json OUT] [--keep DIR]
@@ -174,10 +178,18 @@ def main():
     run([j, "init", batch])
     log = run([j, "log", "-C", live]).stdout
     run([j, "record", "-C", batch], input=log)
+    # The same events with the same wall times, in one go (issue 42 compares a live session
+    # with this): the live journal's own events rewritten as one segment per replica, by
+    # `journal compact` on a copy. Against it, live shows what sealing as people draw costs;
+    # it against batch (whose wall times all fall within a few milliseconds), what the live
+    # session's wall times cost.
+    same_times = os.path.join(data, "sameTimes")
+    shutil.copytree(live, same_times, symlinks=True)
+    run([j, "compact", "-C", same_times])
 
     result = {"drawers": args.drawers, "points": points, "framesSent": sum(sent), "hz": args.hz, "pause": args.pause,
               "drawingSeconds": drawing_seconds, "runs": args.runs}
-    for name, journal in (("batch", batch), ("live", live)):
+    for name, journal in (("batch", batch), ("sameTimes", same_times), ("live", live)):
         row = measure(j, journal, points, args.runs, work)
         replicas = {}
         for path in sealed_files(journal):
@@ -191,19 +203,25 @@ def main():
         result[name]["catchUpBytes"] = joined.get("bytes")
         result[name]["digest"] = joined.get("digest")
     relay.stop()
-    digests = {run([j, "digest", "-C", path]).stdout.strip() for path in (live, batch)}
+    digests = {run([j, "digest", "-C", path]).stdout.strip() for path in (live, batch, same_times)}
     result["sameDrawing"] = len(digests) == 1 and result["live"]["digest"] == result["batch"]["digest"]
 
     base = result["batch"]
-    print(f"{'journal':8} {'files':>6} {'per replica':>11} {'B/point':>8} {'first sync':>12} {'no-op sync':>12} {'merge':>12} {'catch-up bytes':>16}")
-    for name in ("batch", "live"):
+    print(f"{'journal':9} {'files':>6} {'per replica':>11} {'B/point':>8} {'first sync':>12} {'no-op sync':>12} {'merge':>12} {'catch-up bytes':>16}")
+    for name in ("batch", "sameTimes", "live"):
         r = result[name]
         def ratio(key):
-            return "" if name == "batch" or not base[key] else f" ({r[key] / base[key]:.2f}x)"
-        print(f"{name:8} {r['files']:>6} {r['filesPerReplica']:>11} {r['bytesPerPoint']:>8.3f}"
+            return "" if name == "batch" or not base.get(key) or r.get(key) is None else f" ({r[key] / base[key]:.2f}x)"
+        catch_up = "-" if r.get("catchUpBytes") is None else str(r["catchUpBytes"])
+        print(f"{name:9} {r['files']:>6} {r['filesPerReplica']:>11} {r['bytesPerPoint']:>8.3f}"
               f" {r['firstSync'] * 1000:>7.0f} ms{ratio('firstSync')} {r['noopSync'] * 1000:>7.0f} ms{ratio('noopSync')}"
-              f" {r['merge'] * 1000:>7.0f} ms{ratio('merge')} {r['catchUpBytes']:>16}{ratio('catchUpBytes')}")
-    print(f"bytes/point live/batch {result['live']['bytesPerPoint'] / base['bytesPerPoint']:.3f}; same drawing: {result['sameDrawing']}")
+              f" {r['merge'] * 1000:>7.0f} ms{ratio('merge')} {catch_up:>16}{ratio('catchUpBytes')}")
+    same = result["sameTimes"]
+    result["liveOverSameTimes"] = result["live"]["bytes"] / same["bytes"]
+    result["wallTimesBytesPerPoint"] = (same["bytes"] - base["bytes"]) / points
+    print(f"bytes/point live/batch {result['live']['bytesPerPoint'] / base['bytesPerPoint']:.3f}; "
+          f"live/same wall times {result['liveOverSameTimes']:.3f} (issue 42: <= 1.05); "
+          f"the live wall times cost {result['wallTimesBytesPerPoint']:.3f} B/pt more than batch's; same drawing: {result['sameDrawing']}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)

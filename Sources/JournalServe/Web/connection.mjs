@@ -67,6 +67,11 @@ async function answerChallenge(opened, nonce) {
   }
 }
 
+// Wall times in steps of 8 ms, as every writer records them (Swift's Event.wallTimeStep): the
+// milliseconds of a point's send are jitter, costly to store; the pen's own timing is in t.
+const WALL_TIME_STEP = 8;
+const wallTimeNow = () => Math.floor(Date.now() / WALL_TIME_STEP) * WALL_TIME_STEP;
+
 // The line of an own event with its envelope, as the relay writes event messages.
 function withEnvelope(line, record) {
   return line.slice(0, -1) + ',"replica":"' + record.replica + '","seq":' + record.seq +
@@ -78,7 +83,7 @@ function nameOwnEvents() {
   for (const entry of outbox) {
     if (!entry.native || entry.named) continue;
     const base = lamportSeen > ownLamport ? lamportSeen : ownLamport;
-    const final = { lamport: plus(base, 1), time: Date.now(), replica: ownKey.replica, seq: ownNext };
+    const final = { lamport: plus(base, 1), time: wallTimeNow(), replica: ownKey.replica, seq: ownNext };
     ownNext = plus(ownNext, 1);
     ownLamport = final.lamport;
     settle(entry.record, final);
