@@ -178,10 +178,10 @@ public struct Event: Equatable, Sendable {
 
     /// The step writers record wall times in: a clock reading is rounded down to a multiple
     /// of it (`wallTime(at:)`). A live session's points reach their writer with a few
-    /// milliseconds of network and scheduling jitter each; at 1 ms that jitter was most of the
-    /// wall-time column, 0.19 B/pt on top of a batch recording (4 drawers at 120 Hz through a
-    /// relay), and at 8 ms it is about 0.05 (docs/PERFORMANCE.md, "Wall times"). Finer timing
-    /// is the pen's own, and a point keeps it in `t`. Readers accept any wall time.
+    /// milliseconds of network and scheduling jitter each; in 1 ms steps that jitter was most
+    /// of the wall-time column (4 drawers at 120 Hz through a relay: 0.205 B/pt), in 8 ms steps
+    /// the column takes 0.051 (docs/PERFORMANCE.md, "Live vs batch, four drawers"). Finer
+    /// timing is the pen's own, and a point keeps it in `t`. Readers accept any wall time.
     public static let wallTimeStep: Int64 = 8
 
     /// The wall time a writer records for a clock reading of `milliseconds`.

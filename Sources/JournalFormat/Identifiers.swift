@@ -133,7 +133,7 @@ public struct StrokeID: Hashable, Comparable, Sendable, CustomStringConvertible 
 /// (docs/FORMAT.md §6.1); random ids are incompressible, while ids that share their first 15
 /// bytes with the entry before deflate to about two bytes. On short strokes that is most of
 /// the difference: Hershey handwriting (about 21 points a stroke) took 4.12 B/pt with random
-/// ids and 3.45 with ids of this shape (docs/PERFORMANCE.md, "Stroke ids").
+/// ids and 3.45 with ids of this shape (docs/PERFORMANCE.md, the Hershey rows).
 ///
 /// The ids are RFC 9562 version 8 UUIDs: 60 random bits of prefix, variant 1, and 62 bits
 /// of counter. Two allocators give the same id only if their prefixes are equal, about one

@@ -6,7 +6,7 @@ with each stroke renamed, in order of first appearance, to what a `StrokeIDAlloc
 replica file would have made: a random 60-bit prefix per file (version 8), then a counter
 (variant 1). References to the stroke (end, undo, redo, erase, from any file) follow it. What
 it measures: a session's bytes with ids a drawing client assigns against the same session with
-random ids (docs/PERFORMANCE.md, "Stroke ids").
+random ids (docs/PERFORMANCE.md, the Hershey rows).
 
   python3 Tools/bench/workload/allocated_ids.py IN_DIR OUT_DIR [--seed N]
 """
