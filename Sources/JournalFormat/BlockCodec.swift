@@ -491,18 +491,20 @@ public enum RealGrid {
     /// `narrow`: the grid of float32 values, `Float(n / 10^scale)` (format v2).
     public static func smallestScale(_ values: [Double], narrow: Bool = false) -> UInt8 {
         var scale: UInt8 = 0
-        for value in values {
-            if integer(value, scale: scale, narrow: narrow) != nil { continue }
-            var candidate = scale + 1
-            while candidate <= FormatV1.maxDecimalScale {
-                if integer(value, scale: candidate, narrow: narrow) != nil {
-                    scale = candidate
-                    break
-                }
-                candidate += 1
-            }
+        for value in values where integer(value, scale: scale, narrow: narrow) == nil {
+            if let finer = finerScale(for: value, above: scale, narrow: narrow) { scale = finer.scale }
         }
         return scale
+    }
+
+    /// The first scale above `scale` on whose grid `value` is, with its integer there.
+    private static func finerScale(for value: Double, above scale: UInt8, narrow: Bool = false) -> (scale: UInt8, integer: Int64)? {
+        var candidate = scale + 1
+        while candidate <= FormatV1.maxDecimalScale {
+            if let n = integer(value, scale: candidate, narrow: narrow) { return (candidate, n) }
+            candidate += 1
+        }
+        return nil
     }
 
     /// `smallestScale` and every value's integer at that scale, in one pass, when every value
@@ -518,16 +520,13 @@ public enum RealGrid {
                 integers.append(n)
                 continue
             }
-            var candidate = scale + 1
-            while candidate <= FormatV1.maxDecimalScale, integer(value, scale: candidate) == nil { candidate += 1 }
-            guard candidate <= FormatV1.maxDecimalScale else { return nil }
-            scale = candidate
+            guard let finer = finerScale(for: value, above: scale) else { return nil }
+            scale = finer.scale
             for index in integers.indices {
                 guard let n = integer(values[index], scale: scale) else { return nil }
                 integers[index] = n
             }
-            guard let n = integer(value, scale: scale) else { return nil }
-            integers.append(n)
+            integers.append(finer.integer)
         }
         return (scale, integers)
     }

@@ -176,7 +176,7 @@ package struct RealColumnEncoderV2 {
         /// The bit lengths of the coarse residuals under `shape`'s order and start rule (65
         /// counts), as `chooseOrder` measured them: the coarse stream's split without another
         /// pass.
-        var coarseHistogram: [Int] = []
+        var coarseHistogram: [Int]?
     }
 
     package func write(to out: inout ByteWriter) {
@@ -212,7 +212,7 @@ package struct RealColumnEncoderV2 {
             predictors[stroke].advance(n)
             last = n
         }
-        Self.writeStream(residuals, histogram: plan.coarseHistogram.isEmpty ? nil : plan.coarseHistogram, to: &out)
+        Self.writeStream(residuals, histogram: plan.coarseHistogram, to: &out)
         guard plan.shape.fine != .none else { return }
         if plan.shape.fine == .strokeExponent {
             for exponent in plan.exponents { out.appendZigZag(Int64(exponent)) }
