@@ -34,6 +34,15 @@ public final class RelayConnection: Sendable {
 
     struct State {
         var phase = Phase.catchingUp(held: [])
+        /// What the catch-up sent or covered and what the client said it held: live events
+        /// among them are not sent again. A round's events are durable, so a catch-up reads
+        /// them, before their broadcast reaches the connections; a catch-up that ends in
+        /// between would otherwise be followed by the same events live.
+        var caughtUpWith = Have()
+        /// Events of this connection's own frames recorded before it went live. A client
+        /// without echo is never sent them, though a catch-up may read them from the journal
+        /// (it draws while its catch-up runs).
+        var ownBeforeLive = Have()
         var framesReceived: UInt64 = 0
         /// The newest frame whose events are appended (refused frames never count here).
         var appendedThrough: UInt64 = 0
@@ -185,7 +194,8 @@ public final class RelayConnection: Sendable {
     }
 
     /// Sends, through `write`, exactly the events of the board the client lacks (`have`: what
-    /// its hello said it holds; empty: the whole board), a batch at a time, then `caughtUp`
+    /// its hello said it holds; empty: the whole board; without echo, not those of its own
+    /// frames sent meanwhile), a batch at a time, then `caughtUp`
     /// with what the board held, then the live events broadcast meanwhile that neither side
     /// held. Each replica's events come in seq order, replicas one after the other (not in
     /// total order: the drawing does not depend on the order events arrive in).
@@ -202,7 +212,7 @@ public final class RelayConnection: Sendable {
     ) async throws {
         if case .closed = state.withLock({ $0.phase }) { return }
         let have = hello.keepingLongest(WireLimits.helloRangesPerReplica)
-        let feed: EventFeed? = try await relayBoard.catchUps.run {
+        let caughtUp: (feed: EventFeed, sent: UInt64)? = try await relayBoard.catchUps.run {
             state.withLock { $0.catchUpSince = ProcessInfoLite.monotonicSeconds() }
             defer { state.withLock { $0.catchUpSince = nil } }
             if case .closed = state.withLock({ $0.phase }) { return nil }
@@ -212,29 +222,37 @@ public final class RelayConnection: Sendable {
                     if case .closed = state.withLock({ $0.phase }) { return nil }
                     try await writeSegment(message)
                 }
-            } else {
-                while let batch = await feed.next() {
-                    if case .closed = state.withLock({ $0.phase }) { return nil }
-                    for event in batch { try await write(.event(event)) }
+                return (feed, feed.count)
+            }
+            var sent: UInt64 = 0
+            while let batch = await feed.next() {
+                let own = state.withLock { state -> Have? in
+                    if case .closed = state.phase { return nil }
+                    return state.ownBeforeLive
+                }
+                guard let own else { return nil }
+                for event in batch where !own.contains(event.id) {
+                    try await write(.event(event))
+                    sent += 1
                 }
             }
-            return feed
+            return (feed, sent)
         }
-        guard let feed else { return }
-        goLive(caughtUp: feed.count, have: feed.covered, clientHad: have)
+        guard let caughtUp else { return }
+        goLive(caughtUp: caughtUp.sent, have: caughtUp.feed.covered, clientHad: have)
     }
 
     /// Sends `caughtUp` and the events held during catch-up that neither the catch-up
     /// (`have`: what the board held) nor the client (`clientHad`) covered, then live ones as
-    /// they come.
+    /// they come, those two still left out.
     public func goLive(caughtUp count: UInt64, have: Have = Have(), clientHad: Have = Have()) {
         let wantsPresence = state.withLock { state -> Bool in
             guard case .catchingUp(let held) = state.phase else { return false }
             state.phase = .live
+            state.caughtUpWith = have
+            state.caughtUpWith.formUnion(clientHad)
             send(.caughtUp(events: count, have: have, viewOnly: !grant.allows(.draw)), &state)
-            for event in held where !have.contains(event.id) && !clientHad.contains(event.id) {
-                send(.event(event), &state)
-            }
+            deliverLocked(held, texts: nil, &state)
             if let ack = state.heldAck {
                 state.heldAck = nil
                 send(.ack(upTo: ack), &state)
@@ -427,10 +445,12 @@ public final class RelayConnection: Sendable {
             held.append(contentsOf: events)
             state.phase = .catchingUp(held: held)
         case .live:
-            if let texts {
-                for text in texts { send(text: text, answer: answer, &state) }
-            } else {
-                for event in events { send(.event(event), answer: answer, &state) }
+            for (index, event) in events.enumerated() where !state.caughtUpWith.contains(event.id) {
+                if let texts {
+                    send(text: texts[index], answer: answer, &state)
+                } else {
+                    send(.event(event), answer: answer, &state)
+                }
             }
         case .closed:
             return

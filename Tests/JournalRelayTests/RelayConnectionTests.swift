@@ -246,4 +246,72 @@ import Testing
         #expect(relay.openBoards.count == 1)
         await relay.close()
     }
+
+    /// A round's events are durable, so a catch-up reads them, before their broadcast reaches
+    /// the connections. A joiner whose catch-up sent them and went live in between is not sent
+    /// them again, nor an event its hello said it held; an event neither side held still comes.
+    @Test func aLateBroadcastOfWhatTheCatchUpSentIsNotSentAgain() async throws {
+        let temp = TemporaryDirectory("relay-late-broadcast")
+        defer { temp.remove() }
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false))
+        let board = try relay.board(BoardName("late"))
+        let clientHeld = try board.board.record(.clear)
+        let readByCatchUp = try board.board.record(.clear)
+        try await board.board.flush()
+
+        let joiner = board.connect()
+        var clientHad = Have()
+        clientHad.insert(clientHeld.id)
+        #expect(try await Self.idsSent(catchingUp: joiner, lacking: clientHad) == [readByCatchUp.id])
+
+        // The broadcast of the two arrives only now, with an event nobody held.
+        let fresh = try board.board.record(.clear)
+        try await board.board.flush()
+        board.broadcast([clientHeld, readByCatchUp, fresh], from: nil)
+        joiner.close()
+        var live: [EventID] = []
+        for await text in joiner.outbound {
+            if let id = try ServerMessage(parsing: text).eventID { live.append(id) }
+        }
+        #expect(live == [fresh.id], "sent live after the catch-up: \(live)")
+        await relay.close()
+    }
+
+    /// A text client without echo that draws while its catch-up runs is not sent its own
+    /// events, though the catch-up reads them from the journal; `caughtUp` counts what was
+    /// sent and its `have` still names them (the board holds them). Another joiner gets them.
+    @Test func aClientWithoutEchoIsNotCaughtUpWithItsOwnFrames() async throws {
+        let temp = TemporaryDirectory("relay-own-frames")
+        defer { temp.remove() }
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false))
+        let board = try relay.board(BoardName("own"))
+        let earlier = try board.board.record(.clear)
+        let drawer = board.connect()
+        await drawer.receive(text: ClientFrame.helloText(Hello()))
+        await drawer.receive(text: CanonicalJSON.line(for: .clear))
+        try await board.board.flush()
+        let own = EventID(replica: board.board.replica, seq: earlier.id.seq + 1)
+        #expect(board.board.durableSeq == own.seq)
+
+        #expect(try await Self.idsSent(catchingUp: drawer) == [earlier.id])
+        var messages = drawer.outbound.makeAsyncIterator()
+        let first = try #require(await messages.next())
+        guard case .caughtUp(let count, let have, _) = try ServerMessage(parsing: first) else {
+            Issue.record("expected caughtUp first, got \(first)")
+            return
+        }
+        #expect(count == 1 && have.contains(own), "\(first)")
+
+        #expect(try await Self.idsSent(catchingUp: board.connect()) == [earlier.id, own])
+        await relay.close()
+    }
+
+    /// The ids of the events `connection`'s catch-up sends.
+    static func idsSent(catchingUp connection: RelayConnection, lacking have: Have = Have()) async throws -> [EventID] {
+        var ids: [EventID] = []
+        try await connection.catchUp(lacking: have, write: { message in
+            if let id = message.eventID { ids.append(id) }
+        })
+        return ids
+    }
 }

@@ -65,19 +65,14 @@ extension RelayProcessTests {
         func strokes(_ lines: some Sequence<String>) throws -> Set<StrokeID> { Set(try lines.flatMap { try LineParser.parse($0) }.compactMap(\.stroke)) }
         #expect(try strokes(bob.frames).isSubset(of: strokes(alice.snapshot.events.values)))
         #expect(try strokes(alice.frames).isSubset(of: strokes(bob.snapshot.events.values)))
-        // Nothing else: on a loaded machine (the suite beside another build) a client was twice
-        // sent 2 events of its own strokes as well (alice 94 of bob's 92, bob 124 of alice's
-        // 122), which a text client without echo never asked for. Seen again (stop 47, the suite
-        // beside a release build): alice held events of her own stroke A1 beside bob's B1 and B2.
-        // Her events are relay A's replica's, which relay A never forwards (`forwardIntegrated`,
-        // `forwardLacking` skip the board's own replica), so they reached her under another
-        // replica id or through another path; not reproduced in 13 runs of this test alone
-        // under one or three CPU burners. Cause not found yet.
+        // Nothing else. On a loaded machine a client was now and then sent events of its own
+        // first frames as well (alice 94 of bob's 92): it draws right after its hello, and a
+        // catch-up that started late read those frames from the journal. A client without echo
+        // is not sent them (RelayConnectionTests.aClientWithoutEchoIsNotCaughtUpWithItsOwnFrames);
+        // with its catch-up delayed 300 ms on purpose, this test failed so in 2 runs of 2 before.
         let (aliceHas, bobSent) = (try strokes(alice.snapshot.events.values), try strokes(bob.frames))
-        withKnownIssue("under load, federation sometimes sends a text client its own events", isIntermittent: true) {
-            #expect(alice.snapshot.events.count == bob.frames.count && bob.snapshot.events.count == alice.frames.count)
-            #expect(aliceHas == bobSent)
-        }
+        #expect(alice.snapshot.events.count == bob.frames.count && bob.snapshot.events.count == alice.frames.count)
+        #expect(aliceHas == bobSent)
 
         alice.finish()
         bob.finish()
