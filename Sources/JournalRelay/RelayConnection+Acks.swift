@@ -13,9 +13,6 @@ extension RelayConnection {
             state.pending.append(contentsOf: events)
             state.textEventsInFlight += events.count
             state.appendedThrough = max(state.appendedThrough, frame)
-            if case .catchingUp = state.phase, state.hello??.echo != true {
-                for event in events { state.ownBeforeLive.insert(event.id) }
-            }
             guard !state.ackerRunning, state.appendedThrough > state.acknowledged else { return false }
             state.ackerRunning = true
             return true

@@ -43,6 +43,10 @@ public final class RelayConnection: Sendable {
         /// without echo is never sent them, though a catch-up may read them from the journal
         /// (it draws while its catch-up runs).
         var ownBeforeLive = Have()
+        /// Text frames whose events are being recorded and are not yet in `ownBeforeLive`: a
+        /// catch-up waits for them before it trusts it (one of their events may be durable
+        /// and read already).
+        var framesRecording = 0
         var framesReceived: UInt64 = 0
         /// The newest frame whose events are appended (refused frames never count here).
         var appendedThrough: UInt64 = 0
@@ -226,11 +230,7 @@ public final class RelayConnection: Sendable {
             }
             var sent: UInt64 = 0
             while let batch = await feed.next() {
-                let own = state.withLock { state -> Have? in
-                    if case .closed = state.phase { return nil }
-                    return state.ownBeforeLive
-                }
-                guard let own else { return nil }
+                guard let own = try await ownEventsSoFar() else { return nil }
                 for event in batch where !own.contains(event.id) {
                     try await write(.event(event))
                     sent += 1
@@ -251,6 +251,7 @@ public final class RelayConnection: Sendable {
             state.phase = .live
             state.caughtUpWith = have
             state.caughtUpWith.formUnion(clientHad)
+            state.ownBeforeLive = Have()
             send(.caughtUp(events: count, have: have, viewOnly: !grant.allows(.draw)), &state)
             deliverLocked(held, texts: nil, &state)
             if let ack = state.heldAck {
@@ -265,6 +266,30 @@ public final class RelayConnection: Sendable {
         }
         // Outside this connection's lock: presence takes the board's presence lock first.
         if wantsPresence { relayBoard.sendPresences(to: self) }
+    }
+
+    /// `ownBeforeLive` once no text frame is between being recorded and being counted in it;
+    /// nil once the connection is closed.
+    private func ownEventsSoFar() async throws -> Have? {
+        while true {
+            let (own, recording) = state.withLock { state -> (Have?, Bool) in
+                if case .closed = state.phase { return (nil, false) }
+                return (state.ownBeforeLive, state.framesRecording > 0)
+            }
+            // Recording a frame takes microseconds, unless its thread was descheduled.
+            guard recording else { return own }
+            try await Task.sleep(for: .microseconds(200))
+        }
+    }
+
+    /// A text frame's events are recorded (all of them, `own`; or some, then it was refused):
+    /// a client without echo is not caught up with the events of its own frames.
+    private func finishedRecording(_ events: [Event], own: Bool) {
+        state.withLock { state in
+            state.framesRecording -= 1
+            guard own, case .catchingUp = state.phase, state.hello??.echo != true else { return }
+            for event in events { state.ownBeforeLive.insert(event.id) }
+        }
     }
 
     // MARK: Frames from the client
@@ -356,13 +381,16 @@ public final class RelayConnection: Sendable {
         }
         var events: [Event] = []
         events.reserveCapacity(payloads.count)
+        state.withLock { $0.framesRecording += 1 }
         for payload in payloads {
             do {
                 events.append(try relayBoard.board.record(payload))
             } catch {
                 // Events of this frame recorded before the failure stay recorded (and are
-                // acknowledged with the frames before it); the message says how many.
+                // acknowledged with the frames before it); the message says how many. The
+                // client drops the frame, so they are not its own: a catch-up may send them.
                 let done = events.count
+                finishedRecording(events, own: false)
                 stage(events, through: frame - 1)
                 if case .invalidEvent = error {
                     refuse(frame: frame, .badRequest, done == 0 ? "not recorded: \(error)" : "recorded \(done) of \(payloads.count) events, then: \(error)")
@@ -375,6 +403,7 @@ public final class RelayConnection: Sendable {
                 return
             }
         }
+        finishedRecording(events, own: true)
         stage(events, through: frame)
         await waitWhileThrottled()
         let wait = spend(events: events.count)
