@@ -199,10 +199,10 @@ public final class RelayConnection: Sendable {
 
     /// Sends, through `write`, exactly the events of the board the client lacks (`have`: what
     /// its hello said it holds; empty: the whole board; without echo, not those of its own
-    /// frames sent meanwhile), a batch at a time, then `caughtUp`
-    /// with what the board held, then the live events broadcast meanwhile that neither side
-    /// held. Each replica's events come in seq order, replicas one after the other (not in
-    /// total order: the drawing does not depend on the order events arrive in).
+    /// frames sent meanwhile), a batch at a time, then `caughtUp` with what the board held,
+    /// then the live events broadcast meanwhile that neither side held. Each replica's events
+    /// come in seq order, replicas one after the other (not in total order: the drawing does
+    /// not depend on the order events arrive in).
     ///
     /// With `writeSegment`, the events go as binary `SegmentMessage`s instead (the client's
     /// hello asked for blocks): blocks it lacks wholly as the journal stores them, the rest
