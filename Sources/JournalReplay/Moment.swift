@@ -38,6 +38,14 @@ public enum Moment: Equatable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether the moment is a time (not a count of events).
+    public var isWallClock: Bool {
+        switch self {
+        case .wallTime, .beforeEnd: return true
+        case .events, .end: return false
+        }
+    }
+
     public var description: String {
         switch self {
         case .events(let count): return "the first \(count) events"

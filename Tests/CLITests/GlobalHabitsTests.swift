@@ -83,9 +83,15 @@ import Testing
         #expect(try cli.journal(["digest", "-C", board, "--at", "-0s"]).stdout == now)
         #expect(try cli.journal(["digest", "-C", board, "--at", "2999-01-01"]).stdout == now)
         // Before anything: the empty drawing, whatever the way there.
-        let empty = try cli.journal(["digest", "-C", board, "--at", "0"]).stdout
+        let zero = try cli.journal(["digest", "-C", board, "--at", "0"])
+        let empty = zero.stdout
         #expect(empty != now)
-        #expect(try cli.journal(["digest", "-C", board, "--at", "2000-01-01T00:00Z"]).stdout == empty)
+        #expect(!zero.stderr.contains("note"), "a count of events needs no note: \(zero.stderr)")
+        // A time before every event says so: the empty drawing is not a lost one.
+        let before = try cli.journal(["digest", "-C", board, "--at", "2000-01-01T00:00Z"])
+        #expect(before.stdout == empty && before.status == 0)
+        #expect(before.stderr.contains("comes before every event"), "\(before.stderr)")
+        #expect(!(try cli.journal(["digest", "-C", board, "--at", "2999-01-01"]).stderr.contains("note")))
         #expect(try cli.journal(["strokes", "-C", board, "--at", "0"]).stdout.contains("\"strokes\":[\n]"))
         // The first event alone: one point of one stroke; its digest counts that event.
         let first = try cli.journal(["digest", "-C", board, "--at", "1", "--json"]).stdout

@@ -24,7 +24,14 @@ struct MomentOption: ParsableArguments {
     /// was asked for.
     func atMoment(_ journal: JournalDirectory) throws -> Replay.AtMoment? {
         guard let at else { return nil }
-        return Replay.drawing(at: try Self.parse(at, option: "--at"), in: journal)
+        let moment = try Self.parse(at, option: "--at")
+        let then = Replay.drawing(at: moment, in: journal)
+        if then.events == 0, moment.isWallClock {
+            // A session recorded in seconds has no "15 minutes ago": an empty drawing without
+            // a word would look like a lost one.
+            Terminal.standardError("journal: note: --at \(at) (\(moment)) comes before every event, so the drawing then is empty; `journal history` shows when the session ran\n")
+        }
+        return then
     }
 
     /// The drawing at the moment asked for, or nil when none was.
