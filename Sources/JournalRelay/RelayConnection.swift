@@ -269,16 +269,22 @@ public final class RelayConnection: Sendable {
     }
 
     /// `ownBeforeLive` once no text frame is between being recorded and being counted in it;
-    /// nil once the connection is closed.
+    /// nil once the connection is closed. Recording a frame takes microseconds, unless its
+    /// thread was descheduled: the wait is bounded (about a second), so that no catch-up ever
+    /// waits on a client; past it the catch-up goes on with what is counted.
     private func ownEventsSoFar() async throws -> Have? {
-        while true {
+        for _ in 0..<5_000 {
             let (own, recording) = state.withLock { state -> (Have?, Bool) in
                 if case .closed = state.phase { return (nil, false) }
-                return (state.ownBeforeLive, state.framesRecording > 0)
+                // An echoing client is sent its own events: nothing to wait for.
+                return (state.ownBeforeLive, state.framesRecording > 0 && state.hello??.echo != true)
             }
-            // Recording a frame takes microseconds, unless its thread was descheduled.
             guard recording else { return own }
             try await Task.sleep(for: .microseconds(200))
+        }
+        return state.withLock { state -> Have? in
+            if case .closed = state.phase { return nil }
+            return state.ownBeforeLive
         }
     }
 
