@@ -41,7 +41,15 @@ final class ResendingClient: Sendable {
         var problems: [String] = []
         /// Set by `finish()`: once everything is acknowledged, close and stop.
         var finishing = false
+        /// The connection attempt that may touch this state (0: none): one given up on
+        /// (`connectTimeout`) closes at once if its socket ever opens.
+        var attempt = 0
     }
+
+    /// A socket that has not opened by then is given up on and tried again. The WebSocket
+    /// library's connect can wait for ever on a relay killed mid-handshake (RelayClient's
+    /// `Options.connectTimeout` exists for the same reason).
+    static let connectTimeout: Duration = .seconds(10)
 
     /// Whether its hellos ask for its own events back (`"echo":true`).
     let echo: Bool
@@ -89,12 +97,44 @@ final class ResendingClient: Sendable {
     }
 
     /// Opens a connection, says what it holds, resends what is unacknowledged, draws at `pace`,
-    /// and returns when the connection ends: lost (the relay died), or closed by this client
-    /// once `until` holds (by default: finishing and everything acknowledged).
+    /// and returns when the connection ends: lost (the relay died), closed by this client once
+    /// `until` holds (by default: finishing and everything acknowledged), or given up on when
+    /// its socket has not opened within `connectTimeout`.
     private func connectOnce(port: Int, board: String, pace: @escaping @Sendable () -> (frames: Int, pause: Duration),
                              until: (@Sendable () -> Bool)? = nil) async {
-        let closedByUs = Locked(false)
+        let attempt = state.withLock { state -> Int in
+            state.attempt += 1
+            return state.attempt
+        }
         let opened = Locked(false)
+        let ended = Locked(false)
+        let connection = Task {
+            await self.connect(attempt: attempt, opened: opened, port: port, board: board, pace: pace, until: until)
+            ended.withLock { $0 = true }
+        }
+        let deadline = ContinuousClock.now + Self.connectTimeout
+        while !ended.withLock({ $0 }), !opened.withLock({ $0 }), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        // Given up on unless it opened (decided under the lock its socket opens under): it runs
+        // on unheeded, and closes at once if it ever opens.
+        let givenUp = !ended.withLock({ $0 }) && state.withLock { state -> Bool in
+            guard !opened.withLock({ $0 }) else { return false }
+            state.attempt = 0
+            return true
+        }
+        if givenUp {
+            connection.cancel()
+            return
+        }
+        await connection.value
+    }
+
+    /// `connectOnce`'s connection; touches the state only while it is the current `attempt`.
+    private func connect(attempt: Int, opened: Locked<Bool>, port: Int, board: String,
+                         pace: @escaping @Sendable () -> (frames: Int, pause: Duration),
+                         until: (@Sendable () -> Bool)?) async {
+        let closedByUs = Locked(false)
         let done: @Sendable () -> Bool = until ?? { [state, frames] in
             state.withLock { $0.finishing && $0.acknowledged == frames.count }
         }
@@ -103,7 +143,15 @@ final class ResendingClient: Sendable {
                 url: "ws://127.0.0.1:\(port)/boards/\(board)/ws?hello", configuration: .init(maxFrameSize: 1 << 20),
                 logger: Logger(label: "resending-client")
             ) { inbound, outbound, _ in
-                opened.withLock { $0 = true }
+                let admitted = self.state.withLock { state -> Bool in
+                    guard state.attempt == attempt else { return false }
+                    opened.withLock { $0 = true }
+                    return true
+                }
+                guard admitted else {
+                    try await outbound.close(.goingAway, reason: nil)
+                    return
+                }
                 let hello = self.state.withLock { state -> String in
                     state.connections += 1
                     state.caughtUp = nil
@@ -143,7 +191,7 @@ final class ResendingClient: Sendable {
             // A refused connection (the relay is down) or a lost one: the frames are counted below.
         }
         state.withLock { state in
-            guard opened.withLock({ $0 }) else { return }
+            guard opened.withLock({ $0 }), state.attempt == attempt else { return }
             if !closedByUs.withLock({ $0 }) { state.lost += 1 }
             for frame in state.acknowledged..<state.sent { state.unacknowledgedAtLoss[frame, default: 0] += 1 }
             state.sent = state.acknowledged

@@ -6,13 +6,14 @@ import Darwin
 
 /// A socket on 127.0.0.1 that listens and never accepts: connections to it queue in its
 /// backlog and get no answer (a frozen server), and its port is taken (a port in use).
-final class SilentListener {
-    let descriptor: Int32
+public final class SilentListener: Sendable {
+    public let descriptor: Int32
     /// Its port; 0 when it could not be made to listen.
-    private(set) var port: UInt16 = 0
+    public let port: UInt16
 
-    init() {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    public init() {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.descriptor = descriptor
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -22,7 +23,7 @@ final class SilentListener {
                 bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
             }
         } && listen(descriptor, 64) == 0
-        if listening { port = UInt16(bigEndian: address.sin_port) }
+        port = listening ? UInt16(bigEndian: address.sin_port) : 0
     }
 
     deinit { close(descriptor) }
