@@ -152,6 +152,43 @@ public enum RawDeflate {
     }
 }
 
+extension RawDeflate {
+    /// Inflates only the first `outBuf.count` bytes of a raw DEFLATE stream, which must hold
+    /// at least that many: what a reader needs of a stream whose head says what follows
+    /// (a snapshot chunk's stroke records before its columns) costs that head, not the stream.
+    public static func decompressPrefix(
+        _ input: UnsafeRawBufferPointer, into outBuf: UnsafeMutableRawBufferPointer
+    ) throws(ZlibError) {
+        guard outBuf.count > 0 else { return }
+        let box = StreamBox()
+        let initCode = czlib_inflate_init_raw(box.stream)
+        guard initCode == Z_OK else { throw .internalFailure(code: initCode) }
+        defer { inflateEnd(box.stream) }
+        box.stream.pointee.next_in = UnsafeMutablePointer(
+            mutating: input.baseAddress?.assumingMemoryBound(to: Bytef.self))
+        box.stream.pointee.avail_in = uInt(input.count)
+        box.stream.pointee.next_out = outBuf.baseAddress?.assumingMemoryBound(to: Bytef.self)
+        box.stream.pointee.avail_out = uInt(outBuf.count)
+        var code = Z_OK
+        // Each call stops when the output is full, the input is used up or the stream ends.
+        while box.stream.pointee.avail_out > 0 {
+            code = inflate(box.stream, Z_NO_FLUSH)
+            guard code == Z_OK else { break }
+        }
+        let produced = Int(box.stream.pointee.total_out)
+        if produced == outBuf.count, code == Z_OK || code == Z_STREAM_END { return }
+        switch code {
+        case Z_DATA_ERROR:
+            let message = box.stream.pointee.msg.map { String(cString: $0) } ?? "invalid data"
+            throw .corruptStream(message)
+        case Z_OK, Z_STREAM_END, Z_BUF_ERROR:
+            throw .lengthMismatch(expected: outBuf.count, actual: produced)
+        default:
+            throw .internalFailure(code: code)
+        }
+    }
+}
+
 /// CRC-32 (ISO 3309 / zlib's `crc32`, polynomial 0xEDB88320).
 public enum CRC32 {
     public static func checksum(_ bytes: UnsafeRawBufferPointer, seed: UInt32 = 0) -> UInt32 {

@@ -20,9 +20,44 @@ extension Replay {
     static func drawingFromSnapshot(ofFirst count: Int, _ set: SegmentSet, directory: JournalDirectory,
                                     buildAbove: Int? = keyframeThreshold,
                                     snapshot preloaded: SnapshotStore.OpenedSnapshot? = nil) -> AtMoment? {
-        func build() -> AtMoment? {
+        momentFromSnapshot(ofFirst: count, set, directory: directory, buildAbove: buildAbove, snapshot: preloaded,
+                           points: .drawing)?.drawing
+    }
+
+    /// What the snapshot path folds: a drawing merged already (from the start, or from
+    /// keyframes it had to build), or the fold state at the moment.
+    enum SnapshotMoment {
+        case merged(AtMoment)
+        /// `strokeHashes`: the snapshot's, which `state.baseline` refers to.
+        case folded(state: OrderedFoldState, report: ReplayReport, events: Int, strokeHashes: StrokeHashes?)
+
+        /// The drawing; nil when some stroke's points were left undecoded.
+        var drawing: AtMoment? {
+            switch self {
+            case .merged(let moment): return moment
+            case .folded(let state, let report, let events, _):
+                guard !(state.baseline?.withholdsPoints(of: state) ?? false) else { return nil }
+                return AtMoment(drawing: state.finish(), report: report, events: events)
+            }
+        }
+    }
+
+    /// Which strokes' points a moment decodes from the snapshot.
+    enum PointsNeeded {
+        /// Every stroke the moment holds.
+        case drawing
+        /// Only strokes that may differ from the snapshot's, and `also`: the moment's summary
+        /// takes the others' hashes from the snapshot (`OrderedFoldState.summary`).
+        case summary(also: Set<Int>)
+    }
+
+    static func momentFromSnapshot(ofFirst count: Int, _ set: SegmentSet, directory: JournalDirectory,
+                                   buildAbove: Int? = keyframeThreshold,
+                                   snapshot preloaded: SnapshotStore.OpenedSnapshot? = nil,
+                                   points: PointsNeeded) -> SnapshotMoment? {
+        func build() -> SnapshotMoment? {
             guard let buildAbove, set.blockEventCount >= buildAbove else { return nil }
-            return buildKeyframes(ofFirst: count, set, directory: directory)
+            return buildKeyframes(ofFirst: count, set, directory: directory).map(SnapshotMoment.merged)
         }
         guard let file = preloaded ?? SnapshotStore.newestFile(directory, for: set), let header = file.decode(headerOnly: true),
               let (fresh, skipThrough) = rest(of: set, after: header)
@@ -42,11 +77,16 @@ extension Replay {
         }
 
         if count >= header.eventCount {
-            guard let snapshot = file.decode() else { return nil }
+            var columns: SnapshotChunks.Wanted?
+            if case .summary(let also) = points {
+                columns = { first, records in (first..<(first + records.ids.count)).contains { also.contains($0) } }
+            }
+            guard let snapshot = file.decode(columns: columns) else { return nil }
             var merge = mergeOfTheRest(from: snapshot.state)
-            guard let drawing = merge.run(report: &report, limit: count - header.eventCount),
+            guard merge.fold(report: &report, limit: count - header.eventCount),
                   report.quarantinedEvents == 0 else { return nil }
-            return AtMoment(drawing: drawing, report: report, events: header.eventCount + merge.applied)
+            return .folded(state: merge.state, report: report, events: header.eventCount + merge.applied,
+                           strokeHashes: snapshot.strokeHashes)
         }
 
         // Is every event the snapshot lacks after all it holds, and plausible?
@@ -57,20 +97,38 @@ extension Replay {
         // Early moments: the blocks up to the moment cost less than reading the snapshot and
         // decoding its points (on the 2 M-event session both took 0.18 s at 200,000 events:
         // docs/PERFORMANCE.md).
-        if count < header.eventCount / 10 { return mergeFromStart(ofFirst: count, set, report: report) }
+        if count < header.eventCount / 10 { return mergeFromStart(ofFirst: count, set, report: report).map(SnapshotMoment.merged) }
         guard let keyframes = SnapshotStore.keyframes(directory, for: header) else { return build() }
-        guard let frame = keyframes.frame(atOrBefore: count) else { return mergeFromStart(ofFirst: count, set, report: report) }
+        guard let frame = keyframes.frame(atOrBefore: count) else {
+            return mergeFromStart(ofFirst: count, set, report: report).map(SnapshotMoment.merged)
+        }
         // Only the strokes the keyframe holds need their points: the chunks of strokes created
-        // after it are read for their ids.
+        // after it are read for their records. A summary needs fewer still: a stroke the
+        // keyframe holds with as many points and the same `ended` as the snapshot is the
+        // snapshot's stroke, hash and all.
         var needed = [Bool](repeating: false, count: header.strokeCount)
-        for slot in header.state.creationOrder.prefix(frame.created) where Int(slot) < needed.count { needed[Int(slot)] = true }
-        for change in frame.changes where Int(change.slot) < needed.count { needed[Int(change.slot)] = true }
-        let wanted = needed
-        let columns: @Sendable (Range<Int>) -> Bool = { slots in slots.contains { $0 < wanted.count && wanted[$0] } }
+        var cutBack: [Int: Keyframes.Change] = [:]
+        switch points {
+        case .drawing:
+            for slot in header.state.creationOrder.prefix(frame.created) where Int(slot) < needed.count { needed[Int(slot)] = true }
+            for change in frame.changes where Int(change.slot) < needed.count { needed[Int(change.slot)] = true }
+        case .summary(let also):
+            for slot in also where slot < needed.count { needed[slot] = true }
+            for change in frame.changes { cutBack[Int(change.slot)] = change }
+        }
+        let (wanted, changes) = (needed, cutBack)
+        let columns: SnapshotChunks.Wanted = { first, records in
+            records.ids.indices.contains { position in
+                let slot = first + position
+                if slot < wanted.count && wanted[slot] { return true }
+                guard let change = changes[slot] else { return false }
+                return Int(records.counts[position]) != change.points || records.strokes[position].ended != change.ended
+            }
+        }
         guard let snapshot = file.decode(columns: columns),
               snapshot.headerCheck == header.headerCheck
         else { return nil }
-        return drawing(ofFirst: count, set, snapshot: snapshot, keyframes: keyframes, report: report)
+        return fold(ofFirst: count, set, snapshot: snapshot, keyframes: keyframes, report: report)
     }
 
     /// The merge from the start, stopping after `count` events; the clocks are known to rise.
@@ -85,7 +143,14 @@ extension Replay {
     /// the events after it merged up to `count` (the blocks before its cursors are not read).
     static func drawing(ofFirst count: Int, _ set: SegmentSet, snapshot: Snapshot, keyframes: Keyframes,
                         report: ReplayReport) -> AtMoment? {
-        guard let frame = keyframes.frame(atOrBefore: count) else { return mergeFromStart(ofFirst: count, set, report: report) }
+        fold(ofFirst: count, set, snapshot: snapshot, keyframes: keyframes, report: report)?.drawing
+    }
+
+    private static func fold(ofFirst count: Int, _ set: SegmentSet, snapshot: Snapshot, keyframes: Keyframes,
+                             report: ReplayReport) -> SnapshotMoment? {
+        guard let frame = keyframes.frame(atOrBefore: count) else {
+            return mergeFromStart(ofFirst: count, set, report: report).map(SnapshotMoment.merged)
+        }
         guard let state = Keyframes.state(at: frame, from: snapshot.state) else { return nil }
         var report = report
         var cursors: [ReplicaID: UInt64] = [:]
@@ -94,8 +159,9 @@ extension Replay {
         // after all of its own, so none within `count`.
         var merge = OrderedMerge(set: set, replicas: snapshot.replicas, state: state, floor: frame.lastKey,
                                  skipThrough: cursors, plausibilityLimit: set.plausibilityLimit)
-        guard let drawing = merge.run(report: &report, limit: count - frame.events, clocksChecked: true) else { return nil }
-        return AtMoment(drawing: drawing, report: report, events: frame.events + merge.applied)
+        guard merge.fold(report: &report, limit: count - frame.events, clocksChecked: true) else { return nil }
+        return .folded(state: merge.state, report: report, events: frame.events + merge.applied,
+                       strokeHashes: snapshot.strokeHashes)
     }
 
     /// One full merge that writes a snapshot with keyframes, and the drawing at `count` from

@@ -69,6 +69,8 @@ struct Keyframes {
         for slot in state.strokes.indices where !createdThen[slot] {
             let stroke = state.strokes[slot]
             if stroke.creation != nil || stroke.visibility != nil || stroke.ended { state.strokes[slot] = .init() }
+            // Its points then were none, whether or not the snapshot's were decoded.
+            if slot < state.baseline?.withheld.count ?? 0 { state.baseline?.withheld[slot] = false }
         }
         state.creationOrder.removeSubrange(frame.created...)
         state.latestClear = frame.latestClear
@@ -76,8 +78,14 @@ struct Keyframes {
             guard Int(change.slot) < state.strokes.count else { return nil }
             var stroke = state.strokes[Int(change.slot)]
             // A stroke created by then had a point; one not created had none.
-            guard change.points <= stroke.points.count, (change.points > 0) == createdThen[Int(change.slot)] else { return nil }
-            if change.points < stroke.points.count {
+            guard (change.points > 0) == createdThen[Int(change.slot)] else { return nil }
+            if let baseline = state.baseline, baseline.withheld[Int(change.slot)] {
+                // Points not decoded cannot be cut back: the caller decodes every stroke that
+                // had fewer points then (a change of visibility or of `ended` alone needs none).
+                guard change.points == Int(baseline.counts[Int(change.slot)]) else { return nil }
+            } else if change.points > stroke.points.count {
+                return nil
+            } else if change.points < stroke.points.count {
                 stroke.points.removeSubrange(change.points...)
                 if var styles = stroke.pointStyles {
                     styles.removeSubrange(change.points...)

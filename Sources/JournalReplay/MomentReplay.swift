@@ -61,20 +61,104 @@ extension Replay {
             let (drawing, report) = load(directory)
             return AtMoment(drawing: drawing, report: report, events: report.eventCount)
         }
-        let set = SegmentSet.load(directory)
-        guard case .events(let asked) = moment else {
-            // The keyframes' wall census reads only the events whose times straddle the moment;
-            // the snapshot it read serves the drawing too.
-            let file = SnapshotStore.newestFile(directory, for: set)
-            if let census = WallCensus(directory, set, snapshot: file) {
-                return drawing(ofFirst: census.count(at: moment), set, directory: directory,
-                               clocksChecked: !census.hasFreshEvents, snapshot: file)
-            }
-            var report = ReplayReport()
-            let (times, clocksRise) = uniqueWallTimes(set, report: &report)
-            return drawing(ofFirst: WallTimes(times).count(at: moment), set, directory: directory, clocksChecked: clocksRise)
+        let target = Target(moment, in: directory)
+        return drawing(ofFirst: target.count, target.set, directory: directory, clocksChecked: target.clocksChecked,
+                       snapshot: target.snapshot)
+    }
+
+    /// The drawing at a moment in brief, and how many events and points it holds.
+    public struct SummaryAtMoment {
+        public var summary: DrawingSummary
+        public var report: ReplayReport
+        public var events: Int
+        public var points: Int
+
+        init(_ moment: AtMoment) {
+            summary = DrawingSummary(moment.drawing)
+            report = moment.report
+            events = moment.events
+            points = moment.drawing.pointCount
         }
-        return drawing(ofFirst: max(asked, 0), set, directory: directory)
+
+        init(summary: DrawingSummary, report: ReplayReport, events: Int, points: Int) {
+            self.summary = summary
+            self.report = report
+            self.events = events
+            self.points = points
+        }
+    }
+
+    /// What `drawing(at:in:)` draws, in brief (`journal digest --at`): the same digest and
+    /// counts, but a stroke still as the snapshot holds it is neither decoded nor hashed again,
+    /// its hash read from the snapshot (docs/HISTORY.md, "Keyframes").
+    public static func summary(at moment: Moment, in directory: JournalDirectory) -> SummaryAtMoment {
+        if moment == .end {
+            if let cached = cachedDigest(directory) {
+                var report = ReplayReport()
+                report.problems = cached.problems
+                return SummaryAtMoment(summary: cached.summary, report: report, events: cached.events, points: cached.points)
+            }
+            let (drawing, report) = load(directory)
+            return SummaryAtMoment(summary: DrawingSummary(drawing, digest: report.digest), report: report,
+                                   events: report.eventCount, points: report.pointCount)
+        }
+        let target = Target(moment, in: directory)
+        return summaryFromSnapshot(ofFirst: target.count, target.set, directory: directory, snapshot: target.snapshot)
+            ?? SummaryAtMoment(drawing(ofFirst: target.count, target.set, directory: directory,
+                                       clocksChecked: target.clocksChecked, snapshot: target.snapshot))
+    }
+
+    /// The summary from the snapshot: strokes the moment may hold otherwise than the snapshot
+    /// are decoded; if events since changed a stroke that was not, it is decoded and the
+    /// moment folded again (once). Nil when the snapshot does not apply or holds no hashes.
+    static func summaryFromSnapshot(ofFirst count: Int, _ set: SegmentSet, directory: JournalDirectory,
+                                    snapshot: SnapshotStore.OpenedSnapshot?) -> SummaryAtMoment? {
+        var also = Set<Int>()
+        for _ in 0..<2 {
+            switch momentFromSnapshot(ofFirst: count, set, directory: directory, snapshot: snapshot, points: .summary(also: also)) {
+            case nil: return nil
+            case .merged(let moment): return SummaryAtMoment(moment)
+            case .folded(let state, let report, let events, let hashes):
+                guard let hashes else { return nil }
+                switch state.summary(stored: hashes) {
+                case .summary(let summary, let points):
+                    return SummaryAtMoment(summary: summary, report: report, events: events, points: points)
+                case .touched(let slots):
+                    guard !slots.isEmpty else { return nil }
+                    also.formUnion(slots)
+                }
+            }
+        }
+        return nil
+    }
+
+    /// How many events of which set a moment holds, and what was read to count them.
+    private struct Target {
+        var set: SegmentSet
+        var count: Int
+        var clocksChecked = false
+        var snapshot: SnapshotStore.OpenedSnapshot?
+
+        init(_ moment: Moment, in directory: JournalDirectory) {
+            set = SegmentSet.load(directory)
+            guard case .events(let asked) = moment else {
+                // The keyframes' wall census reads only the events whose times straddle the
+                // moment; the snapshot it read serves the drawing too.
+                let file = SnapshotStore.newestFile(directory, for: set)
+                if let census = WallCensus(directory, set, snapshot: file) {
+                    count = census.count(at: moment)
+                    clocksChecked = !census.hasFreshEvents
+                    snapshot = file
+                    return
+                }
+                var report = ReplayReport()
+                let (times, clocksRise) = uniqueWallTimes(set, report: &report)
+                count = WallTimes(times).count(at: moment)
+                clocksChecked = clocksRise
+                return
+            }
+            count = max(asked, 0)
+        }
     }
 
     /// The drawing of the first `count` events: from the journal's snapshot and keyframes

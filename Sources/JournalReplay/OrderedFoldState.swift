@@ -49,6 +49,9 @@ struct OrderedFoldState {
     var styles: [Style] = []
     var styleIndex: [Style: UInt32] = [:]
     var latestClear: CompactKey?
+    /// What a decoded snapshot held of each of its slots (nil for a state that came from no
+    /// snapshot): the strokes a moment's summary may take from the snapshot's stroke hashes.
+    var baseline: SnapshotBaseline?
 
     /// Debug builds only: each stroke has one slot, one id and at most one creation entry,
     /// and every style index points into `styles`.
@@ -124,23 +127,90 @@ struct OrderedFoldState {
     }
 
     func finish() -> Drawing {
+        assert(!(baseline?.withholdsPoints(of: self) ?? false), "fold state: a drawing of strokes whose points were not decoded")
         var result: [Drawing.Stroke] = []
         result.reserveCapacity(creationOrder.count)
         for slot in creationOrder {
-            let state = strokes[Int(slot)]
-            guard let creation = state.creation else { continue }
-            var visible = state.visibility?.visible ?? true
-            if let clear = latestClear, creation < clear, state.visibility.map({ $0.key < clear }) ?? true {
-                visible = false
-            }
-            var pointStyles = state.pointStyles.map { $0.map { styles[Int($0)] } }
-            // A stroke whose styles changed and changed back is still uniform: say so the way
-            // the order-free fold does.
-            if let all = pointStyles, all.allSatisfy({ $0 == all[0] }) { pointStyles = nil }
-            result.append(Drawing.Stroke(
-                id: strokeIDs[Int(slot)], style: styles[Int(state.style)], pointStyles: pointStyles,
-                points: state.points, visible: visible, ended: state.ended))
+            if let stroke = finishedStroke(Int(slot)) { result.append(stroke) }
         }
         return Drawing(strokes: result)
+    }
+
+    /// The stroke in slot `slot` as the drawing shows it; nil if it was never created.
+    func finishedStroke(_ slot: Int) -> Drawing.Stroke? {
+        let state = strokes[slot]
+        guard let creation = state.creation else { return nil }
+        var pointStyles = state.pointStyles.map { $0.map { styles[Int($0)] } }
+        // A stroke whose styles changed and changed back is still uniform: say so the way
+        // the order-free fold does.
+        if let all = pointStyles, all.allSatisfy({ $0 == all[0] }) { pointStyles = nil }
+        return Drawing.Stroke(
+            id: strokeIDs[slot], style: styles[Int(state.style)], pointStyles: pointStyles,
+            points: state.points, visible: isVisible(state, created: creation), ended: state.ended)
+    }
+
+    private func isVisible(_ state: StrokeState, created creation: CompactKey) -> Bool {
+        if let clear = latestClear, creation < clear, state.visibility.map({ $0.key < clear }) ?? true { return false }
+        return state.visibility?.visible ?? true
+    }
+
+    /// The drawing's digest and counts (what `finish()` would give `DrawingSummary`), with the
+    /// hash of every stroke that is still as the snapshot held it taken from `stored` (the
+    /// snapshot's `strokeHashes`) and only the others hashed. `.touched`: strokes whose points
+    /// were not decoded but that events since changed; decode them and fold again.
+    func summary(stored: StrokeHashes) -> SummaryOutcome {
+        guard let baseline else { return .touched([]) }
+        var visible: [Bool] = []
+        var hashes = StrokeHashes()
+        var points = 0
+        var touched: [Int] = []
+        var scratch: [UInt8] = []
+        visible.reserveCapacity(creationOrder.count)
+        for slot in creationOrder.map(Int.init) {
+            let state = strokes[slot]
+            guard let creation = state.creation else { continue }
+            visible.append(isVisible(state, created: creation))
+            let position = slot < baseline.positions.count ? Int(baseline.positions[slot]) : -1
+            if slot < baseline.withheld.count, baseline.withheld[slot] {
+                guard state.points.isEmpty, state.ended == baseline.ended[slot], position >= 0 else {
+                    touched.append(slot)
+                    continue
+                }
+                hashes.append(copyOf: position, in: stored)
+                points += Int(baseline.counts[slot])
+            } else if position >= 0, state.points.count == Int(baseline.counts[slot]), state.ended == baseline.ended[slot] {
+                // A stroke's points at any moment are a prefix of its points later, and `ended`
+                // only ever becomes true: as many points and the same flag are the same stroke.
+                hashes.append(copyOf: position, in: stored)
+                points += state.points.count
+            } else if let stroke = finishedStroke(slot) {
+                hashes.append(stroke, scratch: &scratch)
+                points += stroke.points.count
+            }
+        }
+        guard touched.isEmpty else { return .touched(touched) }
+        let summary = DrawingSummary(digest: StrokeHashes.digest(visible: visible, hashes: hashes),
+                                     strokes: visible.count, visibleStrokes: visible.reduce(0) { $0 + ($1 ? 1 : 0) })
+        return .summary(summary, points: points)
+    }
+
+    enum SummaryOutcome {
+        case summary(DrawingSummary, points: Int)
+        case touched([Int])
+    }
+}
+
+/// Per slot of a decoded snapshot: its point count, `ended` flag and stroke-hash position
+/// then, and whether its points were left out of the decode (`Snapshot.decode`'s `columns`).
+struct SnapshotBaseline: Sendable {
+    var counts: [Int32]
+    var ended: [Bool]
+    var withheld: [Bool]
+    /// Index into the snapshot's `strokeHashes` (its creation order), or -1.
+    var positions: [Int32]
+
+    /// Whether some stroke of `state` has points that were not decoded.
+    func withholdsPoints(of state: OrderedFoldState) -> Bool {
+        withheld.indices.contains { withheld[$0] && $0 < state.strokes.count && state.strokes[$0].creation != nil }
     }
 }

@@ -76,18 +76,24 @@ struct OrderedMerge {
     /// `clocksChecked`: the caller has already seen every replica's clocks rise, so the blocks
     /// past the limit are not read at all.
     mutating func run(report: inout ReplayReport, limit: Int = .max, clocksChecked: Bool = false) -> Drawing? {
+        fold(report: &report, limit: limit, clocksChecked: clocksChecked) ? state.finish() : nil
+    }
+
+    /// `run` without drawing the result: false if some replica's clocks do not rise with its
+    /// seqs; else `state` holds the fold.
+    mutating func fold(report: inout ReplayReport, limit: Int = .max, clocksChecked: Bool = false) -> Bool {
         readAheadLimit = clocksChecked ? limit : .max
         for replica in 0..<replicaCount {
             switch load(replica, report: &report) {
             case .loaded: push(replica)
             case .exhausted: break
-            case .unordered: return nil
+            case .unordered: return false
             }
         }
         merging: while let replica = pop() {
             // Take events from this replica while they precede every other replica's next one.
             let bound = heap.first.map { key(of: $0) }
-            if let last = lastKey, !(last < headKeys[replica]) { return nil }
+            if let last = lastKey, !(last < headKeys[replica]) { return false }
             while true {
                 let key = headKeys[replica]
                 if let bound, bound < key { push(replica); break }
@@ -95,7 +101,7 @@ struct OrderedMerge {
                 if applied == nextKeyframe { noteKeyframe() }
                 if applied == limit {
                     push(replica)
-                    guard clocksChecked || checkClocksOfTheRest(report: &report) else { return nil }
+                    guard clocksChecked || checkClocksOfTheRest(report: &report) else { return false }
                     break merging
                 }
                 applied += 1
@@ -108,7 +114,7 @@ struct OrderedMerge {
                     switch load(replica, report: &report) {
                     case .loaded: continue
                     case .exhausted: break
-                    case .unordered: return nil
+                    case .unordered: return false
                     }
                     break
                 }
@@ -116,7 +122,7 @@ struct OrderedMerge {
         }
         for stream in streams.compactMap({ $0 }) { report.replicas.append(stream.summary) }
         state.checkInvariants()
-        return state.finish()
+        return true
     }
 
     private mutating func noteKeyframe() {

@@ -24,7 +24,7 @@ public enum Replay {
                 report.digest = snapshot.digest
             } else if fresh >= SnapshotStore.automaticThreshold && fresh * 4 >= next.eventCount {
                 var next = next
-                next.summary = DrawingSummary(drawing)
+                next.summarize(drawing)
                 report.digest = next.digest
                 do { report.snapshotWritten = try SnapshotStore.write(next, to: directory, atMost: SnapshotStore.automaticSizeLimit(set)) } catch {
                     report.snapshotNotWritten = error
@@ -39,7 +39,7 @@ public enum Replay {
             // A quarantined event may become plausible as the set grows: a snapshot would hide it.
             if snapshot.eventCount >= SnapshotStore.automaticThreshold && snapshot.forks.isEmpty && report.quarantinedEvents == 0 {
                 // The snapshot stores the digest; the caller most likely prints it too.
-                snapshot.summary = DrawingSummary(drawing)
+                snapshot.summarize(drawing)
                 report.digest = snapshot.digest
                 do { report.snapshotWritten = try SnapshotStore.write(snapshot, to: directory, atMost: SnapshotStore.automaticSizeLimit(set)) } catch {
                     report.snapshotNotWritten = error

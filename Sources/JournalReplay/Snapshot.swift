@@ -13,13 +13,15 @@ import JournalPlatform
 /// snapshot) or a new copy of covered seqs (a re-cut segment, a conflict copy, a fork) means a
 /// full replay, so a snapshot can never make the drawing differ from a full replay.
 struct Snapshot {
-    /// Version 5: version 3's columns, in chunks decoded in parallel, each column coded as a
+    /// Version 6: version 3's columns, in chunks decoded in parallel, each column coded as a
     /// block codes it (`SnapshotChunks`), the file sealed (`CacheSeal`, by `SnapshotStore`),
-    /// and the drawing's summary in the header (`DrawingSummary`).
+    /// the drawing's summary in the header (`DrawingSummary`) with every stroke's hash
+    /// (`StrokeHashes`), and each chunk's stroke records readable without its columns.
     /// A file of any other version is ignored and rebuilt: version 1 held raw Doubles (15× the
     /// journal), version 2 decimal-grid columns (1.8× the journal's segments for device values,
-    /// whose every point was an exception), version 3 had no seal, version 4 only the digest.
-    static let magic: [UInt8] = Array("SJSNAP05".utf8)
+    /// whose every point was an exception), version 3 had no seal, version 4 only the digest,
+    /// version 5 a version 1 digest (FORMAT.md §9.3) and no stroke hashes.
+    static let magic: [UInt8] = Array("SJSNAP06".utf8)
 
     /// Replicas in id order; keys in `state` use indexes into this list.
     var replicas: [ReplicaID]
@@ -41,6 +43,17 @@ struct Snapshot {
     /// or hashing the drawing again.
     var summary: DrawingSummary? = nil
     var digest: String? { summary?.digest }
+    /// With `summary`: the hash of each stroke of `state.creationOrder` that was created, in
+    /// that order, so that a moment hashes only the strokes that differ from these.
+    var strokeHashes: StrokeHashes? = nil
+
+    /// Sets `summary` and `strokeHashes` from `drawing`, which must be `state.finish()`.
+    mutating func summarize(_ drawing: Drawing) {
+        let hashes = StrokeHashes(of: drawing.strokes)
+        strokeHashes = hashes
+        summary = DrawingSummary(digest: StrokeHashes.digest(visible: drawing.strokes.map(\.visible), hashes: hashes),
+                                 strokes: drawing.strokes.count, visibleStrokes: drawing.strokes.reduce(0) { $0 + ($1.visible ? 1 : 0) })
+    }
     /// The CRC-32 stored after the header, which covers every chunk's CRC: it names this very
     /// snapshot, so keyframes made with it can tell it apart from any other (0 until encoded
     /// or decoded).
@@ -54,17 +67,23 @@ struct Snapshot {
     /// The fingerprint of the membership it was folded under (`Membership.fingerprint`; nil:
     /// an open board), written beside it (`SnapshotStore`); not part of its own file.
     var membershipFingerprint: [UInt8]? = nil
+    /// The least weight of a chunk (`SnapshotChunks.partition`); tests make it small to get
+    /// many chunks from a few strokes.
+    var minimumChunkWeight = SnapshotChunks.minimumWeight
 
     // MARK: Encoding
 
     func encoded() -> [UInt8] {
-        let chunks = SnapshotChunks.partition(state)
+        assert(!(state.baseline?.withholdsPoints(of: state) ?? false), "snapshot: strokes whose points were not decoded")
+        let chunks = SnapshotChunks.partition(state, minimumWeight: minimumChunkWeight)
         let bodies = ParallelResults<[UInt8]>(count: chunks.count)
         let state = self.state
         // Chunks are independent: encode them on every core, as they are decoded.
         let rawCounts = ParallelResults<Int>(count: chunks.count)
+        let recordLengths = ParallelResults<Int>(count: chunks.count)
         DispatchQueue.concurrentPerform(iterations: chunks.count) { index in
-            let raw = SnapshotChunks.encode(state, slots: chunks[index])
+            let (raw, records) = SnapshotChunks.encode(state, slots: chunks[index])
+            recordLengths.set(index, records)
             // Compressed as a block body is: a stored chunk (raw length 0) only where zlib
             // itself fails.
             if let compressed = try? RawDeflate.compress(raw, level: SnapshotChunks.compressionLevel) {
@@ -120,6 +139,12 @@ struct Snapshot {
         header.appendVarint(UInt64(state.strokes.count))
         header.appendVarint(UInt64(state.creationOrder.count))
         state.creationOrder.forEach { header.appendVarint(UInt64($0)) }
+        if let strokeHashes, summary != nil, strokeHashes.count == state.creationOrder.count {
+            header.append(1)
+            header.append(contentsOf: strokeHashes.bytes)
+        } else {
+            header.append(0)
+        }
         header.appendVarint(UInt64(chunks.count))
         for (index, slots) in chunks.enumerated() {
             let body = bodies.take(index) ?? []
@@ -127,6 +152,7 @@ struct Snapshot {
             header.appendVarint(UInt64(slots.reduce(0) { $0 + state.strokes[$1].points.count }))
             header.appendVarint(UInt64(body.count))
             header.appendVarint(UInt64(rawCounts.take(index) ?? 0))
+            header.appendVarint(UInt64(recordLengths.take(index) ?? 0))
             header.appendLE(CRC32.checksum(body))
             bodies.set(index, body)
         }
@@ -158,11 +184,13 @@ struct Snapshot {
     /// `headerOnly` checks and reads the header (coverage, names, keys, digest: all under the
     /// header's CRC) and leaves `state` empty: enough to tell whether the snapshot covers a
     /// journal exactly, never enough to continue from.
-    /// `columns`: given a chunk's slots, whether to decode its points; a chunk it refuses gets
-    /// its stroke ids and empty strokes (a moment cut back from a keyframe needs no more of
-    /// strokes created after it). Nil decodes every chunk.
+    /// `columns`: given a chunk's first slot and its stroke records, whether to decode its
+    /// points; a chunk it refuses gets its strokes without their points (marked in
+    /// `state.baseline`): a moment cut back from a keyframe needs no more of strokes created
+    /// after it, and its summary no more of strokes the snapshot's hashes stand for. Nil
+    /// decodes every chunk.
     static func decode(_ bytes: [UInt8], maxPoints: Int? = nil, headerOnly: Bool = false,
-                       columns: (@Sendable (Range<Int>) -> Bool)? = nil) -> Snapshot? {
+                       columns: SnapshotChunks.Wanted? = nil) -> Snapshot? {
         let prefix = magic.count + 4
         guard bytes.count >= prefix + 4, Array(bytes.prefix(magic.count)) == magic else { return nil }
         return bytes.withUnsafeBytes { buffer -> Snapshot? in
@@ -227,6 +255,14 @@ struct Snapshot {
                     guard slot < UInt64(strokeCount) else { throw .malformed(offset: reader.offset, reason: "slot") }
                     state.creationOrder.append(Int32(slot))
                 }
+                var strokeHashes: StrokeHashes?
+                switch try reader.readByte() {
+                case 0: break
+                case 1:
+                    guard summary != nil else { throw .malformed(offset: reader.offset, reason: "stroke hashes without a digest") }
+                    strokeHashes = StrokeHashes(bytes: Array(try reader.readBytes(state.creationOrder.count * StrokeHashes.size)))
+                default: throw .malformed(offset: reader.offset, reason: "stroke hashes flag")
+                }
                 // The chunk table: every chunk's size and CRC are covered by the header's CRC,
                 // and the chunks must tile the rest of the file exactly.
                 let chunkCount = try reader.readCount(minimumItemSize: 8, what: "chunk")
@@ -237,15 +273,18 @@ struct Snapshot {
                 for _ in 0..<chunkCount {
                     let strokes = try count(&reader), points = try count(&reader), length = try count(&reader)
                     let rawLength = try count(&reader)
+                    let recordsLength = try count(&reader)
                     let crc = try reader.readLE(UInt32.self)
                     guard strokes <= strokeCount - firstSlot, points <= pointBudget, length <= buffer.count - offset,
-                          rawLength <= SnapshotChunks.maxRawLength(strokes: strokes, points: points)
+                          rawLength <= SnapshotChunks.maxRawLength(strokes: strokes, points: points),
+                          recordsLength <= (rawLength > 0 ? rawLength : length)
                     else {
                         throw .malformed(offset: reader.offset, reason: "chunk table")
                     }
                     pointBudget -= points
                     chunks.append(SnapshotChunks.Entry(firstSlot: firstSlot, strokes: strokes, points: points,
-                                                       offset: offset, length: length, rawLength: rawLength, crc: crc))
+                                                       offset: offset, length: length, rawLength: rawLength,
+                                                       recordsLength: recordsLength, crc: crc))
                     firstSlot += strokes
                     offset += length
                 }
@@ -259,8 +298,8 @@ struct Snapshot {
                     header.creationOrder = state.creationOrder
                     return Snapshot(replicas: replicas, covered: covered, lastLamports: lastLamports, sealedNames: names,
                                     lastKey: lastKey, eventCount: eventCount, pointCount: pointCount, maxLamport: maxLamport,
-                                    duplicateEvents: duplicates, forks: forks, state: header, summary: summary, headerCheck: stored,
-                                    headerStrokeCount: strokeCount)
+                                    duplicateEvents: duplicates, forks: forks, state: header, summary: summary,
+                                    strokeHashes: strokeHashes, headerCheck: stored, headerStrokeCount: strokeCount)
                 }
 
                 let decoded = ParallelResults<SnapshotChunks.Decoded>(count: chunks.count)
@@ -276,28 +315,58 @@ struct Snapshot {
                         let entry = table[index]
                         let body = UnsafeRawBufferPointer(rebasing: shared[entry.offset..<(entry.offset + entry.length)])
                         guard CRC32.checksum(body) == entry.crc else { continue }
-                        let points = columns?(entry.firstSlot..<(entry.firstSlot + entry.strokes)) ?? true
-                        func decode(_ raw: UnsafeRawBufferPointer) -> SnapshotChunks.Decoded? {
-                            points ? try? SnapshotChunks.decode(raw, entry: entry, scratch: scratch) : try? SnapshotChunks.decodeIDs(raw, entry: entry)
+                        if let columns {
+                            // The stroke records first (the chunk inflated only that far): they
+                            // may be all the caller wants of it.
+                            let records: SnapshotChunks.Decoded?
+                            if entry.rawLength == 0 {
+                                records = try? SnapshotChunks.decodeRecords(
+                                    UnsafeRawBufferPointer(rebasing: body[0..<entry.recordsLength]), entry: entry)
+                            } else if (try? scratch.inflate(body, count: entry.recordsLength, whole: false)) != nil {
+                                records = scratch.raw.withUnsafeBytes { raw in
+                                    try? SnapshotChunks.decodeRecords(UnsafeRawBufferPointer(rebasing: raw[0..<entry.recordsLength]), entry: entry)
+                                }
+                            } else {
+                                records = nil
+                            }
+                            guard let records else { continue }
+                            guard columns(entry.firstSlot, records) else {
+                                decoded.set(index, records)
+                                continue
+                            }
                         }
                         guard entry.rawLength > 0 else {
-                            decoded.set(index, decode(body))
+                            decoded.set(index, try? SnapshotChunks.decode(body, entry: entry, scratch: scratch))
                             continue
                         }
                         guard (try? scratch.inflate(body, count: entry.rawLength)) != nil else { continue }
                         scratch.raw.withUnsafeBytes { raw in
-                            decoded.set(index, decode(UnsafeRawBufferPointer(rebasing: raw[0..<entry.rawLength])))
+                            decoded.set(index, try? SnapshotChunks.decode(UnsafeRawBufferPointer(rebasing: raw[0..<entry.rawLength]),
+                                                                          entry: entry, scratch: scratch))
                         }
                     }
                 }
                 state.strokes.reserveCapacity(strokeCount)
                 state.strokeIDs.reserveCapacity(strokeCount)
                 state.slots.reserveCapacity(strokeCount)
+                var baseline = SnapshotBaseline(counts: [], ended: [], withheld: [],
+                                                positions: Array(repeating: -1, count: strokeCount))
                 for index in 0..<chunks.count {
                     guard let chunk = decoded.take(index) else { return nil }
                     state.strokeIDs += chunk.ids
                     state.strokes += chunk.strokes
+                    baseline.counts += chunk.counts
+                    baseline.ended += chunk.strokes.map(\.ended)
+                    baseline.withheld += chunk.counts.map { !chunk.pointsDecoded && $0 > 0 }
                 }
+                var position: Int32 = 0
+                for slot in state.creationOrder where state.strokes[Int(slot)].creation != nil {
+                    baseline.positions[Int(slot)] = position
+                    position += 1
+                }
+                // Hashes stand for the strokes `finish()` draws, one each, in creation order.
+                if let strokeHashes, strokeHashes.count != Int(position) { return nil }
+                state.baseline = baseline
                 for (slot, id) in state.strokeIDs.enumerated() {
                     // Two slots with one id would make the fold append to either: refuse.
                     guard state.slots.updateValue(Int32(slot), forKey: id) == nil else { return nil }
@@ -307,15 +376,16 @@ struct Snapshot {
                 let keys = [state.latestClear] + state.strokes.flatMap { [$0.creation, $0.visibility?.key] }
                 guard keys.allSatisfy({ ($0?.replica ?? 0) < UInt32(max(replicaCount, 1)) }),
                       state.strokes.allSatisfy({ stroke in
-                          (stroke.points.isEmpty || Int(stroke.style) < state.styles.count)
+                          // A stroke created has a style, whether or not its points were decoded.
+                          ((stroke.points.isEmpty && stroke.creation == nil) || Int(stroke.style) < state.styles.count)
                               && (stroke.pointStyles?.allSatisfy { Int($0) < state.styles.count } ?? true)
                               && (stroke.pointStyles.map { $0.count == stroke.points.count } ?? true)
                       })
                 else { return nil }
                 return Snapshot(replicas: replicas, covered: covered, lastLamports: lastLamports, sealedNames: names,
                                 lastKey: lastKey, eventCount: eventCount, pointCount: pointCount, maxLamport: maxLamport,
-                                duplicateEvents: duplicates, forks: forks, state: state, summary: summary, headerCheck: stored,
-                                headerStrokeCount: strokeCount)
+                                duplicateEvents: duplicates, forks: forks, state: state, summary: summary,
+                                strokeHashes: strokeHashes, headerCheck: stored, headerStrokeCount: strokeCount)
             } catch {
                 return nil
             }

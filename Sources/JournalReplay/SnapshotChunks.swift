@@ -21,6 +21,8 @@ enum SnapshotChunks {
         var length: Int
         /// The chunk's length inflated; 0: stored as it is.
         var rawLength: Int
+        /// How many of its first bytes (inflated) are its stroke records, before the columns.
+        var recordsLength: Int
         var crc: UInt32
     }
 
@@ -39,19 +41,28 @@ enum SnapshotChunks {
         return byStrokes + byPoints + 256
     }
 
+    /// Given a chunk's first slot and its stroke records, whether to decode its points.
+    typealias Wanted = @Sendable (_ firstSlot: Int, _ records: Decoded) -> Bool
+
     struct Decoded: Sendable {
         var ids: [StrokeID]
         var strokes: [OrderedFoldState.StrokeState]
+        /// Each stroke's point count, decoded or not.
+        var counts: [Int32]
+        var pointsDecoded: Bool
     }
 
     /// The bit pattern `Drawing.Point` uses for "absent"; any other value, even another NaN,
     /// is stored as a value so that the bits come back exactly.
     static let absent = Double.nan.bitPattern
 
+    /// A chunk weighs at least this much (points, plus 8 per stroke) unless it is the last.
+    static let minimumWeight = 65_536
+
     /// Slot ranges of roughly equal weight (points, plus a little per stroke), at most 16.
-    static func partition(_ state: OrderedFoldState) -> [Range<Int>] {
+    static func partition(_ state: OrderedFoldState, minimumWeight: Int = minimumWeight) -> [Range<Int>] {
         let total = state.strokes.reduce(0) { $0 + $1.points.count + 8 }
-        let target = max(total / 16 + 1, 65_536)
+        let target = max(total / 16 + 1, minimumWeight)
         var chunks: [Range<Int>] = []
         var start = 0, weight = 0
         for (slot, stroke) in state.strokes.enumerated() {
@@ -66,7 +77,8 @@ enum SnapshotChunks {
         return chunks
     }
 
-    static func encode(_ state: OrderedFoldState, slots: Range<Int>) -> [UInt8] {
+    /// The chunk's bytes, and how many of them are its stroke records.
+    static func encode(_ state: OrderedFoldState, slots: Range<Int>) -> (bytes: [UInt8], recordsLength: Int) {
         var out = ByteWriter(capacity: slots.reduce(0) { $0 + 32 + state.strokes[$1].points.count * 3 })
         var xs: [Double] = [], ys: [Double] = [], pressures: [Double] = [], times: [Double] = []
         var pointStrokes: [UInt32] = [], pressureStrokes: [UInt32] = [], timeStrokes: [UInt32] = []
@@ -118,11 +130,12 @@ enum SnapshotChunks {
                 }
             }
         }
+        let recordsLength = out.count
         for (values, strokes) in [(xs, pointStrokes), (ys, pointStrokes), (pressures, pressureStrokes), (times, timeStrokes)] {
             RealColumnEncoderV2(values: values, strokes: strokes, strokeCount: slots.count).write(to: &out)
         }
         for slot in slots { state.strokes[slot].pointStyles?.forEach { out.appendVarint(UInt64($0)) } }
-        return out.bytes
+        return (out.bytes, recordsLength)
     }
 
     /// How one stroke's optional values are stored: all, none, or those a bitmap marks.
@@ -163,12 +176,14 @@ enum SnapshotChunks {
         }
     }
 
-    /// The chunk's stroke ids only, each with an empty state: what a moment cut back from a
-    /// keyframe needs of strokes created after it (`Keyframes`), without decoding points.
-    static func decodeIDs(_ raw: UnsafeRawBufferPointer, entry: Entry) throws(DecodeError) -> Decoded {
+    /// The chunk's stroke records only (`raw`: its first `recordsLength` bytes): every stroke
+    /// without its points, what a moment needs of strokes created after its keyframe
+    /// (`Keyframes`) or of strokes the snapshot's hashes stand for.
+    static func decodeRecords(_ raw: UnsafeRawBufferPointer, entry: Entry) throws(DecodeError) -> Decoded {
         var reader = ByteReader(raw)
         let records = try strokeRecords(&reader, entry: entry)
-        return Decoded(ids: records.ids, strokes: Array(repeating: OrderedFoldState.StrokeState(), count: records.ids.count))
+        guard reader.isAtEnd else { throw .malformed(offset: reader.offset, reason: "stroke records length") }
+        return Decoded(ids: records.ids, strokes: records.strokes, counts: records.counts.map { Int32($0) }, pointsDecoded: false)
     }
 
     /// What a chunk says of each stroke before its columns.
@@ -192,13 +207,15 @@ enum SnapshotChunks {
 
         init() {}
 
-        /// The inflated chunk, in `raw`'s first `count` bytes.
-        func inflate(_ body: UnsafeRawBufferPointer, count: Int) throws(ZlibError) {
+        /// The inflated chunk, in `raw`'s first `count` bytes; `whole`: `count` is the whole
+        /// chunk, else only its first bytes are wanted.
+        func inflate(_ body: UnsafeRawBufferPointer, count: Int, whole: Bool = true) throws(ZlibError) {
             if raw.count < count { raw = [UInt8](repeating: 0, count: count) }
             var failure: ZlibError?
             raw.withUnsafeMutableBytes { buffer in
                 do throws(ZlibError) {
-                    try RawDeflate.decompress(body, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count]))
+                    let out = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
+                    if whole { try RawDeflate.decompress(body, into: out) } else { try RawDeflate.decompressPrefix(body, into: out) }
                 } catch { failure = error }
             }
             if let failure { throw failure }
@@ -258,6 +275,7 @@ enum SnapshotChunks {
     static func decode(_ raw: UnsafeRawBufferPointer, entry: Entry, scratch: Scratch = Scratch()) throws(DecodeError) -> Decoded {
         var reader = ByteReader(raw)
         var records = try strokeRecords(&reader, entry: entry, scratch: scratch)
+        guard reader.offset == entry.recordsLength else { throw .malformed(offset: reader.offset, reason: "stroke records length") }
         defer {
             swap(&records.pointStrokes, &scratch.pointStrokes)
             swap(&records.pressureStrokes, &scratch.pressureStrokes)
@@ -299,6 +317,6 @@ enum SnapshotChunks {
             strokes[position].pointStyles = pointStyles
         }
         guard reader.isAtEnd else { throw .malformed(offset: reader.offset, reason: "chunk length") }
-        return Decoded(ids: ids, strokes: strokes)
+        return Decoded(ids: ids, strokes: strokes, counts: counts.map { Int32($0) }, pointsDecoded: true)
     }
 }

@@ -40,7 +40,7 @@ public enum SnapshotStore {
     /// Writes the snapshot; nil when it would be larger than `atMost` bytes.
     static func write(_ snapshot: Snapshot, to directory: JournalDirectory, atMost limit: Int) throws(IOError) -> Info? {
         var snapshot = snapshot
-        if snapshot.summary == nil { snapshot.summary = DrawingSummary(snapshot.state.finish()) }
+        if snapshot.summary == nil || snapshot.strokeHashes == nil { snapshot.summarize(snapshot.state.finish()) }
         let bytes = snapshot.encoded()
         guard bytes.count <= limit else { return nil }
         return try write(bytes: bytes, of: snapshot, to: directory)
@@ -48,7 +48,7 @@ public enum SnapshotStore {
 
     static func write(_ snapshot: Snapshot, to directory: JournalDirectory) throws(IOError) -> Info {
         var snapshot = snapshot
-        if snapshot.summary == nil { snapshot.summary = DrawingSummary(snapshot.state.finish()) }
+        if snapshot.summary == nil || snapshot.strokeHashes == nil { snapshot.summarize(snapshot.state.finish()) }
         return try write(bytes: snapshot.encoded(), of: snapshot, to: directory)
     }
 
@@ -86,7 +86,7 @@ public enum SnapshotStore {
     /// The snapshot, if there is a valid one of this version. It can hold no more points than
     /// `set` has events, which bounds what decoding it may allocate.
     static func newest(_ directory: JournalDirectory, for set: SegmentSet, headerOnly: Bool = false,
-                       columns: (@Sendable (Range<Int>) -> Bool)? = nil) -> Snapshot? {
+                       columns: SnapshotChunks.Wanted? = nil) -> Snapshot? {
         newestFile(directory, for: set)?.decode(headerOnly: headerOnly, columns: columns)
     }
 
@@ -113,7 +113,7 @@ public enum SnapshotStore {
         let bytes: [UInt8]
         let maxPoints: Int
 
-        func decode(headerOnly: Bool = false, columns: (@Sendable (Range<Int>) -> Bool)? = nil) -> Snapshot? {
+        func decode(headerOnly: Bool = false, columns: SnapshotChunks.Wanted? = nil) -> Snapshot? {
             Snapshot.decode(bytes, maxPoints: maxPoints, headerOnly: headerOnly, columns: columns)
         }
     }

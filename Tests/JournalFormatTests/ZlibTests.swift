@@ -37,6 +37,32 @@ import JournalCompression
         }
     }
 
+    /// A stream's first bytes alone: any prefix of a long stream, the whole stream, and an
+    /// error for more than it holds or for garbage.
+    @Test func aPrefixIsInflatedWithoutTheRest() throws {
+        var random = SeededGenerator(seed: 7)
+        let input = (0..<300_000).map { _ in UInt8.random(in: 0...15, using: &random) }
+        let compressed = try RawDeflate.compress(input)
+        for count in [0, 1, 17, 65_536, 299_999, 300_000] {
+            var output = [UInt8](repeating: 0xAA, count: count)
+            try compressed.withUnsafeBytes { stream in
+                try output.withUnsafeMutableBytes { try RawDeflate.decompressPrefix(stream, into: $0) }
+            }
+            #expect(output == Array(input.prefix(count)), "\(count) bytes")
+        }
+        var tooMany = [UInt8](repeating: 0, count: 300_001)
+        #expect(throws: ZlibError.lengthMismatch(expected: 300_001, actual: 300_000)) {
+            try compressed.withUnsafeBytes { stream in
+                try tooMany.withUnsafeMutableBytes { try RawDeflate.decompressPrefix(stream, into: $0) }
+            }
+        }
+        var some = [UInt8](repeating: 0, count: 10)
+        let garbage: [UInt8] = [0xFF, 0xFF, 0xFF, 0xFF, 0x00]
+        #expect(throws: ZlibError.self) {
+            try garbage.withUnsafeBytes { stream in try some.withUnsafeMutableBytes { try RawDeflate.decompressPrefix(stream, into: $0) } }
+        }
+    }
+
     @Test func crc32MatchesTheStandardCheckValue() {
         #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
         #expect(CRC32.checksum([]) == 0)

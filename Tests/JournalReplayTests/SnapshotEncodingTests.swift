@@ -99,13 +99,20 @@ import Testing
             let summary = DrawingSummary(state.finish())
             let original = snapshot(state, summary: summary)
             let bytes = original.encoded()
-            #expect(Array(bytes.prefix(8)) == Array("SJSNAP05".utf8))
+            #expect(Array(bytes.prefix(8)) == Array("SJSNAP06".utf8))
             let decoded = try #require(Snapshot.decode(bytes), "seed \(seed)")
             expectSame(decoded.state, state, "seed \(seed)")
             #expect(decoded.summary == summary)
             #expect(decoded.covered == original.covered && decoded.sealedNames == original.sealedNames)
             #expect(decoded.lastKey == original.lastKey && decoded.duplicateEvents == 3 && decoded.pointCount == original.pointCount)
             #expect(decoded.encoded() == bytes, "seed \(seed): one spelling per state")
+            // With its strokes' hashes, which the header holds (a moment's summary reads them).
+            var hashed = original
+            hashed.summarize(state.finish())
+            let hashedBytes = hashed.encoded()
+            #expect(Snapshot.decode(hashedBytes)?.strokeHashes == StrokeHashes(of: state.finish().strokes), "seed \(seed)")
+            #expect(Snapshot.decode(hashedBytes, headerOnly: true)?.strokeHashes == hashed.strokeHashes, "seed \(seed)")
+            #expect(hashed.summary == summary, "seed \(seed)")
             // The decoder allocates no more points than it is told the journal can hold.
             if original.pointCount > 0 { #expect(Snapshot.decode(bytes, maxPoints: original.pointCount - 1) == nil) }
         }
@@ -146,7 +153,7 @@ import Testing
         let again = Replay.load(journal)
         #expect(again.report.eventsFromSnapshot == 0 && again.drawing == full.drawing)
         #expect(again.report.snapshotWritten != nil)
-        #expect(Array(try FileSystem.readFile(path).prefix(8)) == Array("SJSNAP05".utf8))
+        #expect(Array(try FileSystem.readFile(path).prefix(8)) == Array("SJSNAP06".utf8))
         let fast = Replay.load(journal)
         #expect(fast.report.eventsFromSnapshot == full.report.eventCount && fast.drawing == full.drawing)
         #expect(fast.report.digest == full.drawing.digest && fast.report.snapshotWritten == nil)

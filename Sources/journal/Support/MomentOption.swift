@@ -23,10 +23,20 @@ struct MomentOption: ParsableArguments {
     /// The drawing at the moment asked for and how many events it holds, or nil when none
     /// was asked for.
     func atMoment(_ journal: JournalDirectory) throws -> Replay.AtMoment? {
+        try answer { Replay.drawing(at: $0, in: journal) } events: { $0.events }
+    }
+
+    /// The drawing at the moment asked for in brief (digest and counts), or nil when none was
+    /// asked for.
+    func summaryAtMoment(_ journal: JournalDirectory) throws -> Replay.SummaryAtMoment? {
+        try answer { Replay.summary(at: $0, in: journal) } events: { $0.events }
+    }
+
+    private func answer<Then>(_ find: (Moment) -> Then, events: (Then) -> Int) throws -> Then? {
         guard let at else { return nil }
         let moment = try Self.parse(at, option: "--at")
-        let then = Replay.drawing(at: moment, in: journal)
-        if then.events == 0, moment.isWallClock {
+        let then = find(moment)
+        if events(then) == 0, moment.isWallClock {
             // A session recorded in seconds has no "15 minutes ago": an empty drawing without
             // a word would look like a lost one.
             Terminal.standardError("journal: note: --at \(at) (\(moment)) comes before every event, so the drawing then is empty; `journal history` shows when the session ran\n")

@@ -1281,18 +1281,19 @@ FOLD_DUMP = r"""
 
 
 def fold_digest(strokes):
-    """FORMAT.md §9.3 over the page's fold (FOLD_DUMP): what `journal digest` prints for it."""
-    h = hashlib.sha256(b"StrokeJournal drawing v1\n")
+    """FORMAT.md §9.3 (digest version 2) over the page's fold (FOLD_DUMP): what `journal digest` prints for it."""
+    h = hashlib.sha256(b"StrokeJournal drawing v2\n")
     h.update(struct.pack("<Q", len(strokes)))
     for stroke in strokes:
-        h.update(bytes.fromhex(stroke["id"]) + bytes([stroke["visible"], stroke["ended"]]))
-        h.update(struct.pack("<Q", len(stroke["points"])))
+        s = hashlib.sha256(bytes.fromhex(stroke["id"]) + bytes([stroke["ended"]]))
+        s.update(struct.pack("<Q", len(stroke["points"])))
         for x, y, pressure, t, color, width in stroke["points"]:
-            h.update(bytes([(pressure is not None) | (t is not None) << 1]) + struct.pack("<QQ", int(x, 16), int(y, 16)))
+            s.update(bytes([(pressure is not None) | (t is not None) << 1]) + struct.pack("<QQ", int(x, 16), int(y, 16)))
             for value in (pressure, t):
                 if value is not None:
-                    h.update(struct.pack("<Q", int(value, 16)))
-            h.update(struct.pack("<IQ", int(color[1:], 16), int(width, 16)))
+                    s.update(struct.pack("<Q", int(value, 16)))
+            s.update(struct.pack("<IQ", int(color[1:], 16), int(width, 16)))
+        h.update(bytes([stroke["visible"]]) + s.digest())
     return h.hexdigest()
 
 

@@ -1279,23 +1279,26 @@ def digest(events):
             stroke["points"].sort(key=lambda point: point[0])
             created.append((stroke["points"][0][0], stroke_id, stroke))
     created.sort(key=lambda c: c[0])
-    h = hashlib.sha256(b"StrokeJournal drawing v1\n")
+    # Digest version 2 (FORMAT.md §9.3): each stroke's bytes hashed on their own, then the
+    # visible flags and stroke hashes hashed in z-order.
+    h = hashlib.sha256(b"StrokeJournal drawing v2\n")
     h.update(struct.pack("<Q", len(created)))
     for creation, stroke_id, stroke in created:
         op = stroke["op"]
         visible = op[1] if op else True
         if latest_clear is not None and creation < latest_clear and (op is None or op[0] < latest_clear):
             visible = False
-        h.update(stroke_id + bytes([int(visible), int(stroke["ended"])]))
-        h.update(struct.pack("<Q", len(stroke["points"])))
+        s = hashlib.sha256(stroke_id + bytes([int(stroke["ended"])]))
+        s.update(struct.pack("<Q", len(stroke["points"])))
         for _, e in stroke["points"]:
             p, t = e["pressure"], e["t"]
-            h.update(bytes([(p is not None) | (t is not None) << 1]) + struct.pack("<QQ", e["x"], e["y"]))
+            s.update(bytes([(p is not None) | (t is not None) << 1]) + struct.pack("<QQ", e["x"], e["y"]))
             if p is not None:
-                h.update(struct.pack("<Q", p))
+                s.update(struct.pack("<Q", p))
             if t is not None:
-                h.update(struct.pack("<Q", t))
-            h.update(struct.pack("<IQ", e["color"], e["width"]))
+                s.update(struct.pack("<Q", t))
+            s.update(struct.pack("<IQ", e["color"], e["width"]))
+        h.update(bytes([int(visible)]) + s.digest())
     return h.hexdigest()
 
 
