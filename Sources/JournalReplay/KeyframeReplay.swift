@@ -111,7 +111,8 @@ extension Replay {
         switch points {
         case .drawing:
             for slot in header.state.creationOrder.prefix(frame.created) where Int(slot) < needed.count { needed[Int(slot)] = true }
-            for change in frame.changes where Int(change.slot) < needed.count { needed[Int(change.slot)] = true }
+            // A change to no points names a stroke not created yet, which starts empty.
+            for change in frame.changes where change.points > 0 && Int(change.slot) < needed.count { needed[Int(change.slot)] = true }
         case .summary(let also):
             for slot in also where slot < needed.count { needed[slot] = true }
             for change in frame.changes { cutBack[Int(change.slot)] = change }
@@ -121,7 +122,8 @@ extension Replay {
             records.ids.indices.contains { position in
                 let slot = first + position
                 if slot < wanted.count && wanted[slot] { return true }
-                guard let change = changes[slot] else { return false }
+                // A stroke with no points then was not created yet: it starts empty either way.
+                guard let change = changes[slot], change.points > 0 else { return false }
                 return Int(records.counts[position]) != change.points || records.strokes[position].ended != change.ended
             }
         }
