@@ -116,6 +116,8 @@ public enum RawDeflate {
         defer { inflateEnd(box.stream) }
 
         let expectedCount = outBuf.count
+        // zlib counts in 32 bits.
+        guard expectedCount <= Int(UInt32.max) else { throw .outputTooLarge(limit: Int(UInt32.max)) }
         // One spare byte lets us notice a stream that would run past the expected size.
         var spare: UInt8 = 0
         box.stream.pointee.next_in = UnsafeMutablePointer(
@@ -160,6 +162,8 @@ extension RawDeflate {
         _ input: UnsafeRawBufferPointer, into outBuf: UnsafeMutableRawBufferPointer
     ) throws(ZlibError) {
         guard outBuf.count > 0 else { return }
+        // zlib counts in 32 bits.
+        guard outBuf.count <= Int(UInt32.max) else { throw .outputTooLarge(limit: Int(UInt32.max)) }
         let box = StreamBox()
         let initCode = czlib_inflate_init_raw(box.stream)
         guard initCode == Z_OK else { throw .internalFailure(code: initCode) }

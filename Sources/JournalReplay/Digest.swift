@@ -173,7 +173,6 @@ private final class DigestLanes: @unchecked Sendable {
             next += 1
         }
     }
-
 }
 
 /// A stroke's canonical bytes (docs/FORMAT.md §9.3).

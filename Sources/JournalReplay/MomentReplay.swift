@@ -115,7 +115,10 @@ extension Replay {
                                     snapshot: SnapshotStore.OpenedSnapshot?) -> SummaryAtMoment? {
         var also = Set<Int>()
         for _ in 0..<2 {
-            switch momentFromSnapshot(ofFirst: count, set, directory: directory, snapshot: snapshot, points: .summary(also: also)) {
+            // Missing keyframes are built by the caller's fallback (`drawing(ofFirst:)`): built
+            // here too, a journal that cannot have them would be merged whole twice.
+            switch momentFromSnapshot(ofFirst: count, set, directory: directory, buildAbove: nil, snapshot: snapshot,
+                                      points: .summary(also: also)) {
             case nil: return nil
             case .merged(let moment): return SummaryAtMoment(moment)
             case .folded(let state, let report, let events, let hashes):

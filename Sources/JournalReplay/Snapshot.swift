@@ -250,6 +250,11 @@ struct Snapshot {
                 }
                 state.latestClear = try take(&reader)
                 let strokeCount = try count(&reader)
+                // Slots are Int32, and each came from an event of the journal: a count past
+                // either is a crafted header, whose arrays would trap or exhaust memory.
+                guard strokeCount <= Int(Int32.max), strokeCount <= maxPoints ?? bytes.count * 64 else {
+                    throw .malformed(offset: reader.offset, reason: "stroke count")
+                }
                 for _ in 0..<(try reader.readCount(minimumItemSize: 1, what: "creation")) {
                     let slot = try reader.readVarint()
                     guard slot < UInt64(strokeCount) else { throw .malformed(offset: reader.offset, reason: "slot") }
@@ -379,7 +384,7 @@ struct Snapshot {
                           // A stroke created has a style, whether or not its points were decoded.
                           ((stroke.points.isEmpty && stroke.creation == nil) || Int(stroke.style) < state.styles.count)
                               && (stroke.pointStyles?.allSatisfy { Int($0) < state.styles.count } ?? true)
-                              && (stroke.pointStyles.map { $0.count == stroke.points.count } ?? true)
+                              && (stroke.pointStyles.map { $0.count == stroke.points.count && !$0.isEmpty } ?? true)
                       })
                 else { return nil }
                 return Snapshot(replicas: replicas, covered: covered, lastLamports: lastLamports, sealedNames: names,

@@ -1,3 +1,4 @@
+import JournalCompression
 import JournalFormat
 import JournalPlatform
 @testable import JournalReplay
@@ -127,6 +128,52 @@ import Testing
             if offset % 7 == 0 { #expect(Snapshot.decode(Damage.truncate(bytes, at: offset)) == nil, "length \(offset)") }
         }
         #expect(Snapshot.decode(bytes + [0]) == nil)
+    }
+
+    /// A header whose CRC holds but whose counts could not come from any journal: refused,
+    /// not trapped on (slots are Int32) or allocated for.
+    @Test func aCraftedStrokeCountIsRefused() {
+        /// A header of `strokes` slots, `creations` in creation order and one chunk of every
+        /// slot, no point and no byte (all a header-only decode checks).
+        func file(strokes: UInt64, creations: [UInt64]) -> [UInt8] {
+            var header = ByteWriter(capacity: 64)
+            // No replica, name, last key, counts, fork, summary, style or clear.
+            for _ in 0..<11 { header.append(0) }
+            header.appendVarint(strokes)
+            header.appendVarint(UInt64(creations.count))
+            creations.forEach { header.appendVarint($0) }
+            header.append(0)  // no stroke hashes
+            header.appendVarint(1)
+            for field in [strokes, 0, 0, 0, 0] { header.appendVarint(field) }  // strokes, points, lengths
+            header.appendLE(CRC32.checksum([UInt8]()))
+            var out = ByteWriter(capacity: 128)
+            out.append(contentsOf: Snapshot.magic)
+            out.appendLE(UInt32(header.count))
+            out.append(contentsOf: header.bytes)
+            out.appendLE(CRC32.checksum(out.bytes))
+            return out.bytes
+        }
+        // The shape is one a journal can have.
+        #expect(Snapshot.decode(file(strokes: 5_000, creations: [3]), maxPoints: 5_000, headerOnly: true) != nil)
+        // More slots than the journal has events, or than an Int32 can name.
+        #expect(Snapshot.decode(file(strokes: 5_000, creations: [3]), maxPoints: 4_999, headerOnly: true) == nil)
+        #expect(Snapshot.decode(file(strokes: 1 << 32, creations: [1 << 31]), maxPoints: 1 << 40, headerOnly: true) == nil)
+    }
+
+    /// A stroke with per-point styles but no point: the fold would append styles one short of
+    /// the points it adds later, and hashing the stroke would read past them.
+    @Test func aStrokeWithPointStylesButNoPointIsRefused() throws {
+        var state = arbitraryState(seed: 4, strokes: 3...3)
+        let id = StrokeID(UUIDBits(high: 77, low: 77))
+        state.slots[id] = Int32(state.strokes.count)
+        state.strokeIDs.append(id)
+        var empty = OrderedFoldState.StrokeState()
+        empty.pointStyles = []
+        state.strokes.append(empty)
+        let bytes = snapshot(state).encoded()
+        #expect(Snapshot.decode(bytes) == nil)
+        state.strokes[state.strokes.count - 1].pointStyles = nil
+        #expect(Snapshot.decode(snapshot(state).encoded()) != nil)
     }
 
     @Test func anOldVersionIsIgnoredAndRebuilt() throws {
