@@ -26,10 +26,12 @@ struct Keyframes {
         /// Slots whose state then differs from the snapshot's (or, not yet created, from an
         /// empty stroke's), in slot order.
         var changes: [Change]
-        /// The lowest and highest wall time of the events since the keyframe before (the
-        /// first: since the start): a wall-clock moment counts these events without reading
-        /// them unless its time falls inside (`WallCensus`).
-        var walls: ClosedRange<Int64>?
+        /// Per replica of the snapshot, in its order: the lowest and highest wall time of its
+        /// events since the keyframe before (the first: since the start). A wall-clock moment
+        /// counts these events without reading them unless its time falls inside
+        /// (`WallCensus`): one replica's clock follows its seqs even where the replicas'
+        /// events interleave in ways their wall times do not.
+        var replicaWalls: [ClosedRange<Int64>?]
     }
 
     struct Change {
@@ -40,9 +42,16 @@ struct Keyframes {
     }
 
     var frames: [Frame]
-    /// The wall times of the snapshot's events after the last keyframe (all of them without
-    /// one); nil when there are none.
-    var tailWalls: ClosedRange<Int64>?
+
+    /// The lowest and highest of `walls` (nil where there are none).
+    static func union(_ walls: [ClosedRange<Int64>?]) -> ClosedRange<Int64>? {
+        let present = walls.compactMap { $0 }
+        guard let low = present.map(\.lowerBound).min(), let high = present.map(\.upperBound).max() else { return nil }
+        return low...high
+    }
+    /// Per replica, the wall times of the snapshot's events after the last keyframe (all of
+    /// them without one); nil where there are none.
+    var tailWalls: [ClosedRange<Int64>?]
 
     /// A keyframe every this many events, at most `maximumFrames` of them: the merge from a
     /// keyframe decodes at most about one interval of events.
@@ -114,9 +123,9 @@ struct KeyframeCapture {
     var pointCounts: [Int32]
     var ended: [Bool]
     var visibilities: [(slot: Int32, key: CompactKey, visible: Bool)]
-    var walls: ClosedRange<Int64>?
+    var walls: [ClosedRange<Int64>?]
 
-    init(of state: OrderedFoldState, events: Int, lastKey: CompactKey, cursors: [UInt64], walls: ClosedRange<Int64>?) {
+    init(of state: OrderedFoldState, events: Int, lastKey: CompactKey, cursors: [UInt64], walls: [ClosedRange<Int64>?]) {
         self.events = events
         self.walls = walls
         self.lastKey = lastKey
@@ -152,7 +161,7 @@ struct KeyframeCapture {
             }
         }
         return Keyframes.Frame(events: events, lastKey: lastKey, cursors: cursors, created: created,
-                               latestClear: latestClear, changes: changes, walls: walls)
+                               latestClear: latestClear, changes: changes, replicaWalls: walls)
     }
 
     private static func same(_ a: (key: CompactKey, visible: Bool)?, _ b: (key: CompactKey, visible: Bool)?) -> Bool {
@@ -170,8 +179,8 @@ extension Keyframes {
     /// `local/snapshots/latest.sjkeys`: a cache like the snapshot, never synced, ignored when
     /// damaged or when it was not made with the snapshot beside it (docs/SYNC.md, "Keyframes").
     /// Version 2: version 1 sealed (`CacheSeal`, by `SnapshotStore`); version 3: each frame's
-    /// wall census, and the tail's.
-    static let magic: [UInt8] = Array("SJKEYS03".utf8)
+    /// wall census, and the tail's; version 4: the census per replica.
+    static let magic: [UInt8] = Array("SJKEYS04".utf8)
 
     static func put(_ walls: ClosedRange<Int64>?, _ out: inout ByteWriter) {
         guard let walls else { out.append(0); return }
@@ -221,9 +230,9 @@ extension Keyframes {
                 out.append(flags)
                 if let visibility = change.visibility { Snapshot.putKey(visibility.key, &out) }
             }
-            Self.put(frame.walls, &out)
+            for walls in frame.replicaWalls { Self.put(walls, &out) }
         }
-        Self.put(tailWalls, &out)
+        for walls in tailWalls { Self.put(walls, &out) }
         out.appendLE(CRC32.checksum(out.bytes))
         return out.bytes
     }
@@ -268,11 +277,13 @@ extension Keyframes {
                         let visibility = flags & 2 != 0 ? (key: try Snapshot.takeKey(&reader), visible: flags & 4 != 0) : nil
                         changes.append(Change(slot: slot, points: points, ended: flags & 1 != 0, visibility: visibility))
                     }
-                    let walls = try takeWalls(&reader)
+                    var walls: [ClosedRange<Int64>?] = []
+                    for _ in 0..<replicaCount { walls.append(try takeWalls(&reader)) }
                     frames.append(Frame(events: eventsSoFar, lastKey: lastKey, cursors: cursors, created: createdThen,
-                                        latestClear: latestClear, changes: changes, walls: walls))
+                                        latestClear: latestClear, changes: changes, replicaWalls: walls))
                 }
-                let tailWalls = try takeWalls(&reader)
+                var tailWalls: [ClosedRange<Int64>?] = []
+                for _ in 0..<replicaCount { tailWalls.append(try takeWalls(&reader)) }
                 guard reader.isAtEnd else { return nil }
                 return Keyframes(frames: frames, tailWalls: tailWalls)
             } catch {

@@ -61,11 +61,16 @@ struct OrderedMerge {
     }
     private var nextKeyframe = Int.max
     private(set) var keyframes: [KeyframeCapture] = []
-    /// The lowest and highest wall time of the events applied since the last keyframe (or
-    /// since the start): each keyframe's wall census, and at the end the tail's.
-    private var wallLow = Int64.max, wallHigh = Int64.min
-    /// The wall times of the events applied after the last keyframe, once `run` has folded all.
-    var tailWalls: ClosedRange<Int64>? { wallLow <= wallHigh ? wallLow...wallHigh : nil }
+    /// Per replica, the lowest and highest wall time of its events applied since the last
+    /// keyframe (or since the start): each keyframe's wall census, and at the end the tail's.
+    private var wallLows: [Int64] = [], wallHighs: [Int64] = []
+    /// Per replica, the wall times of the events applied after the last keyframe, once `run`
+    /// has folded all.
+    var tailWalls: [ClosedRange<Int64>?] {
+        (0..<replicaCount).map { index in
+            index < wallLows.count && wallLows[index] <= wallHighs[index] ? wallLows[index]...wallHighs[index] : nil
+        }
+    }
 
     /// Folds every event, or only the first `limit` of the total order (the drawing at a
     /// moment, docs/HISTORY.md); nil if some replica's clocks do not rise with its seqs.
@@ -83,6 +88,10 @@ struct OrderedMerge {
     /// seqs; else `state` holds the fold.
     mutating func fold(report: inout ReplayReport, limit: Int = .max, clocksChecked: Bool = false) -> Bool {
         readAheadLimit = clocksChecked ? limit : .max
+        if wallLows.count != replicaCount {
+            wallLows = Array(repeating: .max, count: replicaCount)
+            wallHighs = Array(repeating: .min, count: replicaCount)
+        }
         for replica in 0..<replicaCount {
             switch load(replica, report: &report) {
             case .loaded: push(replica)
@@ -107,8 +116,8 @@ struct OrderedMerge {
                 applied += 1
                 assert(lastKey.map { $0 < key } ?? true, "ordered merge: events out of order")
                 lastKey = key
-                wallLow = min(wallLow, key.wallTime)
-                wallHigh = max(wallHigh, key.wallTime)
+                wallLows[replica] = min(wallLows[replica], key.wallTime)
+                wallHighs[replica] = max(wallHighs[replica], key.wallTime)
                 let more = state.apply(&heads[replica]!, key: key, nextKey: &headKeys[replica], report: &report)
                 if !more {
                     switch load(replica, report: &report) {
@@ -130,8 +139,8 @@ struct OrderedMerge {
         guard let lastKey else { return }
         let cursors = (0..<replicaCount).map { heads[$0] == nil ? UInt64.max : headKeys[$0].seq - 1 }
         keyframes.append(KeyframeCapture(of: state, events: applied, lastKey: lastKey, cursors: cursors, walls: tailWalls))
-        wallLow = .max
-        wallHigh = .min
+        wallLows = Array(repeating: .max, count: replicaCount)
+        wallHighs = Array(repeating: .min, count: replicaCount)
     }
 
     /// Reads every block not yet loaded, only to check that each replica's clocks keep rising.

@@ -4,21 +4,31 @@ import JournalStorage
 /// How many events a wall-clock moment holds (docs/HISTORY.md, "A moment"), counted from a
 /// snapshot's keyframes instead of every event's wall time.
 ///
-/// Each keyframe notes the lowest and highest wall time of the events since the keyframe
-/// before, and the keyframes note the same of the snapshot's last events (`Keyframes`). For a
-/// time *T*, an interval whose highest time is at most *T* counts whole, one whose lowest is
-/// after *T* not at all, and only the events of an interval that straddles *T* are read:
-/// per replica, the seqs between the two keyframes' cursors. Clocks that follow the wall
-/// make that one or two intervals of the 128; the events the snapshot lacks are read whole,
-/// as before. Either way the count is the one `WallTimes` gives from every event.
+/// Each keyframe notes, per replica, the lowest and highest wall time of its events since the
+/// keyframe before, and the keyframes note the same of the snapshot's last events
+/// (`Keyframes`). For a time *T*, an interval whose highest time is at most *T* counts whole,
+/// one whose lowest is after *T* not at all; in one that straddles *T*, each replica's events
+/// count the same way (how many there are comes from the seqs the snapshot covers), and only
+/// those of a replica whose own times straddle *T* are read: its seqs between the two
+/// keyframes' cursors. A writer's clock follows its seqs, so that is one interval of one
+/// replica or a few, even where the replicas' events interleave in the total order in ways
+/// their wall times do not (journals recorded one after another, then merged); the events
+/// the snapshot lacks are read whole, as before. Either way the count is the one `WallTimes`
+/// gives from every event.
 struct WallCensus {
-    private struct Interval {
+    struct Interval {
         var events: Int
-        var walls: ClosedRange<Int64>?
+        /// Per replica of the snapshot: its events' wall times in the interval.
+        var walls: [ClosedRange<Int64>?]
+        /// Per replica: how many of the interval's events are its own; nil when those do not
+        /// add up to `events` (then a straddling interval is read for every replica).
+        var counts: [Int]?
         /// Per replica of the snapshot: seqs after `from` and through `through` (`UInt64.max`
         /// stands for every seq the snapshot holds).
         var from: [UInt64]
         var through: [UInt64]
+
+        var union: ClosedRange<Int64>? { Keyframes.union(walls) }
     }
 
     private let set: SegmentSet
@@ -48,14 +58,28 @@ struct WallCensus {
         var intervals: [Interval] = []
         var previous = Array(repeating: UInt64(0), count: header.replicas.count)
         var previousEvents = 0
+        let (replicas, held) = (self.replicas, self.held)
+        func interval(events: Int, walls: [ClosedRange<Int64>?], through: [UInt64]) -> Interval? {
+            guard walls.count == previous.count, through.count == previous.count else { return nil }
+            var counts: [Int]? = replicas.indices.map { index in
+                Self.seqs(in: header.covered[replicas[index]] ?? [], after: previous[index], through: min(through[index], held[index]))
+            }
+            if let found = counts, found.reduce(0, +) != events || zip(found, walls).contains(where: { ($0 == 0) != ($1 == nil) }) {
+                counts = nil
+            }
+            return Interval(events: events, walls: walls, counts: counts, from: previous, through: through)
+        }
         for frame in keyframes.frames {
-            guard frame.cursors.count == previous.count else { return nil }
-            intervals.append(Interval(events: frame.events - previousEvents, walls: frame.walls, from: previous, through: frame.cursors))
+            guard let next = interval(events: frame.events - previousEvents, walls: frame.replicaWalls, through: frame.cursors)
+            else { return nil }
+            intervals.append(next)
             previous = frame.cursors
             previousEvents = frame.events
         }
-        intervals.append(Interval(events: header.eventCount - previousEvents, walls: keyframes.tailWalls, from: previous,
-                                  through: Array(repeating: .max, count: previous.count)))
+        guard let tail = interval(events: header.eventCount - previousEvents, walls: keyframes.tailWalls,
+                                  through: Array(repeating: .max, count: previous.count))
+        else { return nil }
+        intervals.append(tail)
         self.intervals = intervals
         var report = ReplayReport()
         var times: [Int64] = []
@@ -67,7 +91,7 @@ struct WallCensus {
         fresh = WallTimes(times)
         hasFreshEvents = !times.isEmpty
         total = header.eventCount + times.count
-        last = (intervals.compactMap { $0.walls?.upperBound } + times).max()
+        last = (intervals.compactMap { $0.union?.upperBound } + times).max()
     }
 
     /// How many events the moment holds; `.events(n)` is the caller's to clamp.
@@ -75,30 +99,55 @@ struct WallCensus {
         WallTimes.count(at: moment, total: total, last: last, madeBy: made(by:))
     }
 
+    /// How many seqs of `ranges` lie after `from` and through `through`.
+    static func seqs(in ranges: [ClosedRange<UInt64>], after from: UInt64, through: UInt64) -> Int {
+        guard from < through else { return 0 }
+        var count: UInt64 = 0
+        for range in ranges {
+            let low = max(range.lowerBound, from + 1), high = min(range.upperBound, through)
+            if low <= high { count &+= high - low + 1 }
+        }
+        return Int(clamping: count)
+    }
+
     /// Events whose wall time is at or before `time`.
     private func made(by time: Int64) -> Int {
+        let (count, straddling) = plan(time)
+        return count + counted(straddling, madeBy: time)
+    }
+
+    /// The events known to be made by `time` without reading any, and per replica the
+    /// intervals whose events of that replica must be read.
+    func plan(_ time: Int64) -> (count: Int, straddling: [[Interval]]) {
         var count = fresh.count(at: .wallTime(time))
-        var straddling: [Interval] = []
+        var straddling = Array(repeating: [Interval](), count: replicas.count)
         for interval in intervals {
-            guard let walls = interval.walls else { continue }
-            if walls.upperBound <= time {
+            guard let union = interval.union else { continue }
+            if union.upperBound <= time {
                 count += interval.events
-            } else if walls.lowerBound <= time {
-                straddling.append(interval)
+            } else if union.lowerBound <= time {
+                for index in replicas.indices {
+                    guard let walls = interval.walls[index] else { continue }
+                    if let counts = interval.counts, walls.upperBound <= time {
+                        count += counts[index]
+                    } else if interval.counts == nil || walls.lowerBound <= time {
+                        straddling[index].append(interval)
+                    }
+                }
             }
         }
-        return count + counted(straddling, madeBy: time)
+        return (count, straddling)
     }
 
     /// Reads the events of the straddling intervals, one pass per replica over just their
     /// seqs (blocks wholly outside them are not decoded), and counts those made by `time`.
-    private func counted(_ straddling: [Interval], madeBy time: Int64) -> Int {
-        guard !straddling.isEmpty else { return 0 }
+    private func counted(_ straddling: [[Interval]], madeBy time: Int64) -> Int {
+        guard straddling.contains(where: { !$0.isEmpty }) else { return 0 }
         var count = 0
         var report = ReplayReport()
         for (index, replica) in replicas.enumerated() {
             var needed = SeqRanges()
-            for interval in straddling {
+            for interval in straddling[index] {
                 let through = min(interval.through[index], held[index])
                 if through > interval.from[index] { needed.insert((interval.from[index] + 1)...through) }
             }

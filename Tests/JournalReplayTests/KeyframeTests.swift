@@ -124,6 +124,40 @@ import Testing
         }
     }
 
+    /// Replicas recorded one after another, then merged: their events interleave in the
+    /// total order (each one's clocks start at 1), so every keyframe interval spans all their
+    /// wall times, but each replica's own times follow its seqs. The census counts per
+    /// replica, reads the events of at most a few (interval, replica) pairs, and still gives
+    /// what every wall time says.
+    @Test func aCensusOfReplicasRecordedOneAfterAnotherReadsOneReplica() throws {
+        let temp = TemporaryDirectory("keyframes-census-replicas")
+        defer { temp.remove() }
+        var events = Self.events(count: 600, seed: 21)
+        let replicas = Array(Set(events.map(\.id.replica))).sorted()
+        for index in events.indices {
+            let order = replicas.firstIndex(of: events[index].id.replica)!
+            events[index].wallTime = 1_790_000_000_000 + Int64(order) * 1_000_000 + Int64(events[index].id.seq) * 3
+        }
+        let journal = try HistoryTests.journal(at: temp.path + "/j", events, perSegment: 40)
+        var report = ReplayReport()
+        try SnapshotStore.write(try #require(Replay.fullSnapshot(SegmentSet.load(journal), report: &report, keyframeInterval: 16)), to: journal)
+        let set = SegmentSet.load(journal)
+        let census = try #require(WallCensus(journal, set, snapshot: SnapshotStore.newestFile(journal, for: set)))
+        var unused = ReplayReport()
+        let every = WallTimes(Replay.uniqueWallTimes(set, report: &unused).times)
+        var mostRead = 0
+        for time in Set(events.map(\.wallTime)).sorted() {
+            for moment in [Moment.wallTime(time - 1), .wallTime(time)] {
+                #expect(census.count(at: moment) == every.count(at: moment), "\(moment)")
+            }
+            mostRead = max(mostRead, census.plan(time).straddling.reduce(0) { $0 + $1.count })
+        }
+        // Every interval straddles the middle of the session; one replica's events are read.
+        let middle = 1_790_000_000_000 + 1_000_000 + Int64(events.filter { $0.id.replica == replicas[1] }.count) * 3 / 2
+        #expect(census.plan(middle).straddling.enumerated().allSatisfy { $0.offset == 1 || $0.element.isEmpty })
+        #expect(mostRead <= 2, "the census read \(mostRead) (interval, replica) pairs for one moment")
+    }
+
     @Test func keyframesApplyWhileNewEventsComeAfterTheSnapshotAndNotOnceOneSortsBefore() throws {
         let temp = TemporaryDirectory("keyframes-growth")
         defer { temp.remove() }
