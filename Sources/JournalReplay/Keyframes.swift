@@ -49,6 +49,7 @@ struct Keyframes {
         guard let low = present.map(\.lowerBound).min(), let high = present.map(\.upperBound).max() else { return nil }
         return low...high
     }
+
     /// Per replica, the wall times of the snapshot's events after the last keyframe (all of
     /// them without one); nil where there are none.
     var tailWalls: [ClosedRange<Int64>?]

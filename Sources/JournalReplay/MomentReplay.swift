@@ -90,7 +90,7 @@ extension Replay {
 
     /// What `drawing(at:in:)` draws, in brief (`journal digest --at`): the same digest and
     /// counts, but a stroke still as the snapshot holds it is neither decoded nor hashed again,
-    /// its hash read from the snapshot (docs/HISTORY.md, "Keyframes").
+    /// its hash read from the snapshot (docs/HISTORY.md, "A moment's digest without the drawing").
     public static func summary(at moment: Moment, in directory: JournalDirectory) -> SummaryAtMoment {
         if moment == .end {
             if let cached = cachedDigest(directory) {
