@@ -94,6 +94,28 @@ import Testing
         }
     }
 
+    /// Every byte of a chunk damaged in turn (under a CRC an attacker can recompute): read with
+    /// its points or only its records, the chunk decodes or is refused, never traps.
+    @Test func aDamagedChunkIsDecodedOrRefusedWithOrWithoutItsPoints() throws {
+        let state = SnapshotEncodingTests().arbitraryState(seed: 8, strokes: 12...12, lengths: [0, 1, 2, 9, 30])
+        let (raw, recordsLength) = SnapshotChunks.encode(state, slots: 0..<state.strokes.count)
+        let entry = SnapshotChunks.Entry(firstSlot: 0, strokes: state.strokes.count, points: state.strokes.reduce(0) { $0 + $1.points.count },
+                                         offset: 0, length: raw.count, rawLength: raw.count, recordsLength: recordsLength, crc: 0)
+        var random = SeededGenerator(seed: 9)
+        var refused = 0
+        for offset in raw.indices {
+            let damaged = Damage.flipByte(raw, at: offset, mask: UInt8.random(in: 1...255, using: &random))
+            damaged.withUnsafeBytes { bytes in
+                let whole = try? SnapshotChunks.decode(bytes, entry: entry)
+                let records = try? SnapshotChunks.decodeRecords(UnsafeRawBufferPointer(rebasing: bytes[0..<recordsLength]), entry: entry)
+                if whole == nil { refused += 1 }
+                // What the records say is what the whole chunk says, when both are read.
+                if let whole, let records { #expect(whole.ids == records.ids && whole.counts == records.counts, "byte \(offset)") }
+            }
+        }
+        #expect(refused > 0)
+    }
+
     /// A chunk whose stroke records do not end where its table entry says is refused, read
     /// with its points or without them.
     @Test func aChunkWhoseRecordsDoNotEndWhereTheTableSaysIsRefused() throws {
