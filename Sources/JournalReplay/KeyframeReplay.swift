@@ -62,6 +62,9 @@ extension Replay {
         guard let file = preloaded ?? SnapshotStore.newestFile(directory, for: set), let header = file.decode(headerOnly: true),
               let (fresh, skipThrough) = rest(of: set, after: header)
         else { return build() }
+        // A snapshot written without stroke hashes (`SnapshotStore.write`) gives a summary
+        // nothing to take: it needs the drawing.
+        let points = header.strokeHashes == nil ? .drawing : points
         var report = ReplayReport()
         report.problems = set.problems
 

@@ -122,7 +122,11 @@ extension Replay {
             case nil: return nil
             case .merged(let moment): return SummaryAtMoment(moment)
             case .folded(let state, let report, let events, let hashes):
-                guard let hashes else { return nil }
+                guard let hashes else {
+                    // The snapshot holds no stroke hashes: the drawing was decoded whole.
+                    return SnapshotMoment.folded(state: state, report: report, events: events, strokeHashes: nil).drawing
+                        .map(SummaryAtMoment.init)
+                }
                 switch state.summary(stored: hashes) {
                 case .summary(let summary, let points):
                     return SummaryAtMoment(summary: summary, report: report, events: events, points: points)

@@ -116,6 +116,29 @@ import Testing
         #expect(refused > 0)
     }
 
+    /// A drawing of dots: stroke hashes would make the automatic snapshot larger than it may
+    /// be (twice the segments), so it is written without them, and a moment's summary is
+    /// the whole drawing's.
+    @Test func anAutomaticSnapshotOfDotsIsWrittenWithoutStrokeHashes() throws {
+        let temp = TemporaryDirectory("summary-dots")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        var generator = EventGenerator(seed: 51)
+        let writer = try JournalWriter(directory: journal)
+        for _ in 0..<(SnapshotStore.automaticThreshold + 10) {
+            for event in generator.stroke(points: 1) { try writer.append(event.payload) }
+        }
+        try writer.close()
+        let first = Replay.load(journal)
+        #expect(first.report.snapshotWritten != nil, "no automatic snapshot")
+        let set = SegmentSet.load(journal)
+        let stored = try #require(SnapshotStore.newest(journal, for: set, headerOnly: true))
+        #expect(stored.strokeHashes == nil && stored.summary?.digest == first.drawing.digest)
+        let count = first.report.eventCount / 2
+        let then = Replay.drawing(at: .events(count), in: journal)
+        try Self.expectSummary(Replay.summary(at: .events(count), in: journal), is: then.drawing, events: count, "half")
+    }
+
     /// A chunk whose stroke records do not end where its table entry says is refused, read
     /// with its points or without them.
     @Test func aChunkWhoseRecordsDoNotEndWhereTheTableSaysIsRefused() throws {
