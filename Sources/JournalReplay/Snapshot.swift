@@ -73,7 +73,9 @@ struct Snapshot {
 
     // MARK: Encoding
 
-    func encoded() -> [UInt8] {
+    /// The snapshot's bytes. `limit`: a file over it is made again without the stroke hashes,
+    /// which can outweigh a drawing of tiny strokes (the chunks are encoded once either way).
+    func encoded(droppingStrokeHashesOver limit: Int? = nil) -> [UInt8] {
         assert(!(state.baseline?.withholdsPoints(of: state) ?? false), "snapshot: strokes whose points were not decoded")
         let chunks = SnapshotChunks.partition(state, minimumWeight: minimumChunkWeight)
         let bodies = ParallelResults<[UInt8]>(count: chunks.count)
@@ -95,6 +97,19 @@ struct Snapshot {
             }
         }
 
+        let chunkBodies = (0..<chunks.count).map { bodies.take($0) ?? [] }
+        let chunkRawCounts = (0..<chunks.count).map { rawCounts.take($0) ?? 0 }
+        let chunkRecordLengths = (0..<chunks.count).map { recordLengths.take($0) ?? 0 }
+        let bytes = file(chunks: chunks, bodies: chunkBodies, rawCounts: chunkRawCounts, recordLengths: chunkRecordLengths,
+                         strokeHashes: true)
+        guard let limit, bytes.count > limit, strokeHashes != nil else { return bytes }
+        return file(chunks: chunks, bodies: chunkBodies, rawCounts: chunkRawCounts, recordLengths: chunkRecordLengths,
+                    strokeHashes: false)
+    }
+
+    /// The file around encoded chunks: magic, header (with the stroke hashes or not), CRC, chunks.
+    private func file(chunks: [Range<Int>], bodies: [[UInt8]], rawCounts: [Int], recordLengths: [Int],
+                      strokeHashes includeHashes: Bool) -> [UInt8] {
         var header = ByteWriter(capacity: 1 << 16)
         header.appendVarint(UInt64(replicas.count))
         for replica in replicas {
@@ -139,7 +154,7 @@ struct Snapshot {
         header.appendVarint(UInt64(state.strokes.count))
         header.appendVarint(UInt64(state.creationOrder.count))
         state.creationOrder.forEach { header.appendVarint(UInt64($0)) }
-        if let strokeHashes, summary != nil, strokeHashes.count == state.creationOrder.count {
+        if includeHashes, let strokeHashes, summary != nil, strokeHashes.count == state.creationOrder.count {
             header.append(1)
             header.append(contentsOf: strokeHashes.bytes)
         } else {
@@ -147,22 +162,21 @@ struct Snapshot {
         }
         header.appendVarint(UInt64(chunks.count))
         for (index, slots) in chunks.enumerated() {
-            let body = bodies.take(index) ?? []
+            let body = bodies[index]
             header.appendVarint(UInt64(slots.count))
             header.appendVarint(UInt64(slots.reduce(0) { $0 + state.strokes[$1].points.count }))
             header.appendVarint(UInt64(body.count))
-            header.appendVarint(UInt64(rawCounts.take(index) ?? 0))
-            header.appendVarint(UInt64(recordLengths.take(index) ?? 0))
+            header.appendVarint(UInt64(rawCounts[index]))
+            header.appendVarint(UInt64(recordLengths[index]))
             header.appendLE(CRC32.checksum(body))
-            bodies.set(index, body)
         }
 
-        var out = ByteWriter(capacity: header.count + 16 + (0..<chunks.count).reduce(0) { $0 + (bodies.peek($1)?.count ?? 0) })
+        var out = ByteWriter(capacity: header.count + 16 + bodies.reduce(0) { $0 + $1.count })
         out.append(contentsOf: Self.magic)
         out.appendLE(UInt32(header.count))
         out.append(contentsOf: header.bytes)
         out.appendLE(CRC32.checksum(out.bytes))
-        for index in 0..<chunks.count { out.append(contentsOf: bodies.take(index) ?? []) }
+        for body in bodies { out.append(contentsOf: body) }
         return out.bytes
     }
 

@@ -41,14 +41,10 @@ public enum SnapshotStore {
     static func write(_ snapshot: Snapshot, to directory: JournalDirectory, atMost limit: Int) throws(IOError) -> Info? {
         var snapshot = snapshot
         if snapshot.summary == nil || snapshot.strokeHashes == nil { snapshot.summarize(snapshot.state.finish()) }
-        var bytes = snapshot.encoded()
-        if bytes.count > limit, snapshot.strokeHashes != nil {
-            // 32 bytes a stroke outweigh a drawing of dots (120,000 one-point strokes: 3.8 MB
-            // of hashes beside 2.5 MB of segments). Without them the snapshot still spares the
-            // replay; a moment then decodes and hashes its whole drawing, as before them.
-            snapshot.strokeHashes = nil
-            bytes = snapshot.encoded()
-        }
+        // 32 bytes a stroke outweigh a drawing of dots (120,000 one-point strokes: 3.8 MB of
+        // hashes beside 2.5 MB of segments). Without them the snapshot still spares the
+        // replay; a moment then decodes and hashes its whole drawing, as before them.
+        let bytes = snapshot.encoded(droppingStrokeHashesOver: limit)
         guard bytes.count <= limit else { return nil }
         return try write(bytes: bytes, of: snapshot, to: directory)
     }
