@@ -78,11 +78,6 @@ struct StrokeHashes: Equatable, Sendable {
         return lanes
     }
 
-    mutating func append(_ stroke: Drawing.Stroke) {
-        var scratch: [UInt8] = []
-        append(stroke, scratch: &scratch)
-    }
-
     mutating func append(_ stroke: Drawing.Stroke, scratch: inout [UInt8]) {
         let index = count
         bytes += repeatElement(0, count: Self.size)

@@ -110,30 +110,27 @@ extension Replay {
 
     /// The summary from the snapshot: strokes the moment may hold otherwise than the snapshot
     /// are decoded; if events since changed a stroke that was not, it is decoded and the
-    /// moment folded again (once). Nil when the snapshot does not apply or holds no hashes.
+    /// moment folded again (once); a snapshot without stroke hashes gives the drawing's
+    /// summary. Nil when the snapshot does not apply.
     static func summaryFromSnapshot(ofFirst count: Int, _ set: SegmentSet, directory: JournalDirectory,
                                     snapshot: SnapshotStore.OpenedSnapshot?) -> SummaryAtMoment? {
         var also = Set<Int>()
         for _ in 0..<2 {
             // Missing keyframes are built by the caller's fallback (`drawing(ofFirst:)`): built
             // here too, a journal that cannot have them would be merged whole twice.
-            switch momentFromSnapshot(ofFirst: count, set, directory: directory, buildAbove: nil, snapshot: snapshot,
-                                      points: .summary(also: also)) {
-            case nil: return nil
-            case .merged(let moment): return SummaryAtMoment(moment)
-            case .folded(let state, let report, let events, let hashes):
-                guard let hashes else {
-                    // The snapshot holds no stroke hashes: the drawing was decoded whole.
-                    return SnapshotMoment.folded(state: state, report: report, events: events, strokeHashes: nil).drawing
-                        .map(SummaryAtMoment.init)
-                }
-                switch state.summary(stored: hashes) {
-                case .summary(let summary, let points):
-                    return SummaryAtMoment(summary: summary, report: report, events: events, points: points)
-                case .touched(let slots):
-                    guard !slots.isEmpty else { return nil }
-                    also.formUnion(slots)
-                }
+            guard let found = momentFromSnapshot(ofFirst: count, set, directory: directory, buildAbove: nil, snapshot: snapshot,
+                                                 points: .summary(also: also))
+            else { return nil }
+            // Merged from the start, or from a snapshot without stroke hashes: the drawing whole.
+            guard case .folded(let state, let report, let events, let hashes?) = found else {
+                return found.drawing.map(SummaryAtMoment.init)
+            }
+            switch state.summary(stored: hashes) {
+            case .summary(let summary, let points):
+                return SummaryAtMoment(summary: summary, report: report, events: events, points: points)
+            case .touched(let slots):
+                guard !slots.isEmpty else { return nil }
+                also.formUnion(slots)
             }
         }
         return nil

@@ -43,6 +43,8 @@ struct OrderedMerge {
         heads = Array(repeating: nil, count: replicas.count)
         headKeys = Array(repeating: CompactKey(lamport: 0, wallTime: 0, replica: 0, seq: 0), count: replicas.count)
         lastLamport = replicas.map { lastLamports[$0] ?? 0 }
+        wallLows = Array(repeating: .max, count: replicas.count)
+        wallHighs = Array(repeating: .min, count: replicas.count)
         self.state = state
         self.floor = floor
         lastKey = floor
@@ -63,13 +65,11 @@ struct OrderedMerge {
     private(set) var keyframes: [KeyframeCapture] = []
     /// Per replica, the lowest and highest wall time of its events applied since the last
     /// keyframe (or since the start): each keyframe's wall census, and at the end the tail's.
-    private var wallLows: [Int64] = [], wallHighs: [Int64] = []
+    private var wallLows: [Int64], wallHighs: [Int64]
     /// Per replica, the wall times of the events applied after the last keyframe, once `run`
     /// has folded all.
     var tailWalls: [ClosedRange<Int64>?] {
-        (0..<replicaCount).map { index in
-            index < wallLows.count && wallLows[index] <= wallHighs[index] ? wallLows[index]...wallHighs[index] : nil
-        }
+        (0..<replicaCount).map { index in wallLows[index] <= wallHighs[index] ? wallLows[index]...wallHighs[index] : nil }
     }
 
     /// Folds every event, or only the first `limit` of the total order (the drawing at a
@@ -88,10 +88,6 @@ struct OrderedMerge {
     /// seqs; else `state` holds the fold.
     mutating func fold(report: inout ReplayReport, limit: Int = .max, clocksChecked: Bool = false) -> Bool {
         readAheadLimit = clocksChecked ? limit : .max
-        if wallLows.count != replicaCount {
-            wallLows = Array(repeating: .max, count: replicaCount)
-            wallHighs = Array(repeating: .min, count: replicaCount)
-        }
         for replica in 0..<replicaCount {
             switch load(replica, report: &report) {
             case .loaded: push(replica)

@@ -30,6 +30,14 @@ import Testing
         return events
     }
 
+    /// The first `count` events, and the rest as each writer would stamp them after syncing
+    /// all of the first: their clocks above all the first hold.
+    static func split(_ events: [Event], at count: Int) -> (first: [Event], later: [Event]) {
+        let first = Array(events[..<count])
+        let above = first.map(\.lamport).max()!
+        return (first, events[count...].map { event in var event = event; event.lamport += above; return event })
+    }
+
     /// Adds `events` to a journal as new segments, continuing each replica's seqs.
     static func add(_ events: [Event], to journal: JournalDirectory) throws {
         for replica in Set(events.map(\.id.replica)) {
@@ -162,11 +170,7 @@ import Testing
         let temp = TemporaryDirectory("keyframes-growth")
         defer { temp.remove() }
         let events = Self.events(count: 400, seed: 9)
-        let first = Array(events[..<300])
-        // Each writer's later events, seen after all of the first part (as a writer that
-        // synced would stamp them): their clocks are above all the snapshot holds.
-        let above = first.map(\.lamport).max()!
-        let later = events[300...].map { event in var event = event; event.lamport += above; return event }
+        let (first, later) = Self.split(events, at: 300)
         let journal = try HistoryTests.journal(at: temp.path + "/j", first, perSegment: 60)
         var report = ReplayReport()
         var snapshot = try #require(Replay.fullSnapshot(SegmentSet.load(journal), report: &report, keyframeInterval: 16))

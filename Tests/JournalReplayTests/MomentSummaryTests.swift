@@ -68,9 +68,7 @@ import Testing
         let temp = TemporaryDirectory("summary-fresh")
         defer { temp.remove() }
         let events = KeyframeTests.events(count: 500, seed: 9)
-        let first = Array(events[..<350])
-        let above = first.map(\.lamport).max()!
-        let later = events[350...].map { event in var event = event; event.lamport += above; return event }
+        let (first, later) = KeyframeTests.split(events, at: 350)
         let (journal, snapshot) = try Self.journal(at: temp.path + "/j", first, interval: 16)
         try KeyframeTests.add(later, to: journal)
         let set = SegmentSet.load(journal)
@@ -142,7 +140,7 @@ import Testing
     /// A chunk whose stroke records do not end where its table entry says is refused, read
     /// with its points or without them.
     @Test func aChunkWhoseRecordsDoNotEndWhereTheTableSaysIsRefused() throws {
-        var state = SnapshotEncodingTests().arbitraryState(seed: 3, strokes: 20...20)
+        let state = SnapshotEncodingTests().arbitraryState(seed: 3, strokes: 20...20)
         state.checkInvariants()
         let (raw, recordsLength) = SnapshotChunks.encode(state, slots: 0..<state.strokes.count)
         let points = state.strokes.reduce(0) { $0 + $1.points.count }

@@ -50,29 +50,12 @@ extension JournalCommand {
                     Terminal.flush()
                     return
                 }
-                if let then = try moment.summaryAtMoment(journal) {
-                    reportProblems(then.report)
-                    // Points are counted from the drawing then, not the journal.
-                    Terminal.write(json ? digestJSON(then.summary, events: then.events, points: then.points) : then.summary.digest + "\n")
-                    Terminal.flush()
-                    return
-                }
-                if let cached = Replay.cachedDigest(journal) {
-                    // The snapshot covers every event: its header holds the drawing's digest
-                    // and counts, so nothing is decoded or hashed.
-                    var report = ReplayReport()
-                    report.problems = cached.problems
-                    reportProblems(report)
-                    Terminal.write(json ? digestJSON(cached.summary, events: cached.events, points: cached.points) : cached.digest + "\n")
-                    Terminal.flush()
-                    return
-                }
-                let (drawing, report) = Replay.load(journal)
-                reportProblems(report)
-                let summary = DrawingSummary(drawing, digest: report.digest)
-                Terminal.write(json
-                    ? digestJSON(summary, events: report.eventCount, points: report.pointCount)
-                    : summary.digest + "\n")
+                // Now: the snapshot's header holds the drawing's digest and counts when it covers
+                // every event, so nothing is decoded or hashed (`Replay.summary(at:in:)`).
+                let then = try moment.summaryAtMoment(journal) ?? Replay.summary(at: .end, in: journal)
+                reportProblems(then.report)
+                // Points are counted from the drawing then, not the journal.
+                Terminal.write(json ? digestJSON(then.summary, events: then.events, points: then.points) : then.summary.digest + "\n")
                 Terminal.flush()
             }
         }
