@@ -433,6 +433,14 @@ def with_fake_relay(browser, url, name, lacking=None):
     return page, json.loads(page.evaluate("__fake.current().sent[0]"))
 
 
+def wait_for_socket(page, count, what):
+    """Waits until the page's socket number `count` has opened and sent its hello. The fake
+    opens a socket in a timer, so a message delivered before that would reach the page before
+    it said hello, and the page would send its hello after frames it resends."""
+    return page.wait_for(what, lambda s: page.evaluate("__fake.sockets.length") == count
+                         and page.evaluate("__fake.current().sent.length") > 0)
+
+
 def own_stroke_partly_acknowledged(page):
     """Draws a pen stroke of 3 samples (4 frames with its end), echoes the first frame as
     seq 5 of R1 (lamport 8) and acknowledges it, and drops the connection; returns the
@@ -453,8 +461,7 @@ def own_stroke_partly_acknowledged(page):
     if state.get("provisional") != 3:
         fail("page %s after the echo of its first frame: %s, expected 3 own events with a provisional key" % (page.name, state))
     page.evaluate("__fake.drop()")
-    page.wait_for("a new socket", lambda s: page.evaluate("__fake.sockets.length") == 2)
-    time.sleep(0.3)
+    wait_for_socket(page, 2, "a new socket")
     return sent
 
 
@@ -530,7 +537,7 @@ def signs_of_life(c, deliver, sent):
     if c.evaluate("__fake.sockets.length") != sockets or not c.state()["live"]:
         fail("page C left a relay that gave signs of life every 0.25 s while its frames waited")
     # Then silence: the page goes.
-    c.wait_for("a new socket after the relay fell silent", lambda s: c.evaluate("__fake.sockets.length") == sockets + 1)
+    wait_for_socket(c, sockets + 1, "a new socket after the relay fell silent")
     status = c.evaluate("document.getElementById('status').textContent")
     if "said nothing" not in status:
         fail("page C's status after leaving a silent relay: %r, expected it to say why" % status)
@@ -814,7 +821,7 @@ def check_crowded_hello(browser, url):
     l.evaluate("__fake.deliver(%s)" % json.dumps(crowd + big + [{"type": "caughtUp", "events": 3200, "have": {}}]))
     l.wait_for("live holding 3,200 events", lambda s: s["live"])
     l.evaluate("__fake.drop()")
-    l.wait_for("a new socket", lambda s: l.evaluate("__fake.sockets.length") == 2 and l.evaluate("__fake.current().sent.length") > 0)
+    wait_for_socket(l, 2, "a new socket")
     text = l.evaluate("__fake.current().sent[0]")
     hello = json.loads(text)
     if len(text.encode()) > 65536:
@@ -860,20 +867,18 @@ def check_blocks_fold(browser, url):
     # every other by their clocks. Then a damaged message: refused whole, said in the status,
     # then text; nothing of it drawn.
     d.evaluate("__fake.drop()")
-    d.wait_for("a third socket", lambda s: d.evaluate("__fake.sockets.length") == 3)
-    time.sleep(0.3)
+    wait_for_socket(d, 3, "a third socket")
     huge = [dict(event("point", R3, (1 << 53) + n, 0, stroke_s, x=100.0 + n, y=80.0), lamport=(1 << 60) + n, time=1 << 62)
             for n in (1, 2, 3)]
     d.evaluate("__fake.deliverBinary(%s)" % json.dumps(base64.b64encode(segments.message_v1(R3, [huge])).decode()))
     more = [dict(event("point", R1, 8, 12, stroke_s, x=99.0, y=70.0))]
     damaged = segments.flip(segments.message_v1(R1, [more]), 32 + 36 + 3)
     d.evaluate("__fake.deliverBinary(%s)" % json.dumps(base64.b64encode(damaged).decode()))
-    state = d.wait_for("a fourth socket after the refusal", lambda s: d.evaluate("__fake.sockets.length") == 4)
+    state = wait_for_socket(d, 4, "a fourth socket after the refusal")
     if "refused" not in state["status"] or "checksum" not in state["status"]:
         fail("page D's status after a damaged message is %r, expected the refusal and its reason" % state["status"])
     if (state["points"], state["unacked"], state["blocks"]) != (11, 2, False):
         fail("page D after a damaged message: %s, expected 11 points, 2 unacked, blocks off" % state)
-    time.sleep(0.3)
     hello = json.loads(d.evaluate("__fake.current().sent[0]"))
     want = {R1: [[1, 7]], R2: [[1, 1]], R3: [[(1 << 53) + 1, (1 << 53) + 3]]}
     if hello != {"type": "hello", "have": want, "echo": True, "presence": True}:
@@ -938,8 +943,7 @@ def check_exact_integers(browser, url):
     if folds["H"] != folds["I"]:
         fail("page H (text) and page I (blocks) fold the same events differently: %s / %s" % (folds["H"], folds["I"]))
     h.evaluate("__fake.drop()")
-    h.wait_for("a new socket", lambda s: h.evaluate("__fake.sockets.length") == 2)
-    time.sleep(0.3)
+    wait_for_socket(h, 2, "a new socket")
     hello = json.loads(h.evaluate("__fake.current().sent[0]"))
     want = {R2: [[1 << 53, (1 << 53) + 1]], R3: [[1, 6]]}
     if hello.get("have") != want:
@@ -1027,8 +1031,7 @@ def check_token(browser, port):
     k.evaluate("__fake.deliver([{type: 'caughtUp', events: 0, have: {}}])")
     k.wait_for("live", lambda s: s["live"] and s.get("token"))
     k.evaluate("__fake.drop()")
-    k.wait_for("a second socket", lambda s: k.evaluate("__fake.sockets.length") == 2)
-    time.sleep(0.3)
+    wait_for_socket(k, 2, "a second socket")
     check_hello(json.loads(k.evaluate("__fake.current().sent[0]")), "after a reconnection")
 
     # View only: every frame is refused as such.
@@ -1073,18 +1076,15 @@ def check_token(browser, port):
     # The code decides, never the words. A connection error of a relay going away: the page
     # reconnects.
     k.evaluate("__fake.deliver([{type: 'error', code: 'unavailable', message: 'the relay is shutting down'}]); __fake.drop(4503)")
-    k.wait_for("a socket after an error that is not the token's", lambda s: k.evaluate("__fake.sockets.length") == 2)
-    time.sleep(0.3)
+    wait_for_socket(k, 2, "a socket after an error that is not the token's")
     # A board named `token` that cannot be opened for now: the words say "token", the code
     # says later; the page reconnects.
     said = "board token could not be read or written on this relay (its operator's log says why); connect again later"
     k.evaluate("__fake.deliver([{type: 'error', code: 'unavailable', message: %s}]); __fake.drop(4503)" % json.dumps(said))
-    k.wait_for("a socket after a transient refusal that names a board token", lambda s: k.evaluate("__fake.sockets.length") == 3)
-    time.sleep(0.3)
+    wait_for_socket(k, 3, "a socket after a transient refusal that names a board token")
     # The close code alone (its error message lost on the way): 4503 is tried again.
     k.evaluate("__fake.drop(4503)")
-    k.wait_for("a socket after a close with code 4503 and no message", lambda s: k.evaluate("__fake.sockets.length") == 4)
-    time.sleep(0.3)
+    wait_for_socket(k, 4, "a socket after a close with code 4503 and no message")
     # About the token (`unauthorized`): it stops, and says so.
     said = "token 0123456789abcdef has expired: ask for a new one"
     k.evaluate("__fake.deliver([{type: 'error', code: 'unauthorized', message: %s}]); __fake.drop(4401)" % json.dumps(said))
