@@ -266,7 +266,7 @@ let package = Package(
             dependencies: ["JournalRender", "JournalSamples", "JournalReplay", "JournalFormat", "JournalTestSupport"],
             swiftSettings: strict),
         .testTarget(
-            name: "JournalIngestTests", dependencies: ["JournalIngest", "JournalFormat", "JournalTestSupport"],
+            name: "JournalIngestTests", dependencies: ["JournalIngest", "JournalFormat", "JournalPlatform", "JournalTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "JournalSyncTests",

@@ -70,11 +70,15 @@ extension Committer {
         public var nextSeq: UInt64 { writer.nextSeq }
         /// Why the last automatic seal failed (the events are durable in the open segment).
         public var sealProblem: JournalError? { writer.sealProblem }
+        /// Whether `sealProblem` holds one, without copying it.
+        public var sealIsFailing: Bool { writer.sealIsFailing }
 
         /// Appends one event; it is durable after a later flush (by count, by age, idle, close).
+        /// `arrivedAt` (ms since 1970): when the caller read it, if it read many at once
+        /// (`NDJSONReader.arrivedAtMilliseconds`); the clock now otherwise.
         @discardableResult
-        public func append(_ payload: Payload) throws(JournalError) -> EventID {
-            let event = try writer.appendEvent(payload)
+        public func append(_ payload: Payload, arrivedAt: Int64? = nil) throws(JournalError) -> EventID {
+            let event = try writer.appendEvent(payload, arrivedAt: arrivedAt)
             let now = event.wallTime
             if writer.pendingEvents >= options.flushEveryEvents
                 || (options.flushIntervalMilliseconds.map { now - writer.oldestPendingWallTime >= $0 } ?? false) {

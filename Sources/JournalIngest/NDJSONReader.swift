@@ -47,6 +47,11 @@ public struct NDJSONReader {
     /// The number of the last line read (0 before the first).
     public var lineNumber: Int { state.lineNumber }
 
+    /// The wall clock (ms since 1970) when the bytes of the last read arrived: every line they
+    /// hold arrived then, so a recorder stamps its events with it and reads the clock once a
+    /// read instead of once an event (0 before the first read).
+    public var arrivedAtMilliseconds: Int64 { state.arrivedAt }
+
     /// Called when the next read would wait for the input (a pipe with nothing in it yet):
     /// the moment for a recorder to make what it has durable, instead of holding it for as
     /// long as the producer is quiet.
@@ -107,6 +112,7 @@ public struct NDJSONReader {
         /// Dropping the rest of a too-long line.
         var discarding = false
         var lineNumber = 0
+        var arrivedAt: Int64 = 0
 
         init(descriptor: FileDescriptor, owned: Bool, maxLineLength: Int, readSize: Int) {
             self.descriptor = descriptor
@@ -198,7 +204,12 @@ public struct NDJSONReader {
                 atEOF = true
                 throw InputError(source: source, line: lineNumber + 1, reason: "read error: \(error.message)")
             }
-            if count == 0 { atEOF = true } else { end += count }
+            if count == 0 {
+                atEOF = true
+            } else {
+                end += count
+                arrivedAt = ProcessInfoLite.wallClockMilliseconds()
+            }
         }
 
         /// Where the next "\n" at or after `from` is, relative to `from`.

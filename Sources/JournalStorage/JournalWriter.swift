@@ -125,7 +125,12 @@ public final class JournalWriter {
     /// Set when an automatic seal failed (e.g. the disk is full): the events are durable in
     /// the open segment and recording goes on; the seal is tried again later. A seal tried in
     /// the background shows here once its batch is collected.
-    public private(set) var sealProblem: JournalError?
+    public private(set) var sealProblem: JournalError? {
+        didSet { sealIsFailing = sealProblem != nil }
+    }
+    /// Whether `sealProblem` holds one: a check cheap enough for every line a recorder
+    /// reads (reading the error itself copies it).
+    public private(set) var sealIsFailing = false
 
     /// The clock sync raises when it imports a segment, so that this writer's next event
     /// follows events that arrived while it runs (invariant 4).
@@ -150,6 +155,8 @@ public final class JournalWriter {
     // spans a call out of the writer, so two accesses can never overlap; the runtime's
     // per-access exclusivity bookkeeping on them would be about 5% of `journal record`'s CPU.
     @exclusivity(unchecked) private var pending: [Event] = []
+    /// The buffer of the last batch flushed in the background, emptied, for the next one.
+    private var spareBuffer: [Event] = []
     @exclusivity(unchecked) private var pendingSince: Int64 = 0
     /// The sink's open-segment count and seal threshold as of the last collected batch.
     private var openSegmentEvents = 0
@@ -206,9 +213,11 @@ public final class JournalWriter {
     }
 
     /// Appends one event and returns it as recorded (id, clock, wall time): what a live
-    /// board folds at once. Durable only after the next flush.
+    /// board folds at once. Durable only after the next flush. `arrivedAt` (ms since 1970)
+    /// is when the event reached the caller, for one that read many at once (a chunk of
+    /// input); the clock is read now without it.
     @discardableResult
-    public func appendEvent(_ payload: Payload) throws(JournalError) -> Event {
+    public func appendEvent(_ payload: Payload, arrivedAt: Int64? = nil) throws(JournalError) -> Event {
         guard lock != nil else { throw .closed }
         try throwDeferred()
         if let failure { throw .writerFailed(failure) }
@@ -216,7 +225,7 @@ public final class JournalWriter {
         guard nextSeq < FormatV1.maxSeq, clock + 1 < FormatV1.maxLamport else {
             throw .clockExhausted(seq: nextSeq, lamport: clock)
         }
-        let now = ProcessInfoLite.wallClockMilliseconds()
+        let now = arrivedAt ?? ProcessInfoLite.wallClockMilliseconds()
         if pending.isEmpty { pendingSince = now }
         if let seen = sharedClock?.value, seen > clock { observe(lamport: seen) }
         appendedSinceOpen += 1
@@ -246,10 +255,15 @@ public final class JournalWriter {
             return try writePending(sealIfDue: true)
         }
         let batch = pending
-        pending = []
+        pending = spareBuffer
+        spareBuffer = []
         pending.reserveCapacity(min(batch.count, FormatV1.sealedBlockTargetEvents))
         let sink = self.sink
-        let job = DurableJob { sink.makeDurable(batch, sealIfDue: true) }
+        let job = DurableJob {
+            var outcome = sink.makeDurable(batch, sealIfDue: true)
+            outcome.spentBatch = batch
+            return outcome
+        }
         inFlight = job
         // The writer's own thread (`WorkerThread` says why not Dispatch or the pool).
         background.submit { job.runUnlessClaimed() }
@@ -295,6 +309,13 @@ public final class JournalWriter {
         job.done.wait()
         inFlight = nil
         apply(job.outcome)
+        if var spent = job.outcome.spentBatch {
+            // Its job's closure may hold it a moment longer; emptying it then costs a new
+            // buffer, as not recycling would.
+            job.outcome.spentBatch = nil
+            spent.removeAll(keepingCapacity: true)
+            spareBuffer = spent
+        }
         if let error = job.outcome.error, deferredError == nil { deferredError = error }
     }
 

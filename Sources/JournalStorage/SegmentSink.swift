@@ -19,6 +19,9 @@ struct DurableOutcome: Sendable {
 
     /// The name of the segment this batch's seal wrote, if it sealed one.
     var sealedName: SegmentName?
+    /// The batch, handed back so that the writer appends into its buffer again (a new one
+    /// of a few megabytes costs page faults for every flush).
+    var spentBatch: [Event]?
 
     struct SealProblem: Sendable { var value: JournalError? }
 }

@@ -5,6 +5,7 @@ import Darwin
 #endif
 import JournalFormat
 import JournalIngest
+import JournalPlatform
 import JournalTestSupport
 import Testing
 
@@ -188,6 +189,37 @@ import Testing
         } else {
             Issue.record("expected an error, got \(items[2])")
         }
+    }
+
+    /// Lines carry the time their read returned: one written later arrives later, and lines
+    /// of one read share it.
+    @Test func eachReadIsStampedWithTheTimeItArrived() throws {
+        var descriptors: [Int32] = [0, 0]
+        #expect(pipe(&descriptors) == 0)
+        defer { close(descriptors[0]) }
+        func send(_ text: String) {
+            let bytes = Array(text.utf8)
+            let written = bytes.withUnsafeBytes { write(descriptors[1], $0.baseAddress, $0.count) }
+            #expect(written == bytes.count)
+        }
+        var reader = NDJSONReader(fileDescriptor: descriptors[0], name: "<stdin>")
+        #expect(reader.arrivedAtMilliseconds == 0, "nothing read yet")
+        let beforeFirst = ProcessInfoLite.wallClockMilliseconds()
+        send("\(clear)\n\(clear)\n")
+        var payloads: [Payload] = []
+        _ = try reader.next(appendingTo: &payloads)
+        let first = reader.arrivedAtMilliseconds
+        _ = try reader.next(appendingTo: &payloads)
+        #expect(reader.arrivedAtMilliseconds == first, "two lines of one read")
+        #expect(first >= beforeFirst && first <= ProcessInfoLite.wallClockMilliseconds())
+        // The next line is written once the clock has moved on: its read is stamped later.
+        while ProcessInfoLite.wallClockMilliseconds() <= first { usleep(200) }
+        let beforeSecond = ProcessInfoLite.wallClockMilliseconds()
+        send("\(end)\n")
+        close(descriptors[1])
+        _ = try reader.next(appendingTo: &payloads)
+        #expect(reader.arrivedAtMilliseconds >= beforeSecond)
+        #expect(reader.arrivedAtMilliseconds > first)
     }
 
     @Test func cannotOpen() {

@@ -31,4 +31,19 @@ struct WallTimeStepTests {
             #expect(wall > before - Event.wallTimeStep && wall <= after)
         }
     }
+
+    /// A recorder that read many lines at once stamps them with the time they arrived
+    /// (`NDJSONReader.arrivedAtMilliseconds`) instead of reading the clock for each.
+    @Test func anEventTakesTheArrivalTimeItIsGiven() throws {
+        let temp = TemporaryDirectory("wall-time-arrived")
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(sealOnClose: false))
+        let arrived: Int64 = 1_796_064_642_093
+        let given = try writer.appendEvent(.clear, arrivedAt: arrived)
+        let before = ProcessInfoLite.wallClockMilliseconds()
+        let read = try writer.appendEvent(.clear)
+        try writer.close()
+        #expect(given.wallTime == Event.wallTime(at: arrived))
+        #expect(read.wallTime > before - Event.wallTimeStep, "without a time given, the clock's")
+    }
 }

@@ -11,6 +11,7 @@ import JournalWire
 extension RelayCommand {
     struct Join: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "join",
             abstract: "Join a board on a relay, catch up, and print what it holds.",
             discussion: """
                 Connects to a board's socket on a 'journal serve' relay as a client

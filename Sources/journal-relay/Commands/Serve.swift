@@ -13,6 +13,7 @@ import Logging
 extension RelayCommand {
     struct Serve: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "serve",
             abstract: "Relay live drawing between clients over WebSockets, recording every stroke.",
             discussion: """
                 Serves many boards, each an ordinary journal DIR/<board> (created on first

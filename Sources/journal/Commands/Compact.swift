@@ -8,6 +8,7 @@ import JournalStorage
 extension JournalCommand {
     struct Compact: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "compact",
             abstract: "Rewrite runs of small sealed segments as one, and retire the small ones.",
             discussion: """
                 Live boards seal a small segment every few seconds; each costs bytes, a file to

@@ -12,6 +12,7 @@ import JournalSync
 extension JournalCommand {
     struct Demo: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "demo",
             abstract: "Record a built-in session from three machines, merge it, and render it.",
             discussion: """
                 Creates DIR (default: ./journal-demo, or ./journal-demo-2, … if taken) holding

@@ -6,6 +6,7 @@ import JournalStorage
 extension JournalCommand {
     struct Init: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "init",
             abstract: "Create a journal with a new replica identity.",
             discussion: """
                 Example:

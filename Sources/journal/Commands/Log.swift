@@ -8,6 +8,7 @@ import JournalStorage
 extension JournalCommand {
     struct Log: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "log",
             abstract: "Print events in total order as NDJSON, with their envelope.",
             discussion: """
                 Each line is the event's canonical input line plus "replica", "seq", "lamport"

@@ -8,6 +8,7 @@ import JournalStorage
 extension JournalCommand {
     struct Members: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "members",
             abstract: "Say who may view, draw and administer a board: its membership, synced with it.",
             discussion: """
                 A board's membership is part of its journal: signed statements
@@ -55,6 +56,7 @@ extension JournalCommand {
 
         struct Init: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "init",
                 abstract: "Give a board membership: the signing key becomes its first admin.",
                 discussion: """
                     From then on only members' events count. Grant the keys of everyone who
@@ -88,6 +90,7 @@ extension JournalCommand {
 
         struct List: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "list",
                 abstract: "Print the board's members, as its files say.",
                 discussion: """
                     Example:
@@ -162,6 +165,7 @@ extension JournalCommand {
 
         struct Grant: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "grant",
                 abstract: "Make a key a member with a role, or change its role or label.",
                 discussion: """
                     Roles: view (sees the board), draw (its events count), relay (a relay node:
@@ -204,6 +208,7 @@ extension JournalCommand {
 
         struct Invite: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "invite",
                 abstract: "Invite someone: a link whose first use makes its page's key a member.",
                 discussion: """
                     Writes an invitation into the board's membership (signed by an admin
@@ -271,6 +276,7 @@ extension JournalCommand {
 
         struct Revoke: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "revoke",
                 abstract: "End a key's membership for good.",
                 discussion: """
                     Its events up to the last one this journal holds keep counting; the ones it
@@ -305,6 +311,7 @@ extension JournalCommand {
 
         struct Rotate: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "rotate",
                 abstract: "Hand the signing key's role and label to a new key.",
                 discussion: """
                     For a key that may be exposed, or to move to a new machine: the new key draws
@@ -340,6 +347,7 @@ extension JournalCommand {
 
         struct Import: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "import",
                 abstract: "Grant every key of the local trust list (draw; relay for --host entries).",
                 discussion: """
                     Moves a journal from a per-machine trust list to membership that travels with
@@ -376,6 +384,7 @@ extension JournalCommand {
 
         struct Keygen: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "keygen",
                 abstract: "Make a key file (0600) to administer boards from outside their journals.",
                 discussion: """
                     Prints the public key. Keep a copy of the file somewhere safe: it is the
@@ -406,6 +415,7 @@ extension JournalCommand {
 
         struct Pin: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "pin",
                 abstract: "Hold this journal to one board's genesis when its files hold rival ones.",
                 discussion: """
                     A journal that created a board, or synced it in while it had one genesis, is

@@ -10,6 +10,7 @@ import JournalStorage
 extension JournalCommand {
     struct Record: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "record",
             abstract: "Append NDJSON events from files or standard input to the journal.",
             discussion: """
                 Accepts one JSON object per line. Canonical form (one pen point):
@@ -113,11 +114,12 @@ extension JournalCommand {
                             continue
                         }
                         guard line != nil else { break }
+                        let arrivedAt = reader.arrivedAtMilliseconds
                         for payload in payloads {
-                            try writer.append(payload)
+                            try writer.append(payload, arrivedAt: arrivedAt)
                             counts.add(payload)
                         }
-                        if let problem = writer.sealProblem, !warnedAboutSeal {
+                        if !warnedAboutSeal, writer.sealIsFailing, let problem = writer.sealProblem {
                             Terminal.standardError("journal: warning: \(problem)\n")
                             warnedAboutSeal = true
                         }

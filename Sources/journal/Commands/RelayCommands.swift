@@ -9,6 +9,7 @@ import JournalPlatform
 extension JournalCommand {
     struct Serve: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "serve",
             abstract: "Relay live drawing between clients over WebSockets, recording every stroke.",
             discussion: "Run by journal-relay: 'journal serve --help' shows its options.")
         @Argument(parsing: .captureForPassthrough) var arguments: [String] = []
@@ -17,6 +18,7 @@ extension JournalCommand {
 
     struct Join: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "join",
             abstract: "Join a board on a relay, catch up, and print what it holds.",
             discussion: "Run by journal-relay: 'journal join --help' shows its options.")
         @Argument(parsing: .captureForPassthrough) var arguments: [String] = []

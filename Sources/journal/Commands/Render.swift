@@ -10,6 +10,7 @@ import JournalStorage
 extension JournalCommand {
     struct Render: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "render",
             abstract: "Draw the visible strokes as a picture: SVG, or PNG to share.",
             discussion: """
                 The picture shows the whole drawing, scaled to fit, unless --area picks a

@@ -8,6 +8,7 @@ import JournalStorage
 extension JournalCommand {
     struct Restore: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "restore",
             abstract: "Make the drawing look as it did at a moment again, by appending ordinary events.",
             discussion: """
                 Strokes drawn since the moment are erased; strokes shown then and hidden now

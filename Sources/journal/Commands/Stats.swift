@@ -8,6 +8,7 @@ import JournalStorage
 extension JournalCommand {
     struct Stats: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "stats",
             abstract: "Summarise a journal: replicas, segments, events, size, bytes per point.",
             discussion: """
                 The compression ratio is raw encoded block bytes over compressed block bytes.

@@ -7,6 +7,7 @@ import JournalSync
 extension JournalCommand {
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Show what this journal holds and whether anything is wrong.",
             discussion: """
                 Per replica (this journal's own marked): segments, seq ranges held, seqs

@@ -10,6 +10,7 @@ import JournalStorage
 extension JournalCommand {
     struct Strokes: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "strokes",
             abstract: "Print the reconstructed drawing as JSON.",
             discussion: """
                 Output, one JSON object:

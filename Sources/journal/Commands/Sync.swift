@@ -7,6 +7,7 @@ import JournalSync
 extension JournalCommand {
     struct Sync: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "sync",
             abstract: "Two-way sync with a shared folder, an rsync remote or an object store.",
             discussion: """
                 Seals what this journal recorded, publishes the segments the target lacks and
@@ -135,6 +136,7 @@ extension JournalCommand {
 
     struct Merge: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "merge",
             abstract: "Import every valid segment from other journals or shared folders.",
             discussion: """
                 Reads SOURCE/replicas/… of each source (a journal, a shared folder, a backup, a

@@ -7,6 +7,7 @@ import JournalRelay
 extension JournalCommand {
     struct Token: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "token",
             abstract: "Mint, inspect or revoke the tokens a relay (journal serve) asks its clients for.",
             discussion: """
                 A token lets its holder view, draw on, or (admin) also create the boards it

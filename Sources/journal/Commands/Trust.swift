@@ -8,6 +8,7 @@ import JournalStorage
 extension JournalCommand {
     struct Trust: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "trust",
             abstract: "Say whose signed segments this journal accepts (its trust list).",
             discussion: """
                 A journal made by `journal init` has a key (local/replica.key, never synced) and
@@ -32,6 +33,7 @@ extension JournalCommand {
 
         struct Key: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "key",
                 abstract: "Print this journal's public key (what others add to their trust list).",
                 discussion: """
                     Example:
@@ -63,6 +65,7 @@ extension JournalCommand {
 
         struct List: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "list",
                 abstract: "Print the trust list.",
                 discussion: """
                     Example:
@@ -106,6 +109,7 @@ extension JournalCommand {
 
         struct Add: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "add",
                 abstract: "Trust a key (its segments are applied); makes the list if there is none.",
                 discussion: """
                     Example:
@@ -144,6 +148,7 @@ extension JournalCommand {
 
         struct Remove: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "remove",
                 abstract: "Stop trusting a key, or delete the list (--all).",
                 discussion: """
                     Segments the key sealed are quarantined from the next read on; nothing is

@@ -9,6 +9,7 @@ import JournalSync
 extension JournalCommand {
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "verify",
             abstract: "Check every segment: headers, checksums, block bodies, forks.",
             discussion: """
                 Prints each problem with file, byte offset, replica, seq range and reason, and
