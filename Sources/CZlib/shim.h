@@ -6,6 +6,10 @@ static inline int czlib_deflate_init_raw(z_streamp stream, int level) {
     return deflateInit2(stream, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);
 }
 
+static inline int czlib_deflate_init_raw_strategy(z_streamp stream, int level, int strategy) {
+    return deflateInit2(stream, level, Z_DEFLATED, -15, 8, strategy);
+}
+
 static inline int czlib_inflate_init_raw(z_streamp stream) {
     return inflateInit2(stream, -15);
 }

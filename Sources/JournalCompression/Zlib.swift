@@ -214,7 +214,7 @@ public enum CRC32 {
 }
 
 /// Holds a `z_stream` at a stable heap address for zlib's lifetime rules.
-private final class StreamBox {
+final class StreamBox {
     let stream: UnsafeMutablePointer<z_stream>
     init() {
         stream = .allocate(capacity: 1)

@@ -10,6 +10,12 @@ public enum BlockCodec {
     /// `version`: one of `FormatVersion.readable`; v2 and v3 (whose bodies are v2's) code
     /// references as differences and real columns with `RealColumnEncoderV2`.
     public static func encode(_ events: some Collection<Event>, version: UInt16 = FormatVersion.current) -> [UInt8] {
+        encodeBody(events, version: version).bytes
+    }
+
+    /// The body with where each of its parts ends, for a deflate that treats each part its
+    /// own way (`EncodedBody.deflateSections`).
+    public static func encodeBody(_ events: some Collection<Event>, version: UInt16 = FormatVersion.current) -> EncodedBody {
         precondition(FormatVersion.drawing.contains(version), "no encoder for format version \(version)")
         let differences = version >= FormatV2.version
         var strokeIndex: [StrokeID: UInt32] = [:]
@@ -87,6 +93,8 @@ public enum BlockCodec {
         }
 
         var out = ByteWriter(capacity: events.count * 12 + strokes.count * 16 + 64)
+        var partEnds: [Int] = []
+        partEnds.reserveCapacity(EncodedBody.Part.allCases.count)
         out.appendVarint(UInt64(strokes.count))
         for stroke in strokes { out.append(contentsOf: stroke.bits.bytes) }
         out.appendVarint(UInt64(styles.count))
@@ -94,20 +102,20 @@ public enum BlockCodec {
             out.appendLE(style.color.rawValue)
             out.appendLE(style.width.bitPattern)
         }
-        out.append(contentsOf: kinds.bytes)
-        out.append(contentsOf: lamports.bytes)
-        out.append(contentsOf: walls.bytes)
-        out.append(contentsOf: strokeRefs.bytes)
-        out.append(contentsOf: styleRefs.bytes)
-        out.append(contentsOf: flags.bytes)
+        partEnds.append(out.count)
+        for column in [kinds, lamports, walls, strokeRefs, styleRefs, flags] {
+            out.append(contentsOf: column.bytes)
+            partEnds.append(out.count)
+        }
         for column in [xs, ys, pressures, times] {
             if differences {
                 RealColumnEncoderV2(values: column.values, strokes: column.strokes, strokeCount: strokes.count).write(to: &out)
             } else {
                 column.write(to: &out, strokeCount: strokes.count)
             }
+            partEnds.append(out.count)
         }
-        return out.bytes
+        return EncodedBody(bytes: out.bytes, partEnds: partEnds)
     }
 
     // MARK: Decoding

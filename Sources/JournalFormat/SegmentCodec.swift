@@ -144,8 +144,23 @@ public enum SegmentEncoder {
         _ events: ArraySlice<Event>, level: Int32 = compressionLevel, version: UInt16 = FormatVersion.current
     ) -> [UInt8] {
         precondition(!events.isEmpty, "a block holds at least one event")
-        return frame(body: BlockCodec.encode(events, version: version), eventCount: events.count, firstSeq: events.first!.id.seq,
+        return frame(body: BlockCodec.encodeBody(events, version: version), eventCount: events.count, firstSeq: events.first!.id.seq,
                      maxLamport: events.map(\.lamport).max()!, level: level)
+    }
+
+    /// Compresses an encoded body part by part (`EncodedBody.deflateSections`) and frames it.
+    public static func frame(
+        body: EncodedBody, eventCount: Int, firstSeq: UInt64, maxLamport: UInt64, level: Int32 = compressionLevel
+    ) -> [UInt8] {
+        precondition(body.bytes.count <= FormatV1.maxRawBlockSize, "block body over the format bound: split it")
+        let compressed: [UInt8]
+        do {
+            compressed = try RawDeflate.compress(body.bytes, sections: body.deflateSections(level: level))
+        } catch {
+            // Deflate of an in-memory buffer fails only if zlib cannot allocate its state.
+            preconditionFailure("zlib deflate failed: \(error)")
+        }
+        return frame(compressed: compressed, rawCount: body.bytes.count, eventCount: eventCount, firstSeq: firstSeq, maxLamport: maxLamport)
     }
 
     /// Compresses an encoded block body and frames it: header fields, CRC-32, body.
@@ -167,8 +182,8 @@ public enum SegmentEncoder {
     /// module, `BlockCodec.encode` runs unspecialised (generic over the collection: an
     /// iterator, 120-byte event copies and allocations per event in the profile); from here
     /// it is specialised for `ArraySlice<Event>`.
-    public static func body(_ events: ArraySlice<Event>, version: UInt16 = FormatVersion.current) -> [UInt8] {
-        BlockCodec.encode(events, version: version)
+    public static func body(_ events: ArraySlice<Event>, version: UInt16 = FormatVersion.current) -> EncodedBody {
+        BlockCodec.encodeBody(events, version: version)
     }
 
     /// Frames a body compressed by the caller (any raw DEFLATE stream of `rawCount` bytes).

@@ -168,33 +168,36 @@ final class SegmentSink: @unchecked Sendable {
 
     /// Bodies at least this large are deflated in two halves at once.
     static let parallelDeflateMinimum = 128 * 1024
-    /// The level of a halved body that would otherwise get the sealing level 6. Measured on
-    /// the standard session (docs/PERFORMANCE.md): halves at level 5 take 0.58× the CPU of
-    /// level 6 and are as small as one level-6 stream was (2.128 B/pt; halves at level 6:
-    /// 2.102). Deflate is most of a bulk flush's cost, and the 2.15 B/pt budget allows it.
-    static let halvedSealingLevel: Int32 = 5
+    /// The level of a halved body's coordinates and tables where the sealing level 6 was
+    /// asked for (its other parts are coded by runs or at level 1: `EncodedBody`). Deflate is
+    /// most of a bulk flush's cost. Measured on 300,000-point sessions of each precision
+    /// (docs/PERFORMANCE.md, "Deflate by column"): 0.971–0.994 of the bytes that halves at
+    /// level 5 deflated as one stream each took, and `journal record` 0.86× their CPU.
+    static let halvedSealingLevel: Int32 = 4
 
     /// One block frame, like `SegmentEncoder.block`, but a large body is deflated in two
-    /// halves on two cores: level 6 is most of a flush's cost, and the second half of the
-    /// body need not wait for the first (`RawDeflate.compressPiece`). The frame is an
-    /// ordinary one; its stream differs from a single call's only around the seam.
+    /// pieces on two cores: deflate is most of a flush's cost, and the second piece need not
+    /// wait for the first (`RawDeflate.compressPiece`). The pieces meet at the end of a part
+    /// (`DeflateSection.seam`); the frame is an ordinary one.
     static func block(_ events: ArraySlice<Event>, level: Int32, version: UInt16) -> [UInt8] {
-        let body = SegmentEncoder.body(events, version: version)
+        let encoded = SegmentEncoder.body(events, version: version)
+        let body = encoded.bytes
         var maxLamport: UInt64 = 0
         for event in events where event.lamport > maxLamport { maxLamport = event.lamport }
         let firstSeq = events[events.startIndex].id.seq
         guard body.count >= parallelDeflateMinimum else {
-            return SegmentEncoder.frame(body: body, eventCount: events.count, firstSeq: firstSeq, maxLamport: maxLamport, level: level)
+            return SegmentEncoder.frame(body: encoded, eventCount: events.count, firstSeq: firstSeq, maxLamport: maxLamport, level: level)
         }
-        let half = body.count / 2
         let level = level == SegmentEncoder.compressionLevel ? halvedSealingLevel : level
+        let sections = encoded.deflateSections(level: level)
+        let half = DeflateSection.seam(sections, count: body.count)
         let second = PieceJob()
         // A leaf job (it waits on nothing), so one shared thread serves every writer.
         WorkerThread.shared.submit {
-            second.piece = body.withUnsafeBytes { try? RawDeflate.compressPiece($0, range: half..<body.count, level: level) }
+            second.piece = body.withUnsafeBytes { try? RawDeflate.compressPiece($0, range: half..<body.count, sections: sections) }
             second.done.signal()
         }
-        let first = body.withUnsafeBytes { try? RawDeflate.compressPiece($0, range: 0..<half, level: level) }
+        let first = body.withUnsafeBytes { try? RawDeflate.compressPiece($0, range: 0..<half, sections: sections) }
         second.done.wait()
         guard let first, let rest = second.piece else {
             // Deflate of an in-memory buffer fails only if zlib cannot allocate its state.
