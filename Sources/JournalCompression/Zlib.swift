@@ -29,25 +29,7 @@ public enum ZlibError: Error, Equatable, Sendable, CustomStringConvertible {
 public enum RawDeflate {
     /// Compresses `input` as one raw DEFLATE stream (`deflateInit2` with windowBits -15).
     public static func compress(_ input: [UInt8], level: Int32 = 6) throws(ZlibError) -> [UInt8] {
-        let box = StreamBox()
-        let initCode = czlib_deflate_init_raw(box.stream, level)
-        guard initCode == Z_OK else { throw .internalFailure(code: initCode) }
-        defer { deflateEnd(box.stream) }
-
-        let bound = Int(deflateBound(box.stream, uLong(input.count)))
-        var output = [UInt8](repeating: 0, count: max(bound, 16))
-        let code: Int32 = input.withUnsafeBufferPointer { inBuf in
-            output.withUnsafeMutableBufferPointer { outBuf in
-                box.stream.pointee.next_in = UnsafeMutablePointer(mutating: inBuf.baseAddress)
-                box.stream.pointee.avail_in = uInt(inBuf.count)
-                box.stream.pointee.next_out = outBuf.baseAddress
-                box.stream.pointee.avail_out = uInt(outBuf.count)
-                return deflate(box.stream, Z_FINISH)
-            }
-        }
-        guard code == Z_STREAM_END else { throw .internalFailure(code: code) }
-        output.removeSubrange(Int(box.stream.pointee.total_out)...)
-        return output
+        try compress(input, sections: [DeflateSection(end: input.count, method: .matching(level: level))])
     }
 
     /// Compresses `input[range]` as one piece of a raw DEFLATE stream of all of `input`, so
@@ -60,33 +42,7 @@ public enum RawDeflate {
     public static func compressPiece(
         _ input: UnsafeRawBufferPointer, range: Range<Int>, level: Int32 = 6
     ) throws(ZlibError) -> [UInt8] {
-        precondition(range.lowerBound >= 0 && range.upperBound <= input.count, "piece outside its input")
-        let box = StreamBox()
-        let initCode = czlib_deflate_init_raw(box.stream, level)
-        guard initCode == Z_OK else { throw .internalFailure(code: initCode) }
-        defer { deflateEnd(box.stream) }
-        let base = input.baseAddress?.assumingMemoryBound(to: Bytef.self)
-        let windowStart = max(0, range.lowerBound - 32 * 1024)
-        if let base, windowStart < range.lowerBound {
-            let code = deflateSetDictionary(box.stream, base + windowStart, uInt(range.lowerBound - windowStart))
-            guard code == Z_OK else { throw .internalFailure(code: code) }
-        }
-        let last = range.upperBound == input.count
-        // A sync flush adds 5 bytes (the empty stored block) and may need a few more.
-        let bound = Int(deflateBound(box.stream, uLong(range.count))) + 16
-        var output = [UInt8](repeating: 0, count: max(bound, 16))
-        let code: Int32 = output.withUnsafeMutableBufferPointer { outBuf in
-            box.stream.pointee.next_in = base.map { UnsafeMutablePointer(mutating: $0 + range.lowerBound) }
-            box.stream.pointee.avail_in = uInt(range.count)
-            box.stream.pointee.next_out = outBuf.baseAddress
-            box.stream.pointee.avail_out = uInt(outBuf.count)
-            return deflate(box.stream, last ? Z_FINISH : Z_SYNC_FLUSH)
-        }
-        // Z_SYNC_FLUSH with all input consumed and room left returns Z_OK.
-        guard last ? code == Z_STREAM_END : (code == Z_OK && box.stream.pointee.avail_in == 0 && box.stream.pointee.avail_out > 0)
-        else { throw .internalFailure(code: code) }
-        output.removeSubrange(Int(box.stream.pointee.total_out)...)
-        return output
+        try compressPiece(input, range: range, sections: [DeflateSection(end: input.count, method: .matching(level: level))])
     }
 
     /// Inflates a raw DEFLATE stream that must produce exactly `expectedCount` bytes.
