@@ -19,11 +19,11 @@ public struct EncodedBody: Sendable {
     /// How to deflate the body, `level` being what the caller asked for.
     ///
     /// Measured on 300,000-point sessions of each device precision and on Hershey handwriting
-    /// (docs/PERFORMANCE.md, "Deflate by column"): runs of one byte (kinds, references, flags,
-    /// and pressures, which are often one value) lose nothing by matching at distance 1 only
-    /// and take no match search; the clocks' small gaps gain nothing from a deep search; the
-    /// coordinates, times and tables keep the caller's level. Against the body as one stream
-    /// at that level, 1–4.5% fewer bytes in 0.5–0.75 of the time.
+    /// (docs/PERFORMANCE.md, "Deflate by part"): runs of one byte (kinds, references, flags,
+    /// and pressures, which a mouse gives as one value) lose nothing by matching at distance
+    /// 1 only and take no match search; the clocks' small gaps gain nothing from a deep
+    /// search; the coordinates, times and tables keep the caller's level. Against the body as
+    /// one stream at that level: 0.5–4.5% fewer bytes in 0.5–0.75 of the time.
     public func deflateSections(level: Int32) -> [DeflateSection] {
         guard level > 0, bytes.count >= Self.minimumSectionedCount, partEnds.count == Part.allCases.count else {
             return [DeflateSection(end: bytes.count, method: .matching(level: level))]

@@ -171,8 +171,8 @@ final class SegmentSink: @unchecked Sendable {
     /// The level of a halved body's coordinates and tables where the sealing level 6 was
     /// asked for (its other parts are coded by runs or at level 1: `EncodedBody`). Deflate is
     /// most of a bulk flush's cost. Measured on 300,000-point sessions of each precision
-    /// (docs/PERFORMANCE.md, "Deflate by column"): 0.971–0.994 of the bytes that halves at
-    /// level 5 deflated as one stream each took, and `journal record` 0.86× their CPU.
+    /// (docs/PERFORMANCE.md, "Deflate by part"), against halves at level 5 each deflated as
+    /// one stream: 0.971–0.994× the bytes, and `journal record` 0.86× the CPU.
     static let halvedSealingLevel: Int32 = 4
 
     /// One block frame, like `SegmentEncoder.block`, but a large body is deflated in two

@@ -95,7 +95,7 @@ struct DeflateSeamTests {
         // Work: 181,000 before the matched parts, 360,000 in them. After the first matched
         // part 301,000 of 541,000, the nearest to even.
         #expect(DeflateSection.seam(sections, count: count) == 221_000)
-        // The middle by bytes would have put two of the three matched parts in one piece.
+        // Cut where the bytes are even, every matched part would be in the second piece.
         #expect(DeflateSection.seam(sections.map { DeflateSection(end: $0.end, method: .runs) }, count: count) == 151_000)
     }
 
