@@ -84,11 +84,11 @@ struct Snapshot {
         let rawCounts = ParallelResults<Int>(count: chunks.count)
         let recordLengths = ParallelResults<Int>(count: chunks.count)
         DispatchQueue.concurrentPerform(iterations: chunks.count) { index in
-            let (raw, records) = SnapshotChunks.encode(state, slots: chunks[index])
+            let (raw, records, partEnds) = SnapshotChunks.encode(state, slots: chunks[index])
             recordLengths.set(index, records)
             // Compressed as a block body is: a stored chunk (raw length 0) only where zlib
             // itself fails.
-            if let compressed = try? RawDeflate.compress(raw, level: SnapshotChunks.compressionLevel) {
+            if let compressed = try? RawDeflate.compress(raw, sections: SnapshotChunks.deflateSections(partEnds: partEnds)) {
                 rawCounts.set(index, raw.count)
                 bodies.set(index, compressed)
             } else {

@@ -29,6 +29,21 @@ enum SnapshotChunks {
     /// As a sealed block's body: the level sealing uses.
     static let compressionLevel: Int32 = 6
 
+    /// How a chunk is deflated, part by part as a block body is (`EncodedBody`): its stroke
+    /// records and its x, y and t columns at the sealing level, its pressures and point
+    /// styles by runs; one stream at the sealing level if it is short. `partEnds`: where the
+    /// records and each column end, as `encode` gives them.
+    static func deflateSections(partEnds: [Int]) -> [DeflateSection] {
+        guard let end = partEnds.last, end >= EncodedBody.minimumSectionedCount, partEnds.count == 6 else {
+            return [DeflateSection(end: partEnds.last ?? 0, method: .matching(level: compressionLevel))]
+        }
+        let methods: [DeflateSection.Method] = [
+            .matching(level: compressionLevel), .matching(level: compressionLevel), .matching(level: compressionLevel),
+            .runs, .matching(level: compressionLevel), .runs,
+        ]
+        return zip(partEnds, methods).map { DeflateSection(end: $0, method: $1) }
+    }
+
     /// The most bytes a chunk of `strokes` and `points` can take before compression: what
     /// inflating one may allocate (invariant 8). A stroke's header is under 128 bytes plus two
     /// bitmaps of a bit per point; a point's values under 4 × (9 + 18 + 18) bytes (an exception,
@@ -77,8 +92,9 @@ enum SnapshotChunks {
         return chunks
     }
 
-    /// The chunk's bytes, and how many of them are its stroke records.
-    static func encode(_ state: OrderedFoldState, slots: Range<Int>) -> (bytes: [UInt8], recordsLength: Int) {
+    /// The chunk's bytes, how many of them are its stroke records, and where the records,
+    /// the x, y, pressure and t columns and the point styles end.
+    static func encode(_ state: OrderedFoldState, slots: Range<Int>) -> (bytes: [UInt8], recordsLength: Int, partEnds: [Int]) {
         var out = ByteWriter(capacity: slots.reduce(0) { $0 + 32 + state.strokes[$1].points.count * 3 })
         var xs: [Double] = [], ys: [Double] = [], pressures: [Double] = [], times: [Double] = []
         var pointStrokes: [UInt32] = [], pressureStrokes: [UInt32] = [], timeStrokes: [UInt32] = []
@@ -131,11 +147,14 @@ enum SnapshotChunks {
             }
         }
         let recordsLength = out.count
+        var partEnds = [recordsLength]
         for (values, strokes) in [(xs, pointStrokes), (ys, pointStrokes), (pressures, pressureStrokes), (times, timeStrokes)] {
             RealColumnEncoderV2(values: values, strokes: strokes, strokeCount: slots.count).write(to: &out)
+            partEnds.append(out.count)
         }
         for slot in slots { state.strokes[slot].pointStyles?.forEach { out.appendVarint(UInt64($0)) } }
-        return (out.bytes, recordsLength)
+        partEnds.append(out.count)
+        return (out.bytes, recordsLength, partEnds)
     }
 
     /// How one stroke's optional values are stored: all, none, or those a bitmap marks.

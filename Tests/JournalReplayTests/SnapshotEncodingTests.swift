@@ -119,6 +119,25 @@ import Testing
         }
     }
 
+    /// A chunk is deflated part by part as a block body is: its records, x, y and t at the
+    /// sealing level, pressures and point styles by runs; its records still read alone.
+    @Test func aChunkIsDeflatedByItsParts() throws {
+        let state = arbitraryState(seed: 21, strokes: 40...40, lengths: [200, 2000])
+        let (raw, recordsLength, partEnds) = SnapshotChunks.encode(state, slots: 0..<state.strokes.count)
+        #expect(partEnds.first == recordsLength && partEnds.last == raw.count && partEnds == partEnds.sorted())
+        let sections = SnapshotChunks.deflateSections(partEnds: partEnds)
+        #expect(sections.map(\.method) == [.matching(level: 6), .matching(level: 6), .matching(level: 6), .runs, .matching(level: 6), .runs])
+        let compressed = try RawDeflate.compress(raw, sections: sections)
+        #expect(try compressed.withUnsafeBytes { try RawDeflate.decompress($0, expectedCount: raw.count) } == raw)
+        var records = [UInt8](repeating: 0, count: recordsLength)
+        try compressed.withUnsafeBytes { body in
+            try records.withUnsafeMutableBytes { try RawDeflate.decompressPrefix(body, into: $0) }
+        }
+        #expect(records == Array(raw[0..<recordsLength]))
+        // A short chunk: one stream.
+        #expect(SnapshotChunks.deflateSections(partEnds: [10, 20, 30, 40, 50, 60]) == [DeflateSection(end: 60, method: .matching(level: 6))])
+    }
+
     @Test func everyDamagedOrTruncatedFileIsRefused() throws {
         let bytes = snapshot(arbitraryState(seed: 5, strokes: 6...8, lengths: [0, 1, 2, 3, 9, 20])).encoded()
         #expect(Snapshot.decode(bytes) != nil)
