@@ -77,6 +77,14 @@ extension RawDeflate {
     public static func compressPiece(
         _ input: UnsafeRawBufferPointer, range: Range<Int>, sections: [DeflateSection]
     ) throws(ZlibError) -> [UInt8] {
+        try compressPiece(input, range: range, sections: sections, startingCapacity: nil)
+    }
+
+    /// `startingCapacity`: the output room of the first try (zlib's bound when nil), for the
+    /// tests of a try that runs out of room.
+    package static func compressPiece(
+        _ input: UnsafeRawBufferPointer, range: Range<Int>, sections: [DeflateSection], startingCapacity: Int?
+    ) throws(ZlibError) -> [UInt8] {
         precondition(range.lowerBound >= 0 && range.upperBound <= input.count, "piece outside its input")
         precondition(sections.last?.end == input.count, "sections must cover the input")
         var parts: [(range: Range<Int>, method: DeflateSection.Method)] = []
@@ -90,24 +98,39 @@ extension RawDeflate {
         // An empty piece is still a stream (the empty final block, or nothing but a flush).
         if parts.isEmpty { parts = [(range, sections.last?.method ?? .matching(level: 6))] }
 
+        let base = input.baseAddress?.assumingMemoryBound(to: Bytef.self)
+        let last = range.upperBound == input.count
+        // Each block end adds at most a few bytes over what one stream would take, and the
+        // sync flush of a piece that is not the last its empty stored block. Should zlib still
+        // want more room, the piece is deflated again into twice as much, not given up.
+        var capacity = startingCapacity
+        for _ in 0..<2 {
+            if let output = try deflateParts(base, range: range, parts: parts, last: last, capacity: &capacity) { return output }
+        }
+        throw .internalFailure(code: Z_BUF_ERROR)
+    }
+
+    /// One try at a piece: its bytes, or nil if `capacity` (zlib's bound plus slack when nil)
+    /// was too small, which is then doubled for the next try.
+    private static func deflateParts(
+        _ base: UnsafePointer<Bytef>?, range: Range<Int>, parts: [(range: Range<Int>, method: DeflateSection.Method)],
+        last: Bool, capacity: inout Int?
+    ) throws(ZlibError) -> [UInt8]? {
         let box = StreamBox()
         var current = parts[0].method
         let initial = current.zlibParameters
         let initCode = czlib_deflate_init_raw_strategy(box.stream, initial.level, initial.strategy)
         guard initCode == Z_OK else { throw .internalFailure(code: initCode) }
         defer { deflateEnd(box.stream) }
-        let base = input.baseAddress?.assumingMemoryBound(to: Bytef.self)
         let windowStart = max(0, range.lowerBound - 32 * 1024)
         if let base, windowStart < range.lowerBound {
             let code = deflateSetDictionary(box.stream, base + windowStart, uInt(range.lowerBound - windowStart))
             guard code == Z_OK else { throw .internalFailure(code: code) }
         }
-        let last = range.upperBound == input.count
-        // Each block end adds at most a few bytes over what one stream would take; the sync
-        // flush of a piece that is not the last adds its empty stored block.
-        let bound = Int(deflateBound(box.stream, uLong(range.count))) + 16 * parts.count + 16
-        var output = [UInt8](repeating: 0, count: bound)
-        let failure: Int32? = output.withUnsafeMutableBufferPointer { outBuf in
+        let size = capacity ?? Int(deflateBound(box.stream, uLong(range.count))) + 16 * parts.count + 16
+        capacity = 2 * size
+        var output = [UInt8](repeating: 0, count: size)
+        let outcome: Int32 = output.withUnsafeMutableBufferPointer { outBuf in
             box.stream.pointee.next_out = outBuf.baseAddress
             box.stream.pointee.avail_out = uInt(outBuf.count)
             for (index, part) in parts.enumerated() {
@@ -123,14 +146,19 @@ extension RawDeflate {
                 box.stream.pointee.avail_in = uInt(part.range.count)
                 let final = index == parts.count - 1
                 let code = deflate(box.stream, final ? (last ? Z_FINISH : Z_SYNC_FLUSH) : Z_BLOCK)
-                let finished = final && last ? code == Z_STREAM_END : code == Z_OK
-                guard finished, box.stream.pointee.avail_in == 0, box.stream.pointee.avail_out > 0 else {
-                    return code == Z_OK || code == Z_STREAM_END ? Z_BUF_ERROR : code
+                if final && last {
+                    guard code == Z_STREAM_END else { return code == Z_OK ? Z_BUF_ERROR : code }
+                } else {
+                    // A flush that filled the output may not have finished: out of room.
+                    guard code == Z_OK, box.stream.pointee.avail_in == 0, box.stream.pointee.avail_out > 0 else {
+                        return code == Z_OK ? Z_BUF_ERROR : code
+                    }
                 }
             }
-            return nil
+            return Z_OK
         }
-        if let failure { throw .internalFailure(code: failure) }
+        if outcome == Z_BUF_ERROR { return nil }
+        guard outcome == Z_OK else { throw .internalFailure(code: outcome) }
         output.removeSubrange(Int(box.stream.pointee.total_out)...)
         return output
     }

@@ -47,6 +47,21 @@ import Testing
         }
     }
 
+    /// zlib's bound plus slack is always room enough; should a try still run out, the piece
+    /// is deflated again into twice the room, and beyond that refused with an error, never a
+    /// trap (a writer's flush must not die on it).
+    @Test func aTryOutOfRoomIsRetriedThenRefused() throws {
+        let (input, sections) = Self.mixedInput(seed: 5, count: 60_000)
+        let whole = try RawDeflate.compress(input, sections: sections)
+        let retried = try input.withUnsafeBytes {
+            try RawDeflate.compressPiece($0, range: 0..<input.count, sections: sections, startingCapacity: whole.count - 1)
+        }
+        #expect(retried == whole)
+        #expect(throws: ZlibError.internalFailure(code: -5)) {
+            _ = try input.withUnsafeBytes { try RawDeflate.compressPiece($0, range: 0..<input.count, sections: sections, startingCapacity: 64) }
+        }
+    }
+
     /// The reason for the sections: a body of pen strokes is smaller deflated by its parts
     /// than as one stream at the same level.
     @Test func aBodyOfPenStrokesIsSmallerDeflatedByItsParts() throws {
