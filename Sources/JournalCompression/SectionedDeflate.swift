@@ -74,6 +74,9 @@ extension RawDeflate {
 
     /// `compressPiece(_:range:level:)` by sections: the piece is the part of the sections that
     /// `range` covers, so pieces cut anywhere can be deflated at the same time and joined.
+    /// The pieces must cover the input once, in order: a piece that ends at `input.count`
+    /// ends the stream, so an empty one there after another that also ends there would end
+    /// it twice.
     public static func compressPiece(
         _ input: UnsafeRawBufferPointer, range: Range<Int>, sections: [DeflateSection]
     ) throws(ZlibError) -> [UInt8] {

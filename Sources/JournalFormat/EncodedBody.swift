@@ -18,12 +18,15 @@ public struct EncodedBody: Sendable {
 
     /// How to deflate the body, `level` being what the caller asked for.
     ///
-    /// Measured on 300,000-point sessions of each device precision and on Hershey handwriting
-    /// (docs/PERFORMANCE.md, "Deflate by part"): runs of one byte (kinds, references, flags,
-    /// and pressures, which a mouse gives as one value) lose nothing by matching at distance
-    /// 1 only and take no match search; the clocks' small gaps gain nothing from a deep
-    /// search; the coordinates, times and tables keep the caller's level. Against the body as
-    /// one stream at that level: 0.5–4.5% fewer bytes in 0.5–0.75 of the time.
+    /// Measured on 300,000-point sessions of each device precision, on Hershey handwriting and
+    /// on four drawers through one relay (docs/PERFORMANCE.md, "Deflate by part"): the kind,
+    /// Lamport and point-flag columns are runs of one byte, and pressures (a mouse gives one
+    /// value) lose nothing to matching at distance 1 only, which takes no match search; the
+    /// wall clock and the references keep the caller's level, since drawers interleaved in
+    /// one replica make them periodic rather than runs (by runs they took 1.6–2.6× the bytes,
+    /// 0.4 B/pt more, and a relay's 120 Hz wall column 0.12 B/pt at level 1 against 0.077 at
+    /// 6); so do the coordinates, times and tables. Against the body as one stream at that
+    /// level: 0.5–4.5% fewer bytes in 0.5–0.75 of the time.
     public func deflateSections(level: Int32) -> [DeflateSection] {
         guard level > 0, bytes.count >= Self.minimumSectionedCount, partEnds.count == Part.allCases.count else {
             return [DeflateSection(end: bytes.count, method: .matching(level: level))]
@@ -33,9 +36,8 @@ public struct EncodedBody: Sendable {
 
     static func method(_ part: Part, level: Int32) -> DeflateSection.Method {
         switch part {
-        case .tables, .x, .y, .t: return .matching(level: level)
-        case .lamports, .walls: return .matching(level: 1)
-        case .kinds, .strokeRefs, .styleRefs, .pointFlags, .pressure: return .runs
+        case .tables, .walls, .strokeRefs, .styleRefs, .x, .y, .t: return .matching(level: level)
+        case .kinds, .lamports, .pointFlags, .pressure: return .runs
         }
     }
 }

@@ -200,8 +200,9 @@ final class SegmentSink: @unchecked Sendable {
         let first = body.withUnsafeBytes { try? RawDeflate.compressPiece($0, range: 0..<half, sections: sections) }
         second.done.wait()
         guard let first, let rest = second.piece else {
-            // Deflate of an in-memory buffer fails only if zlib cannot allocate its state.
-            preconditionFailure("zlib deflate failed")
+            // A piece refused (zlib could not allocate its state, or ran out of room twice):
+            // the body deflated as one stream on this thread instead.
+            return SegmentEncoder.frame(body: body, eventCount: events.count, firstSeq: firstSeq, maxLamport: maxLamport, level: level)
         }
         return SegmentEncoder.frame(compressed: first + rest, rawCount: body.count, eventCount: events.count,
                                     firstSeq: firstSeq, maxLamport: maxLamport)
