@@ -35,6 +35,26 @@ public struct DeflateSection: Sendable, Equatable {
         self.method = method
     }
 
+    /// `sections` with each of `ranges` (in order, each within one section) made a section of
+    /// its own coded by Huffman codes alone: stretches of noise, which no match shortens and
+    /// which a code of their own shrinks further than one shared with the bytes around them.
+    public static func carving(literals ranges: [Range<Int>], from sections: [DeflateSection]) -> [DeflateSection] {
+        var result: [DeflateSection] = []
+        var pending = ranges[...]
+        var start = 0
+        for section in sections {
+            while let range = pending.first, range.upperBound <= section.end {
+                pending = pending.dropFirst()
+                guard range.lowerBound >= start else { continue }
+                result.append(DeflateSection(end: range.lowerBound, method: section.method))
+                result.append(DeflateSection(end: range.upperBound, method: .literals))
+            }
+            result.append(section)
+            start = section.end
+        }
+        return result
+    }
+
     /// Where to cut a buffer in two for two cores (`RawDeflate.compressPiece`): at the end of
     /// a section, so that no section's deflate block is split, where the work on either side
     /// is nearest even (the middle if there is one section). A byte costs about three times

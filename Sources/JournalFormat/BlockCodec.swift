@@ -93,6 +93,7 @@ public enum BlockCodec {
         }
 
         var out = ByteWriter(capacity: events.count * 12 + strokes.count * 16 + 64)
+        var lowBytes: [Range<Int>] = []
         var partEnds: [Int] = []
         partEnds.reserveCapacity(EncodedBody.Part.allCases.count)
         out.appendVarint(UInt64(strokes.count))
@@ -109,13 +110,14 @@ public enum BlockCodec {
         }
         for column in [xs, ys, pressures, times] {
             if differences {
-                RealColumnEncoderV2(values: column.values, strokes: column.strokes, strokeCount: strokes.count).write(to: &out)
+                RealColumnEncoderV2(values: column.values, strokes: column.strokes, strokeCount: strokes.count)
+                    .write(to: &out, lowBytes: &lowBytes)
             } else {
                 column.write(to: &out, strokeCount: strokes.count)
             }
             partEnds.append(out.count)
         }
-        return EncodedBody(bytes: out.bytes, partEnds: partEnds)
+        return EncodedBody(bytes: out.bytes, partEnds: partEnds, lowBytes: lowBytes)
     }
 
     // MARK: Decoding

@@ -11,6 +11,17 @@ public struct EncodedBody: Sendable {
     public let bytes: [UInt8]
     /// The end of each part, in `Part` order (the last is `bytes.count`).
     public let partEnds: [Int]
+    /// Where the real columns' streams keep their raw low bytes (§14.1), in order.
+    public let lowBytes: [Range<Int>]
+
+    public init(bytes: [UInt8], partEnds: [Int], lowBytes: [Range<Int>] = []) {
+        self.bytes = bytes
+        self.partEnds = partEnds
+        self.lowBytes = lowBytes
+    }
+
+    /// Low bytes shorter than this stay in their column's block.
+    public static let minimumLowBytes = 1_024
 
     /// A body shorter than this is deflated as one block: each block's codes and end cost a
     /// few bytes, which a short body does not win back.
@@ -31,7 +42,9 @@ public struct EncodedBody: Sendable {
         guard level > 0, bytes.count >= Self.minimumSectionedCount, partEnds.count == Part.allCases.count else {
             return [DeflateSection(end: bytes.count, method: .matching(level: level))]
         }
-        return zip(Part.allCases, partEnds).map { part, end in DeflateSection(end: end, method: Self.method(part, level: level)) }
+        let parts = zip(Part.allCases, partEnds).map { part, end in DeflateSection(end: end, method: Self.method(part, level: level)) }
+        // A stream's low bytes are the noise of its integers (§14.1).
+        return DeflateSection.carving(literals: lowBytes.filter { $0.count >= Self.minimumLowBytes }, from: parts)
     }
 
     static func method(_ part: Part, level: Int32) -> DeflateSection.Method {

@@ -180,6 +180,13 @@ package struct RealColumnEncoderV2 {
     }
 
     package func write(to out: inout ByteWriter) {
+        var lowBytes: [Range<Int>] = []
+        write(to: &out, lowBytes: &lowBytes)
+    }
+
+    /// `write(to:)`, noting where each stream's raw low bytes lie in `out` (§14.1): bytes a
+    /// deflate codes best with Huffman codes of their own (`EncodedBody.deflateSections`).
+    package func write(to out: inout ByteWriter, lowBytes: inout [Range<Int>]) {
         let plan = bestPlan()
         out.append(plan.shape.grid)
         out.append(plan.shape.shapeByte)
@@ -212,12 +219,12 @@ package struct RealColumnEncoderV2 {
             predictors[stroke].advance(n)
             last = n
         }
-        Self.writeStream(residuals, histogram: plan.coarseHistogram, to: &out)
+        Self.writeStream(residuals, histogram: plan.coarseHistogram, to: &out, lowBytes: &lowBytes)
         guard plan.shape.fine != .none else { return }
         if plan.shape.fine == .strokeExponent {
             for exponent in plan.exponents { out.appendZigZag(Int64(exponent)) }
         }
-        Self.writeStream(plan.fine.map(ExactReal.zigzag), to: &out)
+        Self.writeStream(plan.fine.map(ExactReal.zigzag), to: &out, lowBytes: &lowBytes)
     }
 
     /// The cheapest plan. Tidy columns (every value on a decimal grid) are settled by the
@@ -446,14 +453,21 @@ package struct RealColumnEncoderV2 {
     /// and the high parts stay small, where its Huffman codes can.
     /// `histogram`: the stream's, if the caller has it (`Plan.coarseHistogram`).
     static func writeStream(_ stream: [UInt64], histogram known: [Int]? = nil, to out: inout ByteWriter) {
+        var lowBytes: [Range<Int>] = []
+        writeStream(stream, histogram: known, to: &out, lowBytes: &lowBytes)
+    }
+
+    static func writeStream(_ stream: [UInt64], histogram known: [Int]? = nil, to out: inout ByteWriter, lowBytes: inout [Range<Int>]) {
         let low = bestSplit(known ?? histogram(stream)).low
         out.append(UInt8(low))
         let shift = UInt64(8 * low)
         for value in stream { out.appendVarint(low == 0 ? value : value >> shift) }
         guard low > 0 else { return }
+        let start = out.count
         for value in stream {
             for byte in 0..<low { out.append(UInt8(truncatingIfNeeded: value >> UInt64(8 * byte))) }
         }
+        lowBytes.append(start..<out.count)
     }
 }
 

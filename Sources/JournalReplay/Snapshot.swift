@@ -84,11 +84,12 @@ struct Snapshot {
         let rawCounts = ParallelResults<Int>(count: chunks.count)
         let recordLengths = ParallelResults<Int>(count: chunks.count)
         DispatchQueue.concurrentPerform(iterations: chunks.count) { index in
-            let (raw, records, partEnds) = SnapshotChunks.encode(state, slots: chunks[index])
+            let (raw, records, partEnds, lowBytes) = SnapshotChunks.encode(state, slots: chunks[index])
             recordLengths.set(index, records)
             // Compressed as a block body is: a stored chunk (raw length 0) only where zlib
             // itself fails.
-            if let compressed = try? RawDeflate.compress(raw, sections: SnapshotChunks.deflateSections(partEnds: partEnds)) {
+            let sections = SnapshotChunks.deflateSections(partEnds: partEnds, lowBytes: lowBytes)
+            if let compressed = try? RawDeflate.compress(raw, sections: sections) {
                 rawCounts.set(index, raw.count)
                 bodies.set(index, compressed)
             } else {

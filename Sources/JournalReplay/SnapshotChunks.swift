@@ -31,9 +31,10 @@ enum SnapshotChunks {
 
     /// How a chunk is deflated, part by part as a block body is (`EncodedBody`): its stroke
     /// records and its x, y and t columns at the sealing level, its pressures and point
-    /// styles by runs; one stream at the sealing level if it is short. `partEnds`: where the
-    /// records and each column end, as `encode` gives them.
-    static func deflateSections(partEnds: [Int]) -> [DeflateSection] {
+    /// styles by runs, the columns' raw low bytes by Huffman codes alone; one stream at the
+    /// sealing level if it is short. `partEnds` and `lowBytes`: where the records and each
+    /// column end, and where the low bytes lie, as `encode` gives them.
+    static func deflateSections(partEnds: [Int], lowBytes: [Range<Int>] = []) -> [DeflateSection] {
         guard let end = partEnds.last, end >= EncodedBody.minimumSectionedCount, partEnds.count == 6 else {
             return [DeflateSection(end: partEnds.last ?? 0, method: .matching(level: compressionLevel))]
         }
@@ -41,7 +42,8 @@ enum SnapshotChunks {
             .matching(level: compressionLevel), .matching(level: compressionLevel), .matching(level: compressionLevel),
             .runs, .matching(level: compressionLevel), .runs,
         ]
-        return zip(partEnds, methods).map { DeflateSection(end: $0, method: $1) }
+        let parts = zip(partEnds, methods).map { DeflateSection(end: $0, method: $1) }
+        return DeflateSection.carving(literals: lowBytes.filter { $0.count >= EncodedBody.minimumLowBytes }, from: parts)
     }
 
     /// The most bytes a chunk of `strokes` and `points` can take before compression: what
@@ -92,9 +94,12 @@ enum SnapshotChunks {
         return chunks
     }
 
-    /// The chunk's bytes, how many of them are its stroke records, and where the records,
-    /// the x, y, pressure and t columns and the point styles end.
-    static func encode(_ state: OrderedFoldState, slots: Range<Int>) -> (bytes: [UInt8], recordsLength: Int, partEnds: [Int]) {
+    /// The chunk's bytes, how many of them are its stroke records, where the records, the
+    /// x, y, pressure and t columns and the point styles end, and where the columns' raw low
+    /// bytes lie.
+    static func encode(
+        _ state: OrderedFoldState, slots: Range<Int>
+    ) -> (bytes: [UInt8], recordsLength: Int, partEnds: [Int], lowBytes: [Range<Int>]) {
         var out = ByteWriter(capacity: slots.reduce(0) { $0 + 32 + state.strokes[$1].points.count * 3 })
         var xs: [Double] = [], ys: [Double] = [], pressures: [Double] = [], times: [Double] = []
         var pointStrokes: [UInt32] = [], pressureStrokes: [UInt32] = [], timeStrokes: [UInt32] = []
@@ -148,13 +153,14 @@ enum SnapshotChunks {
         }
         let recordsLength = out.count
         var partEnds = [recordsLength]
+        var lowBytes: [Range<Int>] = []
         for (values, strokes) in [(xs, pointStrokes), (ys, pointStrokes), (pressures, pressureStrokes), (times, timeStrokes)] {
-            RealColumnEncoderV2(values: values, strokes: strokes, strokeCount: slots.count).write(to: &out)
+            RealColumnEncoderV2(values: values, strokes: strokes, strokeCount: slots.count).write(to: &out, lowBytes: &lowBytes)
             partEnds.append(out.count)
         }
         for slot in slots { state.strokes[slot].pointStyles?.forEach { out.appendVarint(UInt64($0)) } }
         partEnds.append(out.count)
-        return (out.bytes, recordsLength, partEnds)
+        return (out.bytes, recordsLength, partEnds, lowBytes)
     }
 
     /// How one stroke's optional values are stored: all, none, or those a bitmap marks.

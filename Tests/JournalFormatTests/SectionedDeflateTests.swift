@@ -72,7 +72,8 @@ import Testing
         #expect(body.bytes.count >= EncodedBody.minimumSectionedCount)
         for level: Int32 in [1, 4, 6] {
             let sections = body.deflateSections(level: level)
-            #expect(sections.count == EncodedBody.Part.allCases.count)
+            let lows = body.lowBytes.filter { $0.count >= EncodedBody.minimumLowBytes }.count
+            #expect(sections.count == EncodedBody.Part.allCases.count + 2 * lows)
             let byParts = try RawDeflate.compress(body.bytes, sections: sections)
             let asOne = try RawDeflate.compress(body.bytes, level: level)
             #expect(byParts.count < asOne.count, "level \(level): \(byParts.count) bytes by parts, \(asOne.count) as one")
@@ -99,6 +100,24 @@ import Testing
             let asOne = try RawDeflate.compress(body.bytes, level: level)
             #expect(byParts.count <= asOne.count, "level \(level): \(byParts.count) bytes by parts, \(asOne.count) as one")
         }
+    }
+
+    /// Device values keep raw low bytes in their streams (§14.1): noise, deflated smaller by
+    /// Huffman codes of their own than inside their column's block.
+    @Test(arguments: [DeviceModel.float32Sensor, .transformedDoubles])
+    func lowBytesAreSmallerWithCodesOfTheirOwn(model: DeviceModel) throws {
+        let events = model.session(seed: 4, strokes: 30, points: 200)
+        let body = BlockCodec.encodeBody(events, version: FormatV2.version)
+        let lows = body.lowBytes.filter { $0.count >= EncodedBody.minimumLowBytes }
+        #expect(!lows.isEmpty)
+        #expect(lows.allSatisfy { low in body.partEnds.contains { $0 >= low.upperBound } })
+        let sections = body.deflateSections(level: 6)
+        #expect(sections.filter { $0.method == .literals }.count == lows.count)
+        let without = EncodedBody(bytes: body.bytes, partEnds: body.partEnds).deflateSections(level: 6)
+        let carved = try RawDeflate.compress(body.bytes, sections: sections)
+        let uncarved = try RawDeflate.compress(body.bytes, sections: without)
+        #expect(carved.count < uncarved.count, "\(model): \(carved.count) bytes with the low bytes apart, \(uncarved.count) without")
+        #expect(try carved.withUnsafeBytes { try RawDeflate.decompress($0, expectedCount: body.bytes.count) } == body.bytes)
     }
 
     @Test func aBodysPartsEndInOrderAtItsEnd() {
@@ -133,6 +152,17 @@ struct DeflateSeamTests {
         #expect(DeflateSection.seam(sections, count: count) == 221_000)
         // Cut where the bytes are even, every matched part would be in the second piece.
         #expect(DeflateSection.seam(sections.map { DeflateSection(end: $0.end, method: .runs) }, count: count) == 151_000)
+    }
+
+    @Test func literalsAreCarvedOutOfTheSectionsThatHoldThem() {
+        let sections = [DeflateSection(end: 100, method: .runs), DeflateSection(end: 300, method: .matching(level: 4))]
+        let carved = DeflateSection.carving(literals: [10..<20, 90..<150, 200..<300], from: sections)
+        // 90..<150 crosses a section's end: left where it is.
+        #expect(carved == [
+            DeflateSection(end: 10, method: .runs), DeflateSection(end: 20, method: .literals), DeflateSection(end: 100, method: .runs),
+            DeflateSection(end: 200, method: .matching(level: 4)), DeflateSection(end: 300, method: .literals),
+            DeflateSection(end: 300, method: .matching(level: 4)),
+        ])
     }
 
     @Test func oneSectionIsCutInItsMiddle() {

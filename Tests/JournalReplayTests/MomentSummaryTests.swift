@@ -96,7 +96,7 @@ import Testing
     /// its points or only its records, the chunk decodes or is refused, never traps.
     @Test func aDamagedChunkIsDecodedOrRefusedWithOrWithoutItsPoints() throws {
         let state = SnapshotEncodingTests().arbitraryState(seed: 8, strokes: 12...12, lengths: [0, 1, 2, 9, 30])
-        let (raw, recordsLength, _) = SnapshotChunks.encode(state, slots: 0..<state.strokes.count)
+        let (raw, recordsLength, _, _) = SnapshotChunks.encode(state, slots: 0..<state.strokes.count)
         let entry = SnapshotChunks.Entry(firstSlot: 0, strokes: state.strokes.count, points: state.strokes.reduce(0) { $0 + $1.points.count },
                                          offset: 0, length: raw.count, rawLength: raw.count, recordsLength: recordsLength, crc: 0)
         var random = SeededGenerator(seed: 9)
@@ -142,7 +142,7 @@ import Testing
     @Test func aChunkWhoseRecordsDoNotEndWhereTheTableSaysIsRefused() throws {
         let state = SnapshotEncodingTests().arbitraryState(seed: 3, strokes: 20...20)
         state.checkInvariants()
-        let (raw, recordsLength, _) = SnapshotChunks.encode(state, slots: 0..<state.strokes.count)
+        let (raw, recordsLength, _, _) = SnapshotChunks.encode(state, slots: 0..<state.strokes.count)
         let points = state.strokes.reduce(0) { $0 + $1.points.count }
         func entry(_ records: Int) -> SnapshotChunks.Entry {
             SnapshotChunks.Entry(firstSlot: 0, strokes: state.strokes.count, points: points, offset: 0, length: raw.count,

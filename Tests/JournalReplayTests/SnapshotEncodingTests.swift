@@ -123,7 +123,7 @@ import Testing
     /// sealing level, pressures and point styles by runs; its records still read alone.
     @Test func aChunkIsDeflatedByItsParts() throws {
         let state = arbitraryState(seed: 21, strokes: 40...40, lengths: [200, 2000])
-        let (raw, recordsLength, partEnds) = SnapshotChunks.encode(state, slots: 0..<state.strokes.count)
+        let (raw, recordsLength, partEnds, _) = SnapshotChunks.encode(state, slots: 0..<state.strokes.count)
         #expect(partEnds.first == recordsLength && partEnds.last == raw.count && partEnds == partEnds.sorted())
         let sections = SnapshotChunks.deflateSections(partEnds: partEnds)
         #expect(sections.map(\.method) == [.matching(level: 6), .matching(level: 6), .matching(level: 6), .runs, .matching(level: 6), .runs])
