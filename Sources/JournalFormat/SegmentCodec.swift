@@ -163,19 +163,11 @@ public enum SegmentEncoder {
         return frame(compressed: compressed, rawCount: body.bytes.count, eventCount: eventCount, firstSeq: firstSeq, maxLamport: maxLamport)
     }
 
-    /// Compresses an encoded block body and frames it: header fields, CRC-32, body.
+    /// Compresses an encoded block body as one stream and frames it: header fields, CRC-32, body.
     public static func frame(
         body raw: [UInt8], eventCount: Int, firstSeq: UInt64, maxLamport: UInt64, level: Int32 = compressionLevel
     ) -> [UInt8] {
-        precondition(raw.count <= FormatV1.maxRawBlockSize, "block body over the format bound: split it")
-        let compressed: [UInt8]
-        do {
-            compressed = try RawDeflate.compress(raw, level: level)
-        } catch {
-            // Deflate of an in-memory buffer fails only if zlib cannot allocate its state.
-            preconditionFailure("zlib deflate failed: \(error)")
-        }
-        return frame(compressed: compressed, rawCount: raw.count, eventCount: eventCount, firstSeq: firstSeq, maxLamport: maxLamport)
+        frame(body: EncodedBody(bytes: raw, partEnds: []), eventCount: eventCount, firstSeq: firstSeq, maxLamport: maxLamport, level: level)
     }
 
     /// The raw body of a block, for a caller that compresses it itself. Called from another
