@@ -58,9 +58,7 @@ enum GridV2 {
     func integer(_ value: Double) -> Int64? {
         switch self {
         case .divide(let divisor):
-            let scaled = (value * divisor).rounded()
-            guard scaled.magnitude < Double(FormatV1.gridLimit) else { return nil }
-            return Int64(scaled)
+            return ExactReal.nearestInteger(value * divisor)
         case .ordered32:
             let narrow = Float(value)
             guard Double(narrow).bitPattern == value.bitPattern else { return nil }
@@ -141,6 +139,18 @@ enum ExactReal {
         return field - 1075 + (fraction | (1 << 52)).trailingZeroBitCount
     }
 
+    /// `x` rounded to the nearest integer, halves away from zero (`x.rounded()`), if that is
+    /// below 2^53 in magnitude (`FormatV1.gridLimit`); nil otherwise and for NaN. Truncation
+    /// and an exact fraction instead of libm's `round`, which was a call per value.
+    @inline(__always)
+    static func nearestInteger(_ x: Double) -> Int64? {
+        guard x.magnitude < Double(FormatV1.gridLimit) else { return nil }
+        var integer = Int64(x)
+        let fraction = x - Double(integer)
+        if fraction >= 0.5 { integer += 1 } else if fraction <= -0.5 { integer -= 1 }
+        return integer.magnitude < UInt64(FormatV1.gridLimit) ? integer : nil
+    }
+
     @inline(__always)
     static func zigzag(_ value: Int64) -> UInt64 { UInt64(bitPattern: (value << 1) ^ (value >> 63)) }
 
@@ -197,34 +207,69 @@ package struct RealColumnEncoderV2 {
             out.appendLE(values[index].bitPattern)
             previous = index
         }
-        var residuals = [UInt64]()
-        residuals.reserveCapacity(plan.coarse.count)
-        var predictors = [Predictor](repeating: Predictor(), count: strokeCount)
-        var last: Int64 = 0
-        var cursor = 0
-        var nextException = plan.exceptions.first ?? Int.max
-        var exceptionCursor = 0
-        for index in 0..<values.count {
-            if index == nextException {
-                exceptionCursor += 1
-                nextException = exceptionCursor < plan.exceptions.count ? plan.exceptions[exceptionCursor] : Int.max
-                continue
-            }
-            let stroke = Int(strokes[index])
-            let n = plan.coarse[cursor]
-            cursor += 1
-            let predicted = predictors[stroke].seen || !plan.shape.startFromPrevious
-                ? predictors[stroke].predict(order: plan.shape.order) : last
-            residuals.append(ExactReal.zigzag(n &- predicted))
-            predictors[stroke].advance(n)
-            last = n
-        }
+        let residuals = coarseResiduals(plan)
         Self.writeStream(residuals, histogram: plan.coarseHistogram, to: &out, lowBytes: &lowBytes)
         guard plan.shape.fine != .none else { return }
         if plan.shape.fine == .strokeExponent {
             for exponent in plan.exponents { out.appendZigZag(Int64(exponent)) }
         }
         Self.writeStream(plan.fine.map(ExactReal.zigzag), to: &out, lowBytes: &lowBytes)
+    }
+
+    /// The zigzagged residuals of the plan's coarse integers under its order and start rule
+    /// (§14.3), in column order.
+    func coarseResiduals(_ plan: Plan) -> [UInt64] {
+        let order = plan.shape.order
+        let startFromPrevious = plan.shape.startFromPrevious
+        precondition(plan.coarse.count + plan.exceptions.count == values.count, "a plan of the whole column")
+        return [UInt64](unsafeUninitializedCapacity: plan.coarse.count) { residuals, initialized in
+            walkCodedEntries(of: plan, in: 0..<values.count) { cursor, n, predictor, last in
+                let predicted = predictor.seen || !startFromPrevious ? predictor.predict(order: order) : last
+                residuals[cursor] = ExactReal.zigzag(n &- predicted)
+            }
+            initialized = plan.coarse.count
+        }
+    }
+
+    /// Calls `body` for each coded entry of `range` (exceptions skipped), in column order,
+    /// with its place in `plan.coarse`, its coarse integer, its stroke's predictor before it
+    /// and the previous coded entry's integer (0 for the first). A stroke's entries come in
+    /// runs, so its predictor stays in registers for the run (`ColumnPredictors`).
+    @inline(__always)
+    func walkCodedEntries(of plan: Plan, in range: Range<Int>, _ body: (Int, Int64, Predictor, Int64) -> Void) {
+        var table = [Predictor](repeating: Predictor(), count: strokeCount)
+        table.withUnsafeMutableBufferPointer { table in
+            strokes.withUnsafeBufferPointer { strokes in
+                plan.coarse.withUnsafeBufferPointer { coarse in
+                    plan.exceptions.withUnsafeBufferPointer { exceptions in
+                        var last: Int64 = 0
+                        var cursor = 0
+                        var exceptionCursor = 0
+                        var nextException = exceptions.first ?? Int.max
+                        var current = -1
+                        var predictor = Predictor()
+                        for index in range {
+                            if index == nextException {
+                                exceptionCursor += 1
+                                nextException = exceptionCursor < exceptions.count ? exceptions[exceptionCursor] : Int.max
+                                continue
+                            }
+                            let stroke = Int(strokes[index])
+                            if stroke != current {
+                                if current >= 0 { table[current] = predictor }
+                                predictor = table[stroke]
+                                current = stroke
+                            }
+                            let n = coarse[cursor]
+                            body(cursor, n, predictor, last)
+                            cursor += 1
+                            predictor.advance(n)
+                            last = n
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// The cheapest plan. Tidy columns (every value on a decimal grid) are settled by the
@@ -370,44 +415,34 @@ package struct RealColumnEncoderV2 {
     /// Order and stroke-start prediction minimising the coarse stream, all four measured in
     /// one pass; with the winner's estimate and histogram of residual bit lengths.
     func chooseOrder(plan: Plan, range: Range<Int>) -> (order: UInt8, start: Bool, bits: Int, histogram: [Int]) {
-        // Four histograms of 65 bit lengths, one after the other in one flat array (one
-        // allocation; an array of arrays takes five): a board commits a tiny block hundreds of
-        // times a second.
-        var histograms = [Int](repeating: 0, count: 4 * 65)
-        var predictors = [Predictor](repeating: Predictor(), count: strokeCount)
-        var last: Int64 = 0
-        var cursor = 0
-        var exceptionCursor = 0
-        for index in range {
-            if exceptionCursor < plan.exceptions.count && plan.exceptions[exceptionCursor] == index {
-                exceptionCursor += 1
-                continue
-            }
-            let stroke = Int(strokes[index])
-            let n = plan.coarse[cursor]
-            cursor += 1
-            if predictors[stroke].seen {
-                let first = Self.bitLength(n &- predictors[stroke].predict(order: 1))
-                let second = Self.bitLength(n &- predictors[stroke].predict(order: 2))
-                histograms[first] += 1; histograms[65 + first] += 1
-                histograms[130 + second] += 1; histograms[195 + second] += 1
-            } else {
-                let fromZero = Self.bitLength(n)
-                let fromLast = Self.bitLength(n &- last)
-                histograms[fromZero] += 1; histograms[130 + fromZero] += 1
-                histograms[65 + fromLast] += 1; histograms[195 + fromLast] += 1
-            }
-            predictors[stroke].advance(n)
-            last = n
-        }
-        var best = (order: UInt8(2), start: false, bits: Int.max, combination: 0)
-        histograms.withUnsafeBufferPointer { all in
-            for combination in 0..<4 {
-                let bits = Self.bestSplit(UnsafeBufferPointer(rebasing: all[(combination * 65)..<(combination * 65 + 65)])).bits
-                if bits < best.bits { best = (combination >= 2 ? 2 : 1, combination & 1 == 1, bits, combination) }
+        // Two histograms of 65 bit lengths for a stroke's later entries (order 1, order 2)
+        // and two for its first entry (predicted as 0, as the previous entry), one after the
+        // other in one flat array (one allocation: a board commits a tiny block hundreds of
+        // times a second); the four combinations are their sums.
+        var counts = [Int](repeating: 0, count: 4 * 65)
+        counts.withUnsafeMutableBufferPointer { counts in
+            walkCodedEntries(of: plan, in: range) { _, n, predictor, last in
+                if predictor.seen {
+                    let step = n &- predictor.previous
+                    counts[Self.bitLength(step)] += 1
+                    counts[65 + Self.bitLength(step &- predictor.previousDelta)] += 1
+                } else {
+                    counts[130 + Self.bitLength(n)] += 1
+                    counts[195 + Self.bitLength(n &- last)] += 1
+                }
             }
         }
-        return (best.order, best.start, best.bits, Array(histograms[(best.combination * 65)..<(best.combination * 65 + 65)]))
+        // Combination c: order 1 (c < 2) or 2, start from 0 (c even) or from the last entry.
+        var best = (order: UInt8(2), start: false, bits: Int.max, histogram: [Int]())
+        var histogram = [Int](repeating: 0, count: 65)
+        for combination in 0..<4 {
+            let later = combination >= 2 ? 65 : 0
+            let first = combination & 1 == 1 ? 195 : 130
+            for length in 0..<65 { histogram[length] = counts[later + length] + counts[first + length] }
+            let bits = Self.bestSplit(histogram).bits
+            if bits < best.bits { best = (combination >= 2 ? 2 : 1, combination & 1 == 1, bits, histogram) }
+        }
+        return best
     }
 
     @inline(__always)
