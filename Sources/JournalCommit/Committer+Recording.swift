@@ -87,6 +87,36 @@ extension Committer {
             return event.id
         }
 
+        /// Appends `payloads` as events that arrived together (one clock reading, or
+        /// `arrivedAt`, for all): an app importing a batch, or a reader handing on what one read
+        /// gave. All or nothing: a payload that fails validation appends none of them. Flushes
+        /// as `append` does, by count and by age, between the events that fill a flush.
+        /// Returns the seqs the events got.
+        @discardableResult
+        public func append(contentsOf payloads: ArraySlice<Payload>, arrivedAt: Int64? = nil) throws(JournalError) -> Range<UInt64> {
+            for payload in payloads {
+                do { try payload.validate() } catch { throw .invalidEvent(error) }
+            }
+            let now = arrivedAt ?? ProcessInfoLite.wallClockMilliseconds()
+            let first = writer.nextSeq
+            var start = payloads.startIndex
+            while start < payloads.endIndex {
+                let end = min(payloads.endIndex, start + max(1, options.flushEveryEvents - writer.pendingEvents))
+                try writer.append(validated: payloads[start..<end], arrivedAt: now)
+                start = end
+                if writer.pendingEvents >= options.flushEveryEvents
+                    || (options.flushIntervalMilliseconds.map { now - writer.oldestPendingWallTime >= $0 } ?? false) {
+                    try writer.flushInBackground()
+                }
+            }
+            return first..<writer.nextSeq
+        }
+
+        @discardableResult
+        public func append(contentsOf payloads: [Payload], arrivedAt: Int64? = nil) throws(JournalError) -> Range<UInt64> {
+            try append(contentsOf: payloads[...], arrivedAt: arrivedAt)
+        }
+
         /// The input has nothing to give for now: what is pending must not wait in memory for
         /// the next line, so it is made durable now. A failure resurfaces on the next append.
         public func inputIsIdle() {

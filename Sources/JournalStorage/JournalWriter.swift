@@ -236,6 +236,49 @@ public final class JournalWriter {
         return event
     }
 
+    /// Appends `payloads` as events that arrived together: one clock reading (or `arrivedAt`)
+    /// for all of them, as `journal record` stamps the lines of one read. All or nothing: a
+    /// payload that fails validation appends none of them. Returns the seqs they got (empty
+    /// for no payloads).
+    @discardableResult
+    public func append(contentsOf payloads: ArraySlice<Payload>, arrivedAt: Int64? = nil) throws(JournalError) -> Range<UInt64> {
+        guard lock != nil else { throw .closed }
+        for payload in payloads {
+            do { try payload.validate() } catch { throw .invalidEvent(error) }
+        }
+        return try append(validated: payloads, arrivedAt: arrivedAt)
+    }
+
+    @discardableResult
+    public func append(contentsOf payloads: [Payload], arrivedAt: Int64? = nil) throws(JournalError) -> Range<UInt64> {
+        try append(contentsOf: payloads[...], arrivedAt: arrivedAt)
+    }
+
+    /// `append(contentsOf:)` of payloads the caller has validated (`Payload.validate`).
+    package func append(validated payloads: ArraySlice<Payload>, arrivedAt: Int64?) throws(JournalError) -> Range<UInt64> {
+        guard lock != nil else { throw .closed }
+        try throwDeferred()
+        if let failure { throw .writerFailed(failure) }
+        let count = UInt64(payloads.count)
+        guard count > 0 else { return nextSeq..<nextSeq }
+        if let seen = sharedClock?.value, seen > clock { observe(lamport: seen) }
+        guard count < FormatV1.maxSeq, nextSeq <= FormatV1.maxSeq - count, clock < FormatV1.maxLamport - count else {
+            throw .clockExhausted(seq: nextSeq, lamport: clock)
+        }
+        let now = arrivedAt ?? ProcessInfoLite.wallClockMilliseconds()
+        if pending.isEmpty { pendingSince = now }
+        let wallTime = Event.wallTime(at: now)
+        let first = nextSeq
+        pending.reserveCapacity(pending.count + payloads.count)
+        for payload in payloads {
+            clock += 1
+            pending.append(Event(id: EventID(replica: replica, seq: nextSeq), lamport: clock, wallTime: wallTime, payload: payload))
+            nextSeq += 1
+        }
+        appendedSinceOpen += count
+        return first..<nextSeq
+    }
+
     /// Events appended and not yet handed to a flush.
     public var pendingEvents: Int { pending.count }
     /// The wall time (ms) the oldest pending event was appended at; meaningless while none is.

@@ -62,4 +62,60 @@ import Testing
         try recording.close()
         #expect(journal.listSealed().sealed.count == 40)
     }
+
+    @Test func aBatchFlushesWhereOneByOneWouldAndStampsOneTime() throws {
+        let temp = TemporaryDirectory("recording-batch")
+        defer { temp.remove() }
+        let stroke = StrokeID(UUIDBits(high: 5, low: 6))
+        let payloads = (0..<1_050).map { Self.point(stroke, Double($0)) }
+        var journals: [JournalDirectory] = []
+        var durableSeqs: [[UInt64]] = []
+        for batched in [false, true] {
+            let journal = try JournalDirectory.create(at: temp.path + (batched ? "/batched" : "/single"))
+            let durable = Locked<[UInt64]>([])
+            let recording = try Committer.Recording(
+                directory: journal, options: RecordingOptions(flushEveryEvents: 100, flushIntervalMilliseconds: nil, automaticCompaction: false),
+                durable: { seq in durable.withLock { $0.append(seq) } })
+            if batched {
+                #expect(try recording.append(contentsOf: payloads[0..<333], arrivedAt: 1_700_000_000_005) == 1..<334)
+                #expect(try recording.append(contentsOf: Array(payloads[333...]), arrivedAt: 1_700_000_000_021) == 334..<1_051)
+            } else {
+                for payload in payloads { try recording.append(payload, arrivedAt: 1_700_000_000_005) }
+            }
+            try recording.close()
+            journals.append(journal)
+            durableSeqs.append(durable.withLock { $0 })
+        }
+        // The same flushes by count (every 100 events, then the rest at close), whichever way
+        // the events came.
+        #expect(durableSeqs[0] == durableSeqs[1])
+        #expect(durableSeqs[1].contains(300) && durableSeqs[1].contains(400) && durableSeqs[1].last == 1_050)
+        let (single, _) = Replay.load(journals[0])
+        let (batched, report) = Replay.load(journals[1])
+        #expect(report.eventCount == 1_050)
+        #expect(batched.digest == single.digest)
+        // One time for each call, rounded down to the step writers record in.
+        var walls: [Int64: Int] = [:]
+        for file in journals[1].listSealed().sealed {
+            let problems = SegmentScanner.scan(path: file.path, sealed: true).events { walls[$0.wallTime, default: 0] += 1 }
+            #expect(problems.isEmpty)
+        }
+        #expect(walls == [1_700_000_000_000: 333, 1_700_000_000_016: 717])
+    }
+
+    @Test func aBatchWithAnInvalidPayloadAppendsNoneOfIt() throws {
+        let temp = TemporaryDirectory("recording-batch-invalid")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        let recording = try Committer.Recording(directory: journal, options: RecordingOptions(automaticCompaction: false))
+        let stroke = StrokeID(UUIDBits(high: 7, low: 8))
+        try recording.append(Self.point(stroke, 1))
+        var batch = (0..<10).map { Self.point(stroke, Double($0)) }
+        batch[7] = .point(PointSample(stroke: stroke, x: .nan, y: 0, style: Style(color: RGBA(rawValue: 0xFF), width: 1)))
+        #expect(throws: JournalError.self) { try recording.append(contentsOf: batch) }
+        #expect(recording.nextSeq == 2, "nothing of the batch got a seq")
+        #expect(try recording.append(contentsOf: Array(batch[0..<7])) == 2..<9)
+        try recording.close()
+        #expect(Replay.load(journal).report.eventCount == 8)
+    }
 }

@@ -403,6 +403,8 @@ final class Suite {
         let append = result(.append)
         timed("library append + close (pre-parsed)", .append,
               derived: rate(append.int("points"), append.median, "pt/s"), target: target("appendPointsPerSecond"))
+        series("the same, append(contentsOf:) 8,192 at a time (same row)", .append, "batchedSeconds",
+               derived: rate(append.int("points"), append.extra["batchedSeconds"]?.doubles.map(median), "pt/s"))
         let cli = result(.cliRecord)
         timed("`journal record` CLI (4 files)", .cliRecord,
               derived: cli.ok ? "peak RSS: the CLI's" : "",
