@@ -25,15 +25,24 @@ def entropy(counts):
     return -sum(c / total * math.log2(c / total) for c in counts.values()), total
 
 
-def main():
+def replica_files(tool, usage):
+    """The folder named on the command line and its replica-*.ndjson files, or the exit status
+    after saying what was wrong (for this script and residual_coder_floor.py)."""
     if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 64
+        print(usage, file=sys.stderr)
+        return None, None, 64
     folder = sys.argv[1]
     files = sorted(f for f in os.listdir(folder) if f.startswith("replica-") and f.endswith(".ndjson"))
     if not files:
-        print("column_entropy: no replica-*.ndjson in %s" % folder, file=sys.stderr)
-        return 2
+        print("%s: no replica-*.ndjson in %s" % (tool, folder), file=sys.stderr)
+        return None, None, 2
+    return folder, files, 0
+
+
+def main():
+    folder, files, status = replica_files("column_entropy", __doc__)
+    if status:
+        return status
     residuals = {column: {1: collections.Counter(), 2: collections.Counter()} for column in SCALES}
     points = 0
     for name in files:

@@ -30,7 +30,8 @@ import os
 import sys
 import zlib
 
-SCALES = {"x": 100, "y": 100, "pressure": 100, "t": 1000}
+from column_entropy import SCALES, replica_files
+
 BLOCK = 32768
 COST = [0.0] + [-math.log2(i / 4096) for i in range(1, 4097)]
 
@@ -114,14 +115,9 @@ def entropy_bits(values):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 64
-    folder = sys.argv[1]
-    files = sorted(f for f in os.listdir(folder) if f.startswith("replica-") and f.endswith(".ndjson"))
-    if not files:
-        print("residual_coder_floor: no replica-*.ndjson in %s" % folder, file=sys.stderr)
-        return 2
+    folder, files, status = replica_files("residual_coder_floor", __doc__)
+    if status:
+        return status
     totals = {column: collections.Counter() for column in SCALES}
     points = 0
     for name in files:
