@@ -269,7 +269,8 @@ public final class JournalWriter {
         if pending.isEmpty { pendingSince = now }
         let wallTime = Event.wallTime(at: now)
         let first = nextSeq
-        pending.reserveCapacity(pending.count + payloads.count)
+        // No reserveCapacity here: it allocates exactly what it is asked for, so a caller
+        // appending batch after batch without a flush would copy the pending events each time.
         for payload in payloads {
             clock += 1
             pending.append(Event(id: EventID(replica: replica, seq: nextSeq), lamport: clock, wallTime: wallTime, payload: payload))

@@ -191,4 +191,34 @@ import Testing
         #expect(writer.durableSeq == 1)
         try writer.close()
     }
+
+    /// `append(contentsOf:)`: consecutive seqs and Lamport clocks, one wall time for the batch,
+    /// the events exactly as appended one by one would be, and nothing of a batch holding an
+    /// invalid payload.
+    @Test func aBatchIsAppendedWholeWithOneWallTime() throws {
+        let temp = TemporaryDirectory("writer-batch")
+        defer { temp.remove() }
+        let journal = try JournalDirectory.create(at: temp.path + "/j")
+        let writer = try JournalWriter(directory: journal, options: WriterOptions(sealOnClose: false))
+        let stroke = StrokeID(UUIDBits(high: 9, low: 9))
+        try writer.append(point(stroke, 0))
+        let batch = (1...500).map { point(stroke, Double($0)) }
+        for round in 0..<20 {
+            #expect(try writer.append(contentsOf: batch, arrivedAt: 1_700_000_000_000 + Int64(round) * 100) == UInt64(2 + 500 * round)..<UInt64(502 + 500 * round))
+        }
+        var broken = batch
+        broken[250] = .point(PointSample(stroke: stroke, x: 1, y: .infinity, style: Style(color: RGBA(rawValue: 0xFF), width: 1)))
+        #expect(throws: JournalError.self) { try writer.append(contentsOf: broken[...]) }
+        #expect(writer.nextSeq == 10_002)
+        #expect(try writer.append(contentsOf: []) == 10_002..<10_002)
+        try writer.close()
+        let events = allEvents(journal)
+        #expect(events.count == 10_001)
+        #expect(events.map(\.id.seq) == Array(1...10_001))
+        #expect(events.map(\.lamport) == Array(1...10_001))
+        #expect(Set(events[1...500].map(\.wallTime)) == [1_700_000_000_000])
+        #expect(Set(events[501...1000].map(\.wallTime)) == [Event.wallTime(at: 1_700_000_000_100)])
+        #expect(events[1...500].map(\.payload) == batch)
+        #expect(throws: JournalError.self) { try writer.append(contentsOf: batch) }
+    }
 }
