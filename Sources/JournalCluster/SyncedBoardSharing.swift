@@ -105,7 +105,7 @@ public struct SyncedBoardSharing: BoardSharing {
         TreeListing.scan(replicasPath: journal.replicasPath).contentNamedSegmentKeys
     }
 
-    public func adopt(_ board: BoardName, journal path: String) async -> Bool {
+    public func adopt(_ board: BoardName, journal path: String, installing: @escaping @Sendable () async -> Bool) async -> Bool {
         await queue.serially(board.text) {
             if FileSystem.exists(path) { return true }
             // Built beside, under a name no board can have, and renamed into place only once
@@ -118,7 +118,7 @@ public struct SyncedBoardSharing: BoardSharing {
             var engine = SyncEngine(journal: journal)
             engine.keepsRcloneRunning = true
             guard let report = try? await engine.sync(try target(board), seal: false, compact: false, create: false),
-                  !report.imported.isEmpty
+                  !report.imported.isEmpty, await installing()
             else { return false }
             do { try FileSystem.rename(building, to: path) } catch { return FileSystem.exists(path) }
             return true

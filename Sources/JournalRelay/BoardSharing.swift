@@ -11,8 +11,10 @@ public protocol BoardSharing: Sendable {
     /// the journal is in the store, which `--ack shared` relies on.
     func sync(_ board: BoardName, journal path: String, open: Bool) async -> String?
     /// Brings a board this relay has never held from the store into a new journal at `path`;
-    /// false, leaving nothing at `path`, when the store has no such board.
-    func adopt(_ board: BoardName, journal path: String) async -> Bool
+    /// false, leaving nothing at `path`, when the store has no such board. The copy is put at
+    /// `path` only once `installing` says yes (false: nothing is left): a relay fetches the
+    /// board while it waits for the board's lease and installs it once the lease is held.
+    func adopt(_ board: BoardName, journal path: String, installing: @escaping @Sendable () async -> Bool) async -> Bool
     /// Seconds between two syncs of an open board.
     var interval: Double { get }
     /// `sync`, saying also what it repaired in the store (what an operator's metrics count).
@@ -29,6 +31,11 @@ public protocol BoardSharing: Sendable {
 }
 
 extension BoardSharing {
+    /// `adopt`, installed as soon as it is fetched.
+    public func adopt(_ board: BoardName, journal path: String) async -> Bool {
+        await adopt(board, journal: path, installing: { true })
+    }
+
     public func publishSealed(_ board: BoardName, journal path: String) async -> String? {
         await publishSealedRepairing(board, journal: path).failure
     }
@@ -78,8 +85,8 @@ struct MeasuredSharing: BoardSharing {
         return why
     }
 
-    func adopt(_ board: BoardName, journal path: String) async -> Bool {
-        await store.adopt(board, journal: path)
+    func adopt(_ board: BoardName, journal path: String, installing: @escaping @Sendable () async -> Bool) async -> Bool {
+        await store.adopt(board, journal: path, installing: installing)
     }
 
     var interval: Double { store.interval }

@@ -186,14 +186,24 @@ public final class Relay: Sendable {
         _ name: BoardName, _ boards: inout Boards, adoptingOrRefusing refusal: String? = nil, orCreating mayCreate: Bool = false
     ) -> Task<Result<Void, RelayError>, Never> {
         let task = Task { [self] () -> Result<Void, RelayError> in
-            // The lease first: before this node reads or syncs anything of the board, the
-            // node that served it before has stopped acknowledging it.
-            if let refusal = await claimLease(name) {
+            let path = FileSystem.join(dataDirectory, name.text)
+            // The lease first: before this node writes anything of the board here or opens it,
+            // the node that served it before has stopped acknowledging it. A board this node
+            // does not hold is fetched from the store meanwhile, beside its place, and put in
+            // place only once the lease is held (a lost node's lease takes up to its time to
+            // live to lapse; fetching a board from an object store, most of a second); the
+            // sync below then brings what was published since.
+            let claim = Task { await claimLease(name) }
+            let prefetch: Task<Bool, Never>? = if let sharing, leases != nil, !FileSystem.exists(path), Self.plantedSymlink(path) == nil {
+                Task { await sharing.adopt(name, journal: path, installing: { await claim.value == nil }) }
+            } else {
+                nil
+            }
+            if let refusal = await claim.value {
                 self.boards.withLock { _ = $0.opening.removeValue(forKey: name) }
                 return .failure(.refused(refusal))
             }
             if let sharing {
-                let path = FileSystem.join(dataDirectory, name.text)
                 func fail(_ error: RelayError) -> Result<Void, RelayError> {
                     self.boards.withLock { _ = $0.opening.removeValue(forKey: name) }
                     if let leases = self.leases { Task { await leases.release(name) } }
@@ -203,7 +213,12 @@ public final class Relay: Sendable {
                 if let planted = Self.plantedSymlink(path) {
                     return fail(.journal(board: name.text, .io(IOError.symbolicLink("open board", path: planted))))
                 }
-                if let refusal, await !sharing.adopt(name, journal: path), !mayCreate { return fail(.forbidden(.notAllowed(refusal))) }
+                // Not found while the lease was awaited: asked again, as the node before may
+                // have published the board's first files since.
+                let adopted = await prefetch?.value ?? false
+                if let refusal, !adopted, await !sharing.adopt(name, journal: path), !mayCreate {
+                    return fail(.forbidden(.notAllowed(refusal)))
+                }
                 // A cluster's board opens with what the store holds: a relay taking it over from
                 // a lost one must not serve (and catch clients up from) less than was published.
                 if let why = await sharing.sync(name, journal: path, open: false) { return fail(.sharedStore(board: name.text, why)) }

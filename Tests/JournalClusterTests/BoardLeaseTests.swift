@@ -17,13 +17,39 @@ final class PlayedLeases: BoardLeases {
         /// False: this node's renewals lapsed (it was frozen, or cut off).
         var inForce = true
         var released: [BoardName] = []
+        /// Claims wait for `answerClaims` while this is set (a lost node's lease lapsing).
+        var holdingClaims = false
+        var waitingClaims: [CheckedContinuation<Void, Never>] = []
     }
 
     let state = Locked(State())
     let claimWait = 0.0
 
+    /// Claims held so far (waiting in `claim`).
+    var heldClaims: Int { state.withLock { $0.waitingClaims.count } }
+
+    /// Lets every held claim be answered, and the claims after them without waiting.
+    func answerClaims() {
+        let waiting = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.holdingClaims = false
+            defer { state.waitingClaims = [] }
+            return state.waitingClaims
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
     func claim(_ board: BoardName, wait: Double) async -> LeaseClaim {
-        state.withLock { state in
+        if state.withLock({ $0.holdingClaims }) {
+            await withCheckedContinuation { continuation in
+                let resumeNow = state.withLock { state -> Bool in
+                    guard state.holdingClaims else { return true }
+                    state.waitingClaims.append(continuation)
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        }
+        return state.withLock { state in
             if let other = state.elsewhere[board] { return .heldElsewhere(other) }
             state.held.insert(board)
             return .held(fence: UInt64(state.held.count))
@@ -61,6 +87,43 @@ final class PlayedLeases: BoardLeases {
         }
         #expect(!FileSystem.exists(temp.path + "/wall"), "the refused board's journal was created")
         #expect(relay.metricsText.contains("strokejournal_lease_refusals_total 1"))
+        await relay.close()
+    }
+
+    /// A board this node does not hold is fetched from the store while its lease is awaited
+    /// (a lost node's lease takes its time to live to lapse), and put in place only once the
+    /// lease is held: refused, nothing of it is left here; held, it opens.
+    @Test(arguments: [false, true])
+    func aBoardIsFetchedWhileItsLeaseIsAwaitedAndInstalledOnlyOnceHeld(heldHere: Bool) async throws {
+        let temp = TemporaryDirectory("lease-prefetch")
+        defer { temp.remove() }
+        let leases = PlayedLeases()
+        let wall = try BoardName("wall")
+        leases.state.withLock { state in
+            state.holdingClaims = true
+            if !heldHere { state.elsewhere[wall] = "node-b" }
+        }
+        let store = PlayedStore()
+        store.state.withLock { $0.storeHasBoard = true }
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false),
+                              sharing: store, leases: leases)
+        let connecting = Task { try await relay.connect(to: wall) }
+        // The fetch began while the claim still waits.
+        #expect(await eventually(within: 60) { leases.heldClaims == 1 && store.state.withLock { $0.adoptions } == 1 },
+                "the store was not asked for the board while the lease is awaited")
+        #expect(!FileSystem.exists(temp.path + "/wall"), "installed before the lease was held")
+        leases.answerClaims()
+        let outcome = await connecting.result
+        if heldHere {
+            #expect((try? outcome.get()) != nil)
+            #expect(FileSystem.exists(temp.path + "/wall"))
+            #expect(store.state.withLock { $0.adoptions } == 1, "fetched once, not again after the claim")
+        } else {
+            #expect((try? outcome.get()) == nil)
+            // The fetch may still be finishing: it installs nothing either way.
+            #expect(await eventually(within: 60) { store.state.withLock { $0.adoptions } == 1 })
+            #expect(!FileSystem.exists(temp.path + "/wall"), "a board held elsewhere was installed here")
+        }
         await relay.close()
     }
 

@@ -43,12 +43,12 @@ final class PlayedStore: BoardSharing {
         (await sync(board, journal: path, open: open), state.withLock { $0.repairs })
     }
 
-    func adopt(_ board: BoardName, journal path: String) async -> Bool {
+    func adopt(_ board: BoardName, journal path: String, installing: @escaping @Sendable () async -> Bool) async -> Bool {
         let found = state.withLock { state -> Bool in
             state.adoptions += 1
             return state.storeHasBoard
         }
-        guard found else { return false }
+        guard found, await installing() else { return false }
         // What an adoption leaves: the board's journal at `path`.
         return (try? JournalDirectory.create(at: path)) != nil
     }
