@@ -79,11 +79,7 @@ extension Committer {
         @discardableResult
         public func append(_ payload: Payload, arrivedAt: Int64? = nil) throws(JournalError) -> EventID {
             let event = try writer.appendEvent(payload, arrivedAt: arrivedAt)
-            let now = event.wallTime
-            if writer.pendingEvents >= options.flushEveryEvents
-                || (options.flushIntervalMilliseconds.map { now - writer.oldestPendingWallTime >= $0 } ?? false) {
-                try writer.flushInBackground()
-            }
+            try flushIfDue(at: event.wallTime)
             return event.id
         }
 
@@ -94,9 +90,7 @@ extension Committer {
         /// Returns the seqs the events got.
         @discardableResult
         public func append(contentsOf payloads: ArraySlice<Payload>, arrivedAt: Int64? = nil) throws(JournalError) -> Range<UInt64> {
-            for payload in payloads {
-                do { try payload.validate() } catch { throw .invalidEvent(error) }
-            }
+            try JournalWriter.validate(payloads)
             let now = arrivedAt ?? ProcessInfoLite.wallClockMilliseconds()
             let first = writer.nextSeq
             var start = payloads.startIndex
@@ -104,10 +98,7 @@ extension Committer {
                 let end = min(payloads.endIndex, start + max(1, options.flushEveryEvents - writer.pendingEvents))
                 try writer.append(validated: payloads[start..<end], arrivedAt: now)
                 start = end
-                if writer.pendingEvents >= options.flushEveryEvents
-                    || (options.flushIntervalMilliseconds.map { now - writer.oldestPendingWallTime >= $0 } ?? false) {
-                    try writer.flushInBackground()
-                }
+                try flushIfDue(at: now)
             }
             return first..<writer.nextSeq
         }
@@ -115,6 +106,15 @@ extension Committer {
         @discardableResult
         public func append(contentsOf payloads: [Payload], arrivedAt: Int64? = nil) throws(JournalError) -> Range<UInt64> {
             try append(contentsOf: payloads[...], arrivedAt: arrivedAt)
+        }
+
+        /// Hands what is pending to a flush once there is a flush's worth (by count), or once
+        /// the oldest of it is old enough at `now` (by age).
+        private func flushIfDue(at now: Int64) throws(JournalError) {
+            if writer.pendingEvents >= options.flushEveryEvents
+                || (options.flushIntervalMilliseconds.map { now - writer.oldestPendingWallTime >= $0 } ?? false) {
+                try writer.flushInBackground()
+            }
         }
 
         /// The input has nothing to give for now: what is pending must not wait in memory for

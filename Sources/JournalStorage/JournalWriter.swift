@@ -218,9 +218,7 @@ public final class JournalWriter {
     /// input); the clock is read now without it.
     @discardableResult
     public func appendEvent(_ payload: Payload, arrivedAt: Int64? = nil) throws(JournalError) -> Event {
-        guard lock != nil else { throw .closed }
-        try throwDeferred()
-        if let failure { throw .writerFailed(failure) }
+        try checkAppendable()
         do { try payload.validate() } catch { throw .invalidEvent(error) }
         guard nextSeq < FormatV1.maxSeq, clock + 1 < FormatV1.maxLamport else {
             throw .clockExhausted(seq: nextSeq, lamport: clock)
@@ -243,10 +241,16 @@ public final class JournalWriter {
     @discardableResult
     public func append(contentsOf payloads: ArraySlice<Payload>, arrivedAt: Int64? = nil) throws(JournalError) -> Range<UInt64> {
         guard lock != nil else { throw .closed }
+        try Self.validate(payloads)
+        return try append(validated: payloads, arrivedAt: arrivedAt)
+    }
+
+    /// Every payload checked as `append` checks one (`Payload.validate`), before any is
+    /// appended: what makes a batch all or nothing.
+    package static func validate(_ payloads: ArraySlice<Payload>) throws(JournalError) {
         for payload in payloads {
             do { try payload.validate() } catch { throw .invalidEvent(error) }
         }
-        return try append(validated: payloads, arrivedAt: arrivedAt)
     }
 
     @discardableResult
@@ -256,9 +260,7 @@ public final class JournalWriter {
 
     /// `append(contentsOf:)` of payloads the caller has validated (`Payload.validate`).
     package func append(validated payloads: ArraySlice<Payload>, arrivedAt: Int64?) throws(JournalError) -> Range<UInt64> {
-        guard lock != nil else { throw .closed }
-        try throwDeferred()
-        if let failure { throw .writerFailed(failure) }
+        try checkAppendable()
         let count = UInt64(payloads.count)
         guard count > 0 else { return nextSeq..<nextSeq }
         if let seen = sharedClock?.value, seen > clock { observe(lamport: seen) }
@@ -373,6 +375,14 @@ public final class JournalWriter {
             acknowledgedSeq = seq
             onDurable?(seq)
         }
+    }
+
+    /// Why nothing can be appended now, if anything: closed, a failure a background flush
+    /// left, or a failed writer.
+    private func checkAppendable() throws(JournalError) {
+        guard lock != nil else { throw .closed }
+        try throwDeferred()
+        if let failure { throw .writerFailed(failure) }
     }
 
     private func throwDeferred() throws(JournalError) {
