@@ -568,10 +568,14 @@ function leave(opened) {
 }
 // Messages of one connection, handled strictly in arrival order: a binary message is
 // decoded asynchronously, and what came after it (more blocks, caughtUp, live events)
-// waits for it. Entries: {text} or {pending, message, error}.
+// waits for it. Entries: {text} or {pending, message, error}. `afterQueued(then)`: `then`
+// runs once every message that came before it is handled (at once if none waits), so a
+// close is handled after the error the relay sent before it, even behind a block still
+// being decoded.
 function inbox(opened) {
   const queue = [];
   let head = 0;
+  let drained = null;
   function pump() {
     while (head < queue.length && socket === opened) {
       const entry = queue[head];
@@ -580,9 +584,14 @@ function inbox(opened) {
       if (entry.error) { refuseBlocks(opened, entry.error); return; }
       if (entry.message) { receiveBlocks(entry.message); scheduleRedraw(); } else handleMessage(entry.text);
     }
-    if (head === queue.length) { queue.length = 0; head = 0; }
+    if (head === queue.length) {
+      queue.length = 0; head = 0;
+      const then = drained;
+      drained = null;
+      if (then) then();
+    }
   }
-  return function (data) {
+  function deliver(data) {
     if (socket !== opened) return;
     heardAt = performance.now();
     if (typeof data === 'string') {
@@ -596,7 +605,11 @@ function inbox(opened) {
     decodeBlocks(new Uint8Array(data))
       .then((message) => { entry.message = message; }, (error) => { entry.error = error; })
       .then(() => { entry.pending = false; pump(); });
+  }
+  deliver.afterQueued = (then) => {
+    if (head === queue.length || socket !== opened) then(); else drained = then;
   };
+  return deliver;
 }
 // A relay that stopped (a frozen process, a paused machine, a network cut) keeps the socket
 // open and says nothing. While frames wait for their ack, a live relay says something at
@@ -641,7 +654,7 @@ function connect() {
   const deliver = inbox(opened);
   opened.onmessage = (event) => deliver(event.data);
   connectionRefused = '';
-  opened.onclose = (event) => {
+  opened.onclose = (event) => deliver.afterQueued(() => {
     if (socket !== opened) return;
     const code = CLOSE_CODES[event.code];
     if (code && !connectionRefused) {
@@ -654,7 +667,7 @@ function connect() {
     forgetOthers();
     updateStatus();
     if (!stopped) retryLater();
-  };
+  });
   opened.onerror = () => { /* onclose follows */ };
 }
 // A connection's last error, by its code: what the page does before the close handler

@@ -942,6 +942,12 @@ def check_exact_integers(browser, url):
         folds[page.name] = page.evaluate(FOLD_DUMP)
     if folds["H"] != folds["I"]:
         fail("page H (text) and page I (blocks) fold the same events differently: %s / %s" % (folds["H"], folds["I"]))
+    # A relay's error right behind a block, then its close, all before the block is decoded:
+    # the page says the error's words, not only the close code (the close waits for them).
+    i.evaluate("__fake.deliverBinary(%s); __fake.deliver(%s); __fake.drop(4429)" % (
+        json.dumps(base64.b64encode(segments.message_v1(R3, [r3])).decode()),
+        json.dumps([{"type": "error", "code": "at-capacity", "message": "the relay serves 7 connections, its limit"}])))
+    i.wait_for("the error behind a block said in the status", lambda s: "serves 7 connections" in s["status"])
     h.evaluate("__fake.drop()")
     wait_for_socket(h, 2, "a new socket")
     hello = json.loads(h.evaluate("__fake.current().sent[0]"))
