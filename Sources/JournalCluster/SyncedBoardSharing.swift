@@ -63,9 +63,11 @@ public struct SyncedBoardSharing: BoardSharing {
                     return ("\(report.lackingOnTarget.count) segment(s) not in the store after the sync (\(first)…)", repairs)
                 }
                 if let sealedBefore {
-                    // Bounded by what the journal holds now (compaction retires files).
+                    // Bounded by what the journal holds now (compaction retires files). What the
+                    // sync fetched is in the store too: left out, the next ack round sent it back
+                    // there, and a copy the store had lost meanwhile was put back uncounted.
                     let now = Self.sealedSegments(of: journal)
-                    inStore.withLock { $0[board] = sealedBefore.union($0[board] ?? []).intersection(now) }
+                    inStore.withLock { $0[board] = sealedBefore.union(report.imported).union($0[board] ?? []).intersection(now) }
                 }
                 return (nil, repairs)
             } catch {

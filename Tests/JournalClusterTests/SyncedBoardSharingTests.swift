@@ -202,5 +202,42 @@ import Testing
         #expect(!FileSystem.exists(store + "/wall/replicas/" + damaged))
         try await board.close()
     }
-}
 
+    /// What a whole sync fetched is known to be in the store: the ack rounds after it do not
+    /// send it back, so a copy of it the store loses is put back by a whole sync, which counts
+    /// it. Before, the next ack round re-sent every fetched segment, and one the store had lost
+    /// meanwhile came back uncounted: CI's S3 pens campaign saw a removed copy back in the store
+    /// that no node's metrics counted.
+    @Test func aFetchedSegmentIsNotSentBackByAnAckRound() async throws {
+        let temp = TemporaryDirectory("cluster-fetched-not-resent")
+        defer { temp.remove() }
+        let store = temp.path + "/store"
+        let sharing = SyncedBoardSharing(store: store, interval: 3600)
+        let wall = try BoardName("wall")
+        let path = temp.path + "/relay-a/wall"
+        let board = try Board(path: path, create: true, options: BoardOptions(watchForSegments: false))
+        try await Self.drawSealed(board, 1)
+        #expect(await sharing.publishSealed(wall, journal: path) == nil)
+
+        // Another relay publishes; our whole sync fetches its segment.
+        let elsewhere = temp.path + "/relay-b/wall"
+        try await Self.drawBoard(at: elsewhere, points: 7)
+        #expect(await SyncedBoardSharing(store: store, interval: 3600).sync(wall, journal: elsewhere, open: false) == nil)
+        // Its own segment (it fetched ours too).
+        let fetched = try #require(Self.sealed(elsewhere + "/replicas").subtracting(Self.sealed(path + "/replicas")).first)
+        #expect(await sharing.syncRepairing(wall, journal: path, open: true).failure == nil)
+        #expect(Self.sealed(path + "/replicas").contains(fetched))
+
+        // The store loses it; an ack round with a new segment sends that one only.
+        try FileSystem.remove(store + "/wall/replicas/" + fetched)
+        try await Self.drawSealed(board, 2)
+        #expect(await sharing.publishSealed(wall, journal: path) == nil)
+        #expect(!FileSystem.exists(store + "/wall/replicas/" + fetched), "an ack round sent a fetched segment back")
+        #expect(Self.sealed(store + "/wall/replicas") == Self.sealed(path + "/replicas").subtracting([fetched]))
+
+        let synced = await sharing.syncRepairing(wall, journal: path, open: true)
+        #expect(synced.failure == nil && synced.repairs == StoreRepairs(lostRestored: 1), "\(synced)")
+        #expect(FileSystem.exists(store + "/wall/replicas/" + fetched))
+        try await board.close()
+    }
+}
