@@ -60,7 +60,7 @@ let package = Package(
         // The relay's metrics: swift-metrics' counters and histograms, exposed in Prometheus'
         // text format at /metrics.
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
-        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // The relay tests' client sets an Authorization header (HTTPFields); Hummingbird
         // brings the package in any case.
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),

@@ -78,18 +78,18 @@ public final class RelayMetrics: Sendable {
         storeLostRestored = counter("store_repairs_total", [("kind", "lost-restored")])
         bytesReceived = counter("bytes_received_total")
         bytesSent = counter("bytes_sent_total")
-        boardsOpen = registry.makeGauge(name: "strokejournal_boards_open", help: "Boards open on this relay.")
-        connections = registry.makeGauge(name: "strokejournal_connections", help: "Client connections open.")
-        catchUpsRunning = registry.makeGauge(name: "strokejournal_catch_ups", labels: [("state", "running")],
-                                             help: "Catch-ups running, and waiting for a place (--max-catch-ups).")
-        catchUpsWaiting = registry.makeGauge(name: "strokejournal_catch_ups", labels: [("state", "waiting")],
-                                             help: "Catch-ups running, and waiting for a place (--max-catch-ups).")
-        failingBoards = registry.makeGauge(name: "strokejournal_share_failing_boards",
-                                           help: "Open boards whose last shared-ack round failed: their acks wait.")
-        failingSeconds = registry.makeGauge(name: "strokejournal_share_failing_seconds",
-                                            help: "How long the board failing longest has failed its rounds (0: none).")
-        started = registry.makeGauge(name: "strokejournal_relay_start_time_seconds",
-                                     help: "When this relay started, seconds since 1970 (a change: the node restarted).")
+        let registry = registry
+        func gauge(_ name: String, _ labels: [(String, String)] = [], help: String) -> Prometheus.Gauge {
+            registry.makeGauge(descriptor: MetricNameDescriptor(metricName: "strokejournal_" + name, unitName: "", helpText: help), labels: labels)
+        }
+        boardsOpen = gauge("boards_open", help: "Boards open on this relay.")
+        connections = gauge("connections", help: "Client connections open.")
+        let catchUps = "Catch-ups running, and waiting for a place (--max-catch-ups)."
+        catchUpsRunning = gauge("catch_ups", [("state", "running")], help: catchUps)
+        catchUpsWaiting = gauge("catch_ups", [("state", "waiting")], help: catchUps)
+        failingBoards = gauge("share_failing_boards", help: "Open boards whose last shared-ack round failed: their acks wait.")
+        failingSeconds = gauge("share_failing_seconds", help: "How long the board failing longest has failed its rounds (0: none).")
+        started = gauge("relay_start_time_seconds", help: "When this relay started, seconds since 1970 (a change: the node restarted).")
         started.set(Double(ProcessInfoLite.wallClockMilliseconds()) / 1000)
     }
 
