@@ -193,6 +193,7 @@ public final class Relay: Sendable {
             // place only once the lease is held (a lost node's lease takes up to its time to
             // live to lapse; fetching a board from an object store, most of a second); the
             // sync below then brings what was published since.
+            let began = ProcessInfoLite.monotonicSeconds()
             let claim = Task { await claimLease(name) }
             let prefetch: Task<Bool, Never>? = if let sharing, leases != nil, !FileSystem.exists(path), Self.plantedSymlink(path) == nil {
                 Task { await sharing.adopt(name, journal: path, installing: { await claim.value == nil }) }
@@ -203,6 +204,7 @@ public final class Relay: Sendable {
                 self.boards.withLock { _ = $0.opening.removeValue(forKey: name) }
                 return .failure(.refused(refusal))
             }
+            let claimed = ProcessInfoLite.monotonicSeconds()
             if let sharing {
                 func fail(_ error: RelayError) -> Result<Void, RelayError> {
                     self.boards.withLock { _ = $0.opening.removeValue(forKey: name) }
@@ -223,6 +225,8 @@ public final class Relay: Sendable {
                 // a lost one must not serve (and catch clients up from) less than was published.
                 if let why = await sharing.sync(name, journal: path, open: false) { return fail(.sharedStore(board: name.text, why)) }
             }
+            metrics.boardOpening(leaseSeconds: leases.map { _ in claimed - began },
+                                 storeSeconds: sharing.map { _ in ProcessInfoLite.monotonicSeconds() - claimed })
             let opened = await withCheckedContinuation { (continuation: CheckedContinuation<Result<RelayBoard, RelayError>, Never>) in
                 opener.submit { [self] in
                     do throws(RelayError) { continuation.resume(returning: .success(try openJournal(name))) } catch {

@@ -33,6 +33,10 @@ public final class RelayMetrics: Sendable {
     private let storeSyncsSucceeded: CoreMetrics.Counter
     private let storeSyncsFailed: CoreMetrics.Counter
     private let storeSyncDuration: CoreMetrics.Timer
+    /// A board's opening in a cluster: the wait for its lease (a lost machine's lapses a time
+    /// to live later), then bringing it from the store.
+    private let openingLease: CoreMetrics.Timer
+    private let openingStore: CoreMetrics.Timer
     private let storeDamagedReplaced: CoreMetrics.Counter
     private let storeLostRestored: CoreMetrics.Counter
     private let bytesReceived: CoreMetrics.Counter
@@ -74,6 +78,8 @@ public final class RelayMetrics: Sendable {
         storeSyncsSucceeded = counter("store_syncs_total", [("outcome", "ok")])
         storeSyncsFailed = counter("store_syncs_total", [("outcome", "failed")])
         storeSyncDuration = timer("store_sync_seconds")
+        openingLease = timer("board_opening_seconds", [("step", "lease")])
+        openingStore = timer("board_opening_seconds", [("step", "store")])
         storeDamagedReplaced = counter("store_repairs_total", [("kind", "damaged-replaced")])
         storeLostRestored = counter("store_repairs_total", [("kind", "lost-restored")])
         bytesReceived = counter("bytes_received_total")
@@ -151,6 +157,13 @@ public final class RelayMetrics: Sendable {
     func storeSynced(succeeded: Bool, seconds: Double) {
         (succeeded ? storeSyncsSucceeded : storeSyncsFailed).increment()
         storeSyncDuration.recordNanoseconds(Int64(max(0, seconds) * 1e9))
+    }
+
+    /// A board opened after `leaseSeconds` awaiting its lease (with `--lease`) and `storeSeconds`
+    /// bringing it from the store after that (with `--share`).
+    func boardOpening(leaseSeconds: Double?, storeSeconds: Double?) {
+        if let leaseSeconds { openingLease.recordNanoseconds(Int64(max(0, leaseSeconds) * 1e9)) }
+        if let storeSeconds { openingStore.recordNanoseconds(Int64(max(0, storeSeconds) * 1e9)) }
     }
 
     /// Copies a sync put back into the store.

@@ -118,6 +118,13 @@ final class PlayedLeases: BoardLeases {
             #expect((try? outcome.get()) != nil)
             #expect(FileSystem.exists(temp.path + "/wall"))
             #expect(store.state.withLock { $0.adoptions } == 1, "fetched once, not again after the claim")
+            // The operator sees where the opening's time went: the claim held back until
+            // answered, then the store.
+            let metrics = relay.metricsText
+            #expect(metrics.contains(#"strokejournal_board_opening_seconds_count{step="lease"} 1"#), "\(metrics)")
+            #expect(metrics.contains(#"strokejournal_board_opening_seconds_count{step="store"} 1"#), "\(metrics)")
+            let leaseSum = metrics.split(separator: "\n").first { $0.hasPrefix(#"strokejournal_board_opening_seconds_sum{step="lease"} "#) }
+            #expect(leaseSum.flatMap { Double($0.split(separator: " ").last ?? "") }.map { $0 > 0 } == true, "\(metrics)")
         } else {
             #expect((try? outcome.get()) == nil)
             // The fetch may still be finishing: it installs nothing either way.

@@ -590,6 +590,12 @@ def what_the_metrics_show(scrapes, log):
             scrapes.total('strokejournal_share_rounds_total{outcome="failed"}'),
             scrapes.total('strokejournal_store_syncs_total{outcome="failed"}'),
             scrapes.total_of("strokejournal_leases_lost_total"), len(scrapes.last)))
+    openings = {step: (scrapes.total('strokejournal_board_opening_seconds_count{step="%s"}' % step),
+                       scrapes.total('strokejournal_board_opening_seconds_sum{step="%s"}' % step)) for step in ("lease", "store")}
+    if openings["lease"][0] or openings["store"][0]:
+        log("metrics: boards opened %d times, awaiting their lease %s, bringing them from the store %s (means over the scraped nodes)" % (
+            max(openings["lease"][0], openings["store"][0]),
+            *("%.2f s" % (total / count) if count else "n/a" for count, total in (openings["lease"], openings["store"]))))
     failed = ["metrics: %d %s copies were seen repaired in the store, and no node's metrics counted one" % (seen[kind], kind)
               for kind in seen if seen[kind] > 0 and counted[kind] == 0]
     # A kill shows as the node's start time changing once it is back (all are, before the last
