@@ -142,12 +142,53 @@ public final class EtcdLeases: BoardLeases, Sendable {
 
     public func claim(_ board: BoardName, wait: Double) async -> LeaseClaim {
         let deadline = ProcessInfoLite.monotonicSeconds() + wait
+        var wantedAt = -Double.infinity
         while true {
             let outcome = await onAsker { [self] in claimOnce(board) }
             guard case .heldElsewhere = outcome, ProcessInfoLite.monotonicSeconds() < deadline else { return outcome }
+            // Said (again) while a client waits here: the holder hands the board over if this
+            // goes on (`wantedElsewhere`); a lost node's claim lapses meanwhile anyway.
+            if ProcessInfoLite.monotonicSeconds() - wantedAt >= 0.2 {
+                wantedAt = ProcessInfoLite.monotonicSeconds()
+                await onAsker { [self] in want(board) }
+            }
             // Another node's claim lapses at most a time to live after its last renewal (etcd
             // notices every 0.5 s); asked again often, as its clients wait for this claim.
             do { try await Task.sleep(for: .milliseconds(50)) } catch { return outcome }
+        }
+    }
+
+    /// `<prefix>wanted/<board>`: which node's clients want the board (board names hold no `/`,
+    /// so it is never a board's own key).
+    private var wantedPrefix: String { prefix + "wanted/" }
+
+    /// Puts (again) this node as wanting `board`, under its lease: gone if this node goes.
+    private func want(_ board: BoardName) {
+        guard let lease = state.withLock({ $0.lease }) else { return }
+        let key = Base64.encode(Array((wantedPrefix + board.text).utf8))
+        _ = try? request("/v3/kv/put", #"{"key":"\#(key)","value":"\#(Base64.encode(Array(node.utf8)))","lease":"\#(lease)"}"#)
+    }
+
+    public func wantedElsewhere() async -> [BoardName: UInt64] {
+        let held = state.withLock { Set($0.claimed.keys) }
+        guard !held.isEmpty else { return [:] }
+        return await onAsker { [self] in
+            // Every key under the prefix: `range_end` is the prefix with its last byte plus one.
+            var end = Array(wantedPrefix.utf8)
+            end[end.count - 1] += 1
+            guard let answer = try? request("/v3/kv/range", #"{"key":"\#(Base64.encode(Array(wantedPrefix.utf8)))","range_end":"\#(Base64.encode(end))"}"#)
+            else { return [:] }
+            var wanted: [BoardName: UInt64] = [:]
+            for kv in answer.field("kvs")?.elements ?? [] {
+                guard let key = kv.field("key")?.text.flatMap(Base64.decode).map({ String(decoding: $0, as: UTF8.self) }),
+                      key.hasPrefix(wantedPrefix), let board = try? BoardName(String(key.dropFirst(wantedPrefix.count))),
+                      held.contains(board),
+                      let by = kv.field("value")?.text.flatMap(Base64.decode).map({ String(decoding: $0, as: UTF8.self) }), by != node,
+                      let revision = kv.field("mod_revision")?.integer
+                else { continue }
+                wanted[board] = UInt64(revision)
+            }
+            return wanted
         }
     }
 
@@ -222,7 +263,8 @@ public final class EtcdLeases: BoardLeases, Sendable {
             let value = Base64.encode(Array(node.utf8))
             let answer = try request("/v3/kv/txn", """
                 {"compare":[{"key":"\(key)","target":"CREATE","createRevision":"0"}],\
-                "success":[{"requestPut":{"key":"\(key)","value":"\(value)","lease":"\(lease)"}}],\
+                "success":[{"requestPut":{"key":"\(key)","value":"\(value)","lease":"\(lease)"}},\
+                {"requestDeleteRange":{"key":"\(Base64.encode(Array((wantedPrefix + board.text).utf8)))"}}],\
                 "failure":[{"requestRange":{"key":"\(key)"}}]}
                 """)
             if answer.field("succeeded")?.isTrue == true {

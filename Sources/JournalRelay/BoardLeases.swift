@@ -23,6 +23,15 @@ public protocol BoardLeases: Sendable {
     var isLive: Bool { get }
     /// How long `Relay` waits for another node's claim to lapse when a client asks for a board.
     var claimWait: Double { get }
+    /// Boards this node holds that another node wants, each with a number that grows every
+    /// time that node says so again: its clients keep reaching it (a balancer sends the board
+    /// there, after this node took the board over while that node was down), and are refused
+    /// there for as long as this node keeps the board. `Relay` hands such a board over.
+    func wantedElsewhere() async -> [BoardName: UInt64]
+}
+
+extension BoardLeases {
+    public func wantedElsewhere() async -> [BoardName: UInt64] { [:] }
 }
 
 /// The outcome of `BoardLeases.claim`.

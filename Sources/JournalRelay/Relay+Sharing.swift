@@ -130,12 +130,40 @@ extension Relay {
 
     /// Looks at every open board's lease every `interval` seconds until cancelled: a board
     /// nobody draws on (its viewers only) must still learn that it lapsed.
+    /// Every other look, it also hands over the boards another node wants (`handOverWanted`).
     public func watchLeasesPeriodically(interval: Double = 0.25) async {
-        guard leases != nil else { return }
+        guard let leases else { return }
+        var wants: [BoardName: UInt64] = [:]
+        var looks = 0
         while !Task.isCancelled && !boards.withLock({ $0.closed }) {
             do { try await Task.sleep(for: .milliseconds(Int(interval * 1000))) } catch { return }
-            for board in boards.withLock({ Array($0.open.values) }) { _ = board.holdsLease() }
+            let open = boards.withLock { Array($0.open.values) }
+            for board in open { _ = board.holdsLease() }
+            looks += 1
+            if looks % 2 == 0, !open.isEmpty { wants = await handOverWanted(leases, seenBefore: wants) }
         }
+    }
+
+    /// A board this node took over while the node its balancer sends the board to was down
+    /// stays here while any connection to it lives, and every new client (sent to the other
+    /// node, now back) is refused there with `notOwner` until then: minutes, with a viewer that
+    /// stays. So a board whose want grew since the last look (`seenBefore`: the other node's
+    /// clients kept coming for at least that long; one refused and gone elsewhere moves
+    /// nothing) and that has been here `tenure` seconds (two nodes' clients cannot toss it back
+    /// and forth faster) is closed, its clients told `notOwner` to connect again through the
+    /// balancer, and its lease given up once what it held is in the store. Returns the wants seen.
+    func handOverWanted(_ leases: any BoardLeases, seenBefore: [BoardName: UInt64], tenure: Double = 2) async -> [BoardName: UInt64] {
+        let wanted = await leases.wantedElsewhere()
+        let now = ProcessInfoLite.monotonicSeconds()
+        for (name, revision) in wanted {
+            guard let before = seenBefore[name], revision > before else { continue }
+            boards.withLock { boards in
+                guard let board = boards.open[name], now - board.openedAt >= tenure else { return }
+                metrics.boardHandedOver()
+                startClosing(name, board, &boards, handingOver: true)
+            }
+        }
+        return wanted
     }
 }
 

@@ -339,12 +339,13 @@ public final class Relay: Sendable {
         startClosing(name, board, &boards)
     }
 
-    func startClosing(_ name: BoardName, _ board: RelayBoard, _ boards: inout Boards) {
+    func startClosing(_ name: BoardName, _ board: RelayBoard, _ boards: inout Boards, handingOver: Bool = false) {
         boards.open[name] = nil
         let reason = board.board.failure.map {
             Refusal(.unavailable, "board \(name.text): its journal failed (\($0)); it is being opened again: reconnect, and resend what was not acknowledged")
-        } ?? RelayError.closed.refusal
-        let why = board.board.failure.map { "its journal failed: \($0)" } ?? (board.idleSince == nil ? "closed" : "idle")
+        } ?? (handingOver ? Refusal(.notOwner, "board \(name.text) moves to the node of this cluster that its clients are sent to: connect again through the cluster's balancer, and resend what was not acknowledged") : RelayError.closed.refusal)
+        let why = board.board.failure.map { "its journal failed: \($0)" }
+            ?? (handingOver ? "handed over to the node another client was sent to" : board.idleSince == nil ? "closed" : "idle")
         boards.closing[name] = Task { [weak self] in
             await board.close(reason: reason)
             // Published before the board can open again here: what the close sealed is then

@@ -179,6 +179,9 @@ public final class RelayBoard: Sendable {
     /// Connections whose presence is held (for tests and the memory bound).
     var presenceCount: Int { presences.withLock { $0.count } }
 
+    /// When it opened (monotonic seconds): a board handed to this node is not handed on at once.
+    let openedAt = ProcessInfoLite.monotonicSeconds()
+
     /// Since when the board has had no connection (nil: it has one).
     private let idle = Locked<Double?>(ProcessInfoLite.monotonicSeconds())
     public var idleSince: Double? { idle.withLock { $0 } }

@@ -29,6 +29,7 @@ public final class RelayMetrics: Sendable {
     private let roundDuration: CoreMetrics.Timer
     private let leaseRefusals: CoreMetrics.Counter
     private let leasesLost: CoreMetrics.Counter
+    private let handedOver: CoreMetrics.Counter
     private let socketsTurnedAway: [SocketTurnedAway: CoreMetrics.Counter]
     private let storeSyncsSucceeded: CoreMetrics.Counter
     private let storeSyncsFailed: CoreMetrics.Counter
@@ -72,6 +73,7 @@ public final class RelayMetrics: Sendable {
         roundDuration = timer("share_round_seconds")
         leaseRefusals = counter("lease_refusals_total")
         leasesLost = counter("leases_lost_total")
+        handedOver = counter("boards_handed_over_total")
         socketsTurnedAway = Dictionary(uniqueKeysWithValues: SocketTurnedAway.allCases.map {
             ($0, counter("sockets_turned_away_total", [("reason", $0.rawValue)]))
         })
@@ -145,6 +147,11 @@ public final class RelayMetrics: Sendable {
     /// A board's lease lapsed here: it was closed.
     func leaseLost(_ board: String) {
         leasesLost.increment()
+    }
+
+    /// A board was handed to the node that wanted it.
+    func boardHandedOver() {
+        handedOver.increment()
     }
 
     /// A socket closed before its request head arrived.

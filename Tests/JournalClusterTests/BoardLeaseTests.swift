@@ -20,6 +20,8 @@ final class PlayedLeases: BoardLeases {
         /// Claims wait for `answerClaims` while this is set (a lost node's lease lapsing).
         var holdingClaims = false
         var waitingClaims: [CheckedContinuation<Void, Never>] = []
+        /// Boards another node wants, and how often it said so (`wantedElsewhere`).
+        var wants: [BoardName: UInt64] = [:]
     }
 
     let state = Locked(State())
@@ -62,6 +64,8 @@ final class PlayedLeases: BoardLeases {
             state.released.append(board)
         }
     }
+
+    func wantedElsewhere() async -> [BoardName: UInt64] { state.withLock { state in state.wants.filter { state.held.contains($0.key) } } }
 
     func holds(_ board: BoardName) -> Bool { state.withLock { $0.inForce && $0.held.contains(board) } }
     var isLive: Bool { state.withLock { $0.inForce } }
@@ -172,6 +176,41 @@ final class PlayedLeases: BoardLeases {
         received.stop()
         await relay.close()
     }
+    /// A board this node took over while the node its balancer sends it to was down: once that
+    /// node is back, its clients are refused there while the board stays here. A want that
+    /// keeps growing hands the board over (its clients told `notOwner`, its lease given up once
+    /// closed); a want seen once, or not grown, or a board here for less than its tenure, moves
+    /// nothing.
+    @Test func aBoardAnotherNodeKeepsWantingIsHandedOver() async throws {
+        let temp = TemporaryDirectory("lease-handover")
+        defer { temp.remove() }
+        let leases = PlayedLeases()
+        let wall = try BoardName("wall")
+        let relay = try Relay(dataDirectory: temp.path, access: .open, boardOptions: BoardOptions(watchForSegments: false),
+                              sharing: PlayedStore(), ackMode: .shared, leases: leases)
+        let connection = try await SharedAckRoundTests.connect(relay, "wall")
+        let received = SharedAckRoundTests.Received(connection)
+        await connection.receive(text: SharedAckRoundTests.point(1))
+        #expect(await eventually(within: 120) { received.acks == [1] })
+
+        leases.state.withLock { $0.wants[wall] = 1 }
+        var seen = await relay.handOverWanted(leases, seenBefore: [:], tenure: 0)
+        #expect(seen == [wall: 1])
+        seen = await relay.handOverWanted(leases, seenBefore: seen, tenure: 0)
+        leases.state.withLock { $0.wants[wall] = 2 }
+        seen = await relay.handOverWanted(leases, seenBefore: seen, tenure: 3600)
+        #expect(relay.openBoards == [wall] && connection.closeRefusal == nil, "handed over on a want seen once, not grown, or within its tenure")
+
+        leases.state.withLock { $0.wants[wall] = 3 }
+        _ = await relay.handOverWanted(leases, seenBefore: seen, tenure: 0)
+        #expect(await eventually(within: 120) { connection.closeRefusal?.code == .notOwner }, "\(String(describing: connection.closeRefusal))")
+        #expect(await eventually(within: 120) { relay.openBoards.isEmpty && leases.state.withLock { $0.released } == [wall] },
+                "the board was not closed and given up")
+        #expect(relay.metricsText.contains("strokejournal_boards_handed_over_total 1"))
+        received.stop()
+        await relay.close()
+    }
+
     /// A node frozen after it decided an ack but before its socket took it wakes with the ack
     /// still queued: the queue asks the lease again as the socket takes it, so it is dropped.
     @Test func anAckQueuedBeforeTheLeaseLapsedIsNeverSent() async throws {
@@ -239,6 +278,37 @@ struct EtcdLeaseTests {
         #expect(await eventually(within: 60) { c.isLive })
         guard case .held(let third) = await c.claim(board, wait: 0) else { Issue.record("a released board stayed taken"); return }
         #expect(third > second)
+    }
+
+    /// A node whose client waits for a board another node holds says so while the claim waits
+    /// (a claim that does not wait says nothing); the holder reads it with a number that grows
+    /// each time it is said again, which is what `Relay.handOverWanted` acts on.
+    @Test func aWaitingClaimSaysTheBoardIsWantedAgainAndAgain() async throws {
+        let server = try await EtcdServer()
+        defer { server.stop() }
+        let a = EtcdLeases(host: "127.0.0.1", port: server.port, node: "node-a", ttlSeconds: 2, prefix: "/test/boards/")
+        let b = EtcdLeases(host: "127.0.0.1", port: server.port, node: "node-b", ttlSeconds: 2, prefix: "/test/boards/")
+        a.start()
+        b.start()
+        defer { a.stop(); b.stop() }
+        #expect(await eventually(within: 60) { a.isLive && b.isLive }, "\(a.lastProblem ?? "") \(b.lastProblem ?? "")")
+        let board = try BoardName("wall")
+        guard case .held = await a.claim(board, wait: 0) else { Issue.record("node-a could not claim a free board"); return }
+        #expect(await b.claim(board, wait: 0) == .heldElsewhere("node-a"))
+        #expect(await a.wantedElsewhere().isEmpty, "a claim that did not wait said the board was wanted")
+
+        #expect(await b.claim(board, wait: 0.3) == .heldElsewhere("node-a"))
+        let first = try #require(await a.wantedElsewhere()[board])
+        #expect(await b.wantedElsewhere().isEmpty, "node-b holds nothing")
+        #expect(await b.claim(board, wait: 0.3) == .heldElsewhere("node-a"))
+        let second = try #require(await a.wantedElsewhere()[board])
+        #expect(second > first)
+
+        // Handed over: node-b gets it; what node-a's own waiting claim says is now node-b's to read.
+        await a.release(board)
+        guard case .held = await b.claim(board, wait: 0) else { Issue.record("a released board stayed taken"); return }
+        #expect(await a.claim(board, wait: 0.3) == .heldElsewhere("node-b"))
+        #expect(await b.wantedElsewhere()[board] != nil)
     }
 
     /// A node killed outright frees its boards at once: the shell beside it revokes its lease

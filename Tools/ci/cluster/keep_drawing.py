@@ -347,6 +347,8 @@ class Harm:
         self.left_md5 = hashlib.md5(left).hexdigest() if left is not None else None
         self.settled = False  # repaired, or gone (a copy cleaned beside a cover is not repaired)
         self.repaired = False
+        self.at = time.monotonic()
+        self.repaired_at = None
 
     def look(self, md5):
         """`md5`: the copy's MD5 now, None when there is none."""
@@ -354,6 +356,7 @@ class Harm:
             return
         if md5 is not None and md5 != self.left_md5:
             self.settled = self.repaired = True
+            self.repaired_at = time.monotonic()
         elif md5 is None and self.left_md5 is not None:
             self.settled = True
 
@@ -579,8 +582,15 @@ def what_the_metrics_show(scrapes, log):
     `{kind="lost-restored"}`. A copy gone (cleaned beside a cover) was not repaired. Each kind
     seen repaired must be counted at least once: a repair by a node killed before its next
     scrape dies with its counters (as it would for Prometheus), and a repair cleaned away
-    between two looks is not seen, so the two need not be equal."""
+    between two looks is not seen, so the two need not be equal. A node counts a repair when
+    the sync that made it ends, so one killed between its upload and that end repaired the
+    store uncounted: a kind whose every repair raced a kill is not held to it."""
     seen = {kind: sum(1 for h in HARMED if h.kind == kind and h.repaired) for kind in ("damage", "remove")}
+    # A node counts a repair when the sync that made it ends, which may be a second after the
+    # copy is back in the store: a repair seen while a kill fell between the harm and a second
+    # after it was seen may have been made by the node killed (its count died with it).
+    raced = {kind: sum(1 for h in HARMED if h.kind == kind and h.repaired
+                       and any(h.at <= at <= h.repaired_at + 1.0 for _, at in KILLED)) for kind in seen}
     harmed = {kind: sum(1 for h in HARMED if h.kind == kind) for kind in seen}
     counted = {"damage": scrapes.total('strokejournal_store_repairs_total{kind="damaged-replaced"}'),
                "remove": scrapes.total('strokejournal_store_repairs_total{kind="lost-restored"}')}
@@ -593,11 +603,17 @@ def what_the_metrics_show(scrapes, log):
     openings = {step: (scrapes.total('strokejournal_board_opening_seconds_count{step="%s"}' % step),
                        scrapes.total('strokejournal_board_opening_seconds_sum{step="%s"}' % step)) for step in ("lease", "store")}
     if openings["lease"][0] or openings["store"][0]:
-        log("metrics: boards opened %d times, awaiting their lease %s, bringing them from the store %s (means over the scraped nodes)" % (
-            max(openings["lease"][0], openings["store"][0]),
-            *("%.2f s" % (total / count) if count else "n/a" for count, total in (openings["lease"], openings["store"]))))
-    failed = ["metrics: %d %s copies were seen repaired in the store, and no node's metrics counted one" % (seen[kind], kind)
-              for kind in seen if seen[kind] > 0 and counted[kind] == 0]
+        log("metrics: boards opened %d times, awaiting their lease %s, bringing them from the store %s (means over the scraped nodes); "
+            "handed over to the node their clients were sent to %d times" % (
+                max(openings["lease"][0], openings["store"][0]),
+                *("%.2f s" % (total / count) if count else "n/a" for count, total in (openings["lease"], openings["store"])),
+                scrapes.total("strokejournal_boards_handed_over_total")))
+    for kind in seen:
+        if raced[kind]:
+            log("metrics: %d of the %d %s copies seen repaired raced a kill (one between the harm and a second after the repair was seen)"
+                % (raced[kind], seen[kind], kind))
+    failed = ["metrics: %d %s copies were seen repaired in the store (%d with no kill near), and no node's metrics counted one" % (
+              seen[kind], kind, seen[kind] - raced[kind]) for kind in seen if seen[kind] > raced[kind] and counted[kind] == 0]
     # A kill shows as the node's start time changing once it is back (all are, before the last
     # scrape); a freeze as scrapes that get no answer while it lasts, then the same start time.
     restarts = 0
