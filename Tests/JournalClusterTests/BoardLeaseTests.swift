@@ -242,15 +242,21 @@ final class PlayedLeases: BoardLeases {
 /// `EtcdLeases` against a real etcd (Debian's etcd-server), started for the test on free ports.
 @Suite(.serialized, .enabled(if: EtcdServer.binary != nil, "etcd is not installed (Debian: apt-get install etcd-server)"))
 struct EtcdLeaseTests {
-    @Test func oneNodeHoldsABoardUntilItsLeaseLapsesAndTheNextClaimHasALargerFence() async throws {
-        let server = try await EtcdServer()
-        defer { server.stop() }
+    /// node-a and node-b on `server`, renewing (stopped by the caller).
+    static func twoLiveNodes(_ server: EtcdServer) async -> (EtcdLeases, EtcdLeases) {
         let a = EtcdLeases(host: "127.0.0.1", port: server.port, node: "node-a", ttlSeconds: 2, prefix: "/test/boards/")
         let b = EtcdLeases(host: "127.0.0.1", port: server.port, node: "node-b", ttlSeconds: 2, prefix: "/test/boards/")
         a.start()
         b.start()
-        defer { a.stop(); b.stop() }
         #expect(await eventually(within: 60) { a.isLive && b.isLive }, "\(a.lastProblem ?? "") \(b.lastProblem ?? "")")
+        return (a, b)
+    }
+
+    @Test func oneNodeHoldsABoardUntilItsLeaseLapsesAndTheNextClaimHasALargerFence() async throws {
+        let server = try await EtcdServer()
+        defer { server.stop() }
+        let (a, b) = await Self.twoLiveNodes(server)
+        defer { a.stop(); b.stop() }
         let board = try BoardName("wall")
 
         guard case .held(let first) = await a.claim(board, wait: 0) else { Issue.record("node-a could not claim a free board"); return }
@@ -286,12 +292,8 @@ struct EtcdLeaseTests {
     @Test func aWaitingClaimSaysTheBoardIsWantedAgainAndAgain() async throws {
         let server = try await EtcdServer()
         defer { server.stop() }
-        let a = EtcdLeases(host: "127.0.0.1", port: server.port, node: "node-a", ttlSeconds: 2, prefix: "/test/boards/")
-        let b = EtcdLeases(host: "127.0.0.1", port: server.port, node: "node-b", ttlSeconds: 2, prefix: "/test/boards/")
-        a.start()
-        b.start()
+        let (a, b) = await Self.twoLiveNodes(server)
         defer { a.stop(); b.stop() }
-        #expect(await eventually(within: 60) { a.isLive && b.isLive }, "\(a.lastProblem ?? "") \(b.lastProblem ?? "")")
         let board = try BoardName("wall")
         guard case .held = await a.claim(board, wait: 0) else { Issue.record("node-a could not claim a free board"); return }
         #expect(await b.claim(board, wait: 0) == .heldElsewhere("node-a"))
