@@ -28,6 +28,11 @@ public final class EtcdLeases: BoardLeases, Sendable {
     public let validFraction = 0.75
     /// Each request to etcd gives up after this long.
     public let requestTimeout: Double
+    /// The nodes run behind a balancer that sends each board to one node: a claim that waits
+    /// says the board is wanted, and `wantedElsewhere` reads it (`Relay.handOverWanted`). Off
+    /// where clients pick a node themselves: there one client trying another node would pull
+    /// the board away from the clients drawing on it.
+    public let followsBalancer: Bool
 
     private struct State {
         var lease: Int64?
@@ -55,7 +60,8 @@ public final class EtcdLeases: BoardLeases, Sendable {
     /// at once rather than a time to live later. One per process: tests that run several
     /// "nodes" in one process leave it off (they cannot end their process).
     public init(host: String, port: Int, node: String, ttlSeconds: Int = 2, prefix: String = "/strokejournal/boards/",
-                revokesWhenProcessEnds: Bool = false) {
+                revokesWhenProcessEnds: Bool = false, followsBalancer: Bool = false) {
+        self.followsBalancer = followsBalancer
         self.host = host
         self.port = port
         self.node = node
@@ -66,7 +72,8 @@ public final class EtcdLeases: BoardLeases, Sendable {
     }
 
     /// `etcd://HOST:PORT` (or `http://HOST:PORT`).
-    public convenience init(address: String, node: String, ttlSeconds: Int = 2, revokesWhenProcessEnds: Bool = false) throws(LeaseAddressError) {
+    public convenience init(address: String, node: String, ttlSeconds: Int = 2, revokesWhenProcessEnds: Bool = false,
+                            followsBalancer: Bool = false) throws(LeaseAddressError) {
         var rest = Substring(address)
         for scheme in ["etcd://", "http://"] where rest.hasPrefix(scheme) { rest = rest.dropFirst(scheme.count) }
         if rest.hasSuffix("/") { rest = rest.dropLast() }
@@ -74,7 +81,8 @@ public final class EtcdLeases: BoardLeases, Sendable {
               !rest[..<colon].isEmpty else {
             throw LeaseAddressError(address: address)
         }
-        self.init(host: String(rest[..<colon]), port: port, node: node, ttlSeconds: ttlSeconds, revokesWhenProcessEnds: revokesWhenProcessEnds)
+        self.init(host: String(rest[..<colon]), port: port, node: node, ttlSeconds: ttlSeconds, revokesWhenProcessEnds: revokesWhenProcessEnds,
+                  followsBalancer: followsBalancer)
     }
 
     public struct LeaseAddressError: Error, CustomStringConvertible {
@@ -148,7 +156,7 @@ public final class EtcdLeases: BoardLeases, Sendable {
             guard case .heldElsewhere = outcome, ProcessInfoLite.monotonicSeconds() < deadline else { return outcome }
             // Said (again) while a client waits here: the holder hands the board over if this
             // goes on (`wantedElsewhere`); a lost node's claim lapses meanwhile anyway.
-            if ProcessInfoLite.monotonicSeconds() - wantedAt >= 0.2 {
+            if followsBalancer, ProcessInfoLite.monotonicSeconds() - wantedAt >= 0.2 {
                 wantedAt = ProcessInfoLite.monotonicSeconds()
                 await onAsker { [self] in want(board) }
             }
@@ -171,7 +179,7 @@ public final class EtcdLeases: BoardLeases, Sendable {
 
     public func wantedElsewhere() async -> [BoardName: UInt64] {
         let held = state.withLock { Set($0.claimed.keys) }
-        guard !held.isEmpty else { return [:] }
+        guard followsBalancer, !held.isEmpty else { return [:] }
         return await onAsker { [self] in
             // Every key under the prefix: `range_end` is the prefix with its last byte plus one.
             var end = Array(wantedPrefix.utf8)

@@ -243,9 +243,11 @@ final class PlayedLeases: BoardLeases {
 @Suite(.serialized, .enabled(if: EtcdServer.binary != nil, "etcd is not installed (Debian: apt-get install etcd-server)"))
 struct EtcdLeaseTests {
     /// node-a and node-b on `server`, renewing (stopped by the caller).
-    static func twoLiveNodes(_ server: EtcdServer) async -> (EtcdLeases, EtcdLeases) {
-        let a = EtcdLeases(host: "127.0.0.1", port: server.port, node: "node-a", ttlSeconds: 2, prefix: "/test/boards/")
-        let b = EtcdLeases(host: "127.0.0.1", port: server.port, node: "node-b", ttlSeconds: 2, prefix: "/test/boards/")
+    static func twoLiveNodes(_ server: EtcdServer, followingBalancer: Bool = false) async -> (EtcdLeases, EtcdLeases) {
+        let a = EtcdLeases(host: "127.0.0.1", port: server.port, node: "node-a", ttlSeconds: 2, prefix: "/test/boards/",
+                           followsBalancer: followingBalancer)
+        let b = EtcdLeases(host: "127.0.0.1", port: server.port, node: "node-b", ttlSeconds: 2, prefix: "/test/boards/",
+                           followsBalancer: followingBalancer)
         a.start()
         b.start()
         #expect(await eventually(within: 60) { a.isLive && b.isLive }, "\(a.lastProblem ?? "") \(b.lastProblem ?? "")")
@@ -286,18 +288,25 @@ struct EtcdLeaseTests {
         #expect(third > second)
     }
 
-    /// A node whose client waits for a board another node holds says so while the claim waits
-    /// (a claim that does not wait says nothing); the holder reads it with a number that grows
-    /// each time it is said again, which is what `Relay.handOverWanted` acts on.
+    /// Behind a balancer, a node whose client waits for a board another node holds says so while
+    /// the claim waits (a claim that does not wait says nothing); the holder reads it with a
+    /// number that grows each time it is said again, which is what `Relay.handOverWanted` acts on.
     @Test func aWaitingClaimSaysTheBoardIsWantedAgainAndAgain() async throws {
         let server = try await EtcdServer()
         defer { server.stop() }
-        let (a, b) = await Self.twoLiveNodes(server)
-        defer { a.stop(); b.stop() }
         let board = try BoardName("wall")
+        let (a, b) = await Self.twoLiveNodes(server, followingBalancer: true)
+        defer { a.stop(); b.stop() }
         guard case .held = await a.claim(board, wait: 0) else { Issue.record("node-a could not claim a free board"); return }
         #expect(await b.claim(board, wait: 0) == .heldElsewhere("node-a"))
         #expect(await a.wantedElsewhere().isEmpty, "a claim that did not wait said the board was wanted")
+        // A node whose clients pick a node themselves says nothing of the kind.
+        let direct = EtcdLeases(host: "127.0.0.1", port: server.port, node: "node-c", ttlSeconds: 2, prefix: "/test/boards/")
+        direct.start()
+        defer { direct.stop() }
+        #expect(await eventually(within: 60) { direct.isLive })
+        #expect(await direct.claim(board, wait: 0.3) == .heldElsewhere("node-a"))
+        #expect(await a.wantedElsewhere().isEmpty, "a node not behind a balancer said the board was wanted")
 
         #expect(await b.claim(board, wait: 0.3) == .heldElsewhere("node-a"))
         let first = try #require(await a.wantedElsewhere()[board])

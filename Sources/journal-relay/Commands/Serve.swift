@@ -137,6 +137,8 @@ extension RelayCommand {
         var node: String?
         @Option(help: ArgumentHelp("With --lease: seconds a lease lives without a renewal (renewed every quarter of it); a node stops acknowledging after three quarters. A lost machine's boards move after it: 1 needs an etcd whose --election-timeout is 666 ms or less (etcd grants no less than 1.5 times it, rounded up to a second).", valueName: "seconds"))
         var leaseTtl: Int = 2
+        @Flag(help: ArgumentHelp("With --lease: the nodes run behind a balancer that sends each board to one node (HAProxy's balance uri, docs/DEPLOY.md). A board this node took over while its usual node was down is handed back (its clients told not-owner) once the balancer sends the board's clients there again. Leave it off where clients pick a node themselves."))
+        var behindBalancer = false
 
         func validate() throws {
             guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
@@ -156,6 +158,7 @@ extension RelayCommand {
             if ack == .shared && share == nil { throw ValidationError("--ack shared needs --share STORE: acknowledged means in that store") }
             guard shareInterval >= 0.1, shareInterval <= 3600 else { throw ValidationError("--share-interval must be between 0.1 and 3600 seconds") }
             if lease != nil && share == nil { throw ValidationError("--lease needs --share STORE: a board's next owner opens it from the store") }
+            if behindBalancer && lease == nil { throw ValidationError("--behind-balancer needs --lease: a board is handed back through the lease service") }
             guard (1...60).contains(leaseTtl) else { throw ValidationError("--lease-ttl must be between 1 and 60 seconds") }
             if let lease {
                 do throws(EtcdLeases.LeaseAddressError) { _ = try EtcdLeases(address: lease, node: "check") } catch { throw ValidationError("--lease \(error)") }
@@ -203,7 +206,7 @@ extension RelayCommand {
                 if let lease {
                     do throws(EtcdLeases.LeaseAddressError) {
                         leases = try EtcdLeases(address: lease, node: node ?? (ProcessInfoLite.hostName + ":" + String(port)), ttlSeconds: leaseTtl,
-                                                revokesWhenProcessEnds: true)
+                                                revokesWhenProcessEnds: true, followsBalancer: behindBalancer)
                     } catch { throw ValidationError("--lease \(error)") }
                     if let problem = leases?.revocationProblem { Terminal.standardError("journal: warning: \(problem)\n") }
                 }

@@ -743,7 +743,7 @@ def main():
         return conclude("keep-drawing", [str(error)], root, True, "")
     nodes = [Node(args.journal_bin, i, root, store, args.share_interval, args.ack,
                   extra=["--lease", "etcd://127.0.0.1:%d" % etcd.port, "--node", "node%d" % i,
-                         "--lease-ttl", str(args.lease_ttl)] if etcd else [])
+                         "--lease-ttl", str(args.lease_ttl), "--behind-balancer"] if etcd else [])
              for i in range(args.nodes)]
     proxy_port = free_port()
     with open(os.path.join(root, "haproxy.cfg"), "w") as f:
