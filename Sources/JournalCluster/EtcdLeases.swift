@@ -166,6 +166,14 @@ public final class EtcdLeases: BoardLeases, Sendable {
         }
     }
 
+    /// A key or value as etcd's JSON gateway takes it (base64).
+    private static func encoded(_ text: String) -> String { Base64.encode(Array(text.utf8)) }
+
+    /// A key or value the gateway sent (base64), as text.
+    private static func decoded(_ value: JSONValue?) -> String? {
+        value?.text.flatMap(Base64.decode).map { String(decoding: $0, as: UTF8.self) }
+    }
+
     /// `<prefix>wanted/<board>`: which node's clients want the board (board names hold no `/`,
     /// so it is never a board's own key).
     private var wantedPrefix: String { prefix + "wanted/" }
@@ -173,8 +181,7 @@ public final class EtcdLeases: BoardLeases, Sendable {
     /// Puts (again) this node as wanting `board`, under its lease: gone if this node goes.
     private func want(_ board: BoardName) {
         guard let lease = state.withLock({ $0.lease }) else { return }
-        let key = Base64.encode(Array((wantedPrefix + board.text).utf8))
-        _ = try? request("/v3/kv/put", #"{"key":"\#(key)","value":"\#(Base64.encode(Array(node.utf8)))","lease":"\#(lease)"}"#)
+        _ = try? request("/v3/kv/put", #"{"key":"\#(Self.encoded(wantedPrefix + board.text))","value":"\#(Self.encoded(node))","lease":"\#(lease)"}"#)
     }
 
     public func wantedElsewhere() async -> [BoardName: UInt64] {
@@ -184,14 +191,14 @@ public final class EtcdLeases: BoardLeases, Sendable {
             // Every key under the prefix: `range_end` is the prefix with its last byte plus one.
             var end = Array(wantedPrefix.utf8)
             end[end.count - 1] += 1
-            guard let answer = try? request("/v3/kv/range", #"{"key":"\#(Base64.encode(Array(wantedPrefix.utf8)))","range_end":"\#(Base64.encode(end))"}"#)
+            guard let answer = try? request("/v3/kv/range", #"{"key":"\#(Self.encoded(wantedPrefix))","range_end":"\#(Base64.encode(end))"}"#)
             else { return [:] }
             var wanted: [BoardName: UInt64] = [:]
             for kv in answer.field("kvs")?.elements ?? [] {
-                guard let key = kv.field("key")?.text.flatMap(Base64.decode).map({ String(decoding: $0, as: UTF8.self) }),
+                guard let key = Self.decoded(kv.field("key")),
                       key.hasPrefix(wantedPrefix), let board = try? BoardName(String(key.dropFirst(wantedPrefix.count))),
                       held.contains(board),
-                      let by = kv.field("value")?.text.flatMap(Base64.decode).map({ String(decoding: $0, as: UTF8.self) }), by != node,
+                      let by = Self.decoded(kv.field("value")), by != node,
                       let revision = kv.field("mod_revision")?.integer
                 else { continue }
                 wanted[board] = UInt64(revision)
@@ -204,7 +211,7 @@ public final class EtcdLeases: BoardLeases, Sendable {
         guard state.withLock({ $0.claimed.removeValue(forKey: board) }) != nil else { return }
         await onAsker { [self] in
             guard let lease = state.withLock({ $0.lease }) else { return }
-            let key = Base64.encode(Array((prefix + board.text).utf8))
+            let key = Self.encoded(prefix + board.text)
             // Deleted only while it is still under this node's lease: never another node's claim.
             _ = try? request("/v3/kv/txn", #"{"compare":[{"key":"\#(key)","target":"LEASE","lease":"\#(lease)"}],"success":[{"requestDeleteRange":{"key":"\#(key)"}}]}"#)
         }
@@ -267,12 +274,12 @@ public final class EtcdLeases: BoardLeases, Sendable {
             // Renewals failing (etcd may still hold the lease): a claim now would be one this
             // node may not use.
             guard isLive else { return .unavailable(lastProblem ?? "the node's lease is not being renewed") }
-            let key = Base64.encode(Array((prefix + board.text).utf8))
-            let value = Base64.encode(Array(node.utf8))
+            let key = Self.encoded(prefix + board.text)
+            let value = Self.encoded(node)
             let answer = try request("/v3/kv/txn", """
                 {"compare":[{"key":"\(key)","target":"CREATE","createRevision":"0"}],\
                 "success":[{"requestPut":{"key":"\(key)","value":"\(value)","lease":"\(lease)"}},\
-                {"requestDeleteRange":{"key":"\(Base64.encode(Array((wantedPrefix + board.text).utf8)))"}}],\
+                {"requestDeleteRange":{"key":"\(Self.encoded(wantedPrefix + board.text))"}}],\
                 "failure":[{"requestRange":{"key":"\(key)"}}]}
                 """)
             if answer.field("succeeded")?.isTrue == true {
@@ -281,7 +288,7 @@ public final class EtcdLeases: BoardLeases, Sendable {
                 return .held(fence: fence)
             }
             let held = answer.field("responses")?.elements.first?.field("response_range")?.field("kvs")?.elements.first
-            let owner = held?.field("value")?.text.flatMap(Base64.decode).map { String(decoding: $0, as: UTF8.self) } ?? "?"
+            let owner = Self.decoded(held?.field("value")) ?? "?"
             if held?.field("lease")?.integer == lease {
                 // Already this node's, under its current lease (a board opened again here).
                 let fence = UInt64(held?.field("create_revision")?.integer ?? 0)
