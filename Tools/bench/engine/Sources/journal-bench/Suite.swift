@@ -316,6 +316,7 @@ final class Suite {
             ("syncNoopVsFull", divide(sync.median("noopSeconds"), sync.median)),
             ("snapshotSpeedup", result(.snapshotOpen).double("speedup")),
             ("snapshotVsJournalBytes", result(.snapshotOpen).double("snapshotVsJournalBytes")),
+            ("snapshotSpeedupCeiling", result(.snapshotOpen).double("speedupCeiling")),
             ("cliStrokesVsGunzip", result(.cliRead).double("strokesVsGunzip")),
             ("cliDigestVsGunzip", result(.cliRead).double("digestVsGunzip")),
             ("bareDeflateVsBareInflate", divide(result(.bareDeflate).median, result(.bareInflate).median)),
@@ -427,6 +428,8 @@ final class Suite {
             timed("open from snapshot (+1% since)", .snapshotOpen,
                   derived: "\(formatRatio(snapshot.double("speedup"))) faster than useSnapshots: false (\(formatSeconds(snapshot.median("fullReplaySeconds"))))",
                   target: target("snapshotSpeedup"))
+            value("open's floor: list segments + write the points", derived:
+                    "\(formatSeconds(snapshot.median("segmentSetSeconds"))) + \(formatSeconds(snapshot.median("materialiseSeconds"))): at most \(formatRatio(snapshot.double("speedupCeiling"))) faster, decoding free")
             value("snapshot size", derived: "\(formatBytes(snapshot.int("snapshotBytes"))) = \(formatRatio(snapshot.double("snapshotVsJournalBytes"))) the segments (\(formatBytes(snapshot.int("journalBytes"))))",
                   target: target("snapshotVsJournalBytes"))
         } else {
