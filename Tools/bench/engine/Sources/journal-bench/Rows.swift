@@ -888,35 +888,34 @@ func timedSnapshotLoad(_ directory: JournalDirectory, useSnapshots: Bool) -> (di
 }
 func snapshotDigest(_ result: (drawing: Drawing, report: ReplayReport)) -> String? { result.drawing.digest }
 
+func snapshotDigest<T>(_ result: T) -> String? { nil }
+
 /// Seconds to copy every point of `drawing` into fresh per-stroke arrays, strokes split across
 /// the cores as a snapshot's chunks are: the memory a decoded drawing must be written into
 /// (2 M points of 32 bytes), without any decoding.
 func timedMaterialise(_ drawing: Drawing) -> Double {
     let strokes = drawing.strokes
     let lanes = max(1, ProcessInfoLite.activeProcessorCount)
-    let copies = ParallelCopies(count: strokes.count)
-    let seconds = Clock.time {
+    let copies = UnsafeMutableBufferPointer<[Drawing.Point]>.allocate(capacity: strokes.count)
+    copies.initialize(repeating: [])
+    defer {
+        _ = copies.deinitialize()
+        copies.deallocate()
+    }
+    // Each lane writes only its own strokes' entries.
+    nonisolated(unsafe) let shared = copies
+    return Clock.time {
         DispatchQueue.concurrentPerform(iterations: lanes) { lane in
             for index in stride(from: lane, to: strokes.count, by: lanes) {
                 let source = strokes[index].points
-                copies.set(index, [Drawing.Point](unsafeUninitializedCapacity: source.count) { buffer, initialized in
+                shared[index] = [Drawing.Point](unsafeUninitializedCapacity: source.count) { buffer, initialized in
                     for (offset, point) in source.enumerated() { buffer.initializeElement(at: offset, to: point) }
                     initialized = source.count
-                })
+                }
             }
         }
     }.1
-    withExtendedLifetime(copies) {}
-    return seconds
 }
-
-/// One slot per stroke, each written by one lane only.
-final class ParallelCopies: @unchecked Sendable {
-    private var slots: [[Drawing.Point]]
-    init(count: Int) { slots = Array(repeating: [], count: count) }
-    func set(_ index: Int, _ points: [Drawing.Point]) { slots.withUnsafeMutableBufferPointer { $0[index] = points } }
-}
-func snapshotDigest<T>(_ result: T) -> String? { nil }
 #endif
 
 func median(_ values: [Double]) -> Double {
