@@ -15,7 +15,7 @@ let usage = """
       --workload DIR       the workload (replica-0.ndjson, replica-1.ndjson, …)
       --json OUT           also write the results as JSON (keys: docs/PERFORMANCE.md)
       --repeat N           runs per timed row; the table shows the median and the minimum (default 5)
-      --quick              skip the growth, Hershey, precision and live rows (unless --only names them); default --repeat 3
+      --quick              skip the growth, Hershey, precision, residualCoder and live rows (unless --only names them); default --repeat 3
       --growth-large       add the 4× (8M points, ~1.2 GB of NDJSON) and 64-replica growth cases
       --only ROWS          run only these rows (comma-separated names, see below); for debugging
       --journal-binary P   the `journal` CLI to time (default: <repo>/.build/release/journal,

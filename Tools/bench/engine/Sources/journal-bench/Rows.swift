@@ -36,6 +36,7 @@ enum RowName: String, CaseIterable {
     case precision
     case live
     case liveClockOrder
+    case residualCoder
 }
 
 /// What a row child reports: the runs of its main timing, and row-specific values (arrays
@@ -89,6 +90,7 @@ struct RowRunner {
         case .digestCheck: return try digestCheck()
         case .live: return try live()
         case .liveClockOrder: return try liveClockOrder()
+        case .residualCoder: return try residualCoder()
         case .precision:
             guard let input else { throw BenchError("row precision needs --input DIR") }
             return try precisionRow(Workload(input))

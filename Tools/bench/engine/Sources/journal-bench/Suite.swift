@@ -108,6 +108,7 @@ final class Suite {
             if row != .prepare { rows.append((row.rawValue, outcome)) }
         }
         if !options.quick && wanted(.hershey) { rows.append((RowName.hershey.rawValue, runHershey())) }
+        if (!options.quick || options.only != nil) && wanted(.residualCoder) { runResidualCoder() }
         if !options.quick && wanted(.growth) { runGrowth() }
         if !options.quick && wanted(.precision) { runPrecision() }
 
@@ -149,9 +150,10 @@ final class Suite {
         try Spawn.check(["swift", "build", "-c", "release", "--product", "journal", "--package-path", layout.repoRoot], stdout: .discard)
     }
 
-    func runHershey() -> ChildResult {
+    /// Generates the Hershey session if it is not there; why not, if it cannot.
+    func ensureHersheyWorkload() -> String? {
         guard layout.hasStandardGenerator else {
-            return ChildResult(error: "n/a (the Hershey session needs \(layout.standardGenerator); set SHARED_BENCH to its folder)")
+            return "n/a (the Hershey session needs \(layout.standardGenerator); set SHARED_BENCH to its folder)"
         }
         var probe = (try? Spawn.run(["python3", "-c", "import HersheyFonts"], stdout: .discard))?.status ?? 1
         if probe != 0 {
@@ -159,19 +161,37 @@ final class Suite {
             _ = try? Spawn.run(["python3", "-m", "pip", "install", "--quiet", "hershey-fonts"], stdout: .discard)
             probe = (try? Spawn.run(["python3", "-c", "import HersheyFonts"], stdout: .discard))?.status ?? 1
         }
-        guard probe == 0 else { return ChildResult(error: "n/a (python3 cannot import HersheyFonts; pip install hershey-fonts failed)") }
-        let generation = Generation(replicas: 4, strokes: 2500, points: nil, hershey: hersheyText)
+        guard probe == 0 else { return "n/a (python3 cannot import HersheyFonts; pip install hershey-fonts failed)" }
         do {
-            try generation.ensure(in: workload.hersheyDir, layout: layout)
+            try hersheyGeneration.ensure(in: workload.hersheyDir, layout: layout)
         } catch {
-            return ChildResult(error: "n/a (\(error))")
+            return "n/a (\(error))"
         }
+        return nil
+    }
+
+    var hersheyGeneration: Generation { Generation(replicas: 4, strokes: 2500, points: nil, hershey: hersheyText) }
+
+    func runHershey() -> ChildResult {
+        if let error = ensureHersheyWorkload() { return ChildResult(error: error) }
+        let generation = hersheyGeneration
         var result = runChild(.hershey, input: workload.hersheyDir)
         if result.ok, case .object(var pairs) = result.extra {
             pairs.append(("generator", .string("gen_session.py " + generation.description + " --out " + workload.hersheyDir)))
             result.extra = .object(pairs)
         }
         return result
+    }
+
+    /// The residual coder on the standard session and on Hershey handwriting (the row's
+    /// stroke ids do not matter: it codes the four real columns only).
+    func runResidualCoder() {
+        rows.append((RowName.residualCoder.rawValue, runChild(.residualCoder)))
+        if let error = ensureHersheyWorkload() {
+            rows.append(("residualCoderHershey", ChildResult(error: error)))
+        } else {
+            rows.append(("residualCoderHershey", runChild(.residualCoder, input: workload.hersheyDir, label: "residualCoder on Hershey")))
+        }
     }
 
     func runPrecision() {
@@ -317,6 +337,10 @@ final class Suite {
             ("snapshotSpeedup", result(.snapshotOpen).double("speedup")),
             ("snapshotVsJournalBytes", result(.snapshotOpen).double("snapshotVsJournalBytes")),
             ("snapshotSpeedupCeiling", result(.snapshotOpen).double("speedupCeiling")),
+            ("residualCoderBytesVsDeflate", result(.residualCoder).double("bytesRatio")),
+            ("residualCoderDecodeVsInflate", result(.residualCoder).double("decodeRatio")),
+            ("residualCoderHersheyBytesVsDeflate", rows.first { $0.0 == "residualCoderHershey" }?.1.double("bytesRatio")),
+            ("residualCoderHersheyDecodeVsInflate", rows.first { $0.0 == "residualCoderHershey" }?.1.double("decodeRatio")),
             ("cliStrokesVsGunzip", result(.cliRead).double("strokesVsGunzip")),
             ("cliDigestVsGunzip", result(.cliRead).double("digestVsGunzip")),
             ("bareDeflateVsBareInflate", divide(result(.bareDeflate).median, result(.bareInflate).median)),
@@ -581,6 +605,22 @@ final class Suite {
                 series("merge + reconstruct", .hershey, "replaySeconds",
                        derived: "\(hershey.int("strokes").map(grouped) ?? "?") strokes, \(fixed(Double(hershey.int("points") ?? 0) / Double(max(hershey.int("strokes") ?? 1, 1)), 1)) points/stroke")
                 timed("record via library, 4 files", .hershey, derived: rate(hershey.int("points"), hershey.median, "pt/s"))
+            }
+        }
+        if (!options.quick || options.only != nil) && wanted(.residualCoder) {
+            table.section("residual coder (no format uses it): LZMA-style adaptive binary range coder vs deflate-6 of the same residuals, x y pressure t")
+            for (key, label) in [("residualCoder", "standard"), ("residualCoderHershey", "hershey")] {
+                let coder = rows.first { $0.0 == key }?.1 ?? ChildResult(error: "not run")
+                if let error = coder.error {
+                    value("  " + label, derived: error)
+                    continue
+                }
+                value("  \(label): four columns, B/pt", derived: "deflate \(fixed(coder.double("deflateBytesPerPoint") ?? .nan, 3)) → adaptive "
+                      + "\(fixed(coder.double("adaptiveBytesPerPoint") ?? .nan, 3)) (\(fixed(coder.double("bytesRatio") ?? .nan, 3))×, "
+                      + "\(grouped(coder.int("points") ?? 0)) points)")
+                let values = Double(max(coder.int("values") ?? 1, 1))
+                value("  \(label): decode, ns/value", derived: "inflate + varints \(fixed((coder.median("inflateSeconds") ?? .nan) * 1e9 / values, 1))"
+                      + " → range decoder \(fixed((coder.median ?? .nan) * 1e9 / values, 1)) (\(fixed(coder.double("decodeRatio") ?? .nan, 2))×, one core)")
             }
         }
         out += table.render()

@@ -1,0 +1,399 @@
+import JournalCompression
+import JournalFormat
+import JournalIngest
+
+/// The `residualCoder` row: what an adaptive binary range coder would spend on a session's
+/// real columns, and what decoding them costs, against deflate of the same residuals in the
+/// same run. It is the measured side of issue 42's "Hershey ≤ 3.0 B/pt": deflate's Huffman
+/// codes over varint bytes lose about a tenth on short strokes, a coder near the residuals'
+/// entropy would not, and this row says what that coder costs a reader. No format uses this
+/// coder; `Tools/bench/residual_coder_floor.py` is its model written as ideal code lengths.
+///
+/// Residuals are those of FORMAT.md §14.3 on the sessions' own grids (x, y and pressure in
+/// hundredths, t in thousandths): per replica file, blocks of 32,768 points, per block and
+/// column the order and start rule whose varints deflate smallest, as the Python tool picks.
+struct ResidualBlock {
+    var column: Int
+    var values: [UInt64]
+    /// Each entry's age in its stroke within the block: 0 first, 1 second, 2 later (capped).
+    var ages: [UInt8]
+}
+
+enum ResidualColumns {
+    static let blockPoints = 32_768
+    static let names = ["x", "y", "pressure", "t"]
+    static let scales: [Double] = [100, 100, 100, 1000]
+
+    private struct Sample {
+        var stroke: StrokeID
+        var values: (Double?, Double?, Double?, Double?)
+        func value(_ column: Int) -> Double? {
+            switch column {
+            case 0: return values.0
+            case 1: return values.1
+            case 2: return values.2
+            default: return values.3
+            }
+        }
+    }
+
+    static func blocks(of inputs: [String]) throws -> (blocks: [ResidualBlock], points: Int) {
+        var blocks: [ResidualBlock] = []
+        var points = 0
+        for input in inputs {
+            var reader = try NDJSONReader(path: input)
+            var payloads: [Payload] = []
+            while try reader.next(appendingTo: &payloads) != nil {}
+            var samples: [Sample] = []
+            for payload in payloads {
+                guard case .point(let point) = payload else { continue }
+                samples.append(Sample(stroke: point.stroke, values: (point.x, point.y, point.pressure, point.t)))
+            }
+            points += samples.count
+            var first = 0
+            while first < samples.count {
+                let block = samples[first..<min(first + blockPoints, samples.count)]
+                for column in 0..<4 {
+                    var best: (size: Int, block: ResidualBlock)?
+                    for order in 1...2 {
+                        for start in [false, true] {
+                            let candidate = residuals(block, column: column, order: order, start: start)
+                            let size = try RawDeflate.compress(varints(candidate.values)).count
+                            if best == nil || size < best!.size { best = (size, candidate) }
+                        }
+                    }
+                    blocks.append(best!.block)
+                }
+                first += blockPoints
+            }
+        }
+        return (blocks, points)
+    }
+
+    private static func residuals(_ block: ArraySlice<Sample>, column: Int, order: Int, start: Bool) -> ResidualBlock {
+        struct StrokeState { var previous: Int64; var delta: Int64; var age: Int }
+        var strokes: [StrokeID: StrokeState] = [:]
+        var last: Int64 = 0
+        var result = ResidualBlock(column: column, values: [], ages: [])
+        for sample in block {
+            guard let value = sample.value(column) else { continue }
+            let n = Int64((value * scales[column]).rounded())
+            let predicted: Int64
+            let age: Int
+            if let state = strokes[sample.stroke] {
+                predicted = order == 2 ? state.previous &+ state.delta : state.previous
+                age = state.age + 1
+                strokes[sample.stroke] = StrokeState(previous: n, delta: n &- state.previous, age: age)
+            } else {
+                predicted = start ? last : 0
+                age = 0
+                strokes[sample.stroke] = StrokeState(previous: n, delta: 0, age: 0)
+            }
+            let residual = n &- predicted
+            result.values.append(UInt64(bitPattern: (residual << 1) ^ (residual >> 63)))
+            result.ages.append(UInt8(min(age, 2)))
+            last = n
+        }
+        return result
+    }
+
+    static func varints(_ values: [UInt64]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(values.count * 2)
+        for var value in values {
+            while value >= 0x80 {
+                bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
+                value >>= 7
+            }
+            bytes.append(UInt8(value))
+        }
+        return bytes
+    }
+
+    /// Inflates a block's deflated varints and decodes them into `out`; the count decoded.
+    static func inflateVarints(_ deflated: [UInt8], rawCount: Int, scratch: UnsafeMutableRawBufferPointer,
+                               into out: UnsafeMutablePointer<UInt64>) throws -> Int {
+        let raw = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<rawCount])
+        var failure: ZlibError?
+        deflated.withUnsafeBytes { input in
+            do throws(ZlibError) { try RawDeflate.decompress(input, into: raw) } catch { failure = error }
+        }
+        if let failure { throw BenchError("inflating a block's residuals: \(failure)") }
+        var position = 0
+        var count = 0
+        while position < rawCount {
+            var value: UInt64 = 0
+            var shift: UInt64 = 0
+            while true {
+                let byte = raw[position]
+                position += 1
+                value |= UInt64(byte & 0x7F) << shift
+                if byte < 0x80 { break }
+                shift += 7
+            }
+            out[count] = value
+            count += 1
+        }
+        return count
+    }
+}
+
+/// LZMA's binary range coder (12-bit probabilities moved 1/32 towards each bit) over the model
+/// of `residual_coder_floor.py`: a residual's bit length n (7 bits, MSB first, in a tree) in a
+/// context of its age in the stroke and the previous non-first entry's n (capped at 15); its
+/// two bits below the leading one in a tree per (n, first entry or not); the other bits one
+/// probability per (n, position).
+struct AdaptiveResidualCoder {
+    static let lengthContexts = 3 * 16
+    static let lengthsCount = lengthContexts * 128
+    static let topCount = 65 * 8 * 2
+    static let belowCount = 65 * 64
+    static let probabilityBits: UInt32 = 12
+    static let moveBits: UInt32 = 5
+    static let half: UInt16 = 1 << 11
+
+    /// Probabilities, reset for every block (each block decodes alone, as a block body must).
+    final class Model {
+        let lengths = UnsafeMutablePointer<UInt16>.allocate(capacity: lengthsCount)
+        let top = UnsafeMutablePointer<UInt16>.allocate(capacity: topCount)
+        let below = UnsafeMutablePointer<UInt16>.allocate(capacity: belowCount)
+        func reset() {
+            lengths.update(repeating: half, count: lengthsCount)
+            top.update(repeating: half, count: topCount)
+            below.update(repeating: half, count: belowCount)
+        }
+        deinit {
+            lengths.deallocate()
+            top.deallocate()
+            below.deallocate()
+        }
+    }
+
+    static func encode(_ block: ResidualBlock, model: Model) -> [UInt8] {
+        model.reset()
+        var encoder = Encoder()
+        var previous = 0
+        for index in block.values.indices {
+            let value = block.values[index]
+            let age = Int(block.ages[index])
+            let n = 64 - value.leadingZeroBitCount
+            let lengths = model.lengths + (age * 16 + min(previous, 15)) * 128
+            var node = 1
+            for shift in stride(from: 6, through: 0, by: -1) {
+                let bit = (n >> shift) & 1
+                encoder.encode(bit, lengths + node)
+                node = node * 2 + bit
+            }
+            var topNode = 1
+            var position = n - 2
+            while position >= 0 {
+                let bit = Int(truncatingIfNeeded: value >> UInt64(position)) & 1
+                if position >= n - 3 {
+                    encoder.encode(bit, model.top + ((n * 8 + topNode) * 2 + min(age, 1)))
+                    topNode = topNode * 2 + bit
+                } else {
+                    encoder.encode(bit, model.below + (n * 64 + position))
+                }
+                position -= 1
+            }
+            if age > 0 { previous = n }
+        }
+        return encoder.finish()
+    }
+
+    enum DecodeError: Error { case lengthOutOfRange(Int), endsEarly }
+
+    /// Decodes `ages.count` residuals into `out`. A residual reads at most 70 bytes (one a bit),
+    /// so with 80 zero bytes of padding it never reads past the buffer; a stream that reads
+    /// past its own bytes is refused at the next residual.
+    static func decode(_ bytes: [UInt8], ages: [UInt8], model: Model, into out: UnsafeMutablePointer<UInt64>) throws(DecodeError) {
+        model.reset()
+        var padded = bytes
+        padded.append(contentsOf: repeatElement(0, count: 80))
+        var failure: DecodeError?
+        padded.withUnsafeBufferPointer { buffer in
+            let base = buffer.baseAddress!
+            var input = base
+            let end = base + bytes.count
+            var range: UInt32 = 0xFFFF_FFFF
+            var code: UInt32 = 0
+            for _ in 0..<5 {
+                code = (code << 8) | UInt32(input.pointee)
+                input += 1
+            }
+            // Branch-free but for the renormalisation: a bit of a residual is close to a coin
+            // toss, so a branch on it is mispredicted about half the time.
+            @inline(__always) func bit(_ probability: UnsafeMutablePointer<UInt16>) -> Int {
+                let p = UInt32(probability.pointee)
+                let bound = (range >> probabilityBits) &* p
+                let one = code >= bound
+                code &-= one ? bound : 0
+                range = one ? range &- bound : bound
+                probability.pointee = UInt16(truncatingIfNeeded: one ? p &- (p >> moveBits) : p &+ ((4096 &- p) >> moveBits))
+                if range < 1 << 24 {
+                    range <<= 8
+                    code = (code << 8) | UInt32(input.pointee)
+                    input += 1
+                }
+                return one ? 1 : 0
+            }
+            var previous = 0
+            for index in ages.indices {
+                if input > end {
+                    failure = .endsEarly
+                    return
+                }
+                let age = Int(ages[index])
+                let lengths = model.lengths + (age * 16 + min(previous, 15)) * 128
+                var node = 1
+                for _ in 0..<7 { node = node &* 2 &+ bit(lengths + node) }
+                let n = node &- 128
+                guard n <= 64 else {
+                    failure = .lengthOutOfRange(n)
+                    return
+                }
+                var value: UInt64 = n == 0 ? 0 : 1
+                var position = n - 2
+                var topNode = 1
+                let young = min(age, 1)
+                while position >= 0 && position >= n - 3 {
+                    let b = bit(model.top + ((n * 8 + topNode) * 2 + young))
+                    topNode = topNode * 2 + b
+                    value = (value << 1) | UInt64(b)
+                    position -= 1
+                }
+                let below = model.below + n * 64
+                while position >= 0 {
+                    value = (value << 1) | UInt64(bit(below + position))
+                    position -= 1
+                }
+                out[index] = value
+                if age > 0 { previous = n }
+            }
+            if input > end { failure = .endsEarly }
+        }
+        if let failure { throw failure }
+    }
+
+    struct Encoder {
+        var low: UInt64 = 0
+        var range: UInt32 = 0xFFFF_FFFF
+        var cache: UInt8 = 0
+        var cacheSize = 1
+        var bytes: [UInt8] = []
+
+        @inline(__always) mutating func encode(_ bit: Int, _ probability: UnsafeMutablePointer<UInt16>) {
+            let p = UInt32(probability.pointee)
+            let bound = (range >> probabilityBits) &* p
+            if bit == 0 {
+                range = bound
+                probability.pointee = UInt16(truncatingIfNeeded: p &+ ((4096 &- p) >> moveBits))
+            } else {
+                low &+= UInt64(bound)
+                range &-= bound
+                probability.pointee = UInt16(truncatingIfNeeded: p &- (p >> moveBits))
+            }
+            while range < 1 << 24 {
+                range <<= 8
+                shiftLow()
+            }
+        }
+
+        /// Writes the top byte of `low` once no carry can change it (LZMA's cache of one byte
+        /// and a run of 0xFF bytes a carry would ripple through).
+        mutating func shiftLow() {
+            if low < 0xFF00_0000 || low > 0xFFFF_FFFF {
+                let carry = UInt8(truncatingIfNeeded: low >> 32)
+                var pending = cache
+                repeat {
+                    bytes.append(pending &+ carry)
+                    pending = 0xFF
+                    cacheSize -= 1
+                } while cacheSize != 0
+                cache = UInt8(truncatingIfNeeded: low >> 24)
+            }
+            cacheSize += 1
+            low = (low & 0x00FF_FFFF) << 8
+        }
+
+        mutating func finish() -> [UInt8] {
+            for _ in 0..<5 { shiftLow() }
+            return bytes
+        }
+    }
+}
+
+extension RowRunner {
+    /// `residualCoder`: on `--input DIR` (else the standard workload), every block's residuals
+    /// deflated (level 6, the baseline) and range-coded; each run decodes all of them both
+    /// ways, and a decoded value that differs fails the row.
+    func residualCoder() throws -> RowOutput {
+        let scaled = input.map { Workload($0) } ?? workload
+        let (blocks, points) = try ResidualColumns.blocks(of: scaled.inputs)
+        guard points > 0 else { throw BenchError("no points in \(scaled.dir)") }
+        let model = AdaptiveResidualCoder.Model()
+        var output = RowOutput()
+        var encodeSeconds: [Double] = []
+        var deflated: [(bytes: [UInt8], rawCount: Int)] = []
+        var coded: [[UInt8]] = []
+        var deflateBytes = [0, 0, 0, 0]
+        var codedBytes = [0, 0, 0, 0]
+        let (_, seconds) = Clock.time {
+            coded = blocks.map { AdaptiveResidualCoder.encode($0, model: model) }
+        }
+        encodeSeconds.append(seconds)
+        for (index, block) in blocks.enumerated() {
+            let raw = ResidualColumns.varints(block.values)
+            deflated.append((try RawDeflate.compress(raw), raw.count))
+            deflateBytes[block.column] += deflated[index].bytes.count
+            codedBytes[block.column] += coded[index].count
+        }
+        let largest = blocks.map(\.values.count).max() ?? 0
+        let decoded = UnsafeMutablePointer<UInt64>.allocate(capacity: max(largest, 1))
+        defer { decoded.deallocate() }
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(deflated.map(\.rawCount).max() ?? 0, 1), alignment: 8)
+        defer { scratch.deallocate() }
+        var baseline: [Double] = []
+        var cpuBaseline: [Double] = []
+        let values = blocks.reduce(0) { $0 + $1.values.count }
+        for _ in 0..<repeats {
+            let cpu = Clock.cpu()
+            let (_, inflateSeconds) = try Clock.time {
+                for (index, block) in blocks.enumerated() {
+                    let count = try ResidualColumns.inflateVarints(deflated[index].bytes, rawCount: deflated[index].rawCount,
+                                                                   scratch: scratch, into: decoded)
+                    guard count == block.values.count, UnsafeBufferPointer(start: decoded, count: count).elementsEqual(block.values) else {
+                        throw BenchError("block \(index): inflated residuals differ from the coded ones")
+                    }
+                }
+            }
+            baseline.append(inflateSeconds)
+            cpuBaseline.append(Clock.cpu() - cpu)
+            try output.time {
+                for (index, block) in blocks.enumerated() {
+                    try AdaptiveResidualCoder.decode(coded[index], ages: block.ages, model: model, into: decoded)
+                    guard UnsafeBufferPointer(start: decoded, count: block.values.count).elementsEqual(block.values) else {
+                        throw BenchError("block \(index): range-decoded residuals differ from the coded ones")
+                    }
+                }
+            }
+        }
+        func perPoint(_ bytes: Int) -> JSON { .number(Double(bytes) / Double(points), decimals: 4) }
+        output.extra["workload"] = .string(scaled.dir)
+        output.extra["points"] = .int(points)
+        output.extra["values"] = .int(values)
+        output.extra["blocks"] = .int(blocks.count / 4)
+        output.extra["deflateBytesPerPoint"] = perPoint(deflateBytes.reduce(0, +))
+        output.extra["adaptiveBytesPerPoint"] = perPoint(codedBytes.reduce(0, +))
+        for column in 0..<4 {
+            output.extra["deflate_" + ResidualColumns.names[column]] = perPoint(deflateBytes[column])
+            output.extra["adaptive_" + ResidualColumns.names[column]] = perPoint(codedBytes[column])
+        }
+        output.extra["bytesRatio"] = .number(Double(codedBytes.reduce(0, +)) / Double(deflateBytes.reduce(0, +)), decimals: 4)
+        output.extra["inflateSeconds"] = .seconds(baseline)
+        output.extra["inflateCpuSeconds"] = .seconds(cpuBaseline)
+        output.extra["encodeSeconds"] = .seconds(encodeSeconds)
+        output.extra["decodeRatio"] = .number(median(output.seconds) / median(baseline), decimals: 3)
+        return output
+    }
+}
