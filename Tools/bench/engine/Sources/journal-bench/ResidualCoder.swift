@@ -138,14 +138,29 @@ enum ResidualColumns {
     }
 }
 
-/// LZMA's binary range coder (12-bit probabilities moved 1/32 towards each bit) over the model
-/// of `residual_coder_floor.py`: a residual's bit length n (7 bits, MSB first, in a tree) in a
-/// context of its age in the stroke and the previous non-first entry's n (capped at 15); its
-/// two bits below the leading one in a tree per (n, first entry or not); the other bits one
-/// probability per (n, position).
+/// LZMA's binary range coder (12-bit probabilities moved 1/32 towards each bit) over a
+/// residual's bit length n and the bits below its leading one, in one of two shapes:
+///
+/// - `wide`, the model of `residual_coder_floor.py`: n in a 7-bit tree, in a context of the
+///   entry's age in its stroke and the previous non-first entry's n (capped at 15); the two
+///   bits below the leading one in a tree per (n, first entry or not); every other bit one
+///   probability per (n, position).
+/// - `short`: n in a 4-bit tree in the same contexts, 15 and above escaping to a 6-bit tree of
+///   its own; the top two bits as in `wide`, the next two one probability per (n, position),
+///   and the bits below those raw, in a bit stream after the coded bytes. Fewer decisions a
+///   value, and fewer probabilities to learn in a block.
 struct AdaptiveResidualCoder {
+    enum Shape: String, CaseIterable {
+        case wide, short
+        var lengthBits: Int { self == .wide ? 7 : 4 }
+        /// Bits below the leading one that are coded with a probability; the rest are raw.
+        var codedBelow: Int { self == .wide ? 64 : 4 }
+    }
+
+    let shape: Shape
     static let lengthContexts = 3 * 16
     static let lengthsCount = lengthContexts * 128
+    static let escapeCount = 64
     static let topCount = 65 * 8 * 2
     static let belowCount = 65 * 64
     static let probabilityBits: UInt32 = 12
@@ -155,34 +170,56 @@ struct AdaptiveResidualCoder {
     /// Probabilities, reset for every block (each block decodes alone, as a block body must).
     final class Model {
         let lengths = UnsafeMutablePointer<UInt16>.allocate(capacity: lengthsCount)
+        let escape = UnsafeMutablePointer<UInt16>.allocate(capacity: escapeCount)
         let top = UnsafeMutablePointer<UInt16>.allocate(capacity: topCount)
         let below = UnsafeMutablePointer<UInt16>.allocate(capacity: belowCount)
         func reset() {
             lengths.update(repeating: half, count: lengthsCount)
+            escape.update(repeating: half, count: escapeCount)
             top.update(repeating: half, count: topCount)
             below.update(repeating: half, count: belowCount)
         }
         deinit {
             lengths.deallocate()
+            escape.deallocate()
             top.deallocate()
             below.deallocate()
         }
     }
 
-    static func encode(_ block: ResidualBlock, model: Model) -> [UInt8] {
+    /// A block's coded bytes, then its raw bits (most significant first, zero-padded to a byte).
+    struct Coded {
+        var bytes: [UInt8]
+        var raw: [UInt8]
+        var count: Int { bytes.count + raw.count }
+    }
+
+    func encode(_ block: ResidualBlock, model: Model) -> Coded {
         model.reset()
         var encoder = Encoder()
+        var raw = RawBits()
         var previous = 0
+        let lengthBits = shape.lengthBits
+        let lengthLimit = (1 << lengthBits) - 1
         for index in block.values.indices {
             let value = block.values[index]
             let age = Int(block.ages[index])
             let n = 64 - value.leadingZeroBitCount
             let lengths = model.lengths + (age * 16 + min(previous, 15)) * 128
+            let head = shape == .short ? min(n, lengthLimit) : n
             var node = 1
-            for shift in stride(from: 6, through: 0, by: -1) {
-                let bit = (n >> shift) & 1
+            for shift in stride(from: lengthBits - 1, through: 0, by: -1) {
+                let bit = (head >> shift) & 1
                 encoder.encode(bit, lengths + node)
                 node = node * 2 + bit
+            }
+            if shape == .short && n >= lengthLimit {
+                node = 1
+                for shift in stride(from: 5, through: 0, by: -1) {
+                    let bit = ((n - lengthLimit) >> shift) & 1
+                    encoder.encode(bit, model.escape + node)
+                    node = node * 2 + bit
+                }
             }
             var topNode = 1
             var position = n - 2
@@ -191,30 +228,37 @@ struct AdaptiveResidualCoder {
                 if position >= n - 3 {
                     encoder.encode(bit, model.top + ((n * 8 + topNode) * 2 + min(age, 1)))
                     topNode = topNode * 2 + bit
-                } else {
+                } else if position >= n - 1 - shape.codedBelow {
                     encoder.encode(bit, model.below + (n * 64 + position))
+                } else {
+                    // The rest of the value at once: position + 1 bits.
+                    raw.append(value & ((1 << UInt64(position + 1)) - 1), count: position + 1)
+                    break
                 }
                 position -= 1
             }
             if age > 0 { previous = n }
         }
-        return encoder.finish()
+        return Coded(bytes: encoder.finish(), raw: raw.finish())
     }
 
     enum DecodeError: Error { case lengthOutOfRange(Int), endsEarly }
 
-    /// Decodes `ages.count` residuals into `out`. A residual reads at most 70 bytes (one a bit),
-    /// so with 80 zero bytes of padding it never reads past the buffer; a stream that reads
-    /// past its own bytes is refused at the next residual.
-    static func decode(_ bytes: [UInt8], ages: [UInt8], model: Model, into out: UnsafeMutablePointer<UInt64>) throws(DecodeError) {
+    /// Decodes `ages.count` residuals into `out`. A residual reads at most 77 coded bytes (one
+    /// a decision), so with 80 zero bytes of padding it never reads past the buffer; a stream
+    /// that reads past its own bytes is refused at the next residual.
+    func decode(_ coded: Coded, ages: [UInt8], model: Model, into out: UnsafeMutablePointer<UInt64>) throws(DecodeError) {
         model.reset()
-        var padded = bytes
+        var padded = coded.bytes
         padded.append(contentsOf: repeatElement(0, count: 80))
+        var rawPadded = coded.raw
+        rawPadded.append(contentsOf: repeatElement(0, count: 16))
+        let shape = shape
         var failure: DecodeError?
-        padded.withUnsafeBufferPointer { buffer in
+        padded.withUnsafeBufferPointer { buffer in rawPadded.withUnsafeBufferPointer { rawBuffer in
             let base = buffer.baseAddress!
             var input = base
-            let end = base + bytes.count
+            let end = base + coded.bytes.count
             var range: UInt32 = 0xFFFF_FFFF
             var code: UInt32 = 0
             for _ in 0..<5 {
@@ -225,11 +269,11 @@ struct AdaptiveResidualCoder {
             // toss, so a branch on it is mispredicted about half the time.
             @inline(__always) func bit(_ probability: UnsafeMutablePointer<UInt16>) -> Int {
                 let p = UInt32(probability.pointee)
-                let bound = (range >> probabilityBits) &* p
+                let bound = (range >> Self.probabilityBits) &* p
                 let one = code >= bound
                 code &-= one ? bound : 0
                 range = one ? range &- bound : bound
-                probability.pointee = UInt16(truncatingIfNeeded: one ? p &- (p >> moveBits) : p &+ ((4096 &- p) >> moveBits))
+                probability.pointee = UInt16(truncatingIfNeeded: one ? p &- (p >> Self.moveBits) : p &+ ((4096 &- p) >> Self.moveBits))
                 if range < 1 << 24 {
                     range <<= 8
                     code = (code << 8) | UInt32(input.pointee)
@@ -237,17 +281,26 @@ struct AdaptiveResidualCoder {
                 }
                 return one ? 1 : 0
             }
+            var rawReader = RawBitReader(rawBuffer.baseAddress!, count: coded.raw.count)
+            let lengthBits = shape.lengthBits
+            let lengthLimit = (1 << lengthBits) - 1
+            let codedBelow = shape.codedBelow
             var previous = 0
             for index in ages.indices {
-                if input > end {
+                if input > end || rawReader.overran {
                     failure = .endsEarly
                     return
                 }
                 let age = Int(ages[index])
                 let lengths = model.lengths + (age * 16 + min(previous, 15)) * 128
                 var node = 1
-                for _ in 0..<7 { node = node &* 2 &+ bit(lengths + node) }
-                let n = node &- 128
+                for _ in 0..<lengthBits { node = node &* 2 &+ bit(lengths + node) }
+                var n = node &- (1 << lengthBits)
+                if shape == .short && n == lengthLimit {
+                    var escape = 1
+                    for _ in 0..<6 { escape = escape &* 2 &+ bit(model.escape + escape) }
+                    n += escape - 64
+                }
                 guard n <= 64 else {
                     failure = .lengthOutOfRange(n)
                     return
@@ -263,16 +316,71 @@ struct AdaptiveResidualCoder {
                     position -= 1
                 }
                 let below = model.below + n * 64
-                while position >= 0 {
+                while position >= 0 && position >= n - 1 - codedBelow {
                     value = (value << 1) | UInt64(bit(below + position))
                     position -= 1
+                }
+                if position >= 0 {
+                    value = (value << UInt64(position + 1)) | rawReader.read(position + 1)
                 }
                 out[index] = value
                 if age > 0 { previous = n }
             }
-            if input > end { failure = .endsEarly }
-        }
+            if input > end || rawReader.overran { failure = .endsEarly }
+        } }
         if let failure { throw failure }
+    }
+
+    /// Raw bits, most significant first.
+    struct RawBits {
+        var bytes: [UInt8] = []
+        var pending: UInt64 = 0
+        var pendingCount = 0
+
+        mutating func append(_ value: UInt64, count: Int) {
+            for index in stride(from: count - 1, through: 0, by: -1) {
+                pending = (pending << 1) | ((value >> UInt64(index)) & 1)
+                pendingCount += 1
+                if pendingCount == 8 {
+                    bytes.append(UInt8(pending))
+                    pending = 0
+                    pendingCount = 0
+                }
+            }
+        }
+
+        mutating func finish() -> [UInt8] {
+            if pendingCount > 0 { bytes.append(UInt8(pending << UInt64(8 - pendingCount))) }
+            return bytes
+        }
+    }
+
+    /// Reads `RawBits`' bits from a buffer with at least 16 bytes of zero padding after `count`.
+    struct RawBitReader {
+        let bytes: UnsafePointer<UInt8>
+        let count: Int
+        var bitPosition = 0
+        init(_ bytes: UnsafePointer<UInt8>, count: Int) {
+            self.bytes = bytes
+            self.count = count
+        }
+        var overran: Bool { bitPosition > count * 8 }
+
+        /// `width` ≤ 63 bits as an integer; past the end they read as 0 and `overran` says so.
+        @inline(__always) mutating func read(_ width: Int) -> UInt64 {
+            guard !overran else { return 0 }
+            let byte = bitPosition >> 3
+            var window: UInt64 = 0
+            for offset in 0..<8 { window = (window << 8) | UInt64(bytes[byte + offset]) }
+            let skip = bitPosition & 7
+            bitPosition += width
+            if skip + width <= 64 { return (window << UInt64(skip)) >> UInt64(64 - width) }
+            // Over nine bytes: the window's bits, then the ninth byte's top ones.
+            let ninth = UInt64(bytes[byte + 8])
+            let fromWindow = 64 - skip
+            let high = (window << UInt64(skip)) >> UInt64(skip)
+            return (high << UInt64(width - fromWindow)) | (ninth >> UInt64(8 - (width - fromWindow)))
+        }
     }
 
     struct Encoder {
@@ -325,28 +433,28 @@ struct AdaptiveResidualCoder {
 
 extension RowRunner {
     /// `residualCoder`: on `--input DIR` (else the standard workload), every block's residuals
-    /// deflated (level 6, the baseline) and range-coded; each run decodes all of them both
-    /// ways, and a decoded value that differs fails the row.
+    /// deflated (level 6, the baseline) and range-coded in each shape; each run decodes all of
+    /// them every way, and a decoded value that differs fails the row.
     func residualCoder() throws -> RowOutput {
         let scaled = input.map { Workload($0) } ?? workload
         let (blocks, points) = try ResidualColumns.blocks(of: scaled.inputs)
         guard points > 0 else { throw BenchError("no points in \(scaled.dir)") }
         let model = AdaptiveResidualCoder.Model()
+        let coders = AdaptiveResidualCoder.Shape.allCases.map { AdaptiveResidualCoder(shape: $0) }
         var output = RowOutput()
-        var encodeSeconds: [Double] = []
         var deflated: [(bytes: [UInt8], rawCount: Int)] = []
-        var coded: [[UInt8]] = []
         var deflateBytes = [0, 0, 0, 0]
-        var codedBytes = [0, 0, 0, 0]
-        let (_, seconds) = Clock.time {
-            coded = blocks.map { AdaptiveResidualCoder.encode($0, model: model) }
-        }
-        encodeSeconds.append(seconds)
-        for (index, block) in blocks.enumerated() {
+        for block in blocks {
             let raw = ResidualColumns.varints(block.values)
             deflated.append((try RawDeflate.compress(raw), raw.count))
-            deflateBytes[block.column] += deflated[index].bytes.count
-            codedBytes[block.column] += coded[index].count
+            deflateBytes[block.column] += deflated[deflated.count - 1].bytes.count
+        }
+        var coded: [[AdaptiveResidualCoder.Coded]] = []
+        var encodeSeconds: [Double] = []
+        for coder in coders {
+            let (blocksCoded, seconds) = Clock.time { blocks.map { coder.encode($0, model: model) } }
+            coded.append(blocksCoded)
+            encodeSeconds.append(seconds)
         }
         let largest = blocks.map(\.values.count).max() ?? 0
         let decoded = UnsafeMutablePointer<UInt64>.allocate(capacity: max(largest, 1))
@@ -354,46 +462,54 @@ extension RowRunner {
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(deflated.map(\.rawCount).max() ?? 0, 1), alignment: 8)
         defer { scratch.deallocate() }
         var baseline: [Double] = []
-        var cpuBaseline: [Double] = []
+        var decodeSeconds = [[Double]](repeating: [], count: coders.count)
         let values = blocks.reduce(0) { $0 + $1.values.count }
+        func check(_ index: Int, _ block: ResidualBlock, _ what: String) throws {
+            guard UnsafeBufferPointer(start: decoded, count: block.values.count).elementsEqual(block.values) else {
+                throw BenchError("block \(index): \(what) residuals differ from the coded ones")
+            }
+        }
         for _ in 0..<repeats {
-            let cpu = Clock.cpu()
             let (_, inflateSeconds) = try Clock.time {
                 for (index, block) in blocks.enumerated() {
                     let count = try ResidualColumns.inflateVarints(deflated[index].bytes, rawCount: deflated[index].rawCount,
                                                                    scratch: scratch, into: decoded)
-                    guard count == block.values.count, UnsafeBufferPointer(start: decoded, count: count).elementsEqual(block.values) else {
-                        throw BenchError("block \(index): inflated residuals differ from the coded ones")
-                    }
+                    guard count == block.values.count else { throw BenchError("block \(index): \(count) residuals inflated") }
+                    try check(index, block, "inflated")
                 }
             }
             baseline.append(inflateSeconds)
-            cpuBaseline.append(Clock.cpu() - cpu)
-            try output.time {
-                for (index, block) in blocks.enumerated() {
-                    try AdaptiveResidualCoder.decode(coded[index], ages: block.ages, model: model, into: decoded)
-                    guard UnsafeBufferPointer(start: decoded, count: block.values.count).elementsEqual(block.values) else {
-                        throw BenchError("block \(index): range-decoded residuals differ from the coded ones")
+            for (which, coder) in coders.enumerated() {
+                let (_, seconds) = try Clock.time {
+                    for (index, block) in blocks.enumerated() {
+                        try coder.decode(coded[which][index], ages: block.ages, model: model, into: decoded)
+                        try check(index, block, coder.shape.rawValue + "-decoded")
                     }
                 }
+                decodeSeconds[which].append(seconds)
             }
         }
+        // The row's main timing: the shape a format would take (`short`).
+        output.seconds = decodeSeconds[coders.count - 1]
         func perPoint(_ bytes: Int) -> JSON { .number(Double(bytes) / Double(points), decimals: 4) }
         output.extra["workload"] = .string(scaled.dir)
         output.extra["points"] = .int(points)
         output.extra["values"] = .int(values)
         output.extra["blocks"] = .int(blocks.count / 4)
         output.extra["deflateBytesPerPoint"] = perPoint(deflateBytes.reduce(0, +))
-        output.extra["adaptiveBytesPerPoint"] = perPoint(codedBytes.reduce(0, +))
-        for column in 0..<4 {
-            output.extra["deflate_" + ResidualColumns.names[column]] = perPoint(deflateBytes[column])
-            output.extra["adaptive_" + ResidualColumns.names[column]] = perPoint(codedBytes[column])
-        }
-        output.extra["bytesRatio"] = .number(Double(codedBytes.reduce(0, +)) / Double(deflateBytes.reduce(0, +)), decimals: 4)
         output.extra["inflateSeconds"] = .seconds(baseline)
-        output.extra["inflateCpuSeconds"] = .seconds(cpuBaseline)
-        output.extra["encodeSeconds"] = .seconds(encodeSeconds)
-        output.extra["decodeRatio"] = .number(median(output.seconds) / median(baseline), decimals: 3)
+        for column in 0..<4 { output.extra["deflate_" + ResidualColumns.names[column]] = perPoint(deflateBytes[column]) }
+        for (which, coder) in coders.enumerated() {
+            let name = coder.shape.rawValue
+            var bytes = [0, 0, 0, 0]
+            for (index, block) in blocks.enumerated() { bytes[block.column] += coded[which][index].count }
+            output.extra[name + "BytesPerPoint"] = perPoint(bytes.reduce(0, +))
+            for column in 0..<4 { output.extra[name + "_" + ResidualColumns.names[column]] = perPoint(bytes[column]) }
+            output.extra[name + "BytesRatio"] = .number(Double(bytes.reduce(0, +)) / Double(deflateBytes.reduce(0, +)), decimals: 4)
+            output.extra[name + "DecodeSeconds"] = .seconds(decodeSeconds[which])
+            output.extra[name + "EncodeSeconds"] = .seconds([encodeSeconds[which]])
+            output.extra[name + "DecodeRatio"] = .number(median(decodeSeconds[which]) / median(baseline), decimals: 3)
+        }
         return output
     }
 }

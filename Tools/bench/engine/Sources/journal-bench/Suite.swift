@@ -337,10 +337,10 @@ final class Suite {
             ("snapshotSpeedup", result(.snapshotOpen).double("speedup")),
             ("snapshotVsJournalBytes", result(.snapshotOpen).double("snapshotVsJournalBytes")),
             ("snapshotSpeedupCeiling", result(.snapshotOpen).double("speedupCeiling")),
-            ("residualCoderBytesVsDeflate", result(.residualCoder).double("bytesRatio")),
-            ("residualCoderDecodeVsInflate", result(.residualCoder).double("decodeRatio")),
-            ("residualCoderHersheyBytesVsDeflate", rows.first { $0.0 == "residualCoderHershey" }?.1.double("bytesRatio")),
-            ("residualCoderHersheyDecodeVsInflate", rows.first { $0.0 == "residualCoderHershey" }?.1.double("decodeRatio")),
+            ("residualCoderBytesVsDeflate", result(.residualCoder).double("shortBytesRatio")),
+            ("residualCoderDecodeVsInflate", result(.residualCoder).double("shortDecodeRatio")),
+            ("residualCoderHersheyBytesVsDeflate", rows.first { $0.0 == "residualCoderHershey" }?.1.double("shortBytesRatio")),
+            ("residualCoderHersheyDecodeVsInflate", rows.first { $0.0 == "residualCoderHershey" }?.1.double("shortDecodeRatio")),
             ("cliStrokesVsGunzip", result(.cliRead).double("strokesVsGunzip")),
             ("cliDigestVsGunzip", result(.cliRead).double("digestVsGunzip")),
             ("bareDeflateVsBareInflate", divide(result(.bareDeflate).median, result(.bareInflate).median)),
@@ -615,12 +615,15 @@ final class Suite {
                     value("  " + label, derived: error)
                     continue
                 }
-                value("  \(label): four columns, B/pt", derived: "deflate \(fixed(coder.double("deflateBytesPerPoint") ?? .nan, 3)) → adaptive "
-                      + "\(fixed(coder.double("adaptiveBytesPerPoint") ?? .nan, 3)) (\(fixed(coder.double("bytesRatio") ?? .nan, 3))×, "
-                      + "\(grouped(coder.int("points") ?? 0)) points)")
                 let values = Double(max(coder.int("values") ?? 1, 1))
-                value("  \(label): decode, ns/value", derived: "inflate + varints \(fixed((coder.median("inflateSeconds") ?? .nan) * 1e9 / values, 1))"
-                      + " → range decoder \(fixed((coder.median ?? .nan) * 1e9 / values, 1)) (\(fixed(coder.double("decodeRatio") ?? .nan, 2))×, one core)")
+                value("  \(label): four columns, deflate", derived: "\(fixed(coder.double("deflateBytesPerPoint") ?? .nan, 3)) B/pt, "
+                      + "inflate + varints \(fixed((coder.median("inflateSeconds") ?? .nan) * 1e9 / values, 1)) ns/value (\(grouped(coder.int("points") ?? 0)) points, one core)")
+                for shape in AdaptiveResidualCoder.Shape.allCases.map(\.rawValue) {
+                    value("  \(label): range coder, \(shape)", derived: "\(fixed(coder.double(shape + "BytesPerPoint") ?? .nan, 3)) B/pt "
+                          + "(\(fixed(coder.double(shape + "BytesRatio") ?? .nan, 3))×), "
+                          + "\(fixed((coder.median(shape + "DecodeSeconds") ?? .nan) * 1e9 / values, 1)) ns/value "
+                          + "(\(fixed(coder.double(shape + "DecodeRatio") ?? .nan, 2))×)")
+                }
             }
         }
         out += table.render()
