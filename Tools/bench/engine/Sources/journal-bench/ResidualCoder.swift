@@ -7,7 +7,7 @@ import JournalIngest
 /// same run. It is the measured side of issue 42's "Hershey ≤ 3.0 B/pt": deflate's Huffman
 /// codes over varint bytes lose about a tenth on short strokes, a coder near the residuals'
 /// entropy would not, and this row says what that coder costs a reader. No format uses this
-/// coder; `Tools/bench/residual_coder_floor.py` is its model written as ideal code lengths.
+/// coder; `Tools/bench/residual_coder_floor.py` is its `wide` shape written as ideal code lengths.
 ///
 /// Residuals are those of FORMAT.md §14.3 on the sessions' own grids (x, y and pressure in
 /// hundredths, t in thousandths): per replica file, blocks of 32,768 points, per block and
