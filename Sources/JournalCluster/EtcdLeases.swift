@@ -153,13 +153,16 @@ public final class EtcdLeases: BoardLeases, Sendable {
         var wantedAt = -Double.infinity
         while true {
             let outcome = await onAsker { [self] in claimOnce(board) }
-            guard case .heldElsewhere = outcome, ProcessInfoLite.monotonicSeconds() < deadline else { return outcome }
+            guard case .heldElsewhere = outcome else { return outcome }
             // Said (again) while a client waits here: the holder hands the board over if this
-            // goes on (`wantedElsewhere`); a lost node's claim lapses meanwhile anyway.
-            if followsBalancer, ProcessInfoLite.monotonicSeconds() - wantedAt >= 0.2 {
+            // goes on (`wantedElsewhere`); a lost node's claim lapses meanwhile anyway. Said at
+            // least once by any claim that was to wait, even one whose wait ran out during its
+            // first request (a busy node): its client was refused here all the same.
+            if followsBalancer, wait > 0, ProcessInfoLite.monotonicSeconds() - wantedAt >= 0.2 {
                 wantedAt = ProcessInfoLite.monotonicSeconds()
                 await onAsker { [self] in want(board) }
             }
+            guard ProcessInfoLite.monotonicSeconds() < deadline else { return outcome }
             // Another node's claim lapses at most a time to live after its last renewal (etcd
             // notices every 0.5 s); asked again often, as its clients wait for this claim.
             do { try await Task.sleep(for: .milliseconds(50)) } catch { return outcome }
