@@ -98,43 +98,24 @@ enum ResidualColumns {
     }
 
     static func varints(_ values: [UInt64]) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(values.count * 2)
-        for var value in values {
-            while value >= 0x80 {
-                bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
-                value >>= 7
-            }
-            bytes.append(UInt8(value))
-        }
-        return bytes
+        var writer = ByteWriter(capacity: values.count * 2)
+        for value in values { writer.appendVarint(value) }
+        return writer.bytes
     }
 
-    /// Inflates a block's deflated varints and decodes them into `out`; the count decoded.
-    static func inflateVarints(_ deflated: [UInt8], rawCount: Int, scratch: UnsafeMutableRawBufferPointer,
-                               into out: UnsafeMutablePointer<UInt64>) throws -> Int {
+    /// Inflates a block's deflated varints and reads `count` of them into `out` with the
+    /// journal's own column reader (`ByteReader.readVarints`), which must end at the last byte.
+    static func inflateVarints(_ deflated: [UInt8], rawCount: Int, count: Int, scratch: UnsafeMutableRawBufferPointer,
+                               into out: UnsafeMutablePointer<UInt64>) throws {
         let raw = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<rawCount])
         var failure: ZlibError?
         deflated.withUnsafeBytes { input in
             do throws(ZlibError) { try RawDeflate.decompress(input, into: raw) } catch { failure = error }
         }
         if let failure { throw BenchError("inflating a block's residuals: \(failure)") }
-        var position = 0
-        var count = 0
-        while position < rawCount {
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while true {
-                let byte = raw[position]
-                position += 1
-                value |= UInt64(byte & 0x7F) << shift
-                if byte < 0x80 { break }
-                shift += 7
-            }
-            out[count] = value
-            count += 1
-        }
-        return count
+        var reader = ByteReader(UnsafeRawBufferPointer(raw))
+        try reader.readVarints(into: UnsafeMutableBufferPointer(start: out, count: count))
+        guard reader.isAtEnd else { throw BenchError("\(reader.remaining) bytes left after a block's \(count) residuals") }
     }
 }
 
@@ -472,9 +453,8 @@ extension RowRunner {
         for _ in 0..<repeats {
             let (_, inflateSeconds) = try Clock.time {
                 for (index, block) in blocks.enumerated() {
-                    let count = try ResidualColumns.inflateVarints(deflated[index].bytes, rawCount: deflated[index].rawCount,
-                                                                   scratch: scratch, into: decoded)
-                    guard count == block.values.count else { throw BenchError("block \(index): \(count) residuals inflated") }
+                    try ResidualColumns.inflateVarints(deflated[index].bytes, rawCount: deflated[index].rawCount,
+                                                       count: block.values.count, scratch: scratch, into: decoded)
                     try check(index, block, "inflated")
                 }
             }
