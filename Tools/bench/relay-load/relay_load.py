@@ -9,6 +9,7 @@ import asyncio
 import json
 import multiprocessing as mp
 import os
+import random
 import re
 import shutil
 import signal
@@ -626,11 +627,26 @@ class Workers:
 
 
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A port free now, below the kernel's range of ephemeral ports where there is room: a port
+    from that range (what binding port 0 gives) can be handed to an outgoing connection while
+    the relay that owns it is down between a kill and its restart, which then cannot listen
+    (a cluster campaign's node exiting 74, "port … is in use")."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            ephemeral_low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral_low = 0
+    candidates = random.Random().sample(range(10000, ephemeral_low), 50) if ephemeral_low > 11000 else []
+    for port in candidates + [0]:
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+            return s.getsockname()[1]
+        except OSError:
+            continue
+        finally:
+            s.close()
+    raise OSError("no free port on 127.0.0.1")
 
 
 def proc_cpu(pid):
