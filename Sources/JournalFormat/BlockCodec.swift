@@ -7,8 +7,9 @@
 public enum BlockCodec {
     // MARK: Encoding
 
-    /// `version`: one of `FormatVersion.readable`; v2 and v3 (whose bodies are v2's) code
-    /// references as differences and real columns with `RealColumnEncoderV2`.
+    /// `version`: one of `FormatVersion.drawing`; v2 and v3 (whose bodies are v2's) code
+    /// references as differences and real columns with `RealColumnEncoderV2`, and v6 and v7
+    /// may range-code their streams (§18).
     public static func encode(_ events: some Collection<Event>, version: UInt16 = FormatVersion.current) -> [UInt8] {
         encodeBody(events, version: version).bytes
     }
@@ -16,7 +17,15 @@ public enum BlockCodec {
     /// The body with where each of its parts ends, for a deflate that treats each part its
     /// own way (`EncodedBody.deflateSections`).
     public static func encodeBody(_ events: some Collection<Event>, version: UInt16 = FormatVersion.current) -> EncodedBody {
+        encodeBody(events, version: version, rangeCoding: FormatVersion.rangeCoded(version) ? .whenSmaller : .never)
+    }
+
+    /// `rangeCoding`: `.always` only for test vectors, and only in a version that allows it.
+    package static func encodeBody(
+        _ events: some Collection<Event>, version: UInt16, rangeCoding: RangeCodedStream.Policy
+    ) -> EncodedBody {
         precondition(FormatVersion.drawing.contains(version), "no encoder for format version \(version)")
+        precondition(rangeCoding == .never || FormatVersion.rangeCoded(version), "version \(version) has no range-coded streams")
         let differences = version >= FormatV2.version
         var strokeIndex: [StrokeID: UInt32] = [:]
         var strokes: [StrokeID] = []
@@ -110,7 +119,8 @@ public enum BlockCodec {
         }
         for column in [xs, ys, pressures, times] {
             if differences {
-                RealColumnEncoderV2(values: column.values, strokes: column.strokes, strokeCount: strokes.count)
+                RealColumnEncoderV2(values: column.values, strokes: column.strokes, strokeCount: strokes.count,
+                                    rangeCoding: rangeCoding)
                     .write(to: &out, lowBytes: &lowBytes)
             } else {
                 column.write(to: &out, strokeCount: strokes.count)
@@ -141,6 +151,7 @@ public enum BlockCodec {
                 : "no block body decoder for format version \(version)")
         }
         let differences = version >= FormatV2.version
+        let rangeCoded = FormatVersion.rangeCoded(version)
         var reader = ByteReader(raw)
         let strokeCount = try reader.readCount(minimumItemSize: 16, what: "stroke table")
         var strokes: [StrokeID] = []
@@ -247,7 +258,7 @@ public enum BlockCodec {
         }
         func column(_ strokes: [UInt32]) throws(DecodeError) -> [Double] {
             differences
-                ? try RealColumnDecoderV2.decode(&reader, strokes: strokes, strokeCount: strokeCount)
+                ? try RealColumnDecoderV2.decode(&reader, strokes: strokes, strokeCount: strokeCount, rangeCoded: rangeCoded)
                 : try RealColumnDecoder.decode(&reader, strokes: strokes, strokeCount: strokeCount)
         }
         let xs = try column(pointStrokes)

@@ -95,6 +95,12 @@ public struct ByteReader {
         }
     }
 
+    /// Moves past `count` bytes a caller has read through `buffer` itself.
+    public mutating func skip(_ count: Int) throws(DecodeError) {
+        guard count >= 0, count <= remaining else { throw .truncated(offset: offset, needed: "\(count) bytes") }
+        offset += count
+    }
+
     /// `readVarint` with the one- and two-byte varints (most of a column's) read without its
     /// loop; the same values, checks and errors.
     @inline(__always)

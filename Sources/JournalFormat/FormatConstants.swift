@@ -111,22 +111,53 @@ public enum FormatV3 {
     public static let sealRecordSize = 4 + 1 + 3 + 32 + 64 + 4
 }
 
+/// What versions 6 and 7 change (docs/FORMAT.md §18): a stream of a real column may be range
+/// coded (`RangeCodedStream`). Version 6 files are otherwise version 2's, version 7 files
+/// version 3's (signed); a version 2 body is a version 6 body.
+public enum FormatV6 {
+    public static let version: UInt16 = 6
+}
+
+public enum FormatV7 {
+    public static let version: UInt16 = 7
+}
+
 /// The versions this build reads, and the one it writes into new open segments and unsigned
-/// seals (signed seals are `FormatV3.version`).
+/// seals (signed seals are `signed(bodyCoding:)` of it).
 public enum FormatVersion {
-    public static let readable: ClosedRange<UInt16> = FormatV1.version...FormatV5.version
+    public static let readable: ClosedRange<UInt16> = FormatV1.version...FormatV7.version
     /// The versions whose blocks hold drawing events (version 4's and 5's hold membership
     /// statements).
-    public static let drawing: ClosedRange<UInt16> = FormatV1.version...FormatV3.version
+    public static let drawing: Set<UInt16> = [FormatV1.version, FormatV2.version, FormatV3.version,
+                                              FormatV6.version, FormatV7.version]
+    /// The versions whose files end in a seal record (§15).
+    public static let signedDrawing: Set<UInt16> = [FormatV3.version, FormatV7.version]
     /// The versions whose blocks hold membership statements: 4, and 5 (which may also hold
     /// invitations).
     public static let membership: ClosedRange<UInt16> = FormatV4.version...FormatV5.version
-    public static let current: UInt16 = FormatV2.version
+    public static let current: UInt16 = FormatV6.version
 
     /// The version whose block bodies a file of `version` holds: version 3 bodies are
-    /// version 2's, so a block copied out of a signed segment (the relay's catch-up in
-    /// blocks) goes out as a version 2 block, unchanged.
+    /// version 2's and version 7 bodies version 6's, so a block copied out of a signed segment
+    /// (the relay's catch-up in blocks) goes out as an unsigned version's block, unchanged.
     public static func bodyCoding(_ version: UInt16) -> UInt16 {
-        version == FormatV3.version ? FormatV2.version : version
+        switch version {
+        case FormatV3.version: return FormatV2.version
+        case FormatV7.version: return FormatV6.version
+        default: return version
+        }
     }
+
+    /// The signed version of files whose bodies are coded as `bodyVersion` (2 → 3, 6 → 7);
+    /// nil for version 1 bodies, which are never signed.
+    public static func signed(bodyCoding bodyVersion: UInt16) -> UInt16? {
+        switch bodyVersion {
+        case FormatV2.version, FormatV3.version: return FormatV3.version
+        case FormatV6.version, FormatV7.version: return FormatV7.version
+        default: return nil
+        }
+    }
+
+    /// Whether a body of `version` may hold range-coded streams (§18).
+    public static func rangeCoded(_ version: UInt16) -> Bool { bodyCoding(version) == FormatV6.version }
 }

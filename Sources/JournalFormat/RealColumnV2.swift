@@ -166,12 +166,15 @@ package struct RealColumnEncoderV2 {
     let values: [Double]
     let strokes: [UInt32]
     let strokeCount: Int
+    /// Whether a stream may be range coded (§18: block bodies of versions 6 and 7).
+    let rangeCoding: RangeCodedStream.Policy
 
     /// `strokes[i]`: the stroke (below `strokeCount`) whose values predict `values[i]`.
-    package init(values: [Double], strokes: [UInt32], strokeCount: Int) {
+    package init(values: [Double], strokes: [UInt32], strokeCount: Int, rangeCoding: RangeCodedStream.Policy = .never) {
         self.values = values
         self.strokes = strokes
         self.strokeCount = strokeCount
+        self.rangeCoding = rangeCoding
     }
 
     /// One way of coding the column, evaluated on its values.
@@ -208,12 +211,31 @@ package struct RealColumnEncoderV2 {
             previous = index
         }
         let residuals = coarseResiduals(plan)
-        Self.writeStream(residuals, histogram: plan.coarseHistogram, to: &out, lowBytes: &lowBytes)
+        let ages = rangeCoding != .never && plan.coarse.count >= RangeCodedStream.minimumCount ? codedAges(plan) : nil
+        Self.writeStream(residuals, histogram: plan.coarseHistogram, ages: ages, policy: rangeCoding, to: &out, lowBytes: &lowBytes)
         guard plan.shape.fine != .none else { return }
         if plan.shape.fine == .strokeExponent {
             for exponent in plan.exponents { out.appendZigZag(Int64(exponent)) }
         }
-        Self.writeStream(plan.fine.map(ExactReal.zigzag), to: &out, lowBytes: &lowBytes)
+        Self.writeStream(plan.fine.map(ExactReal.zigzag), ages: ages, policy: rangeCoding, to: &out, lowBytes: &lowBytes)
+    }
+
+    /// Each coded entry's age in its stroke (§18.2), for a range-coded stream's contexts.
+    func codedAges(_ plan: Plan) -> [UInt8] {
+        var seen = [UInt8](repeating: 0, count: strokeCount)
+        var ages = [UInt8]()
+        ages.reserveCapacity(plan.coarse.count)
+        var exceptionCursor = 0
+        for index in values.indices {
+            if exceptionCursor < plan.exceptions.count && plan.exceptions[exceptionCursor] == index {
+                exceptionCursor += 1
+                continue
+            }
+            let stroke = Int(strokes[index])
+            ages.append(seen[stroke])
+            if seen[stroke] < 2 { seen[stroke] += 1 }
+        }
+        return ages
     }
 
     /// The zigzagged residuals of the plan's coarse integers under its order and start rule
@@ -471,6 +493,34 @@ package struct RealColumnEncoderV2 {
         return best
     }
 
+    /// The order-0 entropy of the stream's high-part varint bytes, plus its raw low bytes:
+    /// about what Huffman codes make of the `low` form.
+    static func huffmanBits(_ stream: [UInt64], low: Int) -> Double {
+        var counts = [Int](repeating: 0, count: 256)
+        var total = 0
+        let shift = UInt64(8 * low)
+        for value in stream {
+            var high = low == 0 ? value : value >> shift
+            repeat {
+                counts[Int(high < 0x80 ? high : (high & 0x7F) | 0x80)] += 1
+                total += 1
+                high >>= 7
+            } while high != 0
+        }
+        var bits = Double(total) * log2(Double(total))
+        for count in counts where count > 0 { bits -= Double(count) * log2(Double(count)) }
+        return bits + Double(8 * low * stream.count)
+    }
+
+    /// log2 without Foundation: the exponent, and the significand's by a series (error < 1e-5).
+    static func log2(_ x: Double) -> Double {
+        let m = x.significand
+        let t = (m - 1) / (m + 1)
+        let t2 = t * t
+        let ln = 2 * t * (1 + t2 * (1.0 / 3 + t2 * (1.0 / 5 + t2 * (1.0 / 7 + t2 / 9))))
+        return Double(x.exponent) + ln * 1.4426950408889634
+    }
+
     static func bestSplit(_ histogram: [Int]) -> (low: Int, bits: Int) {
         histogram.withUnsafeBufferPointer { bestSplit($0) }
     }
@@ -492,8 +542,27 @@ package struct RealColumnEncoderV2 {
         writeStream(stream, histogram: known, to: &out, lowBytes: &lowBytes)
     }
 
-    static func writeStream(_ stream: [UInt64], histogram known: [Int]? = nil, to out: inout ByteWriter, lowBytes: inout [Range<Int>]) {
-        let low = bestSplit(known ?? histogram(stream)).low
+    /// `ages`: the entries' ages if the stream may be range coded (§18); it is if that is
+    /// clearly smaller than the estimate of the `low` form.
+    static func writeStream(_ stream: [UInt64], histogram known: [Int]? = nil, ages: [UInt8]? = nil,
+                            policy: RangeCodedStream.Policy = .whenSmaller, to out: inout ByteWriter, lowBytes: inout [Range<Int>]) {
+        let (low, estimate) = bestSplit(known ?? histogram(stream))
+        if let ages, stream.count >= RangeCodedStream.minimumCount {
+            let coded = RangeCodedStream.encode(stream, ages: ages)
+            let bytes = 1 + coded.lengths.count + coded.coded.count + coded.raw.count
+            // Deflate's Huffman codes get close to the order-0 entropy of the varint bytes,
+            // which is below the estimate where residuals spread evenly over a few bits.
+            let deflated = min(Double(8 + estimate), 8 + huffmanBits(stream, low: low))
+            if policy == .always || Double(8 * bytes) < RangeCodedStream.worthwhileShare * deflated {
+                out.append(RangeCodedStream.marker)
+                out.append(contentsOf: coded.lengths)
+                let start = out.count
+                out.append(contentsOf: coded.coded)
+                out.append(contentsOf: coded.raw)
+                lowBytes.append(start..<out.count)
+                return
+            }
+        }
         out.append(UInt8(low))
         let shift = UInt64(8 * low)
         for value in stream { out.appendVarint(low == 0 ? value : value >> shift) }
@@ -545,11 +614,12 @@ struct ColumnPredictors {
 }
 
 package enum RealColumnDecoderV2 {
+    /// `rangeCoded`: whether a stream may be range coded (§18: bodies of versions 6 and 7).
     package static func decode(
-        _ reader: inout ByteReader, strokes: [UInt32], strokeCount: Int
+        _ reader: inout ByteReader, strokes: [UInt32], strokeCount: Int, rangeCoded: Bool = false
     ) throws(DecodeError) -> [Double] {
         var values: [Double] = []
-        try decode(&reader, strokes: strokes, strokeCount: strokeCount, into: &values)
+        try decode(&reader, strokes: strokes, strokeCount: strokeCount, rangeCoded: rangeCoded, into: &values)
         return values
     }
 
@@ -557,7 +627,7 @@ package enum RealColumnDecoderV2 {
     /// if it is shorter and is otherwise reused: a caller decoding chunk after chunk keeps
     /// one buffer per column instead of touching fresh memory for each (`SnapshotChunks.Scratch`).
     package static func decode(
-        _ reader: inout ByteReader, strokes: [UInt32], strokeCount: Int, into values: inout [Double]
+        _ reader: inout ByteReader, strokes: [UInt32], strokeCount: Int, rangeCoded: Bool = false, into values: inout [Double]
     ) throws(DecodeError) {
         let count = strokes.count
         if values.count < count { values = [Double](repeating: 0, count: count) }
@@ -603,7 +673,17 @@ package enum RealColumnDecoderV2 {
         }
         // The column's entry of each coded value, in order.
         let codedIndex: [Int]? = exceptionCount == 0 ? nil : isException.indices.filter { !isException[$0] }
-        var coarse = try readStream(&reader, count: coded, what: "coarse")
+        // A range-coded stream's contexts are its entries' ages (§18.2), computed once if needed.
+        var ages: [UInt8]?
+        func agesIfRangeCoded(_ reader: ByteReader) throws(DecodeError) -> [UInt8]? {
+            guard rangeCoded, reader.remaining > 0, reader.buffer[reader.offset] == RangeCodedStream.marker else { return nil }
+            if ages == nil {
+                ages = try RangeCodedStream.ages(strokes: strokes, codedIndex: codedIndex, count: coded,
+                                                 strokeCount: strokeCount, offset: headerOffset)
+            }
+            return ages
+        }
+        var coarse = try readStream(&reader, count: coded, what: "coarse", ages: try agesIfRangeCoded(reader))
         let strokesOffset = headerOffset
 
         // The residuals become coarse integers in place: one pass over unsafe buffers, as
@@ -648,7 +728,7 @@ package enum RealColumnDecoderV2 {
             }
         }
         let fineOffset = reader.offset
-        let offsets = try readStream(&reader, count: coded, what: "fine")
+        let offsets = try readStream(&reader, count: coded, what: "fine", ages: try agesIfRangeCoded(reader))
         for cursor in 0..<coded {
             let index = codedIndex?[cursor] ?? cursor
             let base = GridV2.divide(divisor).value(Int64(bitPattern: coarse[cursor]), narrow: narrow)!
@@ -689,10 +769,14 @@ package enum RealColumnDecoderV2 {
         }
     }
 
-    /// Reads what `RealColumnEncoderV2.writeStream` wrote.
-    static func readStream(_ reader: inout ByteReader, count: Int, what: String) throws(DecodeError) -> [UInt64] {
+    /// Reads what `RealColumnEncoderV2.writeStream` wrote; `ages`: the entries' ages if the
+    /// stream is range coded (§18), nil where that form is not allowed.
+    static func readStream(_ reader: inout ByteReader, count: Int, what: String, ages: [UInt8]? = nil) throws(DecodeError) -> [UInt64] {
         let start = reader.offset
         let low = Int(try reader.readByte())
+        if let ages, low == Int(RangeCodedStream.marker) {
+            return try RangeCodedStream.decode(&reader, ages: ages, what: what)
+        }
         guard low <= 7 else { throw .malformed(offset: start, reason: "\(what) stream: \(low) low bytes per value (at most 7)") }
         guard reader.remaining >= count * (1 + low) else {
             throw .truncated(offset: reader.offset, needed: "\(count) \(what) values")

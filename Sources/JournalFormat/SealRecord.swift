@@ -70,7 +70,7 @@ public enum SealRecordError: Error, Equatable, Sendable, CustomStringConvertible
         case .checksum: return "seal record checksum mismatch"
         case .unknownRole(let role): return "seal record names unknown signer role \(role)"
         case .reservedNotZero: return "seal record's reserved bytes are not zero"
-        case .missing: return "a version 3 segment ends without its seal record"
+        case .missing: return "a signed segment (version 3 or 7) ends without its seal record"
         case .notAtEnd: return "a seal record that is not the last \(FormatV3.sealRecordSize) bytes of the file"
         }
     }

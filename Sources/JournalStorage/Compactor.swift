@@ -231,7 +231,7 @@ private struct ReplicaJob {
         guard let header = scan.header else { return refused("no header") }
         if let signer {
             guard let seal = scan.seal, seal.publicKey == signer.key.publicKey, seal.role == signer.role,
-                  FormatVersion.bodyCoding(header.version) == FormatV2.version
+                  FormatVersion.signed(bodyCoding: header.version) != nil
             else { return refused("sealed by another key or role than this journal's, which would have to vouch for the cover") }
             // A forged seal naming this journal's key would otherwise come out of the cover signed.
             guard Covering.sealVerifies(scan, replica: replica) else { return refused("its seal's signature does not verify") }

@@ -20,7 +20,8 @@ struct SealedSegmentBuilder {
     /// Blocks of at least this many events are copied as they are; smaller ones re-encoded.
     private let copiedBlockMinimumEvents: Int
 
-    /// `signer`: the output is a version 3 file sealed by it (its bodies coded as version 2).
+    /// `signer`: the output is a version 3 (or 7) file sealed by it (its bodies coded as
+    /// version 2, or 6).
     /// `copyingBlocksOf`: sealing copies what the writer compressed at the sealing level
     /// (`FormatV1.sealedBlockMinimumEvents`); compaction copies only blocks of at least half
     /// the target size, so that covers of covers end in blocks as large as a batch's.
@@ -30,7 +31,9 @@ struct SealedSegmentBuilder {
         self.replica = replica
         self.bodyVersion = bodyVersion
         self.signer = signer
-        bytes = SegmentHeader(replica: replica, version: signer == nil ? bodyVersion : FormatV3.version).encoded()
+        let signedVersion = FormatVersion.signed(bodyCoding: bodyVersion)
+        precondition(signer == nil || signedVersion != nil, "version \(bodyVersion) bodies are never signed")
+        bytes = SegmentHeader(replica: replica, version: signer == nil ? bodyVersion : signedVersion ?? bodyVersion).encoded()
     }
 
     /// Appends the blocks of `scan` (whose header must name `replica` and code its bodies as

@@ -138,7 +138,7 @@ public enum SegmentScanner {
                 sawProblem = true
             }
 
-            let signed = result.header?.version == FormatV3.version
+            let signed = result.header.map { FormatVersion.signedDrawing.contains($0.version) } ?? false
             while offset < buffer.count {
                 if signed, SealRecord.startsAt(buffer, offset: offset) {
                     // The record is the file's last bytes, after the last block (§15).

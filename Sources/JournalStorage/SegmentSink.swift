@@ -225,9 +225,9 @@ final class SegmentSink: @unchecked Sendable {
             throw .openSegmentCorrupt(scan.problems.first
                 ?? Problem(.corrupt, file: openPath, reason: "no events to seal"))
         }
-        // A version 3 file codes its bodies as version 2 does, so only a version 2 open segment
-        // (every one this build writes) can be sealed signed with its blocks copied as they are.
-        let signer = header.version == FormatV2.version ? self.signer : nil
+        // A version 3 (7) file codes its bodies as version 2 (6) does, so only a version 2 or 6
+        // open segment can be sealed signed with its blocks copied as they are.
+        let signer = FormatVersion.signed(bodyCoding: header.version) != nil ? self.signer : nil
         // Large blocks were already compressed at the sealing level when flushed: copy them.
         // Runs of small blocks (frequent flushes) are re-encoded into large ones.
         var builder = SealedSegmentBuilder(replica: replica, bodyVersion: header.version, signer: signer)

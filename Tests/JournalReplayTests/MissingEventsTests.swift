@@ -58,7 +58,7 @@ import Testing
         }
         // A signed segment (the journal has a key): its block is everything between the header
         // and the seal record (docs/FORMAT.md §15).
-        #expect(replica == own && version == FormatV3.version && seqs == 1...300)
+        #expect(replica == own && version == FormatV7.version && seqs == 1...300)
         #expect(Array(frame) == Array(file[FormatV1.fileHeaderSize..<(file.count - FormatV3.sealRecordSize)]))
         #expect(verbatim.count == 300 && verbatim.covered == [own: SeqRanges([1...300])])
 

@@ -43,7 +43,7 @@ import Testing
             to: journal.openSegmentPath)
 
         // This build appends to it (v1 blocks) and seals it as version 1; the next seal is
-        // version 3 (signed: the journal has a key), its bodies coded as version 2's.
+        // version 7 (signed: the journal has a key), its bodies coded as version 6's.
         do {
             let writer = try JournalWriter(directory: journal)
             try appendSome(writer, 35, flushingEvery: 5)
@@ -59,7 +59,7 @@ import Testing
         let versions = set.members.filter { $0.scan.eventCount > 0 }
             .sorted { ($0.scan.seqRange?.lowerBound ?? 0) < ($1.scan.seqRange?.lowerBound ?? 0) }
             .map { $0.scan.header?.version }
-        #expect(versions == [FormatV1.version, FormatV3.version])
+        #expect(versions == [FormatV1.version, FormatV7.version])
         let (drawing, report) = Replay.replay(set)
         #expect(report.problems.isEmpty)
 

@@ -9,7 +9,7 @@ import JournalTestSupport
 import Testing
 import JournalCompression
 
-/// Golden vectors of formats v1, v2 and v3: segment bytes and the events they must decode to.
+/// Golden vectors of formats v1 to v7: segment bytes and the events they must decode to.
 /// Regenerate only on purpose: `RECORD_GOLDEN=1 swift test --filter GoldenTests` (the run then
 /// fails, so a recording can never pass unnoticed). A new format version gets a new folder.
 @Suite(.ownThreads) struct GoldenTests {
@@ -168,6 +168,123 @@ import JournalCompression
                     expectedCount: block.frame.rawLength)
             }
             #expect(BlockCodec.encode(events[(index * 7)..<min(events.count, index * 7 + 7)], version: FormatV2.version) == body)
+        }
+    }
+
+    /// Handwriting-like points for versions 6 and 7 (docs/FORMAT.md §18.5): enough of them
+    /// (the first `rangeCodedVectorSplit` events) in one block that the writer range-codes the
+    /// t column's coarse stream, and times that are float32 readings of a millisecond clock, some a
+    /// float32 step off, so that t has a fine stream.
+    /// Integer arithmetic only: every machine makes the same events.
+    static func rangeCodedVectorEvents(replica: ReplicaID) -> [Event] {
+        var state: UInt64 = 2026
+        func next() -> UInt64 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return state >> 33
+        }
+        var events: [Event] = []
+        var stroke = StrokeID(uuidString: "00000000-0000-4000-8000-000000000000")!
+        var x = 10_000, y = 20_000, dx = 0, dy = 0, pressure = 50, millisecond = 0
+        let ink = Style(color: RGBA(rawValue: 0x1E88E5FF), width: 2.5)
+        for index in 0..<2_600 {
+            if index % 40 == 0 {
+                if index > 0 {
+                    events.append(Event(id: EventID(replica: replica, seq: UInt64(events.count + 1)), lamport: UInt64(events.count + 1),
+                                        wallTime: 1_790_000_000_000 + Int64(events.count), payload: .end(stroke)))
+                }
+                stroke = StrokeID(UUIDBits(high: next() << 31 ^ next(), low: next() << 31 ^ next()))
+                x += Int(next() % 4_000) - 2_000
+                dx = Int(next() % 200) - 100
+                dy = Int(next() % 200) - 100
+            }
+            // A pen's accelerations: mostly none, sometimes a step of a few hundredths.
+            func acceleration() -> Int {
+                let draw = next()
+                return draw % 10 < 6 ? 0 : (draw & 1024 == 0 ? 1 : -1) * (1 + Int((draw >> 12) % 8).trailingZeroBitCount)
+            }
+            dx += acceleration()
+            dy += acceleration()
+            x += dx
+            y += dy
+            pressure = max(1, min(100, pressure + (next() % 8 == 0 ? Int(next() % 3) - 1 : 0)))
+            millisecond += 8 + (next() % 8 == 0 ? 1 : 0)
+            // The float32 at or below the clock's reading, now and then one step lower.
+            let reading = Double(millisecond) / 1000
+            var t = Float(reading)
+            if Double(t) > reading { t = t.nextDown }
+            if next() % 16 == 0 { t = t.nextDown }
+            let sample = PointSample(stroke: stroke, x: Double(x) / 100, y: Double(y) / 100, pressure: Double(pressure) / 100,
+                                     t: Double(t), style: ink)
+            events.append(Event(id: EventID(replica: replica, seq: UInt64(events.count + 1)), lamport: UInt64(events.count + 1),
+                                wallTime: 1_790_000_000_000 + Int64(events.count), payload: .point(sample)))
+        }
+        return events
+    }
+
+    /// The vector's first block: 2,000 points and 49 ends, coded as the writer chooses; the
+    /// second block (600 points, 15 ends) range-codes every stream (`Policy.always`).
+    static let rangeCodedVectorSplit = 2_049
+
+    static func rangeCodedVectorBlocks(_ events: [Event], version: UInt16) -> [[UInt8]] {
+        let first = events[..<rangeCodedVectorSplit], second = events[rangeCodedVectorSplit...]
+        return [
+            SegmentEncoder.block(first, version: version),
+            SegmentEncoder.frame(body: BlockCodec.encodeBody(second, version: version, rangeCoding: .always),
+                                 eventCount: second.count, firstSeq: second.first!.id.seq,
+                                 maxLamport: second.map(\.lamport).max()!),
+        ]
+    }
+
+    /// Versions 6 and 7 (docs/FORMAT.md §18.5): range-coded streams, unsigned and signed.
+    @Test(arguments: [FormatV6.version, FormatV7.version])
+    func goldenRangeCodedSegment(version: UInt16) throws {
+        let key = try ReplicaKey(rawRepresentation: Array(1...32))
+        let signed = version == FormatV7.version
+        let replica = signed ? key.replica : ReplicaID(hex: "00112233445566778899aabbccddeeff")!
+        let events = Self.rangeCodedVectorEvents(replica: replica)
+        let folder = Self.folder(version)
+        let keyText = "public " + Hex.bytes(key.publicKey) + "\nreplica " + key.replica.hex + "\n"
+        if ProcessInfoLite.environment("RECORD_GOLDEN") != nil {
+            let contents = SegmentHeader(replica: replica, version: version).encoded()
+                + Self.rangeCodedVectorBlocks(events, version: version).joined()
+            try FileSystem.createDirectory(folder)
+            try FileSystem.writeAtomically(signed ? SegmentSeal.seal(contents, role: .replica, key: key) : contents,
+                                           to: folder + "/segment-a.sjs")
+            try FileSystem.writeAtomically(Array(Self.expectedLines(events).utf8), to: folder + "/segment-a.expected.ndjson")
+            if signed { try FileSystem.writeAtomically(Array(keyText.utf8), to: folder + "/key.txt") }
+            Issue.record("golden vectors recorded in \(folder); rerun without RECORD_GOLDEN")
+            return
+        }
+        let bytes = try FileSystem.readFile(folder + "/segment-a.sjs")
+        let scan = SegmentScanner.scan(bytes: bytes, path: "segment-a.sjs", sealed: true)
+        #expect(scan.problems.isEmpty)
+        #expect(scan.header?.version == version && scan.header?.replica == replica)
+        #expect(scan.blocks.count == 2)
+        let (decoded, problems) = scan.allEvents()
+        #expect(problems.isEmpty && decoded == events)
+        #expect(Self.expectedLines(decoded) == String(decoding: try FileSystem.readFile(folder + "/segment-a.expected.ndjson"), as: UTF8.self))
+        if signed {
+            let seal = try #require(scan.seal)
+            #expect(SegmentSeal.verify(seal, contents: try #require(scan.sealedContents), replica: key.replica) == .valid)
+            #expect(SegmentSeal.seal(Array(bytes[..<(bytes.count - FormatV3.sealRecordSize)]), role: .replica, key: key) == bytes)
+            #expect(keyText == String(decoding: try FileSystem.readFile(folder + "/key.txt"), as: UTF8.self))
+        }
+        // The encoder's choices must not drift (the first block is what the writer makes of its
+        // events), and each block must hold range-coded streams: its body is not a version 2 body.
+        let expectedBlocks = Self.rangeCodedVectorBlocks(events, version: FormatV6.version)
+        for (index, block) in scan.blocks.enumerated() {
+            let frame = Array(bytes[block.offset..<(block.offset + block.frame.totalLength)])
+            #expect(frame == expectedBlocks[index], "block \(index)")
+            let body = try frame.withUnsafeBytes { buffer in
+                try RawDeflate.decompress(UnsafeRawBufferPointer(rebasing: buffer[FormatV1.blockHeaderSize...]),
+                                          expectedCount: block.frame.rawLength)
+            }
+            #expect(throws: DecodeError.self, "block \(index)") {
+                try body.withUnsafeBytes { buffer in
+                    _ = try BlockCodec.decode(buffer, replica: replica, firstSeq: block.frame.firstSeq,
+                                              eventCount: block.frame.eventCount, version: FormatV2.version)
+                }
+            }
         }
     }
 

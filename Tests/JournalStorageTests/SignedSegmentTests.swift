@@ -124,7 +124,7 @@ import Testing
         let path = try Self.record(journal, points: 40)
         let scan = SegmentScanner.scan(path: path, sealed: true)
         #expect(scan.problems.isEmpty)
-        #expect(scan.header?.version == FormatV3.version)
+        #expect(scan.header?.version == FormatV7.version)
         let seal = try #require(scan.seal)
         #expect(seal.role == .replica && seal.publicKey == key.publicKey)
         #expect(scan.sealOffset == scan.bytes.count - FormatV3.sealRecordSize)
@@ -136,13 +136,13 @@ import Testing
         #expect(scan.allEvents().events.count == 40)
     }
 
-    @Test func aJournalMadeWithAGivenReplicaHasNoKeyAndSealsUnsignedVersionTwo() throws {
+    @Test func aJournalMadeWithAGivenReplicaHasNoKeyAndSealsUnsignedVersionSix() throws {
         let temp = TemporaryDirectory("signed-legacy")
         defer { temp.remove() }
         let journal = try JournalDirectory.create(at: temp.path + "/j", replica: .random())
         #expect(journal.replicaKey() == nil)
         let scan = SegmentScanner.scan(path: try Self.record(journal, points: 5), sealed: true)
-        #expect(scan.problems.isEmpty && scan.header?.version == FormatV2.version && scan.seal == nil)
+        #expect(scan.problems.isEmpty && scan.header?.version == FormatV6.version && scan.seal == nil)
         #expect(Replay.check(SegmentSet.load(journal)).problems.isEmpty)
     }
 

@@ -1,5 +1,5 @@
 // The drawing page's reader of a `SegmentMessage` (docs/PROTOCOL.md, "Catch-up in blocks"):
-// plain JavaScript, written from docs/FORMAT.md §3–§6 and §14, served as
+// plain JavaScript, written from docs/FORMAT.md §3–§6, §14 and §18, served as
 // /assets/segment-reader.js to the page and its workers. A file of its own so that a test
 // can load it alone (Tools/ci/page-test/page_test.py runs it against the golden vectors and
 // damaged copies).
@@ -25,12 +25,17 @@
   const FILE_MAGIC = 'SJOURNAL', BLOCK_MAGIC = 'SJBK';
   const FILE_HEADER = 32, BLOCK_HEADER = 36;
   const MAX_RAW = 8 << 20, MAX_COMPRESSED = MAX_RAW + (MAX_RAW >> 8) + 64, MAX_EVENTS = 1 << 16;
-  // Versions of drawing segments; version 4 (membership, FORMAT.md §17) never reaches a page.
-  const MIN_VERSION = 1, MAX_VERSION = 3;
+  // Versions of drawing segments; versions 4 and 5 (membership, FORMAT.md §17) never reach a page.
+  const DRAWING_VERSIONS = [1, 2, 3, 6, 7];
   const MAX_DECIMAL_SCALE = 9, THIRDS = 16, BINARY_BASE = 32, MAX_BINARY_EXPONENT = 30;
   const ORDERED32 = 64, ORDERED64 = 65, MIN_FINE_EXPONENT = -1074, MAX_FINE_EXPONENT = 960;
   const KIND_NAMES = ['point', 'end', 'undo', 'redo', 'erase', 'clear'];
   const POINT = 0, CLEAR = 5;
+  // §18.2's probabilities of one range-coded stream, in one array: L[a][q][node] at
+  // (a·16 + q)·16 + node, X[node] at RANGE_X + node, T[n][node][y] at RANGE_T + n·8 + node·2 + y,
+  // B[n][p] at RANGE_B + n·64 + p (the 5,333 of §18.4, padded so that each index is a sum).
+  const RANGE_X = 768, RANGE_T = RANGE_X + 64, RANGE_B = RANGE_T + 65 * 8, RANGE_SIZE = RANGE_B + 65 * 64;
+  const probabilities = new Uint16Array(RANGE_SIZE);
 
   class SegmentMessageError extends Error {}
   // What a block body decoder throws; the message decoder prefixes the block's offset.
@@ -107,11 +112,11 @@
   }
   function bigBitLength(m) { return (m < 0n ? -m : m).toString(2).length; }
 
-  // ---- Block body (FORMAT.md §6 for version 1, §14 for versions 2 and 3) ----
+  // ---- Block body (FORMAT.md §6 for version 1, §14 for versions 2 and 3, §18 for 6 and 7) ----
   function decodeBody(raw, count, version) {
     const end = raw.length;
     const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
-    const differences = version >= 2;
+    const differences = version >= 2, rangeCoded = version >= 6;
     let pos = 0;
     const malformed = (offset, reason) => { throw new BodyError(reason + ' at byte ' + offset); };
     const truncated = (offset, needed) => { throw new BodyError('ends early at byte ' + offset + ' (expected ' + needed + ')'); };
@@ -319,11 +324,13 @@
       return values;
     }
 
-    // §14.3 stream(C): `low` bytes of each integer raw, the rest as varints before them.
-    function stream(c, what) {
+    // §14.3 stream(C): `low` bytes of each integer raw, the rest as varints before them; in
+    // versions 6 and 7, or range coded (§18), `ages` giving the column's ages if it is.
+    function stream(c, what, ages) {
       const start = pos;
       const low = byte();
-      if (low > 7) malformed(start, what + ' stream: ' + low + ' low bytes per value (at most 7)');
+      if (low === 0xFF && rangeCoded) return rangeStream(c, what, start, ages());
+      if (low > 7) malformed(start, what + ' stream: ' + low + ' low bytes per value (at most 7' + (rangeCoded ? ', or FF' : '') + ')');
       if (end - pos < c * (1 + low)) truncated(pos, c + ' ' + what + ' values');
       const values = new Array(c);
       for (let j = 0; j < c; j++) {
@@ -356,6 +363,116 @@
       return values;
     }
 
+    // §18.2's age of each coded entry of a column: how many coded entries of its stroke
+    // come before it in the column, at most 2.
+    function columnAges(entryStrokes, isException, c) {
+      const ages = new Uint8Array(c);
+      const seen = new Uint8Array(strokeCount);
+      for (let j = 0, i = 0; j < entryStrokes.length; j++) {
+        if (isException[j]) continue;
+        const s = entryStrokes[j], a = seen[s];
+        ages[i++] = a;
+        if (a < 2) seen[s] = a + 1;
+      }
+      return ages;
+    }
+
+    // §18: a range-coded stream(C), after its FF byte. The integers are what `stream` gives:
+    // a Number below 2^53 (bit length ≤ 53), a BigInt above.
+    function rangeStream(c, what, start, ages) {
+      const lengths = pos;
+      const codedLength = varint(), rawLength = varint();
+      if (typeof codedLength === 'number' && codedLength < 5) malformed(lengths, what + ' stream: coded length ' + codedLength + ' below 5');
+      if (typeof codedLength !== 'number' || typeof rawLength !== 'number' || codedLength + rawLength > end - pos) {
+        truncated(pos, what + ' stream of ' + codedLength + ' coded and ' + rawLength + ' raw bytes');
+      }
+      const codedEnd = pos + codedLength, rawStart = codedEnd, rawBits = 8 * rawLength;
+      const p = probabilities;
+      p.fill(2048);
+      // The decoder's state: `range` and `code` are u32 Numbers, and (range >>> 12) · P < 2^32.
+      let range = 0xFFFFFFFF;
+      let code = (raw[pos + 1] << 24 | raw[pos + 2] << 16 | raw[pos + 3] << 8 | raw[pos + 4]) >>> 0;
+      let next = pos + 5, rawAt = 0;
+      pos = codedEnd + rawLength;
+      const endsEarly = () => malformed(start, what + ' range-coded stream ends early');
+      function bit(i) {
+        const chance = p[i], bound = (range >>> 12) * chance;
+        let b = 0;
+        if (code < bound) {
+          range = bound;
+          p[i] = chance + ((4096 - chance) >> 5);
+        } else {
+          code -= bound;
+          range -= bound;
+          p[i] = chance - (chance >> 5);
+          b = 1;
+        }
+        if (range < 0x1000000) {
+          // A byte beyond `coded` would leave `next` past its end (§18.2): refused now.
+          if (next >= codedEnd) endsEarly();
+          range = (range << 8) >>> 0;
+          code = (code << 8 | raw[next++]) >>> 0;
+        }
+        return b;
+      }
+      function tree(base, bits) {
+        let node = 1;
+        for (let i = 0; i < bits; i++) node = 2 * node + bit(base + node);
+        return node - (1 << bits);
+      }
+      // The next w ≤ 53 raw bits, most significant first: the rest of the current byte, whole
+      // bytes, then the high bits of one more (never more than w bits in the Number).
+      function rawBitsOf(w) {
+        if (rawAt + w > rawBits) endsEarly();
+        let at = rawStart + (rawAt >>> 3), have = 8 - (rawAt & 7);
+        let value = raw[at++] & (0xFF >>> (8 - have));
+        rawAt += w;
+        if (have >= w) return value >>> (have - w);
+        for (; have + 8 <= w; have += 8) value = value * 256 + raw[at++];
+        if (have < w) value = value * (1 << (w - have)) + (raw[at] >>> (8 - w + have));
+        return value;
+      }
+
+      const values = new Array(c);
+      let q = 0;
+      for (let j = 0; j < c; j++) {
+        const a = ages[j];
+        let n = tree((a * 16 + (q < 15 ? q : 15)) * 16, 4);
+        if (n === 15) {
+          n += tree(RANGE_X, 6);
+          if (n > 64) malformed(start, what + ' stream: value ' + j + ': bit length ' + n + ' above 64');
+        }
+        let v = 0;
+        if (n > 0) {
+          const pairs = RANGE_T + n * 8 + (a > 0 ? 1 : 0), pair = RANGE_B + n * 64;
+          let node = 1;
+          v = 1;
+          for (let position = n - 2; position >= 0; position--) {
+            if (position >= n - 3) {
+              const b = bit(pairs + node * 2);
+              node = 2 * node + b;
+              v = 2 * v + b;
+            } else if (position >= n - 5) {
+              v = 2 * v + bit(pair + position);
+            } else if (n <= 53) {
+              v = v * 2 ** (position + 1) + rawBitsOf(position + 1);
+              break;
+            } else {
+              // 54 to 64 bits: the top 32 + position − 31 bits in a Number, then BigInt.
+              const high = v * 2 ** (position - 31) + rawBitsOf(position - 31);
+              v = BigInt(high) << 32n | BigInt(rawBitsOf(32));
+              break;
+            }
+          }
+        }
+        values[j] = v;
+        if (a > 0) q = n;
+      }
+      if (next !== codedEnd) malformed(start, what + ' range-coded stream has ' + (codedEnd - next) + ' coded bytes left');
+      if (rawAt <= rawBits - 8) malformed(start, what + ' range-coded stream has raw bytes left');
+      return values;
+    }
+
     // §14.3: exceptions, coarse integers on a grid, and an optional fine part.
     function column2(entryStrokes) {
       const k = entryStrokes.length;
@@ -376,7 +493,9 @@
       const values = new Float64Array(k);
       const isException = new Uint8Array(k);
       const coded = k - exceptions(values, isException);
-      const residuals = stream(coded, 'coarse');
+      let ages = null;
+      const agesOf = () => ages || (ages = columnAges(entryStrokes, isException, coded));
+      const residuals = stream(coded, 'coarse', agesOf);
       const coarse = coarseNumbers(entryStrokes, isException, residuals, order, fromPrevious) ||
         coarseExact(entryStrokes, isException, residuals, order, fromPrevious);
 
@@ -421,7 +540,7 @@
         }
       }
       const fineAt = pos;
-      const fines = stream(coded, 'fine');
+      const fines = stream(coded, 'fine', agesOf);
       for (let j = 0, c = 0; j < k; j++) {
         if (isException[j]) continue;
         const base = gridValue(coarse[c], j);
@@ -598,8 +717,10 @@
     }
     if (crc32(bytes, 0, 28, 0) !== u32(bytes, 28)) throw headerProblem('file header checksum mismatch');
     const version = bytes[8] | bytes[9] << 8;
-    if (version < MIN_VERSION || version > MAX_VERSION) {
-      throw headerProblem('unsupported format version ' + version + ' (this page reads versions ' + MIN_VERSION + ' to ' + MAX_VERSION + ')');
+    if (!DRAWING_VERSIONS.includes(version)) {
+      const last = DRAWING_VERSIONS.length - 1;
+      throw headerProblem('unsupported format version ' + version + ' (this page reads versions ' +
+        DRAWING_VERSIONS.slice(0, last).join(', ') + ' and ' + DRAWING_VERSIONS[last] + ')');
     }
     const headerLength = bytes[10] | bytes[11] << 8;
     if (headerLength !== FILE_HEADER) throw headerProblem('unexpected header length ' + headerLength);
@@ -697,8 +818,8 @@
     decode: decode, events: events, kindNames: KIND_NAMES, plus: plus, SegmentMessageError: SegmentMessageError,
     constants: {
       fileMagic: FILE_MAGIC, blockMagic: BLOCK_MAGIC, fileHeader: FILE_HEADER, blockHeader: BLOCK_HEADER,
-      maxRaw: MAX_RAW, maxCompressed: MAX_COMPRESSED, maxEvents: MAX_EVENTS, minVersion: MIN_VERSION,
-      maxVersion: MAX_VERSION, maxDecimalScale: MAX_DECIMAL_SCALE, thirds: THIRDS, binaryBase: BINARY_BASE,
+      maxRaw: MAX_RAW, maxCompressed: MAX_COMPRESSED, maxEvents: MAX_EVENTS,
+      drawingVersions: DRAWING_VERSIONS, maxDecimalScale: MAX_DECIMAL_SCALE, thirds: THIRDS, binaryBase: BINARY_BASE,
       maxBinaryExponent: MAX_BINARY_EXPONENT, ordered32: ORDERED32, ordered64: ORDERED64,
       minFineExponent: MIN_FINE_EXPONENT, maxFineExponent: MAX_FINE_EXPONENT, kindNames: KIND_NAMES,
     },

@@ -745,7 +745,7 @@ def check_reader(browser, port, args):
     decode_all = lambda messages: r.evaluate("__decodeAll(%s)" % json.dumps([encode(m) for m in messages]))
 
     golden = []
-    for version in ("v1", "v2"):
+    for version in ("v1", "v2", "v6"):  # v6: range-coded streams (FORMAT.md §18)
         folder = os.path.join(GOLDEN, version)
         for name in sorted(n for n in os.listdir(folder) if n.endswith(".sjs")):
             expected = open(os.path.join(folder, name[:-4] + ".expected.ndjson")).read().splitlines()

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""sjread: an independent reader of StrokeJournal journals, format versions 1 to 5.
+"""sjread: an independent reader of StrokeJournal journals, format versions 1 to 7.
 
 This reader was written from docs/FORMAT.md alone, without the Swift sources, and is kept
 that way: it is a conformance check of the document and of the reference implementation.
@@ -19,17 +19,18 @@ Usage (Python 3.8+; the standard library, plus the `cryptography` package for ve
                                     {"open":…,"board":…,"founder":…,"members":[…]}
 
 JOURNAL_DIR is a journal (it has `local/replica`; its open segment `local/open.sjo` is read
-too) or a shared folder (only `replicas/`). Each file's header version (1 to 5) says what its
-blocks hold: drawing events coded as §6 (version 1) or §14 (versions 2 and 3), or membership
-statements (version 4, §17.2; version 5, §17.6, whose statements may also be invitations,
-action 5); a journal may mix them. A version 3 file ends in a seal record (§15.1), whose
-structure is always checked here. Ed25519 signatures (the statements of version 4 and 5
-files, and the seal records §17.4 needs) are checked with the `cryptography` package when it
-imports; without it a journal holding a version 4 or 5 file is refused (exit status 2) rather
-than read differently from `journal`. A board with a genesis (§17.3) applies
-what its membership counts (§17.4); a journal without one is open and read as §1-§16 say,
-except that a journal with a trust list (`local/trust`, §15.3) is refused (exit status 2):
-this reader does not apply trust lists. On a board with a genesis `local/trust` is ignored.
+too) or a shared folder (only `replicas/`). Each file's header version (1 to 7) says what its
+blocks hold: drawing events coded as §6 (version 1), §14 (versions 2 and 3) or §14 with §18's
+range-coded streams (versions 6 and 7), or membership statements (version 4, §17.2; version 5,
+§17.6, whose statements may also be invitations, action 5); a journal may mix them. A version 3
+or 7 file ends in a seal record (§15.1), whose structure is always checked here. Ed25519
+signatures (the statements of version 4 and 5 files, and the seal records §17.4 needs) are
+checked with the `cryptography` package when it imports; without it a journal holding a
+version 4 or 5 file is refused (exit status 2) rather than read differently from `journal`.
+A board with a genesis (§17.3) applies what its membership counts (§17.4); a journal without
+one is open and read as §1-§16 and §18 say, except that a journal with a trust list
+(`local/trust`, §15.3) is refused (exit status 2): this reader does not apply trust lists. On
+a board with a genesis `local/trust` is ignored.
 Section numbers (§) below refer to FORMAT.md.
 Problem reasons are worded independently of `journal`'s; kinds, files, offsets and seq
 ranges follow the document.
@@ -60,7 +61,10 @@ MAX_SEQ = 1 << 62
 MAX_LAMPORT = 1 << 62
 MAX_SCALE = 9
 MAX_FILE = 1 << 30
-VERSIONS = (1, 2, 3, 4, 5)  # §1.1, §4
+VERSIONS = (1, 2, 3, 4, 5, 6, 7)  # §1.1, §4
+BODY2_VERSIONS = (2, 3, 6, 7)  # block bodies of §14 (§15, §18)
+RANGE_CODED_VERSIONS = (6, 7)  # §18: a stream(C) may be range coded
+SEALED_VERSIONS = (3, 7)  # §15, §18: the file ends in a seal record; signed-file rules apply
 SEAL_SIZE = 108  # §15.1
 SEAL_LABEL = b"StrokeJournal sealed segment v1\0"  # §15.1, 32 bytes
 REPLICA_KEY_LABEL = b"StrokeJournal replica key v1\0"  # §15.1, 29 bytes
@@ -276,11 +280,17 @@ def reference_column2(r, count, bound, what):
     return refs
 
 
-def stream(r, count):
-    """§14.3 stream(C): the C unsigned 64-bit integers (high << 8·low) | low bytes."""
+def stream(r, count, ages=None):
+    """§14.3 stream(C): the C unsigned 64-bit integers (high << 8·low) | low bytes.
+
+    With `ages` (versions 6 and 7: the column's coded entries' ages, §18.2) the stream may also
+    be range coded (first byte FF, §18.1); without, FF is malformed like any low above 7."""
     low = r.byte()
+    if low == RANGE_CODED and ages is not None:
+        return range_stream(r, ages)
     if low > 7:
-        raise Malformed("stream low byte count %d" % low)
+        raise Malformed("stream low byte count %d (0 to 7%s)"
+                        % (low, "" if ages is None else ", or 0xff for a range-coded stream"))
     if r.left() < count * (1 + low):
         raise Malformed("stream ends early")
     highs = read_varints(r, count)
@@ -301,6 +311,182 @@ def stream(r, count):
     return [(high << shift) | lo for high, lo in zip(highs, lows)]
 
 
+# §18 (FormatV6, FormatV7): range-coded streams. Every probability of a stream, one flat list:
+# L[a][q][node] (a 0..2, q 0..15, node 1..15) at (a·16 + q)·15 + node − 1, X[node] (node 1..63)
+# at RC_X + node − 1, T[n][node][y] (n 0..64, node 1..3, y 0..1) at RC_T + (n·3 + node − 1)·2 + y,
+# B[n][p] (n 0..64, p 0..63) at RC_B + n·64 + p.
+RANGE_CODED = 0xFF
+RC_X = 3 * 16 * 15
+RC_T = RC_X + 63
+RC_B = RC_T + 65 * 3 * 2
+RC_PROBABILITIES = RC_B + 65 * 64  # 5,333 (§18.4)
+RC_MIN_CODED = 5
+
+
+def column_ages(coded_strokes, stroke_count):
+    """§18.2: each coded entry's age, min(earlier coded entries of its stroke in the column, 2)."""
+    counts = [0] * stroke_count
+    ages = []
+    append = ages.append
+    for s in coded_strokes:
+        c = counts[s]
+        append(c)
+        if c < 2:
+            counts[s] = c + 1
+    return ages
+
+
+def range_stream(r, ages):
+    """§18.1, §18.2: a range-coded stream(C) after its FF byte; C = len(ages).
+
+    The binary decoder's steps are written out inline (four times) for speed: each is §18.2's
+    bit(P) with P = prob[i]."""
+    coded_length = r.varint()
+    raw_length = r.varint()
+    if coded_length < RC_MIN_CODED:
+        raise Malformed("range-coded stream of %d coded bytes (at least %d)" % (coded_length, RC_MIN_CODED))
+    if coded_length + raw_length > r.left():
+        raise Malformed("range-coded stream ends early: %d coded and %d raw bytes, %d bytes left in the body"
+                        % (coded_length, raw_length, r.left()))
+    data, start = r.data, r.offset
+    coded = data[start:start + coded_length]
+    raw = data[start + coded_length:start + coded_length + raw_length]
+    r.offset = start + coded_length + raw_length
+    raw_bits = 8 * raw_length
+
+    prob = [2048] * RC_PROBABILITIES
+    rng = 0xFFFFFFFF
+    code = int.from_bytes(coded[1:5], "big")  # coded[0] is not used
+    nxt = 5
+    pos = 0  # raw bits read
+    q = 0
+    out = []
+    append = out.append
+    from_bytes = int.from_bytes
+
+    def ends_early():
+        # Reading coded[next] with next >= codedLength leaves next > codedLength at the end
+        # (§18.2 reads 0 and fails the final check); stopping here is the same verdict.
+        return Malformed("range-coded stream ends early: it reads past its %d coded bytes (integer %d of %d)"
+                         % (coded_length, len(out), len(ages)))
+
+    for a in ages:
+        # Bit length: tree(L[a][min(q, 15)], 4), then tree(X, 6) above 14.
+        base = (a * 16 + (q if q < 15 else 15)) * 15 - 1
+        node = 1
+        while node < 16:
+            i = base + node
+            p = prob[i]
+            bound = (rng >> 12) * p
+            if code < bound:
+                rng = bound
+                prob[i] = p + ((4096 - p) >> 5)
+                node += node
+            else:
+                code -= bound
+                rng -= bound
+                prob[i] = p - (p >> 5)
+                node += node + 1
+            if rng < 0x1000000:
+                if nxt >= coded_length:
+                    raise ends_early()
+                rng <<= 8
+                code = ((code << 8) & 0xFFFFFFFF) | coded[nxt]
+                nxt += 1
+        n = node - 16
+        if n == 15:
+            node = 1
+            while node < 64:
+                i = RC_X - 1 + node
+                p = prob[i]
+                bound = (rng >> 12) * p
+                if code < bound:
+                    rng = bound
+                    prob[i] = p + ((4096 - p) >> 5)
+                    node += node
+                else:
+                    code -= bound
+                    rng -= bound
+                    prob[i] = p - (p >> 5)
+                    node += node + 1
+                if rng < 0x1000000:
+                    if nxt >= coded_length:
+                        raise ends_early()
+                    rng <<= 8
+                    code = ((code << 8) & 0xFFFFFFFF) | coded[nxt]
+                    nxt += 1
+            n = 15 + node - 64
+            if n > 64:
+                raise Malformed("range-coded stream: integer %d has bit length %d (at most 64)" % (len(out), n))
+        if n < 2:
+            append(n)  # bit length 0: 0; bit length 1: 1
+        else:
+            # The two bits below the leading one: T[n][node][min(a, 1)].
+            v = 1
+            node = 1
+            base = RC_T + (n * 3 - 1) * 2 + (a if a < 2 else 1)
+            for _ in range(2 if n > 2 else 1):
+                i = base + 2 * node
+                p = prob[i]
+                bound = (rng >> 12) * p
+                if code < bound:
+                    rng = bound
+                    prob[i] = p + ((4096 - p) >> 5)
+                    node += node
+                    v += v
+                else:
+                    code -= bound
+                    rng -= bound
+                    prob[i] = p - (p >> 5)
+                    node += node + 1
+                    v += v + 1
+                if rng < 0x1000000:
+                    if nxt >= coded_length:
+                        raise ends_early()
+                    rng <<= 8
+                    code = ((code << 8) & 0xFFFFFFFF) | coded[nxt]
+                    nxt += 1
+            if n > 3:
+                # The next two: B[n][p] for bit positions p = n − 4 and n − 5 (when >= 0).
+                base = RC_B + n * 64 + n - 4
+                for i in (base, base - 1) if n > 4 else (base,):
+                    p = prob[i]
+                    bound = (rng >> 12) * p
+                    if code < bound:
+                        rng = bound
+                        prob[i] = p + ((4096 - p) >> 5)
+                        v += v
+                    else:
+                        code -= bound
+                        rng -= bound
+                        prob[i] = p - (p >> 5)
+                        v += v + 1
+                    if rng < 0x1000000:
+                        if nxt >= coded_length:
+                            raise ends_early()
+                        rng <<= 8
+                        code = ((code << 8) & 0xFFFFFFFF) | coded[nxt]
+                        nxt += 1
+                if n > 5:
+                    # The rest: n − 5 raw bits, most significant first.
+                    w = n - 5
+                    end = pos + w
+                    if end > raw_bits:
+                        raise Malformed("range-coded stream ends early: integer %d reads past its %d raw bytes"
+                                        % (len(out), raw_length))
+                    first, last = pos >> 3, (end + 7) >> 3
+                    v = (v << w) | ((from_bytes(raw[first:last], "big") >> ((last << 3) - end)) & ((1 << w) - 1))
+                    pos = end
+            append(v)
+        if a:
+            q = n
+    if nxt != coded_length:
+        raise Malformed("range-coded stream has bytes left: %d of its %d coded bytes read" % (nxt, coded_length))
+    if pos <= raw_bits - 8:
+        raise Malformed("range-coded stream has bytes left: %d raw bits read from %d raw bytes" % (pos, raw_length))
+    return out
+
+
 def floats_to_bits(values):
     return list(struct.unpack("<%dQ" % len(values), struct.pack("<%dd" % len(values), *values)))
 
@@ -313,8 +499,10 @@ def narrow(value):
         return math.copysign(math.inf, value)
 
 
-def real_column2(r, strokes_of_entries, stroke_count):
-    """§14.3: one real column of a version 2 body, as a list of 64-bit patterns."""
+def real_column2(r, strokes_of_entries, stroke_count, ranged=False):
+    """§14.3: one real column of a version 2 body, as a list of 64-bit patterns.
+
+    `ranged` (versions 6 and 7, §18): its coarse and fine streams may be range coded."""
     grid, shape = r.byte(), r.byte()
     if grid not in GRIDS:
         raise Malformed("unknown real-column grid %d" % grid)
@@ -326,17 +514,19 @@ def real_column2(r, strokes_of_entries, stroke_count):
     exceptions = read_exceptions(r, k)
     exception_count = len(exceptions)
     coded = k - exception_count
-    coarse = stream(r, coded)
+    if exceptions:
+        coded_strokes = [s for j, s in enumerate(strokes_of_entries) if j not in exceptions]
+    else:
+        coded_strokes = strokes_of_entries
+    # §18.2: the coarse and the fine stream share the coded entries' ages.
+    ages = column_ages(coded_strokes, stroke_count) if ranged else None
+    coarse = stream(r, coded, ages)
     exponents = None
     if fine == 3:
         exponents = [r.svarint() for _ in range(stroke_count)]
         if any(not MIN_EXPONENT <= e <= MAX_EXPONENT for e in exponents):
             raise Malformed("stroke exponent out of range")
-    fines = stream(r, coded) if fine else None
-    if exceptions:
-        coded_strokes = [s for j, s in enumerate(strokes_of_entries) if j not in exceptions]
-    else:
-        coded_strokes = strokes_of_entries
+    fines = stream(r, coded, ages) if fine else None
 
     # Coarse integers: per-stroke predictor, optionally starting from the previous coded entry.
     seen = [False] * stroke_count
@@ -430,7 +620,8 @@ def fine_values(grid_values, fines, fine, exponents, coded_strokes):
 def decode_body(raw, replica, first_seq, n, version=1):
     """The block's events as dicts (§6.5) and its style table; doubles are 64-bit patterns.
 
-    version 1 bodies are coded as §6, version 2 as §14 (reference and real columns differ)."""
+    version 1 bodies are coded as §6, versions 2 and 3 as §14 (reference and real columns differ),
+    versions 6 and 7 as §14 whose streams may be range coded (§18)."""
     r = Reader(raw)
     strokes = [bytes(r.take(16)) for _ in range(r.count(16, "stroke"))]
     styles = [(r.u32(), r.f64bits()) for _ in range(r.count(12, "style"))]
@@ -452,7 +643,8 @@ def decode_body(raw, replica, first_seq, n, version=1):
         walls.append(previous)
     m = sum(1 for kind in kinds if kind != CLEAR)
     p = kinds.count(POINT)
-    if version >= 2:  # version 3 bodies are version 2 bodies (§15)
+    body2 = version in BODY2_VERSIONS  # version 3 bodies are version 2 bodies (§15), 6 and 7 nearly (§18)
+    if body2:
         stroke_refs = reference_column2(r, m, len(strokes), "stroke")
         style_refs = reference_column2(r, p, len(styles), "style")
     else:
@@ -481,7 +673,13 @@ def decode_body(raw, replica, first_seq, n, version=1):
             if flags[point_index] & 2:
                 t_strokes.append(ref)
             point_index += 1
-    column = real_column2 if version >= 2 else real_column
+    if body2:
+        ranged = version in RANGE_CODED_VERSIONS
+
+        def column(reader, entry_strokes, stroke_count):
+            return real_column2(reader, entry_strokes, stroke_count, ranged)
+    else:
+        column = real_column
     xs = column(r, point_strokes, len(strokes))
     ys = column(r, point_strokes, len(strokes))
     pressures = iter(column(r, pressure_strokes, len(strokes)))
@@ -627,7 +825,7 @@ def scan(path, sealed):
 
     offset, expected, gap_allowed = HEADER_SIZE, None, False
     while offset < len(data):
-        if version == 3 and data[offset:offset + 4] == b"SJSG":
+        if version in SEALED_VERSIONS and data[offset:offset + 4] == b"SJSG":
             record = data[offset:]
             if len(record) < SEAL_SIZE:
                 report(short, "seal record of %d bytes" % len(record), offset, None)
@@ -661,8 +859,8 @@ def scan(path, sealed):
             if following is None:
                 return result
             offset = following
-    if version == 3 and sealed and result["blocks"]:
-        report(short, "version 3 segment without its seal record", len(data), None)
+    if version in SEALED_VERSIONS and sealed and result["blocks"]:
+        report(short, "version %d segment without its seal record" % version, len(data), None)
     return result
 
 
@@ -1168,7 +1366,7 @@ def seal_refusal(member, records):
     """Why §17.4 does not apply a sealed drawing segment, or None if it does."""
     if member["damaged"]:
         return "a damaged sealed file: the board's membership applies only undamaged ones"
-    if member["version"] != 3 or member.get("seal") is None:
+    if member["version"] not in SEALED_VERSIONS or member.get("seal") is None:
         return "an unsigned sealed file (version %d): the board's membership applies only signed ones" \
             % member["version"]
     record = member["bytes"][member["seal"]:]
@@ -1310,7 +1508,7 @@ def refuse_trust(journal, reason):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="sjread.py", description="Independent reader of StrokeJournal formats v1 to v5 (docs/FORMAT.md).")
+        prog="sjread.py", description="Independent reader of StrokeJournal formats v1 to v7 (docs/FORMAT.md).")
     parser.add_argument("command", choices=["log", "digest", "verify", "members"])
     parser.add_argument("journal", metavar="JOURNAL_DIR")
     args = parser.parse_args(argv)
