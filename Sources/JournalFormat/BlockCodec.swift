@@ -117,10 +117,11 @@ public enum BlockCodec {
             out.append(contentsOf: column.bytes)
             partEnds.append(out.count)
         }
-        for column in [xs, ys, pressures, times] {
+        for (column, part) in [(xs, EncodedBody.Part.x), (ys, .y), (pressures, .pressure), (times, .t)] {
             if differences {
                 RealColumnEncoderV2(values: column.values, strokes: column.strokes, strokeCount: strokes.count,
-                                    rangeCoding: rangeCoding)
+                                    rangeCoding: rangeCoding,
+                                    lowFormDeflate: EncodedBody.method(part, level: SegmentEncoder.compressionLevel))
                     .write(to: &out, lowBytes: &lowBytes)
             } else {
                 column.write(to: &out, strokeCount: strokes.count)

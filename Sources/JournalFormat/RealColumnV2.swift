@@ -1,3 +1,5 @@
+import JournalCompression
+
 /// A v2 real column (docs/FORMAT.md §14.3): each value is a *coarse* integer n on a grid
 /// (`n / divisor`, optionally rounded to float32), predicted per stroke, plus an optional
 /// *fine* integer c counting units of 2^e between that grid value and the exact value. Values
@@ -168,13 +170,18 @@ package struct RealColumnEncoderV2 {
     let strokeCount: Int
     /// Whether a stream may be range coded (§18: block bodies of versions 6 and 7).
     let rangeCoding: RangeCodedStream.Policy
+    /// How the body's deflate codes this column (`EncodedBody.method`): what a range-coded
+    /// stream must beat when the estimates leave it in doubt.
+    let lowFormDeflate: DeflateSection.Method
 
     /// `strokes[i]`: the stroke (below `strokeCount`) whose values predict `values[i]`.
-    package init(values: [Double], strokes: [UInt32], strokeCount: Int, rangeCoding: RangeCodedStream.Policy = .never) {
+    package init(values: [Double], strokes: [UInt32], strokeCount: Int, rangeCoding: RangeCodedStream.Policy = .never,
+                 lowFormDeflate: DeflateSection.Method = .matching(level: 6)) {
         self.values = values
         self.strokes = strokes
         self.strokeCount = strokeCount
         self.rangeCoding = rangeCoding
+        self.lowFormDeflate = lowFormDeflate
     }
 
     /// One way of coding the column, evaluated on its values.
@@ -212,12 +219,14 @@ package struct RealColumnEncoderV2 {
         }
         let residuals = coarseResiduals(plan)
         let ages = rangeCoding != .never && plan.coarse.count >= RangeCodedStream.minimumCount ? codedAges(plan) : nil
-        Self.writeStream(residuals, histogram: plan.coarseHistogram, ages: ages, policy: rangeCoding, to: &out, lowBytes: &lowBytes)
+        Self.writeStream(residuals, histogram: plan.coarseHistogram, ages: ages, policy: rangeCoding,
+                         lowFormDeflate: lowFormDeflate, to: &out, lowBytes: &lowBytes)
         guard plan.shape.fine != .none else { return }
         if plan.shape.fine == .strokeExponent {
             for exponent in plan.exponents { out.appendZigZag(Int64(exponent)) }
         }
-        Self.writeStream(plan.fine.map(ExactReal.zigzag), ages: ages, policy: rangeCoding, to: &out, lowBytes: &lowBytes)
+        Self.writeStream(plan.fine.map(ExactReal.zigzag), ages: ages, policy: rangeCoding,
+                         lowFormDeflate: lowFormDeflate, to: &out, lowBytes: &lowBytes)
     }
 
     /// Each coded entry's age in its stroke (§18.2), for a range-coded stream's contexts.
@@ -543,17 +552,15 @@ package struct RealColumnEncoderV2 {
     }
 
     /// `ages`: the entries' ages if the stream may be range coded (§18); it is if that is
-    /// clearly smaller than the estimate of the `low` form.
+    /// clearly smaller than what deflate makes of the `low` form (§18.3).
     static func writeStream(_ stream: [UInt64], histogram known: [Int]? = nil, ages: [UInt8]? = nil,
-                            policy: RangeCodedStream.Policy = .whenSmaller, to out: inout ByteWriter, lowBytes: inout [Range<Int>]) {
+                            policy: RangeCodedStream.Policy = .whenSmaller, lowFormDeflate: DeflateSection.Method = .matching(level: 6),
+                            to out: inout ByteWriter, lowBytes: inout [Range<Int>]) {
         let (low, estimate) = bestSplit(known ?? histogram(stream))
         if let ages, stream.count >= RangeCodedStream.minimumCount {
             let coded = RangeCodedStream.encode(stream, ages: ages)
             let bytes = 1 + coded.lengths.count + coded.coded.count + coded.raw.count
-            // Deflate's Huffman codes get close to the order-0 entropy of the varint bytes,
-            // which is below the estimate where residuals spread evenly over a few bits.
-            let deflated = min(Double(8 + estimate), 8 + huffmanBits(stream, low: low))
-            if policy == .always || Double(8 * bytes) < RangeCodedStream.worthwhileShare * deflated {
+            if policy == .always || rangeCodingPays(bytes: bytes, stream, low: low, estimate: estimate, deflate: lowFormDeflate) {
                 out.append(RangeCodedStream.marker)
                 out.append(contentsOf: coded.lengths)
                 let start = out.count
@@ -563,6 +570,29 @@ package struct RealColumnEncoderV2 {
                 return
             }
         }
+        writeLowForm(stream, low: low, to: &out, lowBytes: &lowBytes)
+    }
+
+    /// Whether a range-coded stream of `bytes` is under `worthwhileShare` of what deflate makes
+    /// of the `low` form. Deflate's Huffman codes get close to the order-0 entropy of the
+    /// varint bytes, and below the estimate where residuals spread evenly over a few bits:
+    /// under both, the range coder wins without deflating. Above the `low` form's own bytes it
+    /// loses. In between (a stream of small residuals, like pressure, whose runs and repeats
+    /// deflate codes worse than their entropy), the `low` form is deflated as the body will.
+    static func rangeCodingPays(bytes: Int, _ stream: [UInt64], low: Int, estimate: Int, deflate method: DeflateSection.Method) -> Bool {
+        let share = RangeCodedStream.worthwhileShare
+        let codedBits = Double(8 * bytes)
+        if codedBits < share * min(Double(8 + estimate), 8 + huffmanBits(stream, low: low)) { return true }
+        var lowForm = ByteWriter(capacity: stream.count * (1 + low) + 1)
+        var ignored: [Range<Int>] = []
+        writeLowForm(stream, low: low, to: &lowForm, lowBytes: &ignored)
+        guard codedBits < share * Double(8 * lowForm.count) else { return false }
+        let section = DeflateSection(end: lowForm.count, method: method)
+        guard let deflated = try? RawDeflate.compress(lowForm.bytes, sections: [section]) else { return false }
+        return codedBits < share * Double(8 * deflated.count)
+    }
+
+    static func writeLowForm(_ stream: [UInt64], low: Int, to out: inout ByteWriter, lowBytes: inout [Range<Int>]) {
         out.append(UInt8(low))
         let shift = UInt64(8 * low)
         for value in stream { out.appendVarint(low == 0 ? value : value >> shift) }
