@@ -171,11 +171,11 @@ import JournalCompression
         }
     }
 
-    /// Handwriting-like points for versions 6 and 7 (docs/FORMAT.md §18.5): enough of them
-    /// (the first `rangeCodedVectorSplit` events) in one block that the writer range-codes the
-    /// t column's coarse stream, and times that are float32 readings of a millisecond clock, some a
-    /// float32 step off, so that t has a fine stream.
-    /// Integer arithmetic only: every machine makes the same events.
+    /// Handwriting-like points for versions 6 and 7 (docs/FORMAT.md §18.5): enough of them in
+    /// the first block (`rangeCodedVectorSplits`) that the writer range-codes its streams, and
+    /// times that are readings of a millisecond clock, some a binary64 step below, so that t
+    /// has a fine stream. Integer arithmetic only (and one exact division): every machine
+    /// makes the same events.
     static func rangeCodedVectorEvents(replica: ReplicaID) -> [Event] {
         var state: UInt64 = 2026
         func next() -> UInt64 {
@@ -208,10 +208,8 @@ import JournalCompression
             y += dy
             pressure = max(1, min(100, pressure + (next() % 8 == 0 ? Int(next() % 3) - 1 : 0)))
             millisecond += 8 + (next() % 8 == 0 ? 1 : 0)
-            // The float32 at or below the clock's reading, now and then one step lower.
-            let reading = Double(millisecond) / 1000
-            var t = Float(reading)
-            if Double(t) > reading { t = t.nextDown }
+            // The clock's reading, now and then one binary64 step lower (a clock that subtracts).
+            var t = Double(millisecond) / 1000
             if next() % 16 == 0 { t = t.nextDown }
             let sample = PointSample(stroke: stroke, x: Double(x) / 100, y: Double(y) / 100, pressure: Double(pressure) / 100,
                                      t: Double(t), style: ink)
