@@ -122,17 +122,15 @@ package enum RangeCodedStream {
         private var pending = 1
         private(set) var bytes: [UInt8] = []
 
+        /// Without a branch on `bit`: half the bits of a residual are a coin toss.
         @inline(__always) mutating func encode(_ bit: Int, _ probability: UnsafeMutablePointer<UInt16>) {
             let p = UInt32(probability.pointee)
             let bound = (range >> RangeCodedStream.probabilityBits) &* p
-            if bit == 0 {
-                range = bound
-                probability.pointee = UInt16(truncatingIfNeeded: p &+ ((4096 &- p) >> RangeCodedStream.moveBits))
-            } else {
-                low &+= UInt64(bound)
-                range &-= bound
-                probability.pointee = UInt16(truncatingIfNeeded: p &- (p >> RangeCodedStream.moveBits))
-            }
+            let one = 0 &- UInt32(truncatingIfNeeded: bit)  // all ones for a 1 bit, else 0
+            low &+= UInt64(bound & one)
+            range = (bound & ~one) | ((range &- bound) & one)
+            let raised = (4096 &- p) >> RangeCodedStream.moveBits, lowered = p >> RangeCodedStream.moveBits
+            probability.pointee = UInt16(truncatingIfNeeded: p &+ (raised & ~one) &- (lowered & one))
             while range < 1 << 24 {
                 range <<= 8
                 shiftLow()

@@ -158,11 +158,16 @@ def redemption(code, member, wall_ms=None):
     return (statement + signature).hex(), invitation
 
 
+# The header versions of files that end in a seal record (FORMAT.md §15, §18).
+SIGNED_VERSIONS = (b"\x03\x00", b"\x07\x00")
+
+
 def reseal_as_host(segment, replica_hex, host):
-    """A version 3 segment's blocks under another replica's header, sealed by `host` with role
-    host (FORMAT.md §15.1): what a relay whose key is no relay member would publish."""
-    if segment[8:10] != b"\x03\x00":
-        raise Failure("not a version 3 segment")
+    """A signed segment's (version 3 or 7) blocks under another replica's header, sealed by
+    `host` with role host (FORMAT.md §15.1): what a relay whose key is no relay member would
+    publish."""
+    if segment[8:10] not in SIGNED_VERSIONS:
+        raise Failure("not a signed segment (version 3 or 7): version %d" % struct.unpack_from("<H", segment, 8)[0])
     head = segment[:12] + bytes.fromhex(replica_hex)
     head += struct.pack("<I", zlib.crc32(head) & 0xFFFFFFFF)
     body = head + segment[32:-108]
@@ -173,7 +178,7 @@ def reseal_as_host(segment, replica_hex, host):
 
 def segment_name(data):
     """The canonical name of a drawing segment: its seq range from its block frames."""
-    _, frames = segments.split(data[:-108] if data[8:10] == b"\x03\x00" else data)
+    _, frames = segments.split(data[:-108] if data[8:10] in SIGNED_VERSIONS else data)
     first = frames[0]["first"]
     last = frames[-1]["first"] + frames[-1]["count"] - 1
     return "%020d-%020d-%s.sjs" % (first, last, hashlib.sha256(data).hexdigest()[:32])

@@ -836,15 +836,15 @@ class Campaign:
         names = sorted((n for n in os.listdir(folder) if name_seqs(n)), key=lambda n: name_seqs(n)[1])
         with open(os.path.join(folder, names[-1]), "rb") as f:
             seg = parse_segment(f.read())
-        if seg is None or seg["version"] != 3 or not seg["blocks"]:
-            return "(no version 3 segment of %s)" % x.name
+        if seg is None or seg["version"] not in (3, 7) or not seg["blocks"]:
+            return "(no signed segment, version 3 or 7, of %s)" % x.name
         b = seg["blocks"][0]
         raw = inflate(b["body"], b["rawLength"])
         far = 10 ** 9 + self.rng.randrange(10 ** 6)
         with open(os.path.join(x.path, "local", "replica.key")) as f:
             private = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(f.read().split("\n")[1]))
         public = private.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-        body = file_header(3, bytes.fromhex(x.replica)) + block(b["count"], far, b["maxLamport"], raw)
+        body = file_header(seg["version"], bytes.fromhex(x.replica)) + block(b["count"], far, b["maxLamport"], raw)
         signature = private.sign(b"StrokeJournal sealed segment v1\0" + b"\x01" + hashlib.sha256(body).digest())
         record = b"SJSG" + b"\x01\0\0\0" + public + signature
         data = body + record + struct.pack("<I", crc32(record))
