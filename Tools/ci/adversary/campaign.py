@@ -852,6 +852,8 @@ class Campaign:
         r = self.run(args, kill_after=self.rng.uniform(0.0, 0.15) if kill else None)
         if r.killed:
             self.stats["compactions killed"] += 1
+            # Like a killed record or sync, a killed compaction may leave its cover's temporary.
+            self.note_kill(m)
         elif self.check_process(r, ok=(0, 1)) and "--json" in args:
             try:
                 json.loads(r.out)
